@@ -1,0 +1,50 @@
+// Command fusioninfer renders InferenceService manifests (fusioninfer.io/v1alpha1) into the
+// Kubernetes objects the pulumi-fusioninfer component would create, with no cluster and no Pulumi.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newRootCommand(os.Stdin, os.Stdout, os.Stderr).Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fusioninfer",
+		Short: "Render LLM inference services into Kubernetes objects",
+		Long: `fusioninfer turns an InferenceService manifest (apiVersion: fusioninfer.io/v1alpha1) into the
+Kubernetes objects that the pulumi-fusioninfer InferenceService component creates: one
+LeaderWorkerSet per replica of every serving role and, when the service is gang scheduled
+(multi-node or prefill/decode roles, or schedulerName volcano), one shared Volcano PodGroup.
+
+It needs no cluster and no Pulumi engine. The output can be reviewed, diffed, or applied with
+kubectl on a cluster that runs LeaderWorkerSet >= v0.7 and Volcano >= 1.14.`,
+		Example: `  fusioninfer render -f examples/manifests/story4-disaggregated-multinode.yaml
+  fusioninfer render -f service.yaml --summary
+  cat service.yaml | fusioninfer render -f - --namespace llm | kubectl apply --server-side -f -
+  fusioninfer render -f service.yaml -o rendered/`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRenderCommand())
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "error: %v\n\n%s", err, c.UsageString())
+		return err
+	})
+	return root
+}

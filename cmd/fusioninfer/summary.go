@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// maxTaskNamesShown keeps the summary to one screen for services with many replicas.
+const maxTaskNamesShown = 4
+
+// writeSummary prints a one-screen summary as YAML comment lines, so the output stays valid YAML.
+func writeSummary(w io.Writer, s topology.Summary) {
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "InferenceService %s (namespace %s)\n", s.Service, s.Namespace)
+	tw := tabwriter.NewWriter(&body, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ROLE\tTYPE\tREPLICAS\tNODES/REPLICA\tPODS\tGPUS/POD\tGPUS\tGANG KEYS")
+	for _, r := range s.Roles {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Name, r.ComponentType, r.Replicas, r.NodesPerRep,
+			r.Pods, r.GPUsPerPod, r.GPUs, taskNames(r.TaskNames))
+	}
+	fmt.Fprintf(tw, "  total\t\t\t\t%d\t\t%d\t\n", s.Pods, s.GPUs)
+	tw.Flush()
+	if s.Gang {
+		var mins []string
+		for _, r := range s.Roles {
+			mins = append(mins, fmt.Sprintf("%s %dx%d", r.Name, r.MinReplicas, r.NodesPerRep))
+		}
+		fmt.Fprintf(&body, "gang: Volcano PodGroup %s, mode %s, minMember %d (%s), minimal set %d GPUs\n",
+			s.PodGroup, s.GangMode, s.MinMember, strings.Join(mins, " + "), s.MinimalGPUs)
+	} else {
+		body.WriteString("gang: off (default scheduler; single-node, monolithic)\n")
+	}
+	kinds := make([]string, 0, len(s.Objects))
+	for k := range s.Objects {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s", s.Objects[k], k))
+	}
+	fmt.Fprintf(&body, "objects: %s\n", strings.Join(parts, ", "))
+	for _, line := range strings.Split(strings.TrimRight(body.String(), "\n"), "\n") {
+		fmt.Fprintln(w, strings.TrimRight("# "+line, " "))
+	}
+}
+
+func taskNames(names []string) string {
+	switch {
+	case len(names) == 0:
+		return "-"
+	case len(names) <= maxTaskNamesShown:
+		return strings.Join(names, ",")
+	default:
+		return fmt.Sprintf("%s,%s ... %s (%d)", names[0], names[1], names[len(names)-1], len(names))
+	}
+}

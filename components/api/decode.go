@@ -1,0 +1,136 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Document is one decoded InferenceService with where it came from, for error messages.
+type Document struct {
+	Service *InferenceService
+	// Line is the 1-based line of the file where the document starts.
+	Line int
+}
+
+// DecodeError reports every problem found in one document of a manifest stream.
+type DecodeError struct {
+	Line     int
+	Problems []string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("document at line %d: %s", e.Line, strings.Join(e.Problems, "; "))
+}
+
+// Decode reads a multi-document YAML stream of InferenceServices. Decoding is strict: an unknown
+// or duplicated field is an error naming its path, and a YAML syntax error names its line in the
+// whole stream. Empty documents are skipped. All documents are checked; every error is returned.
+func Decode(data []byte) ([]Document, []error) {
+	var docs []Document
+	var errs []error
+	for _, chunk := range splitDocuments(data) {
+		if isBlank(chunk.text) {
+			continue
+		}
+		svc, err := decodeOne(chunk.text, chunk.line)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		docs = append(docs, Document{Service: svc, Line: chunk.line})
+	}
+	return docs, errs
+}
+
+func decodeOne(text []byte, startLine int) (*InferenceService, error) {
+	jsonData, err := yaml.YAMLToJSONStrict(text)
+	if err != nil {
+		return nil, &DecodeError{Line: startLine, Problems: []string{absoluteYAMLLines(err.Error(), startLine)}}
+	}
+	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
+		return nil, nil
+	}
+	var svc InferenceService
+	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &svc)
+	if err != nil {
+		return nil, &DecodeError{Line: startLine, Problems: []string{err.Error()}}
+	}
+	var problems []string
+	for _, e := range strictErrs {
+		problems = append(problems, e.Error())
+	}
+	if svc.APIVersion != APIVersion || svc.Kind != Kind {
+		problems = append(problems, fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
+			svc.APIVersion, svc.Kind, APIVersion, Kind))
+	}
+	if len(problems) > 0 {
+		return nil, &DecodeError{Line: startLine, Problems: problems}
+	}
+	return &svc, nil
+}
+
+type documentChunk struct {
+	text []byte
+	line int
+}
+
+// splitDocuments splits a YAML stream on "---" separator lines, remembering where each starts,
+// the way k8s.io/apimachinery's YAMLReader splits, so that errors can name absolute lines.
+func splitDocuments(data []byte) []documentChunk {
+	var chunks []documentChunk
+	current := documentChunk{line: 1}
+	scanner := bufio.NewScanner(bytes.NewReader(data))
+	scanner.Buffer(make([]byte, 64*1024), len(data)+1)
+	lineNo := 0
+	for scanner.Scan() {
+		lineNo++
+		line := scanner.Bytes()
+		if isSeparator(line) {
+			chunks = append(chunks, current)
+			current = documentChunk{line: lineNo + 1}
+			continue
+		}
+		current.text = append(current.text, line...)
+		current.text = append(current.text, '\n')
+	}
+	return append(chunks, current)
+}
+
+func isSeparator(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false
+	}
+	rest := bytes.TrimSpace(line[3:])
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+func isBlank(text []byte) bool {
+	for _, line := range bytes.Split(text, []byte("\n")) {
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) > 0 && trimmed[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+var yamlLinePattern = regexp.MustCompile(`line (\d+)`)
+
+// absoluteYAMLLines rewrites "line N" in a YAML parser message from document-relative to
+// stream-absolute numbering.
+func absoluteYAMLLines(msg string, startLine int) string {
+	return yamlLinePattern.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		if err != nil {
+			return m
+		}
+		return fmt.Sprintf("line %d", n+startLine-1)
+	})
+}

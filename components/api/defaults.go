@@ -1,0 +1,85 @@
+package api
+
+const (
+	// DefaultNamespace is used when neither the manifest nor the caller names one.
+	DefaultNamespace = "default"
+	// VolcanoSchedulerName is the scheduler that gang scheduling needs.
+	VolcanoSchedulerName = "volcano"
+)
+
+// ReplicaCount is the role's replicas, 1 when unset.
+func (r *Role) ReplicaCount() int32 {
+	if r.Replicas == nil {
+		return 1
+	}
+	return *r.Replicas
+}
+
+// NodeCount is the pods per replica, 1 when multinode is unset.
+func (r *Role) NodeCount() int32 {
+	if r.Multinode == nil {
+		return 1
+	}
+	return r.Multinode.NodeCount
+}
+
+// MultiNode reports whether each replica spans several pods.
+func (r *Role) MultiNode() bool { return r.NodeCount() >= 2 }
+
+// GangMode is the gang mode, subGroup when unset.
+func (s *InferenceServiceSpec) GangMode() GangMode {
+	if s.GangPolicy == nil || s.GangPolicy.Mode == "" {
+		return GangModeSubGroup
+	}
+	return s.GangPolicy.Mode
+}
+
+// MinRoleReplicas is how many replicas of the role the gang requires together, 1 when unset.
+func (s *InferenceServiceSpec) MinRoleReplicas(roleName string) int32 {
+	if s.GangPolicy != nil {
+		if n, ok := s.GangPolicy.MinRoleReplicas[roleName]; ok {
+			return n
+		}
+	}
+	return 1
+}
+
+// AwaitMode is the await setting, all when unset.
+func (s *InferenceServiceSpec) AwaitMode() AwaitMode {
+	if s.Await == "" {
+		return AwaitAll
+	}
+	return s.Await
+}
+
+// SchedulerName is the service-wide scheduler name, empty when unset.
+func (s *InferenceServiceSpec) SchedulerName() string {
+	if s.SchedulingStrategy == nil {
+		return ""
+	}
+	return s.SchedulingStrategy.SchedulerName
+}
+
+// Disaggregated reports whether the service splits prefill and decode.
+func (s *InferenceServiceSpec) Disaggregated() bool {
+	for i := range s.Roles {
+		if t := s.Roles[i].ComponentType; t == ComponentTypePrefiller || t == ComponentTypeDecoder {
+			return true
+		}
+	}
+	return false
+}
+
+// GangScheduled reports whether the service is gang scheduled by Volcano (DESIGN.md section 2):
+// any multi-node serving role, prefill/decode disaggregation, or schedulerName volcano.
+func (s *InferenceServiceSpec) GangScheduled() bool {
+	if s.SchedulerName() == VolcanoSchedulerName || s.Disaggregated() {
+		return true
+	}
+	for i := range s.Roles {
+		if s.Roles[i].ComponentType.Serving() && s.Roles[i].MultiNode() {
+			return true
+		}
+	}
+	return false
+}

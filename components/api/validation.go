@@ -1,0 +1,343 @@
+package api
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ReservedLabelPrefix marks the labels the project sets; users may not set them.
+const ReservedLabelPrefix = "fusioninfer.io/"
+
+// LWS names its leader StatefulSet after itself and its worker StatefulSets "{lws}-{group}";
+// Kubernetes labels each StatefulSet's pods with "controller-revision-hash: {sts}-{hash}", a
+// label value of at most 63 characters with a hash of up to 10 characters and a dash.
+const (
+	maxLeaderWorkerSetNameSingleNode = validation.DNS1035LabelMaxLength - 11
+	maxLeaderWorkerSetNameMultiNode  = maxLeaderWorkerSetNameSingleNode - 2 // "-0" for the one group
+)
+
+// Validate checks every rule of the spec (DESIGN.md section 5) and returns all violations, each
+// with its field path. Nothing may be built from a service that does not validate.
+func Validate(svc *InferenceService) field.ErrorList { return validate(svc, true) }
+
+// ValidateShape checks every rule that does not read the pod templates' contents: all a caller
+// can check while templates are still unknown (a Pulumi preview whose templates depend on other
+// resources). Validate must still pass once they are known.
+func ValidateShape(svc *InferenceService) field.ErrorList { return validate(svc, false) }
+
+func validate(svc *InferenceService, withTemplates bool) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateMetadata(svc)...)
+	errs = append(errs, validateSpec(&svc.Spec, svc.Name, withTemplates, field.NewPath("spec"))...)
+	return errs
+}
+
+func validateMetadata(svc *InferenceService) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	if svc.Name == "" {
+		errs = append(errs, field.Required(meta.Child("name"), "the service name"))
+	} else {
+		for _, msg := range validation.IsDNS1035Label(svc.Name) {
+			errs = append(errs, field.Invalid(meta.Child("name"), svc.Name, msg))
+		}
+	}
+	if svc.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(svc.Namespace) {
+			errs = append(errs, field.Invalid(meta.Child("namespace"), svc.Namespace, msg))
+		}
+	}
+	errs = append(errs, apivalidation.ValidateAnnotations(svc.Annotations, meta.Child("annotations"))...)
+	for k, v := range svc.Labels {
+		errs = append(errs, validateLabel(k, v, meta.Child("labels"))...)
+	}
+	return errs
+}
+
+func validateLabel(key, value string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(key) {
+		errs = append(errs, field.Invalid(fldPath, key, msg))
+	}
+	for _, msg := range validation.IsValidLabelValue(value) {
+		errs = append(errs, field.Invalid(fldPath.Key(key), value, msg))
+	}
+	if strings.HasPrefix(key, ReservedLabelPrefix) {
+		errs = append(errs, field.Forbidden(fldPath.Key(key), "labels with the prefix "+ReservedLabelPrefix+" are set by fusioninfer"))
+	}
+	return errs
+}
+
+func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates bool, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	rolesPath := fldPath.Child("roles")
+	if len(spec.Roles) == 0 {
+		errs = append(errs, field.Required(rolesPath, "at least one serving role (worker, or prefiller and decoder)"))
+	}
+	names := sets.New[string]()
+	counts := map[ComponentType]int{}
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		rolePath := rolesPath.Index(i)
+		if role.Name != "" {
+			if names.Has(role.Name) {
+				errs = append(errs, field.Duplicate(rolePath.Child("name"), role.Name))
+			}
+			names.Insert(role.Name)
+		}
+		counts[role.ComponentType]++
+		errs = append(errs, validateRole(spec, role, serviceName, withTemplates, rolePath)...)
+	}
+	errs = append(errs, validateTopology(spec, counts, rolesPath)...)
+	errs = append(errs, validateScheduling(spec, fldPath)...)
+	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
+	switch spec.Await {
+	case "", AwaitAll, AwaitMinimal, AwaitNone:
+	default:
+		errs = append(errs, field.NotSupported(fldPath.Child("await"), spec.Await,
+			[]AwaitMode{AwaitAll, AwaitMinimal, AwaitNone}))
+	}
+	return errs
+}
+
+func validateTopology(spec *InferenceServiceSpec, counts map[ComponentType]int, rolesPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	prefillers, decoders, workers := counts[ComponentTypePrefiller], counts[ComponentTypeDecoder], counts[ComponentTypeWorker]
+	switch {
+	case prefillers > 0 && decoders == 0:
+		errs = append(errs, field.Required(rolesPath, "a prefiller role needs a decoder role to hand its KV cache to"))
+	case decoders > 0 && prefillers == 0:
+		errs = append(errs, field.Required(rolesPath, "a decoder role needs a prefiller role to receive KV caches from"))
+	}
+	if workers > 0 && prefillers+decoders > 0 {
+		errs = append(errs, field.Invalid(rolesPath, "worker + prefiller/decoder",
+			"a service is either monolithic (worker roles) or disaggregated (prefiller and decoder roles), not both"))
+	}
+	if counts[ComponentTypeRouter] > 1 {
+		errs = append(errs, field.TooMany(rolesPath.Key("componentType=router"), counts[ComponentTypeRouter], 1))
+	}
+	if counts[ComponentTypeRouter] > 0 && workers+prefillers+decoders == 0 {
+		errs = append(errs, field.Required(rolesPath, "a router needs a serving role (worker, or prefiller and decoder) to route to"))
+	}
+	return errs
+}
+
+func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if role.Name == "" {
+		errs = append(errs, field.Required(rolePath.Child("name"), "a DNS label unique among the roles"))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(role.Name) {
+			errs = append(errs, field.Invalid(rolePath.Child("name"), role.Name, msg))
+		}
+	}
+	switch role.ComponentType {
+	case ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder:
+		errs = append(errs, validateServingRole(spec, role, serviceName, withTemplates, rolePath)...)
+	case ComponentTypeRouter:
+		errs = append(errs, field.Forbidden(rolePath.Child("componentType"),
+			"the router role is not supported yet: deploy the InferencePool, Endpoint Picker and HTTPRoute separately for now"))
+		if role.Replicas != nil {
+			errs = append(errs, field.Forbidden(rolePath.Child("replicas"), "only serving roles have replicas"))
+		}
+		if role.Multinode != nil {
+			errs = append(errs, field.Forbidden(rolePath.Child("multinode"), "only serving roles are multi-node"))
+		}
+	case "":
+		errs = append(errs, field.Required(rolePath.Child("componentType"), "one of worker, prefiller, decoder, router"))
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("componentType"), role.ComponentType,
+			[]ComponentType{ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder, ComponentTypeRouter}))
+	}
+	return errs
+}
+
+func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for fld, set := range map[string]bool{
+		"strategy": role.Strategy != "", "httproute": role.HTTPRoute != nil, "endpointPickerConfig": role.EndpointPickerConfig != "",
+	} {
+		if set {
+			errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
+		}
+	}
+	if role.ReplicaCount() < 1 {
+		errs = append(errs, field.Invalid(rolePath.Child("replicas"), role.ReplicaCount(), "must be >= 1"))
+	}
+	if role.Multinode != nil && role.Multinode.NodeCount < 1 {
+		errs = append(errs, field.Invalid(rolePath.Child("multinode", "nodeCount"), role.Multinode.NodeCount, "must be >= 1"))
+	}
+	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
+	if withTemplates {
+		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
+	}
+	return errs
+}
+
+// validateLeaderWorkerSetName checks that the longest name the role produces fits the limits of
+// LWS and of the StatefulSets and pods LWS derives from it.
+func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field.Path) field.ErrorList {
+	if serviceName == "" || role.Name == "" || role.ReplicaCount() < 1 {
+		return nil
+	}
+	longest := LeaderWorkerSetName(serviceName, role.Name, role.ReplicaCount()-1)
+	limit := maxLeaderWorkerSetNameSingleNode
+	if role.MultiNode() {
+		limit = maxLeaderWorkerSetNameMultiNode
+	}
+	if len(longest) > limit {
+		return field.ErrorList{field.Invalid(rolePath.Child("name"), role.Name, fmt.Sprintf(
+			"the LeaderWorkerSet name %q is %d characters; it must be at most %d (LWS derives StatefulSet names and "+
+				"63-character revision labels from it): shorten metadata.name or the role name",
+			longest, len(longest), limit))}
+	}
+	return nil
+}
+
+// LeaderWorkerSetName is the name of the LWS of one replica of a role: {service}-{role}-{i}.
+func LeaderWorkerSetName(serviceName, roleName string, replica int32) string {
+	return fmt.Sprintf("%s-%s-%d", serviceName, roleName, replica)
+}
+
+func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if role.Template == nil {
+		return field.ErrorList{field.Required(tplPath, "the pod template of the model server")}
+	}
+	for k, v := range role.Template.Labels {
+		errs = append(errs, validateLabel(k, v, tplPath.Child("metadata", "labels"))...)
+	}
+	errs = append(errs, apivalidation.ValidateAnnotations(role.Template.Annotations, tplPath.Child("metadata", "annotations"))...)
+	podSpec := &role.Template.Spec
+	specPath := tplPath.Child("spec")
+	if spec.GangScheduled() && podSpec.SchedulerName != "" && podSpec.SchedulerName != VolcanoSchedulerName {
+		errs = append(errs, field.Invalid(specPath.Child("schedulerName"), podSpec.SchedulerName,
+			"this service is gang scheduled and its pods must use the volcano scheduler; remove the field"))
+	}
+	if len(podSpec.Containers) == 0 {
+		return append(errs, field.Required(specPath.Child("containers"), "the model-server container, first"))
+	}
+	server := &podSpec.Containers[ServingContainerIndex]
+	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
+	if server.Image == "" {
+		errs = append(errs, field.Required(serverPath.Child("image"), "the model-server image"))
+	}
+	if role.MultiNode() {
+		errs = append(errs, validateRayLaunch(server, serverPath)...)
+	}
+	return append(errs, validateParallelism(role, server, serverPath)...)
+}
+
+// validateRayLaunch checks that a multi-node server's command line can be wrapped by the Ray
+// launcher (DESIGN.md section 2).
+func validateRayLaunch(server *corev1.Container, serverPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if IsShellScript(server) {
+		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command,
+			"a multi-node role wraps the server command in a Ray launcher; give the server's own command and args "+
+				"(or none, for the vllm/vllm-openai image), not a shell script"))
+	}
+	if backend, found := FlagValue(append(server.Command, server.Args...), "--distributed-executor-backend"); found && backend != "ray" {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), backend,
+			"a multi-node role runs vLLM on Ray: --distributed-executor-backend must be ray or unset"))
+	}
+	return errs
+}
+
+// validateParallelism checks tensor x pipeline x data parallel size against the GPUs of one
+// replica, when the flags and the GPU count are both given.
+func validateParallelism(role *Role, server *corev1.Container, serverPath *field.Path) field.ErrorList {
+	args := append(append([]string{}, server.Command...), server.Args...)
+	argsPath := serverPath.Child("args")
+	var errs field.ErrorList
+	sizes := map[string]int64{}
+	anyGiven := false
+	for _, names := range [][2]string{ParallelFlags.Tensor, ParallelFlags.Pipeline, ParallelFlags.Data} {
+		n, found, err := parallelSize(args, names)
+		if err != nil {
+			errs = append(errs, field.Invalid(argsPath, err.(*parallelSizeError).value, err.Error()))
+			continue
+		}
+		anyGiven = anyGiven || found
+		sizes[names[0]] = n
+	}
+	gpus := GPUsPerPod(server)
+	if len(errs) > 0 || !anyGiven || gpus == 0 {
+		return errs
+	}
+	product := int64(1)
+	var parts []string
+	flags := make([]string, 0, len(sizes))
+	for f := range sizes {
+		flags = append(flags, f)
+	}
+	sort.Strings(flags)
+	for _, f := range flags {
+		product *= sizes[f]
+		parts = append(parts, fmt.Sprintf("%s %d", f, sizes[f]))
+	}
+	if want := int64(role.NodeCount()) * gpus; product != want {
+		errs = append(errs, field.Invalid(argsPath, strings.Join(parts, " x "), fmt.Sprintf(
+			"the parallel sizes multiply to %d, but each replica has multinode.nodeCount (%d) x %s per pod (%d) = %d GPUs",
+			product, role.NodeCount(), GPUResourceName, gpus, want)))
+	}
+	return errs
+}
+
+func validateScheduling(spec *InferenceServiceSpec, fldPath *field.Path) field.ErrorList {
+	name := spec.SchedulerName()
+	if name == "" || name == VolcanoSchedulerName || !spec.GangScheduled() {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath.Child("schedulingStrategy", "schedulerName"), name,
+		"multi-node and prefill/decode services are gang scheduled and need the volcano scheduler")}
+}
+
+func validateGangPolicy(spec *InferenceServiceSpec, fldPath *field.Path) field.ErrorList {
+	if spec.GangPolicy == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch spec.GangPolicy.Mode {
+	case "", GangModeSubGroup, GangModeTaskMember:
+	default:
+		errs = append(errs, field.NotSupported(fldPath.Child("mode"), spec.GangPolicy.Mode,
+			[]GangMode{GangModeSubGroup, GangModeTaskMember}))
+	}
+	roles := map[string]*Role{}
+	for i := range spec.Roles {
+		if spec.Roles[i].ComponentType.Serving() {
+			roles[spec.Roles[i].Name] = &spec.Roles[i]
+		}
+	}
+	names := make([]string, 0, len(spec.GangPolicy.MinRoleReplicas))
+	for name := range spec.GangPolicy.MinRoleReplicas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := spec.GangPolicy.MinRoleReplicas[name]
+		p := fldPath.Child("minRoleReplicas").Key(name)
+		role, ok := roles[name]
+		switch {
+		case !ok:
+			errs = append(errs, field.NotFound(p, name))
+		case n < 1:
+			errs = append(errs, field.Invalid(p, n, "must be >= 1"))
+		case n > role.ReplicaCount():
+			errs = append(errs, field.Invalid(p, n, fmt.Sprintf("must be <= the role's replicas (%d)", role.ReplicaCount())))
+		}
+	}
+	if spec.GangPolicy.Mode == GangModeTaskMember && len(spec.GangPolicy.MinRoleReplicas) > 0 {
+		errs = append(errs, field.Forbidden(fldPath.Child("minRoleReplicas"),
+			"taskMember mode gangs the whole service; minRoleReplicas needs mode subGroup (Volcano >= 1.14)"))
+	}
+	return errs
+}

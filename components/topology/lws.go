@@ -1,0 +1,92 @@
+package topology
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	volcanobatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+)
+
+// roleTemplates are a role's pod templates before any per-replica label: built once per role,
+// then copied for each replica.
+type roleTemplates struct {
+	leader   *corev1.PodTemplateSpec // nil for single-node roles: the worker template serves
+	worker   *corev1.PodTemplateSpec
+	revision string
+}
+
+func buildRoleTemplates(spec *api.InferenceServiceSpec, role *api.Role) roleTemplates {
+	base := role.Template.DeepCopy()
+	if spec.GangScheduled() {
+		base.Spec.SchedulerName = api.VolcanoSchedulerName
+	}
+	if !role.MultiNode() {
+		return roleTemplates{worker: base, revision: templateRevision(base)}
+	}
+	leader, worker := base.DeepCopy(), base
+	rayLeaderTemplate(leader)
+	rayWorkerTemplate(worker)
+	return roleTemplates{leader: leader, worker: worker, revision: templateRevision(leader, worker)}
+}
+
+// replicaTemplate is one replica's copy of a role template with its labels and gang annotations.
+func replicaTemplate(svc *api.InferenceService, role *api.Role, replica int32, base *corev1.PodTemplateSpec, labels map[string]string) *corev1.PodTemplateSpec {
+	tpl := base.DeepCopy()
+	tpl.Labels = merged(tpl.Labels, labels)
+	if svc.Spec.GangScheduled() {
+		tpl.Annotations = merged(tpl.Annotations, map[string]string{
+			volcanov1beta1.KubeGroupNameAnnotationKey: PodGroupName(svc.Name),
+			volcanobatch.TaskSpecKey:                  TaskName(role.Name, replica),
+		})
+	}
+	return tpl
+}
+
+// buildLeaderWorkerSet is the LWS of one replica: replicas 1, size nodeCount.
+func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int32, templates roleTemplates, awaited bool) *lwsv1.LeaderWorkerSet {
+	labels := replicaLabels(svc.Name, role, replica, templates.revision)
+	lws := &lwsv1.LeaderWorkerSet{
+		TypeMeta: metav1.TypeMeta{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        api.LeaderWorkerSetName(svc.Name, role.Name, replica),
+			Namespace:   svc.Namespace,
+			Labels:      merged(svc.Labels, labels),
+			Annotations: awaitAnnotations(awaited),
+		},
+		Spec: lwsv1.LeaderWorkerSetSpec{
+			Replicas: ptr.To[int32](1),
+			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
+				Size:           ptr.To(role.NodeCount()),
+				WorkerTemplate: *replicaTemplate(svc, role, replica, templates.worker, labels),
+				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
+			},
+			// The LWS defaults, set explicitly so that a re-apply changes nothing.
+			RolloutStrategy: lwsv1.RolloutStrategy{
+				Type: lwsv1.RollingUpdateStrategyType,
+				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
+					MaxUnavailable: intstr.FromInt32(1),
+					MaxSurge:       intstr.FromInt32(0),
+				},
+			},
+			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
+			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
+		},
+	}
+	if templates.leader != nil {
+		lws.Spec.LeaderWorkerTemplate.LeaderTemplate = replicaTemplate(svc, role, replica, templates.leader, labels)
+	}
+	return lws
+}
+
+// awaitAnnotations tell pulumi-kubernetes whether to wait for the LWS's Available condition.
+func awaitAnnotations(awaited bool) map[string]string {
+	if awaited {
+		return map[string]string{AnnotationPulumiWaitFor: WaitForAvailable}
+	}
+	return map[string]string{AnnotationPulumiSkipAwait: "true"}
+}

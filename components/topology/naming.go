@@ -1,0 +1,49 @@
+// Package topology is the pure core: it turns a validated InferenceService into the exact
+// Kubernetes objects to create, typed with the upstream APIs. It imports no Pulumi package, does
+// no I/O, and is deterministic. The Pulumi component and the CLI are thin shells over it.
+package topology
+
+import (
+	"strconv"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+)
+
+// Labels the core sets on every LeaderWorkerSet and pod template (DESIGN.md section 2).
+const (
+	LabelService       = api.ReservedLabelPrefix + "service"
+	LabelComponentType = api.ReservedLabelPrefix + "component-type"
+	LabelRoleName      = api.ReservedLabelPrefix + "role-name"
+	LabelReplicaIndex  = api.ReservedLabelPrefix + "replica-index"
+	LabelRevision      = api.ReservedLabelPrefix + "revision"
+
+	LabelAppName      = "app.kubernetes.io/name"
+	LabelAppInstance  = "app.kubernetes.io/instance"
+	LabelAppComponent = "app.kubernetes.io/component"
+	LabelAppPartOf    = "app.kubernetes.io/part-of"
+	LabelAppManagedBy = "app.kubernetes.io/managed-by"
+
+	// ManagedBy is the value of app.kubernetes.io/managed-by on every object.
+	ManagedBy = "fusioninfer"
+)
+
+// Annotations read by pulumi-kubernetes when it creates an object.
+const (
+	AnnotationPulumiWaitFor   = "pulumi.com/waitFor"
+	AnnotationPulumiSkipAwait = "pulumi.com/skipAwait"
+	// WaitForAvailable makes `pulumi up` wait for a LeaderWorkerSet's Available condition.
+	WaitForAvailable = "condition=Available"
+)
+
+// PodGroupName is the name of the service's shared PodGroup: the service name.
+func PodGroupName(serviceName string) string { return serviceName }
+
+// TaskName is a replica's Volcano task key: {role}-{i}.
+func TaskName(roleName string, replica int32) string {
+	return roleName + "-" + strconv.Itoa(int(replica))
+}
+
+// Suffixes name children relative to the service (Pulumi names children "{component}-{suffix}").
+const podGroupSuffix = "podgroup"
+
+func leaderWorkerSetSuffix(roleName string, replica int32) string { return TaskName(roleName, replica) }

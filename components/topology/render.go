@@ -1,0 +1,61 @@
+package topology
+
+import (
+	"bytes"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// Unstructured is the object as the plain map a client sends: no status, no null timestamps.
+func (o *Object) Unstructured() (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", o.Kind, o.Name, err)
+	}
+	delete(m, "status")
+	pruneNullTimestamps(m)
+	return m, nil
+}
+
+// pruneNullTimestamps drops the "creationTimestamp: null" that typed metadata carries into every
+// object and pod template: noise that no user wrote and the API server ignores.
+func pruneNullTimestamps(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if ts, ok := t["creationTimestamp"]; ok && ts == nil {
+			delete(t, "creationTimestamp")
+		}
+		for _, child := range t {
+			pruneNullTimestamps(child)
+		}
+	case []any:
+		for _, child := range t {
+			pruneNullTimestamps(child)
+		}
+	}
+}
+
+// YAML renders the tree as a multi-document YAML stream in apply order.
+func (t *Tree) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	for i := range t.Objects {
+		doc, err := t.Objects[i].YAML()
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString("---\n")
+		buf.Write(doc)
+	}
+	return buf.Bytes(), nil
+}
+
+// YAML renders one object as a YAML document (keys sorted, as kubectl prints).
+func (o *Object) YAML() ([]byte, error) {
+	m, err := o.Unstructured()
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(m)
+}

@@ -1,0 +1,74 @@
+package topology
+
+import (
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+)
+
+// RoleSummary is what one serving role asks of the cluster.
+type RoleSummary struct {
+	Name          string
+	ComponentType api.ComponentType
+	Replicas      int32
+	NodesPerRep   int32
+	Pods          int64
+	GPUsPerPod    int64
+	GPUs          int64
+	// MinReplicas is the gang minimum of the role (its replicas when not gang scheduled).
+	MinReplicas int32
+	TaskNames   []string
+}
+
+// Summary is the one-screen view of a tree: roles, pods, GPUs and the gang.
+type Summary struct {
+	Service, Namespace string
+	Roles              []RoleSummary
+	Pods, GPUs         int64
+	// MinimalGPUs are the GPUs of the gang's minimal set: minRoleReplicas of every role.
+	MinimalGPUs int64
+	Gang        bool
+	GangMode    api.GangMode
+	PodGroup    string
+	MinMember   int32
+	Objects     map[string]int
+}
+
+// Summarize describes a built tree.
+func Summarize(t *Tree) Summary {
+	spec := &t.Service.Spec
+	s := Summary{Service: t.Service.Name, Namespace: t.Service.Namespace, Gang: spec.GangScheduled(), Objects: map[string]int{}}
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if !role.ComponentType.Serving() {
+			continue
+		}
+		rs := RoleSummary{
+			Name: role.Name, ComponentType: role.ComponentType, Replicas: role.ReplicaCount(), NodesPerRep: role.NodeCount(),
+			GPUsPerPod: api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex]), MinReplicas: role.ReplicaCount(),
+		}
+		rs.Pods = int64(rs.Replicas) * int64(rs.NodesPerRep)
+		rs.GPUs = rs.Pods * rs.GPUsPerPod
+		if s.Gang {
+			rs.MinReplicas = spec.MinRoleReplicas(role.Name)
+			for r := int32(0); r < rs.Replicas; r++ {
+				rs.TaskNames = append(rs.TaskNames, TaskName(role.Name, r))
+			}
+		}
+		s.Pods += rs.Pods
+		s.GPUs += rs.GPUs
+		s.MinimalGPUs += int64(rs.MinReplicas) * int64(rs.NodesPerRep) * rs.GPUsPerPod
+		s.Roles = append(s.Roles, rs)
+	}
+	if s.Gang {
+		s.GangMode = spec.GangMode()
+		s.PodGroup = PodGroupName(t.Service.Name)
+		for _, o := range t.Objects {
+			if o.TypeMeta == KindPodGroup {
+				s.MinMember = podGroupMinMember(o)
+			}
+		}
+	}
+	for _, o := range t.Objects {
+		s.Objects[o.Kind]++
+	}
+	return s
+}
