@@ -341,3 +341,17 @@ func validateGangPolicy(spec *InferenceServiceSpec, fldPath *field.Path) field.E
 	}
 	return errs
 }
+
+// ValidationError carries every violation of one service.
+type ValidationError struct {
+	Service string
+	Errors  field.ErrorList
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Errors))
+	for i, err := range e.Errors {
+		lines[i] = "  " + err.Error()
+	}
+	return fmt.Sprintf("invalid InferenceService %q:\n%s", e.Service, strings.Join(lines, "\n"))
+}

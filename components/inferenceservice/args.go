@@ -1,0 +1,63 @@
+// Package inferenceservice is the Pulumi component fusioninfer:index:InferenceService. It maps
+// the objects the pure core (components/topology) builds onto pulumi-kubernetes resources, one
+// child per object, and computes the service's status from the children's outputs. It knows no
+// topology rule of its own.
+package inferenceservice
+
+import (
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+)
+
+// Args describe one InferenceService. The fields that shape the tree (names, component types,
+// replicas, nodeCount, scheduling and gang settings) are plain values; pod templates are Inputs
+// and may hold Outputs of other resources, unknown at preview.
+type Args struct {
+	// ServiceName is the service's name (metadata.name); defaults to the component's name.
+	ServiceName string `pulumi:"serviceName,optional"`
+	// Namespace of every child; defaults to "default".
+	Namespace string `pulumi:"namespace,optional"`
+	// Labels are added to every child object.
+	Labels map[string]string `pulumi:"labels,optional"`
+	// Roles are the logical components of the service.
+	Roles []RoleArgs `pulumi:"roles"`
+	// SchedulingStrategy applies service-wide scheduling policies.
+	SchedulingStrategy *SchedulingStrategyArgs `pulumi:"schedulingStrategy,optional"`
+	// GangPolicy shapes the shared Volcano PodGroup.
+	GangPolicy *GangPolicyArgs `pulumi:"gangPolicy,optional"`
+	// Await is what `pulumi up` waits for: all (default), minimal, or none.
+	Await string `pulumi:"await,optional"`
+}
+
+// RoleArgs describe one role.
+type RoleArgs struct {
+	// Name is unique among the roles and a DNS label.
+	Name string `pulumi:"name"`
+	// ComponentType is worker, prefiller or decoder (router is not supported yet).
+	ComponentType string `pulumi:"componentType"`
+	// Replicas is the number of independent instances (default 1).
+	Replicas *int `pulumi:"replicas,optional"`
+	// Multinode spreads each replica over several pods.
+	Multinode *MultinodeArgs `pulumi:"multinode,optional"`
+	// Template is the pod template of the role's pods; its first container is the model server.
+	Template k8scorev1.PodTemplateSpecInput `pulumi:"template,optional"`
+}
+
+// MultinodeArgs enable multi-node replicas.
+type MultinodeArgs struct {
+	// NodeCount is the number of pods (on distinct nodes) per replica.
+	NodeCount int `pulumi:"nodeCount"`
+}
+
+// SchedulingStrategyArgs apply service-wide scheduling policies.
+type SchedulingStrategyArgs struct {
+	// SchedulerName is the pods' scheduler; "volcano" turns gang scheduling on.
+	SchedulerName string `pulumi:"schedulerName,optional"`
+}
+
+// GangPolicyArgs shape the shared PodGroup.
+type GangPolicyArgs struct {
+	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+	Mode string `pulumi:"mode,optional"`
+	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas,optional"`
+}

@@ -1,0 +1,200 @@
+package inferenceservice
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// TypeToken is the component's Pulumi type.
+const TypeToken = "fusioninfer:index:InferenceService"
+
+// InferenceService is an LLM inference service on Kubernetes: a LeaderWorkerSet per replica of
+// every serving role and, when gang scheduled, one shared Volcano PodGroup.
+type InferenceService struct {
+	pulumi.ResourceState
+
+	// ServiceName is the service's name (metadata.name of the manifest).
+	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
+	// Namespace of every child.
+	Namespace pulumi.StringOutput `pulumi:"namespace"`
+	// GangScheduled is true when the pods are gang scheduled by Volcano.
+	GangScheduled pulumi.BoolOutput `pulumi:"gangScheduled"`
+	// PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+	PodGroupName pulumi.StringOutput `pulumi:"podGroupName"`
+	// LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+	LeaderWorkerSetNames pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
+	// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+	Status RoleStatusMapOutput `pulumi:"status"`
+
+	// Children are the child resources by suffix ("podgroup", "{role}-{i}"), for Go programs
+	// that depend on one of them.
+	Children map[string]*apiextensions.CustomResource
+}
+
+// NewInferenceService registers an InferenceService and its whole tree. Every rule is checked
+// before anything is registered: the shape at once, and the pod templates as soon as they are
+// known (at preview a template that depends on unknown outputs is checked at update).
+func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*InferenceService, error) {
+	if args == nil {
+		return nil, fmt.Errorf("InferenceService %q: args are required", name)
+	}
+	shape := args.service(name)
+	if errs := api.ValidateShape(shape); len(errs) > 0 {
+		return nil, &api.ValidationError{Service: shape.Name, Errors: errs}
+	}
+	tree := buildTree(ctx, shape, args)
+	// Resolving the tree validates the templates; at preview it may stay unknown, and the
+	// children's contents with it.
+	if _, err := internals.UnsafeAwaitOutput(ctx.Context(), tree); err != nil {
+		return nil, err
+	}
+
+	component := &InferenceService{Children: map[string]*apiextensions.CustomResource{}}
+	if err := ctx.RegisterComponentResource(TypeToken, name, component, opts...); err != nil {
+		return nil, err
+	}
+	refs := topology.Plan(shape)
+	for i, ref := range refs {
+		child, err := registerChild(ctx, name, component, tree, i, ref)
+		if err != nil {
+			return nil, err
+		}
+		component.Children[ref.Suffix] = child
+	}
+	setOutputs(component, shape, refs)
+	return component, ctx.RegisterResourceOutputs(component, pulumi.Map{
+		"serviceName":          component.ServiceName,
+		"namespace":            component.Namespace,
+		"gangScheduled":        component.GangScheduled,
+		"podGroupName":         component.PodGroupName,
+		"leaderWorkerSetNames": component.LeaderWorkerSetNames,
+		"status":               component.Status,
+	})
+}
+
+// buildTree is the core's tree as an Output: it resolves when every pod template does, and
+// fails with every violation when the completed spec does not validate.
+func buildTree(ctx *pulumi.Context, shape *api.InferenceService, args *Args) pulumi.AnyOutput {
+	var templates []any
+	var templateRoles []int
+	for i, r := range args.Roles {
+		if r.Template != nil {
+			templates = append(templates, r.Template.ToPodTemplateSpecOutputWithContext(ctx.Context()))
+			templateRoles = append(templateRoles, i)
+		}
+	}
+	return pulumi.All(templates...).ApplyT(func(values []any) (any, error) {
+		svc := *shape
+		svc.Spec.Roles = append([]api.Role{}, shape.Spec.Roles...)
+		for j, v := range values {
+			tpl, err := templateToAPI(v.(k8scorev1.PodTemplateSpec))
+			if err != nil {
+				return nil, fmt.Errorf("InferenceService %q: spec.roles[%d].template: %w", shape.Name, templateRoles[j], err)
+			}
+			svc.Spec.Roles[templateRoles[j]].Template = tpl
+		}
+		t, errs := topology.Build(&svc)
+		if len(errs) > 0 {
+			return nil, &api.ValidationError{Service: svc.Name, Errors: errs}
+		}
+		return t, nil
+	}).(pulumi.AnyOutput)
+}
+
+// registerChild registers the i-th object of the tree as a pulumi-kubernetes resource, named
+// "{component}-{suffix}", parented to the component. Its name, namespace and kind are known at
+// preview; its contents come from the tree.
+func registerChild(ctx *pulumi.Context, componentName string, component *InferenceService, tree pulumi.AnyOutput, i int, ref topology.Ref) (*apiextensions.CustomResource, error) {
+	object := tree.ApplyT(func(t any) (map[string]any, error) {
+		return t.(*topology.Tree).Objects[i].Unstructured()
+	}).(pulumi.MapOutput)
+	metadataField := func(field string) pulumi.StringMapOutput {
+		return object.ApplyT(func(m map[string]any) map[string]string {
+			values, _ := m["metadata"].(map[string]any)[field].(map[string]any)
+			out := make(map[string]string, len(values))
+			for k, v := range values {
+				out[k] = v.(string)
+			}
+			return out
+		}).(pulumi.StringMapOutput)
+	}
+	opts := []pulumi.ResourceOption{pulumi.Parent(component)}
+	var dependsOn []pulumi.Resource
+	for _, suffix := range ref.DependsOn {
+		dependsOn = append(dependsOn, component.Children[suffix])
+	}
+	if len(dependsOn) > 0 {
+		opts = append(opts, pulumi.DependsOn(dependsOn))
+	}
+	return apiextensions.NewCustomResource(ctx, componentName+"-"+ref.Suffix, &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(ref.APIVersion),
+		Kind:       pulumi.String(ref.Kind),
+		Metadata: &k8smetav1.ObjectMetaArgs{
+			Name:        pulumi.String(ref.Name),
+			Namespace:   pulumi.String(ref.Namespace),
+			Labels:      metadataField("labels"),
+			Annotations: metadataField("annotations"),
+		},
+		OtherFields: kubernetes.UntypedArgs{
+			"spec": object.ApplyT(func(m map[string]any) any { return m["spec"] }),
+		},
+	}, opts...)
+}
+
+// setOutputs derives the component's outputs: names from the plan (known at preview), status
+// from the LWSs' outputs.
+func setOutputs(component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
+	svc := topology.WithDefaults(shape)
+	component.ServiceName = pulumi.String(svc.Name).ToStringOutput()
+	component.Namespace = pulumi.String(svc.Namespace).ToStringOutput()
+	component.GangScheduled = pulumi.Bool(svc.Spec.GangScheduled()).ToBoolOutput()
+	podGroupName := ""
+	lwsNames := pulumi.StringArrayMap{}
+	observations := map[string][]any{}
+	var roleOrder []string
+	for _, ref := range refs {
+		switch ref.TypeMeta {
+		case topology.KindPodGroup:
+			podGroupName = ref.Name
+		case topology.KindLeaderWorkerSet:
+			if _, seen := observations[ref.Role]; !seen {
+				roleOrder = append(roleOrder, ref.Role)
+				lwsNames[ref.Role] = pulumi.StringArray{}
+			}
+			lwsNames[ref.Role] = append(lwsNames[ref.Role].(pulumi.StringArray), pulumi.String(ref.Name))
+			observations[ref.Role] = append(observations[ref.Role],
+				component.Children[ref.Suffix].OtherFields.ApplyT(observeLeaderWorkerSet))
+		}
+	}
+	component.PodGroupName = pulumi.String(podGroupName).ToStringOutput()
+	component.LeaderWorkerSetNames = lwsNames.ToStringArrayMapOutput()
+
+	nodesPerReplica := map[string]int{}
+	for i := range svc.Spec.Roles {
+		nodesPerReplica[svc.Spec.Roles[i].Name] = int(svc.Spec.Roles[i].NodeCount())
+	}
+	var perRole []any
+	for _, role := range roleOrder {
+		perRole = append(perRole, pulumi.All(observations[role]...))
+	}
+	component.Status = pulumi.All(perRole...).ApplyT(func(roles []any) map[string]RoleStatus {
+		out := make(map[string]RoleStatus, len(roles))
+		for i, role := range roleOrder {
+			var obs []lwsObservation
+			for _, o := range roles[i].([]any) {
+				obs = append(obs, o.(lwsObservation))
+			}
+			out[role] = roleStatus(nodesPerReplica[role], obs)
+		}
+		return out
+	}).(RoleStatusMapOutput)
+}

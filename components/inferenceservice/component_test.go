@@ -1,0 +1,325 @@
+package inferenceservice
+
+import (
+	"strings"
+	"testing"
+
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
+)
+
+const (
+	typeLWS      = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+	typePodGroup = "kubernetes:scheduling.volcano.sh/v1beta1:PodGroup"
+)
+
+func vllmTemplate(tensorParallel string, kvRole string, gpus string) k8scorev1.PodTemplateSpecInput {
+	return &k8scorev1.PodTemplateSpecArgs{
+		Spec: &k8scorev1.PodSpecArgs{
+			Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
+				Name:  pulumi.String("vllm"),
+				Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+				Args: pulumi.StringArray{
+					pulumi.String("--model"), pulumi.String("deepseek-ai/DeepSeek-R1"),
+					pulumi.String("--tensor-parallel-size"), pulumi.String(tensorParallel),
+					pulumi.String("--kv-transfer-config"),
+					pulumi.String(`{"kv_connector":"PyNcclConnector","kv_role":"` + kvRole + `"}`),
+				},
+				Ports: k8scorev1.ContainerPortArray{&k8scorev1.ContainerPortArgs{
+					ContainerPort: pulumi.Int(8000), Name: pulumi.String("http"),
+				}},
+				Resources: &k8scorev1.ResourceRequirementsArgs{
+					Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String(gpus)},
+				},
+			}},
+		},
+	}
+}
+
+// story4Args is seed 000's story 4 written with the Go API.
+func story4Args() *Args {
+	one, two := 1, 2
+	return &Args{Roles: []RoleArgs{
+		{Name: "prefill", ComponentType: "prefiller", Replicas: &one, Multinode: &MultinodeArgs{NodeCount: 2},
+			Template: vllmTemplate("16", "kv_producer", "8")},
+		{Name: "decode", ComponentType: "decoder", Replicas: &two, Multinode: &MultinodeArgs{NodeCount: 4},
+			Template: vllmTemplate("32", "kv_consumer", "8")},
+	}}
+}
+
+// lwsStatus is an LWS status output as the LWS controller writes it.
+func lwsStatus(ready int, conditionType string) resource.PropertyMap {
+	return resource.PropertyMap{"status": resource.NewObjectProperty(resource.PropertyMap{
+		"readyReplicas": resource.NewNumberProperty(float64(ready)),
+		"replicas":      resource.NewNumberProperty(1),
+		"conditions": resource.NewArrayProperty([]resource.PropertyValue{resource.NewObjectProperty(resource.PropertyMap{
+			"type": resource.NewStringProperty(conditionType), "status": resource.NewStringProperty("True"),
+		})}),
+	})}
+}
+
+func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
+	monitor := &pulumimock.Monitor{Outputs: func(r pulumimock.Resource) resource.PropertyMap {
+		switch r.Name {
+		case "deepseek-r1-disagg-prefill-0", "deepseek-r1-disagg-decode-0":
+			return lwsStatus(1, "Available")
+		case "deepseek-r1-disagg-decode-1":
+			return lwsStatus(0, "Progressing")
+		}
+		return nil
+	}}
+	var status map[string]RoleStatus
+	var names map[string][]string
+	err := monitor.Run(func(ctx *pulumi.Context) error {
+		svc, err := NewInferenceService(ctx, "deepseek-r1-disagg", story4Args())
+		if err != nil {
+			return err
+		}
+		v, known, err := pulumimock.Await(ctx.Context(), svc.Status)
+		require.NoError(t, err)
+		require.True(t, known)
+		status = v.(map[string]RoleStatus)
+		v, _, err = pulumimock.Await(ctx.Context(), svc.LeaderWorkerSetNames)
+		require.NoError(t, err)
+		names = v.(map[string][]string)
+		return nil
+	})
+	require.NoError(t, err)
+
+	component, ok := monitor.Find("deepseek-r1-disagg")
+	require.True(t, ok)
+	assert.Equal(t, TypeToken, component.Type)
+	assert.False(t, component.Custom)
+
+	var children []string
+	for _, r := range monitor.Resources() {
+		if r.Custom {
+			children = append(children, r.Type+" "+r.Name)
+			assert.Equal(t, component.URN(), r.ParentURN, "%s is parented to the component", r.Name)
+		}
+	}
+	// The engine registers concurrently; the order that matters is the dependency on the PodGroup.
+	assert.ElementsMatch(t, []string{
+		typePodGroup + " deepseek-r1-disagg-podgroup",
+		typeLWS + " deepseek-r1-disagg-prefill-0",
+		typeLWS + " deepseek-r1-disagg-decode-0",
+		typeLWS + " deepseek-r1-disagg-decode-1",
+	}, children)
+
+	podGroup, _ := monitor.Find("deepseek-r1-disagg-podgroup")
+	for _, name := range []string{"deepseek-r1-disagg-prefill-0", "deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"} {
+		lws, _ := monitor.Find(name)
+		assert.Contains(t, lws.Dependencies, podGroup.URN(), "%s is created after the PodGroup", name)
+		meta := lws.Inputs["metadata"].Mappable().(map[string]any)
+		assert.Equal(t, name, meta["name"])
+		assert.Equal(t, "default", meta["namespace"])
+		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available"}, meta["annotations"])
+	}
+	decode0, _ := monitor.Find("deepseek-r1-disagg-decode-0")
+	spec := decode0.Inputs["spec"].Mappable().(map[string]any)
+	lwt := spec["leaderWorkerTemplate"].(map[string]any)
+	assert.EqualValues(t, 4, lwt["size"])
+	leaderArgs := lwt["leaderTemplate"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"]
+	assert.Equal(t, []any{`ray start --head --port=6379 && exec vllm serve --model deepseek-ai/DeepSeek-R1 --tensor-parallel-size 32 ` +
+		`--kv-transfer-config '{"kv_connector":"PyNcclConnector","kv_role":"kv_consumer"}' --distributed-executor-backend ray`}, leaderArgs)
+	pgSpec := podGroup.Inputs["spec"].Mappable().(map[string]any)
+	assert.EqualValues(t, 6, pgSpec["minMember"])
+
+	assert.Equal(t, map[string][]string{
+		"prefill": {"deepseek-r1-disagg-prefill-0"},
+		"decode":  {"deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"},
+	}, names)
+	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, Phase: PhaseRunning}, status["prefill"])
+	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, Phase: PhaseDeploying}, status["decode"])
+}
+
+// unknownAtPreview: the SDK's mocks drop unknown values, so an unknown input arrives absent.
+func unknownAtPreview(v resource.PropertyValue) bool {
+	return v.IsNull() || v.ContainsUnknowns()
+}
+
+func TestPreviewWithUnknownTemplate(t *testing.T) {
+	monitor := &pulumimock.Monitor{Outputs: func(r pulumimock.Resource) resource.PropertyMap {
+		if r.Type == "kubernetes:core/v1:ConfigMap" {
+			// At preview the ConfigMap's data is not known yet.
+			return resource.PropertyMap{"data": resource.MakeComputed(resource.NewStringProperty(""))}
+		}
+		return nil
+	}}
+	var status any
+	var statusKnown, namesKnown bool
+	err := monitor.Run(func(ctx *pulumi.Context) error {
+		config, err := k8scorev1.NewConfigMap(ctx, "model-config", &k8scorev1.ConfigMapArgs{
+			Metadata: &k8smetav1.ObjectMetaArgs{Name: pulumi.String("model-config")},
+			Data:     pulumi.StringMap{"model": pulumi.String("Qwen/Qwen3-8B")},
+		})
+		if err != nil {
+			return err
+		}
+		model := config.Data.MapIndex(pulumi.String("model"))
+		three := 3
+		svc, err := NewInferenceService(ctx, "qwen", &Args{Roles: []RoleArgs{{
+			Name: "inference", ComponentType: "worker", Replicas: &three,
+			Template: &k8scorev1.PodTemplateSpecArgs{Spec: &k8scorev1.PodSpecArgs{
+				Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
+					Name: pulumi.String("vllm"), Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+					Args: pulumi.StringArray{pulumi.String("--model"), model},
+				}},
+			}},
+		}}})
+		if err != nil {
+			return err
+		}
+		status, statusKnown, _ = pulumimock.Await(ctx.Context(), svc.Status)
+		_, namesKnown, _ = pulumimock.Await(ctx.Context(), svc.LeaderWorkerSetNames)
+		return nil
+	}, pulumimock.Preview)
+	require.NoError(t, err)
+
+	lwss := monitor.ByType(typeLWS)
+	require.Len(t, lwss, 3, "the tree's shape is known at preview")
+	var names []string
+	for _, lws := range lwss {
+		names = append(names, lws.Name)
+		meta := lws.Inputs["metadata"].ObjectValue()
+		assert.Equal(t, lws.Name, meta["name"].StringValue(), "the object name is known at preview")
+		assert.True(t, unknownAtPreview(lws.Inputs["spec"]), "the pod template is unknown at preview")
+		assert.True(t, unknownAtPreview(meta["labels"]), "the revision label hashes the unknown template")
+	}
+	assert.ElementsMatch(t, []string{"qwen-inference-0", "qwen-inference-1", "qwen-inference-2"}, names)
+	assert.Empty(t, monitor.ByType(typePodGroup), "a single-node worker service is not gang scheduled")
+	assert.True(t, namesKnown, "child names are known at preview")
+	// No LWS has a status at preview: the role's size is known, its phase is Unknown, never a guess.
+	require.True(t, statusKnown)
+	assert.Equal(t, RoleStatus{DesiredReplicas: 3, NodesPerReplica: 1, TotalPods: 3, Phase: PhaseUnknown},
+		status.(map[string]RoleStatus)["inference"])
+}
+
+func TestBadInputRegistersNothing(t *testing.T) {
+	cases := map[string]struct {
+		args func() *Args
+		want []string
+	}{
+		"shape: nodeCount 0": {
+			args: func() *Args { a := story4Args(); a.Roles[1].Multinode.NodeCount = 0; return a },
+			want: []string{"spec.roles[1].multinode.nodeCount: Invalid value: 0: must be >= 1"},
+		},
+		"template: parallel sizes do not match the GPUs": {
+			args: func() *Args { a := story4Args(); a.Roles[0].Template = vllmTemplate("8", "kv_producer", "8"); return a },
+			want: []string{"spec.roles[0].template.spec.containers[0].args", "multiply to 8", "= 16 GPUs"},
+		},
+		"router not supported yet, and a lone prefiller": {
+			args: func() *Args {
+				a := story4Args()
+				a.Roles = []RoleArgs{a.Roles[0], {Name: "router", ComponentType: "router"}}
+				return a
+			},
+			want: []string{"spec.roles[1].componentType: Forbidden: the router role is not supported yet",
+				"spec.roles: Required value: a prefiller role needs a decoder role"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			monitor := &pulumimock.Monitor{}
+			err := monitor.Run(func(ctx *pulumi.Context) error {
+				_, err := NewInferenceService(ctx, "deepseek-r1-disagg", tc.args())
+				return err
+			})
+			require.Error(t, err)
+			for _, want := range tc.want {
+				assert.Contains(t, err.Error(), want)
+			}
+			assert.Empty(t, monitor.Resources(), "nothing is registered")
+		})
+	}
+}
+
+func TestAwaitModes(t *testing.T) {
+	run := func(t *testing.T, await string) *pulumimock.Monitor {
+		monitor := &pulumimock.Monitor{}
+		args := story4Args()
+		three := 3
+		args.Roles[1].Replicas = &three
+		args.Await = await
+		require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
+			_, err := NewInferenceService(ctx, "ds", args)
+			return err
+		}))
+		return monitor
+	}
+	annotations := func(r pulumimock.Resource) map[string]any {
+		return r.Inputs["metadata"].Mappable().(map[string]any)["annotations"].(map[string]any)
+	}
+	t.Run("minimal", func(t *testing.T) {
+		monitor := run(t, "minimal")
+		podGroup, _ := monitor.Find("ds-podgroup")
+		prefill0, _ := monitor.Find("ds-prefill-0")
+		decode0, _ := monitor.Find("ds-decode-0")
+		for _, name := range []string{"ds-prefill-0", "ds-decode-0"} {
+			r, _ := monitor.Find(name)
+			assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available"}, annotations(r), name)
+			assert.Equal(t, []string{podGroup.URN()}, r.Dependencies, name)
+		}
+		for _, name := range []string{"ds-decode-1", "ds-decode-2"} {
+			r, _ := monitor.Find(name)
+			assert.Equal(t, map[string]any{"pulumi.com/skipAwait": "true"}, annotations(r), name)
+			assert.ElementsMatch(t, []string{podGroup.URN(), prefill0.URN(), decode0.URN()}, r.Dependencies,
+				"%s is created after the minimal set", name)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		for _, r := range run(t, "none").ByType(typeLWS) {
+			assert.Equal(t, map[string]any{"pulumi.com/skipAwait": "true"}, annotations(r), r.Name)
+		}
+	})
+	t.Run("bad value", func(t *testing.T) {
+		err := (&pulumimock.Monitor{}).Run(func(ctx *pulumi.Context) error {
+			a := story4Args()
+			a.Await = "some"
+			_, err := NewInferenceService(ctx, "ds", a)
+			return err
+		})
+		require.Error(t, err)
+		assert.True(t, strings.Contains(err.Error(), `spec.await: Unsupported value: "some": supported values: "all", "minimal", "none"`), err.Error())
+	})
+}
+
+func TestRoleStatusPhases(t *testing.T) {
+	ready := lwsObservation{Observed: true, ReadyReplicas: 1, Available: true}
+	starting := lwsObservation{Observed: true}
+	updating := lwsObservation{Observed: true, ReadyReplicas: 1, Updating: true}
+	unobserved := lwsObservation{}
+	cases := []struct {
+		name      string
+		replicas  []lwsObservation
+		phase     string
+		readyReps int
+	}{
+		{"all ready", []lwsObservation{ready, ready}, PhaseRunning, 2},
+		{"none ready", []lwsObservation{starting, starting}, PhasePending, 0},
+		{"some ready", []lwsObservation{ready, starting}, PhaseDeploying, 1},
+		{"all ready but one updating", []lwsObservation{ready, updating}, PhaseDeploying, 2},
+		{"one not yet observed", []lwsObservation{ready, unobserved}, PhaseUnknown, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := roleStatus(4, tc.replicas)
+			assert.Equal(t, tc.phase, s.Phase)
+			assert.Equal(t, tc.readyReps, s.ReadyReplicas)
+			assert.Equal(t, tc.readyReps*4, s.ReadyPods)
+			assert.Equal(t, len(tc.replicas)*4, s.TotalPods)
+		})
+	}
+}
+
+func TestObserveLeaderWorkerSet(t *testing.T) {
+	assert.Equal(t, lwsObservation{}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
+	obs := observeLeaderWorkerSet(lwsStatus(1, "Available").Mappable())
+	assert.Equal(t, lwsObservation{Observed: true, ReadyReplicas: 1, Available: true}, obs)
+}

@@ -1,0 +1,148 @@
+package inferenceservice
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Phase is a role's high-level lifecycle stage (seed 000's ComponentPhase).
+type Phase = string
+
+// Phases derived from the role's LeaderWorkerSets (see roleStatus).
+const (
+	PhasePending   Phase = "Pending"
+	PhaseDeploying Phase = "Deploying"
+	PhaseRunning   Phase = "Running"
+	PhaseFailed    Phase = "Failed"
+	PhaseUnknown   Phase = "Unknown"
+)
+
+// RoleStatus is the observed state of one serving role, computed from its LWSs' status.
+type RoleStatus struct {
+	// DesiredReplicas is the role's replicas.
+	DesiredReplicas int `pulumi:"desiredReplicas"`
+	// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+	ReadyReplicas int `pulumi:"readyReplicas"`
+	// NodesPerReplica is multinode.nodeCount (1 when single-node).
+	NodesPerReplica int `pulumi:"nodesPerReplica"`
+	// TotalPods is desiredReplicas x nodesPerReplica.
+	TotalPods int `pulumi:"totalPods"`
+	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica
+	// that is only partly up, so those are not counted.
+	ReadyPods int `pulumi:"readyPods"`
+	// Phase is Pending, Deploying, Running or Unknown.
+	Phase string `pulumi:"phase"`
+}
+
+// lwsObservation is what one LeaderWorkerSet's status says.
+type lwsObservation struct {
+	// Observed is false when the LWS carries no status yet: its controller has not seen it.
+	Observed      bool
+	ReadyReplicas int
+	Available     bool
+	Updating      bool
+}
+
+// observeLeaderWorkerSet reads the status of an LWS from the resource's outputs.
+func observeLeaderWorkerSet(fields map[string]any) lwsObservation {
+	status, ok := fields["status"].(map[string]any)
+	if !ok {
+		return lwsObservation{}
+	}
+	obs := lwsObservation{Observed: true, ReadyReplicas: asInt(status["readyReplicas"])}
+	conditions, _ := status["conditions"].([]any)
+	for _, c := range conditions {
+		cond, _ := c.(map[string]any)
+		if cond["status"] != "True" {
+			continue
+		}
+		switch cond["type"] {
+		case "Available":
+			obs.Available = true
+		case "UpdateInProgress":
+			obs.Updating = true
+		}
+	}
+	return obs
+}
+
+func asInt(v any) int {
+	switch n := v.(type) {
+	case float64:
+		return int(n)
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case int32:
+		return int(n)
+	}
+	return 0
+}
+
+// roleStatus derives a role's status from its LWSs (one per replica, each with replicas 1).
+// The phase rules:
+//   - Unknown: some LWS has no status yet (its controller has not observed it).
+//   - Running: every replica is ready and none is being updated.
+//   - Pending: no replica is ready and none is being updated.
+//   - Deploying: anything in between (some replicas ready, or a rolling update under way).
+//
+// LWS v0.8 reports no failure condition, so Failed is never derived from status: a replica that
+// cannot start shows as Pending, and `pulumi up` fails when its waitFor times out.
+func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
+	s := RoleStatus{DesiredReplicas: len(replicas), NodesPerReplica: nodesPerReplica, TotalPods: len(replicas) * nodesPerReplica}
+	observed, updating := true, false
+	for _, r := range replicas {
+		observed = observed && r.Observed
+		updating = updating || r.Updating
+		if r.ReadyReplicas > 0 {
+			s.ReadyReplicas++
+		}
+	}
+	s.ReadyPods = s.ReadyReplicas * nodesPerReplica
+	switch {
+	case !observed:
+		s.Phase = PhaseUnknown
+	case s.ReadyReplicas == s.DesiredReplicas && !updating:
+		s.Phase = PhaseRunning
+	case s.ReadyReplicas == 0 && !updating:
+		s.Phase = PhasePending
+	default:
+		s.Phase = PhaseDeploying
+	}
+	return s
+}
+
+// RoleStatusOutput is an Output of RoleStatus.
+type RoleStatusOutput struct{ *pulumi.OutputState }
+
+// ElementType implements pulumi.Output.
+func (RoleStatusOutput) ElementType() reflect.Type { return reflect.TypeOf(RoleStatus{}) }
+
+// RoleStatusMapOutput is an Output of the status of every serving role, by role name.
+type RoleStatusMapOutput struct{ *pulumi.OutputState }
+
+// ElementType implements pulumi.Output.
+func (RoleStatusMapOutput) ElementType() reflect.Type { return reflect.TypeOf(map[string]RoleStatus{}) }
+
+// ToRoleStatusMapOutput implements RoleStatusMapInput.
+func (o RoleStatusMapOutput) ToRoleStatusMapOutput() RoleStatusMapOutput { return o }
+
+// ToRoleStatusMapOutputWithContext implements RoleStatusMapInput.
+func (o RoleStatusMapOutput) ToRoleStatusMapOutputWithContext(context.Context) RoleStatusMapOutput {
+	return o
+}
+
+// MapIndex is the status of one role.
+func (o RoleStatusMapOutput) MapIndex(role pulumi.StringInput) RoleStatusOutput {
+	return pulumi.All(o, role).ApplyT(func(vs []any) RoleStatus {
+		return vs[0].(map[string]RoleStatus)[vs[1].(string)]
+	}).(RoleStatusOutput)
+}
+
+func init() {
+	pulumi.RegisterOutputType(RoleStatusOutput{})
+	pulumi.RegisterOutputType(RoleStatusMapOutput{})
+}
