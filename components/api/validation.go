@@ -269,7 +269,8 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 		sizes[names[0]] = n
 	}
 	gpus := GPUsPerPod(server)
-	if len(errs) > 0 || !anyGiven || gpus == 0 {
+	// An invalid nodeCount is reported on its own field; comparing against it would only echo it.
+	if len(errs) > 0 || !anyGiven || gpus == 0 || role.NodeCount() < 1 {
 		return errs
 	}
 	product := int64(1)

@@ -15,24 +15,28 @@ func (o *Object) Unstructured() (map[string]any, error) {
 		return nil, fmt.Errorf("%s %s: %w", o.Kind, o.Name, err)
 	}
 	delete(m, "status")
-	pruneNullTimestamps(m)
+	pruneTypedZeroValues(m)
 	return m, nil
 }
 
-// pruneNullTimestamps drops the "creationTimestamp: null" that typed metadata carries into every
-// object and pod template: noise that no user wrote and the API server ignores.
-func pruneNullTimestamps(v any) {
+// pruneTypedZeroValues drops what typed structs emit though no one set it: "creationTimestamp:
+// null" in every metadata and "resources: {}" in every container. Other empty maps stay: an
+// "emptyDir: {}" means something.
+func pruneTypedZeroValues(v any) {
 	switch t := v.(type) {
 	case map[string]any:
 		if ts, ok := t["creationTimestamp"]; ok && ts == nil {
 			delete(t, "creationTimestamp")
 		}
+		if r, ok := t["resources"].(map[string]any); ok && len(r) == 0 {
+			delete(t, "resources")
+		}
 		for _, child := range t {
-			pruneNullTimestamps(child)
+			pruneTypedZeroValues(child)
 		}
 	case []any:
 		for _, child := range t {
-			pruneNullTimestamps(child)
+			pruneTypedZeroValues(child)
 		}
 	}
 }

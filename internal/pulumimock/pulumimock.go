@@ -15,10 +15,10 @@ import (
 // Resource is one registration.
 type Resource struct {
 	URNValue, Type, Name string
-	Custom          bool
-	ParentURN       string
-	Dependencies    []string
-	Inputs          resource.PropertyMap
+	Custom               bool
+	ParentURN            string
+	Dependencies         []string
+	Inputs               resource.PropertyMap
 }
 
 // Monitor is a pulumi.MockResourceMonitor that records registrations in order.

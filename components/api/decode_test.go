@@ -1,0 +1,88 @@
+package api
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const twoServices = `# a comment before the first document
+apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata:
+  name: first
+spec:
+  roles:
+    - name: a
+      componentType: worker
+---
+---   # an empty document is skipped
+apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata:
+  name: second
+spec:
+  roles:
+    - name: b
+      componentType: worker
+`
+
+func TestDecodeSeveralDocuments(t *testing.T) {
+	docs, errs := Decode([]byte(twoServices))
+	require.Empty(t, errs)
+	require.Len(t, docs, 2)
+	assert.Equal(t, "first", docs[0].Service.Name)
+	assert.Equal(t, 1, docs[0].Line)
+	assert.Equal(t, "second", docs[1].Service.Name)
+	assert.Equal(t, 12, docs[1].Line)
+}
+
+func TestDecodeIsStrict(t *testing.T) {
+	cases := map[string]struct {
+		yaml string
+		want []string
+	}{
+		"unknown field names its path": {
+			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec:\n  roles:\n  - name: a\n    componentType: worker\n    replica: 2\n",
+			want: []string{`document at line 1: unknown field "spec.roles[0].replica"`},
+		},
+		"unknown field inside the pod template": {
+			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec:\n  roles:\n  - name: a\n    componentType: worker\n    template: {spec: {contianers: []}}\n",
+			want: []string{`unknown field "spec.roles[0].template.spec.contianers"`},
+		},
+		"duplicate field": {
+			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: []}\nspec: {roles: []}\n",
+			want: []string{`"spec" already set`},
+		},
+		"syntax error names its line in the whole stream": {
+			yaml: twoServices + "---\napiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata:\n  name: [unclosed\n",
+			want: []string{"document at line 21", "yaml: line 24: did not find expected"},
+		},
+		"wrong kind": {
+			yaml: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {roles: []}\n",
+			want: []string{`apiVersion/kind "apps/v1"/"Deployment": must be "fusioninfer.io/v1alpha1"/"InferenceService"`},
+		},
+		"wrong type": {
+			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: [{name: a, componentType: worker, replicas: two}]}\n",
+			want: []string{"replicas", "cannot unmarshal string"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, errs := Decode([]byte(tc.yaml))
+			require.Len(t, errs, 1)
+			for _, w := range tc.want {
+				assert.Contains(t, errs[0].Error(), w)
+			}
+		})
+	}
+}
+
+func TestDecodeReportsEveryBadDocument(t *testing.T) {
+	bad := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {rolez: []}\n"
+	docs, errs := Decode([]byte(bad + "---\n" + bad))
+	assert.Empty(t, docs)
+	require.Len(t, errs, 2)
+	assert.Contains(t, errs[1].Error(), "document at line 6")
+}

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func server(args ...string) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "vllm", Image: "vllm/vllm-openai:v0.11.0", Args: args,
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResourceName: resource.MustParse("8")}},
+	}}}}
+}
+
+// validService is seed 000's story 4.
+func validService() *InferenceService {
+	return &InferenceService{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "deepseek-r1-disagg"},
+		Spec: InferenceServiceSpec{Roles: []Role{
+			{Name: "prefill", ComponentType: ComponentTypePrefiller, Replicas: ptr.To[int32](1), Multinode: &Multinode{NodeCount: 2},
+				Template: server("--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16")},
+			{Name: "decode", ComponentType: ComponentTypeDecoder, Replicas: ptr.To[int32](2), Multinode: &Multinode{NodeCount: 4},
+				Template: server("--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32")},
+		}},
+	}
+}
+
+func TestValidServicePasses(t *testing.T) {
+	assert.Empty(t, Validate(validService()))
+}
+
+func TestValidationRules(t *testing.T) {
+	router := Role{Name: "router", ComponentType: ComponentTypeRouter}
+	worker := Role{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"name required", func(s *InferenceService) { s.Name = "" }, "metadata.name: Required value"},
+		{"name is a DNS-1035 label", func(s *InferenceService) { s.Name = "1-DeepSeek" }, `metadata.name: Invalid value: "1-DeepSeek"`},
+		{"namespace is a DNS label", func(s *InferenceService) { s.Namespace = "LLM" }, `metadata.namespace: Invalid value: "LLM"`},
+		{"service labels are not reserved", func(s *InferenceService) { s.Labels = map[string]string{"fusioninfer.io/service": "x"} },
+			"metadata.labels[fusioninfer.io/service]: Forbidden"},
+		{"roles required", func(s *InferenceService) { s.Spec.Roles = nil }, "spec.roles: Required value"},
+		{"role name required", func(s *InferenceService) { s.Spec.Roles[0].Name = "" }, "spec.roles[0].name: Required value"},
+		{"role name is a DNS label", func(s *InferenceService) { s.Spec.Roles[0].Name = "Pre_fill" }, `spec.roles[0].name: Invalid value: "Pre_fill"`},
+		{"role names are unique", func(s *InferenceService) { s.Spec.Roles[1].Name = "prefill" }, `spec.roles[1].name: Duplicate value: "prefill"`},
+		{"componentType required", func(s *InferenceService) { s.Spec.Roles[0].ComponentType = "" }, "spec.roles[0].componentType: Required value"},
+		{"componentType known", func(s *InferenceService) { s.Spec.Roles[0].ComponentType = "encoder" },
+			`spec.roles[0].componentType: Unsupported value: "encoder": supported values: "worker", "prefiller", "decoder", "router"`},
+		{"router not supported yet", func(s *InferenceService) { s.Spec.Roles = append(s.Spec.Roles, router) },
+			"spec.roles[2].componentType: Forbidden: the router role is not supported yet"},
+		{"at most one router", func(s *InferenceService) { r2 := router; r2.Name = "r2"; s.Spec.Roles = append(s.Spec.Roles, router, r2) },
+			"spec.roles[componentType=router]: Too many: 2: must have at most 1 item"},
+		{"router only beside a serving role", func(s *InferenceService) { s.Spec.Roles = []Role{router} },
+			"spec.roles: Required value: a router needs a serving role"},
+		{"router has no replicas", func(s *InferenceService) { r := router; r.Replicas = ptr.To[int32](2); s.Spec.Roles = append(s.Spec.Roles, r) },
+			"spec.roles[2].replicas: Forbidden: only serving roles have replicas"},
+		{"router is not multi-node", func(s *InferenceService) { r := router; r.Multinode = &Multinode{NodeCount: 2}; s.Spec.Roles = append(s.Spec.Roles, r) },
+			"spec.roles[2].multinode: Forbidden"},
+		{"serving roles have no router fields", func(s *InferenceService) { s.Spec.Roles[0].Strategy = "prefix-cache" },
+			"spec.roles[0].strategy: Forbidden: only a router role has strategy"},
+		{"replicas >= 1", func(s *InferenceService) { s.Spec.Roles[1].Replicas = ptr.To[int32](0) }, "spec.roles[1].replicas: Invalid value: 0: must be >= 1"},
+		{"nodeCount >= 1", func(s *InferenceService) { s.Spec.Roles[1].Multinode.NodeCount = 0 }, "spec.roles[1].multinode.nodeCount: Invalid value: 0: must be >= 1"},
+		{"prefillers need decoders", func(s *InferenceService) { s.Spec.Roles = s.Spec.Roles[:1] }, "spec.roles: Required value: a prefiller role needs a decoder role"},
+		{"decoders need prefillers", func(s *InferenceService) { s.Spec.Roles = s.Spec.Roles[1:] }, "spec.roles: Required value: a decoder role needs a prefiller role"},
+		{"monolithic or disaggregated", func(s *InferenceService) { s.Spec.Roles = append(s.Spec.Roles, worker) },
+			"spec.roles: Invalid value: \"worker + prefiller/decoder\""},
+		{"LWS name fits (multi-node)", func(s *InferenceService) { s.Name = strings.Repeat("d", 50-len("-prefill-0")+1) },
+			"spec.roles[0].name: Invalid value: \"prefill\": the LeaderWorkerSet name"},
+		{"LWS name fits (single-node)", func(s *InferenceService) {
+			s.Spec.Roles = []Role{worker}
+			s.Name = strings.Repeat("w", 52-len("-w-0")+1)
+		}, "must be at most 52"},
+		{"LWS name counts the last replica", func(s *InferenceService) {
+			s.Spec.Roles[0].Name = "p"
+			s.Name = strings.Repeat("d", 50-len("-decode-9"))
+			s.Spec.Roles[1].Replicas = ptr.To[int32](11)
+		}, `"` + strings.Repeat("d", 41) + `-decode-10" is 51 characters; it must be at most 50`},
+		{"template required", func(s *InferenceService) { s.Spec.Roles[0].Template = nil }, "spec.roles[0].template: Required value"},
+		{"a container required", func(s *InferenceService) { s.Spec.Roles[0].Template.Spec.Containers = nil },
+			"spec.roles[0].template.spec.containers: Required value"},
+		{"image required", func(s *InferenceService) { s.Spec.Roles[0].Template.Spec.Containers[0].Image = "" },
+			"spec.roles[0].template.spec.containers[0].image: Required value"},
+		{"template labels are not reserved", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Labels = map[string]string{"fusioninfer.io/replica-index": "7"}
+		}, "spec.roles[0].template.metadata.labels[fusioninfer.io/replica-index]: Forbidden"},
+		{"template label values are valid", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Labels = map[string]string{"model": "deepseek-ai/DeepSeek-R1"}
+		}, `spec.roles[0].template.metadata.labels[model]: Invalid value: "deepseek-ai/DeepSeek-R1"`},
+		{"gang pods use volcano", func(s *InferenceService) { s.Spec.Roles[0].Template.Spec.SchedulerName = "default-scheduler" },
+			`spec.roles[0].template.spec.schedulerName: Invalid value: "default-scheduler"`},
+		{"service scheduler is volcano when gang scheduled", func(s *InferenceService) {
+			s.Spec.SchedulingStrategy = &SchedulingStrategy{SchedulerName: "default-scheduler"}
+		}, `spec.schedulingStrategy.schedulerName: Invalid value: "default-scheduler": multi-node and prefill/decode services are gang scheduled`},
+		{"multi-node server is not a shell script", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Command, c.Args = []string{"/bin/bash", "-c"}, []string{"vllm serve --model x"}
+		}, "spec.roles[0].template.spec.containers[0].command: Invalid value"},
+		{"multi-node server runs on Ray", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--distributed-executor-backend=mp")
+		}, `spec.roles[0].template.spec.containers[0].args: Invalid value: "mp"`},
+		{"tensor parallel matches the GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "16")
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--data-parallel-size 1 x --pipeline-parallel-size 1 x --tensor-parallel-size 16": the parallel sizes multiply to 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
+		{"tensor x pipeline matches the GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("-tp=8", "--pipeline-parallel-size=2")
+		}, "multiply to 16"},
+		{"parallel sizes are positive integers", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "thirty-two")
+		}, `args: Invalid value: "thirty-two": --tensor-parallel-size "thirty-two": must be a positive integer`},
+		{"gang mode known", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{Mode: "all"} },
+			`spec.gangPolicy.mode: Unsupported value: "all": supported values: "subGroup", "taskMember"`},
+		{"minRoleReplicas names a serving role", func(s *InferenceService) {
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decoder": 1}}
+		}, `spec.gangPolicy.minRoleReplicas[decoder]: Not found: "decoder"`},
+		{"minRoleReplicas >= 1", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 0}} },
+			"spec.gangPolicy.minRoleReplicas[decode]: Invalid value: 0: must be >= 1"},
+		{"minRoleReplicas <= replicas", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 3}} },
+			"spec.gangPolicy.minRoleReplicas[decode]: Invalid value: 3: must be <= the role's replicas (2)"},
+		{"minRoleReplicas needs subGroup mode", func(s *InferenceService) {
+			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember, MinRoleReplicas: map[string]int32{"decode": 1}}
+		}, "spec.gangPolicy.minRoleReplicas: Forbidden: taskMember mode gangs the whole service"},
+		{"await known", func(s *InferenceService) { s.Spec.Await = "ready" }, `spec.await: Unsupported value: "ready"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := validService()
+			tc.mutate(svc)
+			errs := Validate(svc)
+			require.NotEmpty(t, errs, "the rule must refuse this input")
+			var all []string
+			for _, e := range errs {
+				all = append(all, e.Error())
+			}
+			assert.Contains(t, strings.Join(all, "\n"), tc.want)
+		})
+	}
+}
+
+func TestLongestNamesThatFitPass(t *testing.T) {
+	svc := validService()
+	svc.Spec.Roles[0].Name = "p"
+	svc.Name = strings.Repeat("d", 50-len("-decode-9"))
+	svc.Spec.Roles[1].Replicas = ptr.To[int32](10)
+	assert.Empty(t, Validate(svc), "multi-node LWS names of exactly 50 characters fit")
+	svc.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}}
+	svc.Name = strings.Repeat("w", 52-len("-w-0"))
+	assert.Empty(t, Validate(svc), "single-node LWS names of exactly 52 characters fit")
+}
+
+func TestEveryErrorIsReportedAtOnce(t *testing.T) {
+	svc := validService()
+	svc.Name = ""
+	svc.Spec.Roles[0].Multinode.NodeCount = 0
+	svc.Spec.Roles[1].Template.Spec.Containers[0].Image = ""
+	svc.Spec.Await = "x"
+	errs := Validate(svc)
+	var fields []string
+	for _, e := range errs {
+		fields = append(fields, e.Field)
+	}
+	assert.ElementsMatch(t, []string{"metadata.name", "spec.roles[0].multinode.nodeCount",
+		"spec.roles[1].template.spec.containers[0].image", "spec.await"}, fields)
+}
+
+func TestValidateShapeIgnoresTemplates(t *testing.T) {
+	svc := validService()
+	svc.Spec.Roles[0].Template = nil
+	assert.Empty(t, ValidateShape(svc))
+	svc.Spec.Roles[0].Multinode.NodeCount = 0
+	assert.Len(t, ValidateShape(svc), 1)
+}

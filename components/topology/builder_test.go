@@ -1,0 +1,240 @@
+package topology_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+const manifests = "../../examples/manifests/"
+
+func story(t *testing.T, file string) *topology.Tree {
+	t.Helper()
+	trees := buildFile(t, manifests+file)
+	require.Len(t, trees, 1)
+	return trees[0]
+}
+
+func leaderWorkerSets(tree *topology.Tree) []*lwsv1.LeaderWorkerSet {
+	var out []*lwsv1.LeaderWorkerSet
+	for _, o := range tree.Objects {
+		if lws, ok := o.Object.(*lwsv1.LeaderWorkerSet); ok {
+			out = append(out, lws)
+		}
+	}
+	return out
+}
+
+func podGroup(tree *topology.Tree) *volcanov1beta1.PodGroup {
+	for _, o := range tree.Objects {
+		if pg, ok := o.Object.(*volcanov1beta1.PodGroup); ok {
+			return pg
+		}
+	}
+	return nil
+}
+
+func names(tree *topology.Tree) []string {
+	var out []string
+	for _, o := range tree.Objects {
+		out = append(out, o.Kind+"/"+o.Name)
+	}
+	return out
+}
+
+// podTemplates are every pod template of an LWS (the leader's, when it has one, and the workers').
+func podTemplates(lws *lwsv1.LeaderWorkerSet) []*corev1.PodTemplateSpec {
+	out := []*corev1.PodTemplateSpec{&lws.Spec.LeaderWorkerTemplate.WorkerTemplate}
+	if l := lws.Spec.LeaderWorkerTemplate.LeaderTemplate; l != nil {
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestSeedStoriesTopology(t *testing.T) {
+	cases := []struct {
+		file      string
+		objects   []string
+		sizes     []int32
+		gang      bool
+		minMember int32
+	}{
+		{"story1-monolithic.yaml", []string{"LeaderWorkerSet/qwen-inference-inference-0"}, []int32{1}, false, 0},
+		{"story2-disaggregated.yaml", []string{
+			"PodGroup/qwen-inference-service",
+			"LeaderWorkerSet/qwen-inference-service-prefill-0", "LeaderWorkerSet/qwen-inference-service-prefill-1",
+			"LeaderWorkerSet/qwen-inference-service-decode-0", "LeaderWorkerSet/qwen-inference-service-decode-1",
+			"LeaderWorkerSet/qwen-inference-service-decode-2", "LeaderWorkerSet/qwen-inference-service-decode-3",
+		}, []int32{1, 1, 1, 1, 1, 1}, true, 2},
+		{"story3-multinode.yaml", []string{
+			"PodGroup/deepseek-r1-inference",
+			"LeaderWorkerSet/deepseek-r1-inference-inference-0", "LeaderWorkerSet/deepseek-r1-inference-inference-1",
+		}, []int32{4, 4}, true, 4},
+		{"story4-disaggregated-multinode.yaml", []string{
+			"PodGroup/deepseek-r1-disagg",
+			"LeaderWorkerSet/deepseek-r1-disagg-prefill-0",
+			"LeaderWorkerSet/deepseek-r1-disagg-decode-0", "LeaderWorkerSet/deepseek-r1-disagg-decode-1",
+		}, []int32{2, 4, 4}, true, 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			tree := story(t, tc.file)
+			assert.Equal(t, tc.objects, names(tree), "objects in apply order")
+			for i, lws := range leaderWorkerSets(tree) {
+				assert.EqualValues(t, 1, *lws.Spec.Replicas, "one LWS per replica")
+				assert.Equal(t, tc.sizes[i], *lws.Spec.LeaderWorkerTemplate.Size)
+				assert.Equal(t, tc.sizes[i] > 1, lws.Spec.LeaderWorkerTemplate.LeaderTemplate != nil, "leader template only when multi-node")
+				for _, tpl := range podTemplates(lws) {
+					if tc.gang {
+						assert.Equal(t, "volcano", tpl.Spec.SchedulerName)
+						assert.Equal(t, tree.Service.Name, tpl.Annotations["scheduling.k8s.io/group-name"])
+						assert.Equal(t, lws.Labels[topology.LabelRoleName]+"-"+lws.Labels[topology.LabelReplicaIndex], tpl.Annotations["volcano.sh/task-spec"])
+					} else {
+						assert.Empty(t, tpl.Spec.SchedulerName, "no volcano where gang scheduling is off")
+						assert.NotContains(t, tpl.Annotations, "scheduling.k8s.io/group-name")
+					}
+				}
+			}
+			pg := podGroup(tree)
+			if !tc.gang {
+				assert.Nil(t, pg)
+				return
+			}
+			require.NotNil(t, pg)
+			assert.Equal(t, tc.minMember, pg.Spec.MinMember, "minMember is the minimal set, not the whole service")
+			assert.Empty(t, pg.Spec.MinTaskMember, "no minTaskMember in subGroup mode")
+		})
+	}
+}
+
+func TestStory4PodGroupSubGroupPolicies(t *testing.T) {
+	pg := podGroup(story(t, "story4-disaggregated-multinode.yaml"))
+	require.Len(t, pg.Spec.SubGroupPolicy, 2)
+	for i, want := range []struct {
+		role       string
+		size, mins int32
+	}{{"prefill", 2, 1}, {"decode", 4, 1}} {
+		p := pg.Spec.SubGroupPolicy[i]
+		assert.Equal(t, want.role, p.Name)
+		assert.Equal(t, want.size, *p.SubGroupSize)
+		assert.Equal(t, want.mins, *p.MinSubGroups)
+		assert.Equal(t, []string{topology.LabelReplicaIndex}, p.MatchLabelKeys)
+		assert.Equal(t, map[string]string{topology.LabelService: "deepseek-r1-disagg", topology.LabelRoleName: want.role}, p.LabelSelector.MatchLabels)
+	}
+}
+
+func TestLegacyTaskMemberPodGroupIsTheSeedsLiteral(t *testing.T) {
+	pg := podGroup(story(t, "legacy-taskmember.yaml"))
+	assert.EqualValues(t, 8, pg.Spec.MinMember, "every pod")
+	assert.Equal(t, map[string]int32{"inference-0": 4, "inference-1": 4}, pg.Spec.MinTaskMember)
+	assert.Empty(t, pg.Spec.SubGroupPolicy)
+}
+
+func TestMinRoleReplicasShapeTheGang(t *testing.T) {
+	tree := story(t, "qwen-pd-nixl.yaml")
+	pg := podGroup(tree)
+	assert.EqualValues(t, 3, pg.Spec.MinMember, "1 prefill + 2 decode, one pod each")
+	assert.EqualValues(t, 1, *pg.Spec.SubGroupPolicy[0].MinSubGroups)
+	assert.EqualValues(t, 2, *pg.Spec.SubGroupPolicy[1].MinSubGroups)
+	summary := topology.Summarize(tree)
+	assert.EqualValues(t, 16, summary.GPUs, "(2 + 6) replicas x 2 GPUs")
+	assert.EqualValues(t, 6, summary.MinimalGPUs, "(1 + 2) replicas x 2 GPUs")
+}
+
+func TestLabelsAndUserMetadataAreKept(t *testing.T) {
+	tree := story(t, "llama-405b-explicit-command.yaml")
+	lws := leaderWorkerSets(tree)[1]
+	assert.Equal(t, "llm", lws.Namespace)
+	for _, labels := range []map[string]string{lws.Labels, lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels, lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Labels} {
+		assert.Equal(t, "llama-405b", labels[topology.LabelService])
+		assert.Equal(t, "worker", labels[topology.LabelComponentType])
+		assert.Equal(t, "chat", labels[topology.LabelRoleName])
+		assert.Equal(t, "1", labels[topology.LabelReplicaIndex])
+		assert.Len(t, labels[topology.LabelRevision], 10)
+		assert.Equal(t, "llama-405b-chat-1", labels[topology.LabelAppInstance])
+		assert.Equal(t, "fusioninfer", labels[topology.LabelAppManagedBy])
+	}
+	assert.Equal(t, "inference-platform", lws.Labels["team"], "service labels go on every child")
+	leader := lws.Spec.LeaderWorkerTemplate.LeaderTemplate
+	assert.Equal(t, "llama-3.1-405b", leader.Labels["model"], "template labels are kept")
+	assert.Equal(t, "true", leader.Annotations["prometheus.io/scrape"], "template annotations are kept")
+	assert.Equal(t, "chat-1", leader.Annotations["volcano.sh/task-spec"], "task keys are {role}-{i}")
+}
+
+func TestRayLeaderAndWorkers(t *testing.T) {
+	lws := leaderWorkerSets(story(t, "llama-405b-explicit-command.yaml"))[0]
+	leader := lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
+	worker := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
+	assert.Equal(t, []string{"/bin/sh", "-c"}, leader.Command)
+	assert.Contains(t, leader.Args[0], "ray start --head --port=6379 && exec python3 -m vllm.entrypoints.openai.api_server ")
+	assert.NotNil(t, leader.ReadinessProbe, "the leader serves and keeps its probe")
+	assert.Equal(t, []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}, {Name: "ray", ContainerPort: 6379, Protocol: corev1.ProtocolTCP}}, leader.Ports)
+	assert.Equal(t, []string{"/bin/sh", "-c"}, worker.Command)
+	assert.Equal(t, []string{"ray start --address=$LWS_LEADER_ADDRESS:6379 --block"}, worker.Args)
+	assert.Empty(t, worker.Ports, "workers expose no serving port")
+	assert.Nil(t, worker.ReadinessProbe, "a worker's server probe would never pass")
+	for _, c := range []corev1.Container{leader, worker} {
+		assert.Equal(t, resource.MustParse("8"), c.Resources.Limits["nvidia.com/gpu"])
+		assert.Equal(t, "dshm", c.VolumeMounts[0].Name, "everything else of the container is kept")
+		assert.Len(t, c.Env, 2)
+	}
+}
+
+func TestRevisionChangesExactlyWhenTheTemplateChanges(t *testing.T) {
+	revisions := func(mutate func(svc *api.InferenceService)) map[string]string {
+		trees := buildFile(t, manifests+"story4-disaggregated-multinode.yaml")
+		svc := trees[0].Service
+		mutate(svc)
+		tree, errs := topology.Build(svc)
+		require.Empty(t, errs)
+		out := map[string]string{}
+		for _, lws := range leaderWorkerSets(tree) {
+			out[lws.Name] = lws.Labels[topology.LabelRevision]
+			for _, tpl := range podTemplates(lws) {
+				assert.Equal(t, out[lws.Name], tpl.Labels[topology.LabelRevision])
+			}
+		}
+		return out
+	}
+	base := revisions(func(*api.InferenceService) {})
+	assert.Equal(t, base["deepseek-r1-disagg-decode-0"], base["deepseek-r1-disagg-decode-1"], "replicas of a role share a revision")
+	assert.Equal(t, base, revisions(func(*api.InferenceService) {}), "stable across builds")
+
+	imageBump := revisions(func(svc *api.InferenceService) {
+		svc.Spec.Roles[1].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.1"
+	})
+	assert.Equal(t, base["deepseek-r1-disagg-prefill-0"], imageBump["deepseek-r1-disagg-prefill-0"], "other roles keep theirs")
+	assert.NotEqual(t, base["deepseek-r1-disagg-decode-0"], imageBump["deepseek-r1-disagg-decode-0"])
+
+	moreReplicas := revisions(func(svc *api.InferenceService) { n := int32(3); svc.Spec.Roles[1].Replicas = &n })
+	assert.Equal(t, base["deepseek-r1-disagg-decode-1"], moreReplicas["deepseek-r1-disagg-decode-1"], "scaling does not change the template")
+}
+
+func TestBuildIsDeterministic(t *testing.T) {
+	for _, input := range goldenInputs(t) {
+		first, err := buildFile(t, input)[0].YAML()
+		require.NoError(t, err)
+		for i := 0; i < 5; i++ {
+			again, err := buildFile(t, input)[0].YAML()
+			require.NoError(t, err)
+			require.Equal(t, string(first), string(again), input)
+		}
+	}
+}
+
+func TestBuildDoesNotChangeItsInput(t *testing.T) {
+	tree := story(t, "story3-multinode.yaml")
+	svc := tree.Service
+	before := svc.Spec.Roles[0].Template.DeepCopy()
+	_, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	assert.Equal(t, before, svc.Spec.Roles[0].Template)
+}
