@@ -23,6 +23,13 @@ const (
 	maxLeaderWorkerSetNameMultiNode  = maxLeaderWorkerSetNameSingleNode - 2 // "-0" for the one group
 )
 
+// Bounds on a role's size: far above any real deployment, low enough that a typo (an extra zero,
+// a stray digit) is refused instead of building millions of objects.
+const (
+	MaxReplicas  = 10000
+	MaxNodeCount = 1024
+)
+
 // Validate checks every rule of the spec (DESIGN.md section 5) and returns all violations, each
 // with its field path. Nothing may be built from a service that does not validate.
 func Validate(svc *InferenceService) field.ErrorList { return validate(svc, true) }
@@ -168,11 +175,12 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 			errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
 		}
 	}
-	if role.ReplicaCount() < 1 {
-		errs = append(errs, field.Invalid(rolePath.Child("replicas"), role.ReplicaCount(), "must be >= 1"))
+	if n := role.ReplicaCount(); n < 1 || n > MaxReplicas {
+		errs = append(errs, field.Invalid(rolePath.Child("replicas"), n, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
 	}
-	if role.Multinode != nil && role.Multinode.NodeCount < 1 {
-		errs = append(errs, field.Invalid(rolePath.Child("multinode", "nodeCount"), role.Multinode.NodeCount, "must be >= 1"))
+	if role.Multinode != nil && (role.Multinode.NodeCount < 1 || role.Multinode.NodeCount > MaxNodeCount) {
+		errs = append(errs, field.Invalid(rolePath.Child("multinode", "nodeCount"), role.Multinode.NodeCount,
+			fmt.Sprintf("must be >= 1 and <= %d", MaxNodeCount)))
 	}
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
 	if withTemplates {
@@ -184,7 +192,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 // validateLeaderWorkerSetName checks that the longest name the role produces fits the limits of
 // LWS and of the StatefulSets and pods LWS derives from it.
 func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field.Path) field.ErrorList {
-	if serviceName == "" || role.Name == "" || role.ReplicaCount() < 1 {
+	if serviceName == "" || role.Name == "" || role.ReplicaCount() < 1 || role.ReplicaCount() > MaxReplicas {
 		return nil
 	}
 	longest := LeaderWorkerSetName(serviceName, role.Name, role.ReplicaCount()-1)
@@ -270,7 +278,7 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 	}
 	gpus := GPUsPerPod(server)
 	// An invalid nodeCount is reported on its own field; comparing against it would only echo it.
-	if len(errs) > 0 || !anyGiven || gpus == 0 || role.NodeCount() < 1 {
+	if len(errs) > 0 || !anyGiven || gpus == 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
 		return errs
 	}
 	product := int64(1)

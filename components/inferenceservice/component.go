@@ -130,7 +130,11 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 	opts := []pulumi.ResourceOption{pulumi.Parent(component)}
 	var dependsOn []pulumi.Resource
 	for _, suffix := range ref.DependsOn {
-		dependsOn = append(dependsOn, component.Children[suffix])
+		dependency, ok := component.Children[suffix]
+		if !ok {
+			return nil, fmt.Errorf("internal error: %s depends on %q, which is not registered before it", ref.Suffix, suffix)
+		}
+		dependsOn = append(dependsOn, dependency)
 	}
 	if len(dependsOn) > 0 {
 		opts = append(opts, pulumi.DependsOn(dependsOn))

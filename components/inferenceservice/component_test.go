@@ -208,7 +208,7 @@ func TestBadInputRegistersNothing(t *testing.T) {
 	}{
 		"shape: nodeCount 0": {
 			args: func() *Args { a := story4Args(); a.Roles[1].Multinode.NodeCount = 0; return a },
-			want: []string{"spec.roles[1].multinode.nodeCount: Invalid value: 0: must be >= 1"},
+			want: []string{"spec.roles[1].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024"},
 		},
 		"template: parallel sizes do not match the GPUs": {
 			args: func() *Args { a := story4Args(); a.Roles[0].Template = vllmTemplate("8", "kv_producer", "8"); return a },

@@ -58,8 +58,11 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 	return &out
 }
 
-// Plan lays out the tree of a service whose shape validates (api.ValidateShape): the PodGroup
-// first when gang scheduling is on, then one LeaderWorkerSet per replica, role by role.
+// Plan lays out the tree of a service whose shape validates (api.ValidateShape), in apply order:
+// the PodGroup first when gang scheduling is on, then one LeaderWorkerSet per replica, role by
+// role. In await mode minimal the gang's minimal set comes first and every other replica depends
+// on it, or Volcano may start an extra replica while the deployment waits for a minimal one.
+// Every DependsOn names an earlier object.
 func Plan(svc *api.InferenceService) []Ref {
 	svc = WithDefaults(svc)
 	spec := &svc.Spec
@@ -69,24 +72,13 @@ func Plan(svc *api.InferenceService) []Ref {
 		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
 		lwsDependsOn = append(lwsDependsOn, podGroupSuffix)
 	}
-	// In await mode minimal, the replicas beyond the gang minimum are created after the minimal
-	// ones, or Volcano may start an extra replica while the deployment waits for a minimal one.
-	var minimalSet []string
-	for i := range spec.Roles {
-		role := &spec.Roles[i]
-		if role.ComponentType.Serving() {
-			for r := int32(0); r < spec.MinRoleReplicas(role.Name) && r < role.ReplicaCount(); r++ {
-				minimalSet = append(minimalSet, leaderWorkerSetSuffix(role.Name, r))
-			}
-		}
-	}
+	var minimal, extra []Ref
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
 		if !role.ComponentType.Serving() {
 			continue
 		}
 		for r := int32(0); r < role.ReplicaCount(); r++ {
-			minimal := r < spec.MinRoleReplicas(role.Name)
 			ref := Ref{
 				TypeMeta:  KindLeaderWorkerSet,
 				Name:      api.LeaderWorkerSetName(svc.Name, role.Name, r),
@@ -94,16 +86,36 @@ func Plan(svc *api.InferenceService) []Ref {
 				Suffix:    leaderWorkerSetSuffix(role.Name, r),
 				Role:      role.Name,
 				Replica:   r,
-				Awaited:   spec.AwaitMode() == api.AwaitAll || (spec.AwaitMode() == api.AwaitMinimal && minimal),
 				DependsOn: lwsDependsOn,
 			}
-			if spec.AwaitMode() == api.AwaitMinimal && !minimal {
-				ref.DependsOn = append(append([]string{}, lwsDependsOn...), minimalSet...)
+			switch spec.AwaitMode() {
+			case api.AwaitAll:
+				ref.Awaited = true
+				refs = append(refs, ref)
+			case api.AwaitNone:
+				refs = append(refs, ref)
+			case api.AwaitMinimal:
+				if r < spec.MinRoleReplicas(role.Name) {
+					ref.Awaited = true
+					minimal = append(minimal, ref)
+				} else {
+					extra = append(extra, ref)
+				}
 			}
-			refs = append(refs, ref)
 		}
 	}
-	return refs
+	if len(minimal)+len(extra) == 0 {
+		return refs
+	}
+	// One shared, read-only list for every replica beyond the minimum.
+	extraDependsOn := append([]string{}, lwsDependsOn...)
+	for _, ref := range minimal {
+		extraDependsOn = append(extraDependsOn, ref.Suffix)
+	}
+	for i := range extra {
+		extra[i].DependsOn = extraDependsOn
+	}
+	return append(append(refs, minimal...), extra...)
 }
 
 // Build validates the service and builds its whole tree. On invalid input it returns every

@@ -238,3 +238,24 @@ func TestBuildDoesNotChangeItsInput(t *testing.T) {
 	require.Empty(t, errs)
 	assert.Equal(t, before, svc.Spec.Roles[0].Template)
 }
+
+func TestAwaitMinimalCreatesTheMinimalSetFirst(t *testing.T) {
+	tree := story(t, "qwen-pd-nixl.yaml")
+	assert.Equal(t, []string{
+		"PodGroup/qwen3-32b-pd",
+		"LeaderWorkerSet/qwen3-32b-pd-prefill-0", "LeaderWorkerSet/qwen3-32b-pd-decode-0", "LeaderWorkerSet/qwen3-32b-pd-decode-1",
+		"LeaderWorkerSet/qwen3-32b-pd-prefill-1", "LeaderWorkerSet/qwen3-32b-pd-decode-2", "LeaderWorkerSet/qwen3-32b-pd-decode-3",
+		"LeaderWorkerSet/qwen3-32b-pd-decode-4", "LeaderWorkerSet/qwen3-32b-pd-decode-5",
+	}, names(tree))
+	for _, o := range tree.Objects[1:4] {
+		assert.True(t, o.Awaited, o.Name)
+		assert.Equal(t, []string{"podgroup"}, o.DependsOn, o.Name)
+		assert.Equal(t, "condition=Available", o.Object.(*lwsv1.LeaderWorkerSet).Annotations["pulumi.com/waitFor"])
+	}
+	for _, o := range tree.Objects[4:] {
+		assert.False(t, o.Awaited, o.Name)
+		assert.Equal(t, []string{"podgroup", "prefill-0", "decode-0", "decode-1"}, o.DependsOn, o.Name)
+		assert.Equal(t, "true", o.Object.(*lwsv1.LeaderWorkerSet).Annotations["pulumi.com/skipAwait"])
+	}
+	checkDependsOnEarlier(t, tree)
+}

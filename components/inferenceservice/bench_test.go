@@ -1,0 +1,38 @@
+package inferenceservice
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
+)
+
+// BenchmarkComponent registers the whole component under Pulumi mocks: one worker role of 4
+// nodes x 8 GPUs with 10, 100 and 1,000 replicas (a LeaderWorkerSet each, plus the PodGroup).
+func BenchmarkComponent(b *testing.B) {
+	for _, replicas := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				n := replicas
+				args := &Args{Roles: []RoleArgs{{
+					Name: "inference", ComponentType: "worker", Replicas: &n, Multinode: &MultinodeArgs{NodeCount: 4},
+					Template: vllmTemplate("32", "kv_both", "8"),
+				}}}
+				monitor := &pulumimock.Monitor{}
+				err := monitor.Run(func(ctx *pulumi.Context) error {
+					_, err := NewInferenceService(ctx, "bench", args)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := len(monitor.Resources()); got != replicas+2 {
+					b.Fatalf("%d resources registered", got)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package topology_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// benchService is one worker role of the given replicas, 4 nodes of 8 GPUs each.
+func benchService(replicas int32) *api.InferenceService {
+	return &api.InferenceService{
+		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+		Spec: api.InferenceServiceSpec{Roles: []api.Role{{
+			Name: "inference", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(replicas),
+			Multinode: &api.Multinode{NodeCount: 4},
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "vllm", Image: "vllm/vllm-openai:v0.11.0",
+				Args:  []string{"--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32"},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					api.GPUResourceName: resource.MustParse("8"),
+				}},
+			}}}},
+		}}},
+	}
+}
+
+// BenchmarkBuild is spec -> typed objects.
+func BenchmarkBuild(b *testing.B) {
+	for _, replicas := range []int32{10, 100, 1000} {
+		svc := benchService(replicas)
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, errs := topology.Build(svc); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRender is spec -> YAML, what `fusioninfer render` does after reading the file.
+func BenchmarkRender(b *testing.B) {
+	for _, replicas := range []int32{10, 100, 1000} {
+		svc := benchService(replicas)
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				tree, errs := topology.Build(svc)
+				if len(errs) > 0 {
+					b.Fatal(errs)
+				}
+				if _, err := tree.YAML(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package topology_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+)
+
+// FuzzBuild feeds arbitrary manifests through decoding, validation and building. The core must
+// never panic, and whatever it accepts must come out whole: one LWS per replica, a PodGroup
+// exactly when gang scheduled, and every object renderable.
+func FuzzBuild(f *testing.F) {
+	for _, input := range goldenInputs(f) {
+		data, err := os.ReadFile(input)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\nspec: {roles: [{name: b, componentType: worker, replicas: 2147483647, template: {spec: {containers: [{name: c, image: i}]}}}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return
+		}
+		docs, _ := api.Decode(data)
+		for _, doc := range docs {
+			if len(api.ValidateShape(doc.Service)) == 0 {
+				topology.Plan(doc.Service)
+			}
+			tree, errs := topology.Build(doc.Service)
+			if len(errs) > 0 {
+				if tree != nil {
+					t.Fatalf("invalid input produced a tree: %v", errs)
+				}
+				continue
+			}
+			checkTree(t, tree)
+		}
+	})
+}
+
+func checkTree(t *testing.T, tree *topology.Tree) {
+	t.Helper()
+	wantLWS, podGroups, lwss := 0, 0, 0
+	for i := range tree.Service.Spec.Roles {
+		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
+			wantLWS += int(r.ReplicaCount())
+		}
+	}
+	for i := range tree.Objects {
+		switch o := tree.Objects[i].Object.(type) {
+		case *lwsv1.LeaderWorkerSet:
+			lwss++
+			if *o.Spec.Replicas != 1 {
+				t.Fatalf("%s has %d replicas", o.Name, *o.Spec.Replicas)
+			}
+		default:
+			podGroups++
+		}
+		if _, err := tree.Objects[i].YAML(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lwss != wantLWS {
+		t.Fatalf("%d LWSs for %d replicas", lwss, wantLWS)
+	}
+	if gang := tree.Service.Spec.GangScheduled(); (podGroups == 1) != gang || podGroups > 1 {
+		t.Fatalf("%d PodGroups, gang scheduled %v", podGroups, gang)
+	}
+	topology.Summarize(tree)
+	checkDependsOnEarlier(t, tree)
+}
+
+// checkDependsOnEarlier: a caller registers objects in order, so a dependency must come first.
+func checkDependsOnEarlier(t *testing.T, tree *topology.Tree) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, o := range tree.Objects {
+		for _, dep := range o.DependsOn {
+			if !seen[dep] {
+				t.Fatalf("%s depends on %s, which comes later", o.Suffix, dep)
+			}
+		}
+		seen[o.Suffix] = true
+	}
+}
