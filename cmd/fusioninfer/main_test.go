@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v2"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+)
+
+const story4 = "../../examples/manifests/story4-disaggregated-multinode.yaml"
+
+func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand(strings.NewReader(stdin), &out, &errOut)
+	cmd.SetArgs(args)
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// documents parses a YAML stream into its objects.
+func documents(t *testing.T, stream string) []map[any]any {
+	t.Helper()
+	var docs []map[any]any
+	decoder := yaml.NewDecoder(strings.NewReader(stream))
+	for {
+		var doc map[any]any
+		if err := decoder.Decode(&doc); err != nil {
+			break
+		}
+		docs = append(docs, doc)
+	}
+	return docs
+}
+
+func objectNames(docs []map[any]any) []string {
+	var out []string
+	for _, d := range docs {
+		meta := d["metadata"].(map[any]any)
+		out = append(out, d["kind"].(string)+"/"+meta["namespace"].(string)+"/"+meta["name"].(string))
+	}
+	return out
+}
+
+func TestRenderFile(t *testing.T) {
+	stdout, stderr, err := run(t, "", "render", "-f", story4)
+	require.NoError(t, err)
+	assert.Empty(t, stderr)
+	assert.Equal(t, []string{
+		"PodGroup/default/deepseek-r1-disagg",
+		"LeaderWorkerSet/default/deepseek-r1-disagg-prefill-0",
+		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-0",
+		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-1",
+	}, objectNames(documents(t, stdout)))
+}
+
+func TestRenderStdinWithSeveralDocumentsAndNamespace(t *testing.T) {
+	one, err := os.ReadFile("../../examples/manifests/story1-monolithic.yaml")
+	require.NoError(t, err)
+	three, err := os.ReadFile("../../examples/manifests/story3-multinode.yaml")
+	require.NoError(t, err)
+	stdout, _, err := run(t, string(one)+"---\n"+string(three), "render", "-f", "-", "--namespace", "llm")
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"LeaderWorkerSet/llm/qwen-inference-inference-0",
+		"PodGroup/llm/deepseek-r1-inference",
+		"LeaderWorkerSet/llm/deepseek-r1-inference-inference-0",
+		"LeaderWorkerSet/llm/deepseek-r1-inference-inference-1",
+	}, objectNames(documents(t, stdout)))
+}
+
+func TestNamespaceFlagMustNotContradictTheManifest(t *testing.T) {
+	stdout, stderr, err := run(t, "", "render", "-f", "../../examples/manifests/qwen-pd-nixl.yaml", "-n", "other")
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, `metadata.namespace: Invalid value: "llm": does not match --namespace "other"`)
+}
+
+func TestSummaryIsYAMLComments(t *testing.T) {
+	stdout, _, err := run(t, "", "render", "-f", story4, "--summary")
+	require.NoError(t, err)
+	head := strings.Split(stdout, "---")[0]
+	for _, line := range strings.Split(strings.TrimSpace(head), "\n") {
+		assert.True(t, strings.HasPrefix(line, "#"), "summary line %q is a comment", line)
+	}
+	assert.Contains(t, head, "prefill  prefiller  1         2              2     8         16    prefill-0")
+	assert.Contains(t, head, "decode   decoder    2         4              8     8         64    decode-0,decode-1")
+	assert.Contains(t, head, "minMember 6 (prefill 1x2 + decode 1x4), minimal set 48 GPUs")
+	assert.Len(t, documents(t, stdout), 4, "the stream still parses to the same objects")
+}
+
+func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {
+	dir := t.TempDir()
+	stdout, _, err := run(t, "", "render", "-f", story4, "-o", dir)
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "wrote 4 objects")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	assert.Equal(t, []string{
+		"0000-default-podgroup-deepseek-r1-disagg.yaml",
+		"0001-default-leaderworkerset-deepseek-r1-disagg-prefill-0.yaml",
+		"0002-default-leaderworkerset-deepseek-r1-disagg-decode-0.yaml",
+		"0003-default-leaderworkerset-deepseek-r1-disagg-decode-1.yaml",
+	}, files)
+	data, err := os.ReadFile(filepath.Join(dir, files[1]))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "name: deepseek-r1-disagg-prefill-0")
+}
+
+const badServices = `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata:
+  name: bad
+spec:
+  roles:
+    - name: decode
+      componentType: decoder
+      multinode:
+        nodeCount: 0
+      template:
+        spec:
+          containers: [{name: vllm, image: vllm/vllm-openai:v0.11.0}]
+    - name: router
+      componentType: router
+---
+apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata:
+  name: typo
+spec:
+  roles:
+    - name: inference
+      componentType: worker
+      replica: 2
+`
+
+func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
+	good, err := os.ReadFile(story4)
+	require.NoError(t, err)
+	stdout, stderr, err := run(t, string(good)+"---\n"+badServices, "render", "-f", "-")
+	require.Error(t, err)
+	assert.Empty(t, stdout, "nothing is printed when anything is refused")
+	badLine := strings.Count(string(good), "\n") + 2 // after the good document and the separator
+	typoLine := badLine + 16
+	for _, want := range []string{
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine),
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].componentType: Forbidden: the router role is not supported yet`, badLine),
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role`, badLine),
+		fmt.Sprintf(`-: document at line %d: unknown field "spec.roles[0].replica"`, typoLine),
+		"4 problem(s); nothing rendered",
+	} {
+		assert.Contains(t, stderr, want)
+	}
+}
+
+func TestHelpExplainsItself(t *testing.T) {
+	stdout, _, err := run(t, "", "--help")
+	require.NoError(t, err)
+	for _, want := range []string{"InferenceService", "LeaderWorkerSet", "PodGroup", "render", "Volcano"} {
+		assert.Contains(t, stdout, want)
+	}
+	stdout, _, err = run(t, "", "render", "--help")
+	require.NoError(t, err)
+	for _, want := range []string{"--filename", "--namespace", "--output-dir", "--summary", "stdin"} {
+		assert.Contains(t, stdout, want)
+	}
+}
+
+func TestProcessExitsNonZeroOnBadInput(t *testing.T) {
+	cmd := exec.Command(testcli.Binary(t), "render", "-f", "-")
+	cmd.Stdin = strings.NewReader(badServices)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	require.True(t, errors.As(err, &exitErr), "exit status: %v", err)
+	assert.Equal(t, 1, exitErr.ExitCode())
+	assert.Empty(t, stdout.String())
+	assert.Contains(t, stderr.String(), "spec.roles[0].multinode.nodeCount")
+}
+
+func TestMissingFileAndUnknownFlag(t *testing.T) {
+	_, stderr, err := run(t, "", "render", "-f", "does-not-exist.yaml")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "does-not-exist.yaml")
+	_, stderr, err = run(t, "", "render", "-f", story4, "--replicas", "3")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "unknown flag: --replicas")
+}

@@ -1,0 +1,62 @@
+// Command story4-disaggregated-multinode is a Pulumi program: Seed 000, story 4: DeepSeek-R1 disaggregated and multi-node, 10 pods, 80 GPUs.
+package main
+
+import (
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+)
+
+func main() { pulumi.Run(program) }
+
+// program deploys seed 000's story 4: DeepSeek-R1 disaggregated and multi-node, prefill
+// 1 replica x 2 nodes and decode 2 replicas x 4 nodes (10 pods, 80 GPUs).
+func program(ctx *pulumi.Context) error {
+	svc, err := inferenceservice.NewInferenceService(ctx, "deepseek-r1-disagg", &inferenceservice.Args{
+		Roles: []inferenceservice.RoleArgs{
+			{
+				Name:          "prefill",
+				ComponentType: "prefiller",
+				Replicas:      pulumi.IntRef(1),
+				Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 2},
+				Template: vllm("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16",
+					"--kv-transfer-config", `{"kv_connector":"PyNcclConnector","kv_role":"kv_producer"}`),
+			},
+			{
+				Name:          "decode",
+				ComponentType: "decoder",
+				Replicas:      pulumi.IntRef(2),
+				Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 4},
+				Template: vllm("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32",
+					"--kv-transfer-config", `{"kv_connector":"PyNcclConnector","kv_role":"kv_consumer"}`),
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ctx.Export("leaderWorkerSets", svc.LeaderWorkerSetNames)
+	ctx.Export("podGroup", svc.PodGroupName)
+	ctx.Export("status", svc.Status)
+	return nil
+}
+
+// vllm is the model-server container: the vllm/vllm-openai image serves on port 8000.
+func vllm(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
+	return &corev1.PodTemplateSpecArgs{
+		Spec: &corev1.PodSpecArgs{
+			Containers: corev1.ContainerArray{&corev1.ContainerArgs{
+				Name:  pulumi.String("vllm"),
+				Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+				Args:  pulumi.ToStringArray(args),
+				Ports: corev1.ContainerPortArray{&corev1.ContainerPortArgs{
+					ContainerPort: pulumi.Int(8000), Name: pulumi.String("http"),
+				}},
+				Resources: &corev1.ResourceRequirementsArgs{
+					Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String(gpus)},
+				},
+			}},
+		},
+	}
+}

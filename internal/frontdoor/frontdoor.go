@@ -1,0 +1,59 @@
+// Package frontdoor compares the project's two front doors in tests: the objects the CLI
+// renders and the children a Pulumi program registers under mocks, both keyed "Kind/name".
+package frontdoor
+
+import (
+	"bytes"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v2"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+)
+
+// Objects are Kubernetes objects as plain JSON-typed maps, by "Kind/name".
+type Objects map[string]map[string]any
+
+// Rendered runs `fusioninfer render -f FILE` with the real CLI.
+func Rendered(t *testing.T, file string) Objects {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(testcli.Binary(t), "render", "-f", file)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	objects := Objects{}
+	decoder := yaml.NewDecoder(&stdout)
+	for {
+		var raw any
+		if err := decoder.Decode(&raw); err != nil {
+			break
+		}
+		data, err := yaml.Marshal(raw)
+		require.NoError(t, err)
+		var obj map[string]any
+		require.NoError(t, sigsyaml.Unmarshal(data, &obj)) // JSON-typed values, as Pulumi's
+		objects.add(obj)
+	}
+	require.NotEmpty(t, objects, "the CLI rendered nothing")
+	return objects
+}
+
+// Registered are the inputs of the custom resources a program registered.
+func Registered(monitor *pulumimock.Monitor) Objects {
+	objects := Objects{}
+	for _, r := range monitor.Resources() {
+		if r.Custom {
+			objects.add(r.Inputs.Mappable())
+		}
+	}
+	return objects
+}
+
+func (o Objects) add(obj map[string]any) {
+	meta := obj["metadata"].(map[string]any)
+	o[obj["kind"].(string)+"/"+meta["name"].(string)] = obj
+}
