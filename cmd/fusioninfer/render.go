@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,7 +77,7 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 }
 
 // loadTrees decodes, validates and builds every service of every input; it returns either all
-// trees or every problem found, never a mix.
+// trees or every problem found (in file and line order), never a mix.
 func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string) {
 	var trees []*topology.Tree
 	var problems []string
@@ -86,34 +87,58 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string)
 			problems = append(problems, err.Error())
 			continue
 		}
-		docs, errs := api.Decode(data)
-		for _, err := range errs {
-			problems = append(problems, fmt.Sprintf("%s: %v", file, err))
-		}
-		for _, doc := range docs {
-			svc := doc.Service
-			where := fmt.Sprintf("%s:%d: InferenceService %q", file, doc.Line, svc.Name)
-			if opts.namespace != "" {
-				if svc.Namespace != "" && svc.Namespace != opts.namespace {
-					problems = append(problems, fmt.Sprintf("%s: metadata.namespace: Invalid value: %q: does not match --namespace %q",
-						where, svc.Namespace, opts.namespace))
-					continue
-				}
-				svc.Namespace = opts.namespace
-			}
-			tree, verrs := topology.Build(svc)
-			for _, e := range verrs {
-				problems = append(problems, fmt.Sprintf("%s: %v", where, e))
-			}
-			if tree != nil {
-				trees = append(trees, tree)
-			}
-		}
+		fileTrees, fileProblems := loadFile(file, data, opts.namespace)
+		trees = append(trees, fileTrees...)
+		problems = append(problems, fileProblems...)
 	}
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
 	return trees, problems
+}
+
+// loadFile builds the services of one file; its problems come in line order.
+func loadFile(file string, data []byte, namespace string) ([]*topology.Tree, []string) {
+	type problem struct {
+		line int
+		text string
+	}
+	var trees []*topology.Tree
+	var problems []problem
+	docs, errs := api.Decode(data)
+	for _, err := range errs {
+		line := 0
+		var decodeErr *api.DecodeError
+		if errors.As(err, &decodeErr) {
+			line = decodeErr.Line
+		}
+		problems = append(problems, problem{line, fmt.Sprintf("%s: %v", file, err)})
+	}
+	for _, doc := range docs {
+		svc := doc.Service
+		where := fmt.Sprintf("%s:%d: InferenceService %q", file, doc.Line, svc.Name)
+		if namespace != "" {
+			if svc.Namespace != "" && svc.Namespace != namespace {
+				problems = append(problems, problem{doc.Line, fmt.Sprintf(
+					"%s: metadata.namespace: Invalid value: %q: does not match --namespace %q", where, svc.Namespace, namespace)})
+				continue
+			}
+			svc.Namespace = namespace
+		}
+		tree, verrs := topology.Build(svc)
+		for _, e := range verrs {
+			problems = append(problems, problem{doc.Line, fmt.Sprintf("%s: %v", where, e)})
+		}
+		if tree != nil {
+			trees = append(trees, tree)
+		}
+	}
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].line < problems[j].line })
+	texts := make([]string, len(problems))
+	for i, p := range problems {
+		texts[i] = p.text
+	}
+	return trees, texts
 }
 
 func readInput(stdin io.Reader, file string) ([]byte, error) {

@@ -265,36 +265,27 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 	args := append(append([]string{}, server.Command...), server.Args...)
 	argsPath := serverPath.Child("args")
 	var errs field.ErrorList
-	sizes := map[string]int64{}
-	anyGiven := false
+	product := int64(1)
+	var given []string
 	for _, names := range [][2]string{ParallelFlags.Tensor, ParallelFlags.Pipeline, ParallelFlags.Data} {
 		n, found, err := parallelSize(args, names)
 		if err != nil {
 			errs = append(errs, field.Invalid(argsPath, err.(*parallelSizeError).value, err.Error()))
 			continue
 		}
-		anyGiven = anyGiven || found
-		sizes[names[0]] = n
+		if found {
+			product *= n
+			given = append(given, fmt.Sprintf("%s %d", names[0], n))
+		}
 	}
 	gpus := GPUsPerPod(server)
 	// An invalid nodeCount is reported on its own field; comparing against it would only echo it.
-	if len(errs) > 0 || !anyGiven || gpus == 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
+	if len(errs) > 0 || len(given) == 0 || gpus == 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
 		return errs
 	}
-	product := int64(1)
-	var parts []string
-	flags := make([]string, 0, len(sizes))
-	for f := range sizes {
-		flags = append(flags, f)
-	}
-	sort.Strings(flags)
-	for _, f := range flags {
-		product *= sizes[f]
-		parts = append(parts, fmt.Sprintf("%s %d", f, sizes[f]))
-	}
 	if want := int64(role.NodeCount()) * gpus; product != want {
-		errs = append(errs, field.Invalid(argsPath, strings.Join(parts, " x "), fmt.Sprintf(
-			"the parallel sizes multiply to %d, but each replica has multinode.nodeCount (%d) x %s per pod (%d) = %d GPUs",
+		errs = append(errs, field.Invalid(argsPath, strings.Join(given, " x "), fmt.Sprintf(
+			"tensor x pipeline x data parallel size is %d, but each replica has multinode.nodeCount (%d) x %s per pod (%d) = %d GPUs",
 			product, role.NodeCount(), GPUResourceName, gpus, want)))
 	}
 	return errs

@@ -59,13 +59,25 @@ func TestValidationRules(t *testing.T) {
 			`spec.roles[0].componentType: Unsupported value: "encoder": supported values: "worker", "prefiller", "decoder", "router"`},
 		{"router not supported yet", func(s *InferenceService) { s.Spec.Roles = append(s.Spec.Roles, router) },
 			"spec.roles[2].componentType: Forbidden: the router role is not supported yet"},
-		{"at most one router", func(s *InferenceService) { r2 := router; r2.Name = "r2"; s.Spec.Roles = append(s.Spec.Roles, router, r2) },
+		{"at most one router", func(s *InferenceService) {
+			r2 := router
+			r2.Name = "r2"
+			s.Spec.Roles = append(s.Spec.Roles, router, r2)
+		},
 			"spec.roles[componentType=router]: Too many: 2: must have at most 1 item"},
 		{"router only beside a serving role", func(s *InferenceService) { s.Spec.Roles = []Role{router} },
 			"spec.roles: Required value: a router needs a serving role"},
-		{"router has no replicas", func(s *InferenceService) { r := router; r.Replicas = ptr.To[int32](2); s.Spec.Roles = append(s.Spec.Roles, r) },
+		{"router has no replicas", func(s *InferenceService) {
+			r := router
+			r.Replicas = ptr.To[int32](2)
+			s.Spec.Roles = append(s.Spec.Roles, r)
+		},
 			"spec.roles[2].replicas: Forbidden: only serving roles have replicas"},
-		{"router is not multi-node", func(s *InferenceService) { r := router; r.Multinode = &Multinode{NodeCount: 2}; s.Spec.Roles = append(s.Spec.Roles, r) },
+		{"router is not multi-node", func(s *InferenceService) {
+			r := router
+			r.Multinode = &Multinode{NodeCount: 2}
+			s.Spec.Roles = append(s.Spec.Roles, r)
+		},
 			"spec.roles[2].multinode: Forbidden"},
 		{"serving roles have no router fields", func(s *InferenceService) { s.Spec.Roles[0].Strategy = "prefix-cache" },
 			"spec.roles[0].strategy: Forbidden: only a router role has strategy"},
@@ -116,10 +128,13 @@ func TestValidationRules(t *testing.T) {
 		}, `spec.roles[0].template.spec.containers[0].args: Invalid value: "mp"`},
 		{"tensor parallel matches the GPUs", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "16")
-		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--data-parallel-size 1 x --pipeline-parallel-size 1 x --tensor-parallel-size 16": the parallel sizes multiply to 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--tensor-parallel-size 16": tensor x pipeline x data parallel size is 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
 		{"tensor x pipeline matches the GPUs", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("-tp=8", "--pipeline-parallel-size=2")
-		}, "multiply to 16"},
+		}, `Invalid value: "--tensor-parallel-size 8 x --pipeline-parallel-size 2": tensor x pipeline x data parallel size is 16`},
+		{"data parallel counts too", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "32", "--data-parallel-size", "2")
+		}, "parallel size is 64"},
 		{"parallel sizes are positive integers", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "thirty-two")
 		}, `args: Invalid value: "thirty-two": --tensor-parallel-size "thirty-two": must be a positive integer`},
@@ -128,9 +143,13 @@ func TestValidationRules(t *testing.T) {
 		{"minRoleReplicas names a serving role", func(s *InferenceService) {
 			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decoder": 1}}
 		}, `spec.gangPolicy.minRoleReplicas[decoder]: Not found: "decoder"`},
-		{"minRoleReplicas >= 1", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 0}} },
+		{"minRoleReplicas >= 1", func(s *InferenceService) {
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 0}}
+		},
 			"spec.gangPolicy.minRoleReplicas[decode]: Invalid value: 0: must be >= 1"},
-		{"minRoleReplicas <= replicas", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 3}} },
+		{"minRoleReplicas <= replicas", func(s *InferenceService) {
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 3}}
+		},
 			"spec.gangPolicy.minRoleReplicas[decode]: Invalid value: 3: must be <= the role's replicas (2)"},
 		{"minRoleReplicas needs subGroup mode", func(s *InferenceService) {
 			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember, MinRoleReplicas: map[string]int32{"decode": 1}}

@@ -212,7 +212,7 @@ func TestBadInputRegistersNothing(t *testing.T) {
 		},
 		"template: parallel sizes do not match the GPUs": {
 			args: func() *Args { a := story4Args(); a.Roles[0].Template = vllmTemplate("8", "kv_producer", "8"); return a },
-			want: []string{"spec.roles[0].template.spec.containers[0].args", "multiply to 8", "= 16 GPUs"},
+			want: []string{"spec.roles[0].template.spec.containers[0].args", "parallel size is 8", "= 16 GPUs"},
 		},
 		"router not supported yet, and a lone prefiller": {
 			args: func() *Args {

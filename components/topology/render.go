@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"go.yaml.in/yaml/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Unstructured is the object as the plain map a client sends: no status, no null timestamps.

@@ -1,0 +1,40 @@
+# pulumi-fusioninfer. `make demo` and `make test` are the two commands the README promises.
+GO          ?= go
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X main.version=$(VERSION)
+DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
+FUZZTIME    ?= 20s
+
+.PHONY: demo test build vet fuzz bench golden clean
+
+## demo: render seed 000's story 4 with the CLI: a one-screen summary, then the YAML.
+demo:
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/fusioninfer render -f $(DEMO_STORY) --summary
+
+## test: vet, every unit, component, example and CLI test, and a short fuzz run of the core.
+test: vet
+	$(GO) test ./...
+	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime $(FUZZTIME)
+
+## build: the CLI in bin/, with its version stamped.
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/fusioninfer ./cmd/fusioninfer
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+## fuzz: a longer fuzz run of the core.
+fuzz:
+	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime 10m
+
+## bench: the benchmarks behind the README's performance figures.
+bench:
+	$(GO) test ./components/topology ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
+
+## golden: rewrite the core's golden files after an intended change; review the diff.
+golden:
+	$(GO) test ./components/topology -run TestGoldenTrees -update
+
+clean:
+	rm -rf bin

@@ -1,0 +1,75 @@
+// Command deploy is the root Pulumi program (Pulumi.yaml at the repository root): it deploys
+// every InferenceService of the manifest file named in stack config, the same file the CLI
+// renders.
+//
+//	pulumi config set manifest examples/manifests/story4-disaggregated-multinode.yaml
+//	pulumi config set namespace llm        # optional, for services that name none
+//	pulumi up
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+)
+
+func main() { pulumi.Run(program) }
+
+func program(ctx *pulumi.Context) error {
+	cfg := config.New(ctx, "")
+	manifest := cfg.Require("manifest")
+	path, err := resolve(manifest)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	docs, errs := api.Decode(data)
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %v", manifest, errs)
+	}
+	namespace := cfg.Get("namespace")
+	statuses := pulumi.Map{}
+	for _, doc := range docs {
+		if doc.Service.Namespace == "" {
+			doc.Service.Namespace = namespace
+		}
+		args, err := inferenceservice.ArgsFromService(doc.Service)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", manifest, doc.Line, err)
+		}
+		svc, err := inferenceservice.NewInferenceService(ctx, doc.Service.Name, args)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", manifest, doc.Line, err)
+		}
+		statuses[doc.Service.Name] = svc.Status
+	}
+	ctx.Export("status", statuses)
+	return nil
+}
+
+// resolve finds the manifest as given, else relative to the project root (the directory of
+// Pulumi.yaml), whichever directory Pulumi runs the program from.
+func resolve(manifest string) (string, error) {
+	if _, err := os.Stat(manifest); err == nil || filepath.IsAbs(manifest) {
+		return manifest, err
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err == nil {
+			return filepath.Join(dir, manifest), nil
+		}
+	}
+	return "", fmt.Errorf("manifest %q not found", manifest)
+}
