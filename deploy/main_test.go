@@ -22,9 +22,7 @@ func withConfig(values map[string]string) pulumi.RunOption {
 
 func TestRootProgramDeploysTheConfiguredManifest(t *testing.T) {
 	const manifest = "examples/manifests/story4-disaggregated-multinode.yaml"
-	monitor := &pulumimock.Monitor{}
-	require.NoError(t, monitor.Run(program, withConfig(map[string]string{"manifest": manifest})))
-	assert.Equal(t, frontdoor.Rendered(t, "../"+manifest), frontdoor.Registered(monitor))
+	frontdoor.AssertProgramDeploysManifest(t, program, "../"+manifest, withConfig(map[string]string{"manifest": manifest}))
 }
 
 func TestRootProgramRefusesABadManifest(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v2"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -56,4 +58,13 @@ func Registered(monitor *pulumimock.Monitor) Objects {
 func (o Objects) add(obj map[string]any) {
 	meta := obj["metadata"].(map[string]any)
 	o[obj["kind"].(string)+"/"+meta["name"].(string)] = obj
+}
+
+// AssertProgramDeploysManifest runs a Pulumi program under mocks and requires that it registers
+// exactly the objects the CLI renders from the manifest file.
+func AssertProgramDeploysManifest(t *testing.T, program pulumi.RunFunc, manifest string, opts ...pulumi.RunOption) {
+	t.Helper()
+	monitor := &pulumimock.Monitor{}
+	require.NoError(t, monitor.Run(program, opts...))
+	assert.Equal(t, Rendered(t, manifest), Registered(monitor))
 }

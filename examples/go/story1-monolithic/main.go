@@ -2,10 +2,10 @@
 package main
 
 import (
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/examples/go/internal/vllm"
 )
 
 func main() { pulumi.Run(program) }
@@ -17,7 +17,7 @@ func program(ctx *pulumi.Context) error {
 			Name:          "inference",
 			ComponentType: "worker",
 			Replicas:      pulumi.IntRef(1),
-			Template:      vllm("1", "--model", "Qwen/Qwen3-8B"),
+			Template:      vllm.Template("1", "--model", "Qwen/Qwen3-8B"),
 		}},
 	})
 	if err != nil {
@@ -27,23 +27,4 @@ func program(ctx *pulumi.Context) error {
 	ctx.Export("podGroup", svc.PodGroupName)
 	ctx.Export("status", svc.Status)
 	return nil
-}
-
-// vllm is the model-server container: the vllm/vllm-openai image serves on port 8000.
-func vllm(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
-	return &corev1.PodTemplateSpecArgs{
-		Spec: &corev1.PodSpecArgs{
-			Containers: corev1.ContainerArray{&corev1.ContainerArgs{
-				Name:  pulumi.String("vllm"),
-				Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
-				Args:  pulumi.ToStringArray(args),
-				Ports: corev1.ContainerPortArray{&corev1.ContainerPortArgs{
-					ContainerPort: pulumi.Int(8000), Name: pulumi.String("http"),
-				}},
-				Resources: &corev1.ResourceRequirementsArgs{
-					Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String(gpus)},
-				},
-			}},
-		},
-	}
 }

@@ -2,10 +2,10 @@
 package main
 
 import (
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/examples/go/internal/vllm"
 )
 
 func main() { pulumi.Run(program) }
@@ -20,7 +20,7 @@ func program(ctx *pulumi.Context) error {
 				ComponentType: "prefiller",
 				Replicas:      pulumi.IntRef(1),
 				Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 2},
-				Template: vllm("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16",
+				Template: vllm.Template("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16",
 					"--kv-transfer-config", `{"kv_connector":"PyNcclConnector","kv_role":"kv_producer"}`),
 			},
 			{
@@ -28,7 +28,7 @@ func program(ctx *pulumi.Context) error {
 				ComponentType: "decoder",
 				Replicas:      pulumi.IntRef(2),
 				Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 4},
-				Template: vllm("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32",
+				Template: vllm.Template("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32",
 					"--kv-transfer-config", `{"kv_connector":"PyNcclConnector","kv_role":"kv_consumer"}`),
 			},
 		},
@@ -40,23 +40,4 @@ func program(ctx *pulumi.Context) error {
 	ctx.Export("podGroup", svc.PodGroupName)
 	ctx.Export("status", svc.Status)
 	return nil
-}
-
-// vllm is the model-server container: the vllm/vllm-openai image serves on port 8000.
-func vllm(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
-	return &corev1.PodTemplateSpecArgs{
-		Spec: &corev1.PodSpecArgs{
-			Containers: corev1.ContainerArray{&corev1.ContainerArgs{
-				Name:  pulumi.String("vllm"),
-				Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
-				Args:  pulumi.ToStringArray(args),
-				Ports: corev1.ContainerPortArray{&corev1.ContainerPortArgs{
-					ContainerPort: pulumi.Int(8000), Name: pulumi.String("http"),
-				}},
-				Resources: &corev1.ResourceRequirementsArgs{
-					Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String(gpus)},
-				},
-			}},
-		},
-	}
 }
