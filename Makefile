@@ -5,7 +5,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 FUZZTIME    ?= 20s
 
-.PHONY: demo test build vet fuzz bench golden clean
+.PHONY: demo test conformance build vet fuzz bench golden clean
 
 ## demo: render seed 000's story 4 with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -15,6 +15,11 @@ demo:
 test: vet
 	$(GO) test ./...
 	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime $(FUZZTIME)
+
+## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
+conformance:
+	$(GO) vet -tags conformance ./tests/conformance
+	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance
 
 ## build: the CLI in bin/, with its version stamped.
 build:

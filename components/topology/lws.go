@@ -65,10 +65,13 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 				WorkerTemplate: *replicaTemplate(svc, role, replica, templates.worker, labels),
 				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
 			},
-			// The LWS defaults, set explicitly so that a re-apply changes nothing.
+			// The LWS defaults, set explicitly so that a re-apply changes nothing. Partition too:
+			// the LWS v0.8 webhook dereferences it whenever rollingUpdateConfiguration is set, and
+			// neither its defaulting nor the CRD fills it in (found by tests/conformance).
 			RolloutStrategy: lwsv1.RolloutStrategy{
 				Type: lwsv1.RollingUpdateStrategyType,
 				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
+					Partition:      ptr.To[int32](0),
 					MaxUnavailable: intstr.FromInt32(1),
 					MaxSurge:       intstr.FromInt32(0),
 				},

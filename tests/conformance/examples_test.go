@@ -1,0 +1,87 @@
+//go:build conformance
+
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// exampleObjects are the objects of every example manifest, by file: what `fusioninfer render`
+// prints and (tests/frontdoors, examples/go) what the component registers.
+func exampleObjects(t *testing.T) map[string][]*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(repositoryRoot(), "examples", "manifests", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	out := map[string][]*unstructured.Unstructured{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		docs, errs := api.Decode(data)
+		require.Empty(t, errs)
+		for _, doc := range docs {
+			tree, verrs := topology.Build(doc.Service)
+			require.Empty(t, verrs)
+			for i := range tree.Objects {
+				m, err := tree.Objects[i].Unstructured()
+				require.NoError(t, err)
+				out[filepath.Base(file)] = append(out[filepath.Base(file)], &unstructured.Unstructured{Object: m})
+			}
+		}
+	}
+	return out
+}
+
+func TestExamplesAreAcceptedKeptAndStable(t *testing.T) {
+	total := 0
+	for file, objects := range exampleObjects(t) {
+		t.Run(file, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			progress("applying %d objects of %s", len(objects), file)
+			total += len(objects)
+			for _, obj := range objects {
+				require.NoError(t, testCluster.ensureNamespace(ctx, obj.GetNamespace()))
+			}
+			versions := map[string]string{}
+			for _, obj := range objects {
+				key := obj.GetKind() + "/" + obj.GetName()
+				applied, err := testCluster.apply(ctx, obj.DeepCopy())
+				require.NoError(t, err, "%s is accepted", key)
+				live, err := testCluster.get(ctx, obj)
+				require.NoError(t, err)
+				assert.Empty(t, prunedFields(obj.Object, live.Object), "%s keeps every field we set", key)
+				versions[key] = applied.GetResourceVersion()
+			}
+			for _, obj := range objects {
+				key := obj.GetKind() + "/" + obj.GetName()
+				again, err := testCluster.apply(ctx, obj.DeepCopy())
+				require.NoError(t, err)
+				assert.Equal(t, versions[key], again.GetResourceVersion(), "a second apply of %s changes nothing", key)
+			}
+			for _, obj := range objects {
+				require.NoError(t, testCluster.delete(ctx, obj))
+			}
+			for _, obj := range objects {
+				require.NoError(t, waitFor(30*time.Second, func() error {
+					if _, err := testCluster.get(ctx, obj); !isNotFound(err) {
+						return assert.AnError
+					}
+					return nil
+				}), "%s/%s is gone", obj.GetKind(), obj.GetName())
+			}
+		})
+	}
+	progress("checked %d objects", total)
+}
