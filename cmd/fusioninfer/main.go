@@ -41,7 +41,7 @@ kubectl on a cluster that runs LeaderWorkerSet >= v0.7 and Volcano >= 1.14.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRenderCommand())
+	root.AddCommand(newRenderCommand(), newPlanCommand())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		fmt.Fprintf(c.ErrOrStderr(), "error: %v\n\n%s", err, c.UsageString())
 		return err

@@ -83,3 +83,31 @@ func (s *InferenceServiceSpec) GangScheduled() bool {
 	}
 	return false
 }
+
+// RoleTopologyPolicy is the topology policy of each replica of the role: its own, else the
+// service's rolePolicy, else none.
+func (s *InferenceServiceSpec) RoleTopologyPolicy(role *Role) *NetworkTopologyPolicy {
+	if role.NetworkTopology != nil {
+		return role.NetworkTopology
+	}
+	if s.SchedulingStrategy != nil && s.SchedulingStrategy.NetworkTopology != nil {
+		return s.SchedulingStrategy.NetworkTopology.RolePolicy
+	}
+	return nil
+}
+
+// GroupTopologyPolicy is the service-level topology policy, or nil.
+func (s *InferenceServiceSpec) GroupTopologyPolicy() *NetworkTopologyPolicy {
+	if s.SchedulingStrategy != nil && s.SchedulingStrategy.NetworkTopology != nil {
+		return s.SchedulingStrategy.NetworkTopology.GroupPolicy
+	}
+	return nil
+}
+
+// TopologyMode is the policy's mode, hard when unset.
+func (p *NetworkTopologyPolicy) TopologyMode() NetworkTopologyMode {
+	if p.Mode == "" {
+		return NetworkTopologyHard
+	}
+	return p.Mode
+}

@@ -52,11 +52,57 @@ type InferenceServiceSpec struct {
 	Await AwaitMode `json:"await,omitempty"`
 }
 
-// SchedulingStrategy defines pod-level scheduling behaviour.
+// SchedulingStrategy defines service-wide scheduling behaviour.
 type SchedulingStrategy struct {
 	// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
 	SchedulerName string `json:"schedulerName,omitempty"`
+	// Queue is the Volcano queue of the service's PodGroup.
+	Queue string `json:"queue,omitempty"`
+	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod
+	// (preemption).
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of
+	// the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+	MinResources MinResourcesMode `json:"minResources,omitempty"`
+	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+	NetworkTopology *NetworkTopology `json:"networkTopology,omitempty"`
 }
+
+// MinResourcesMode chooses the PodGroup's minResources.
+type MinResourcesMode string
+
+const (
+	MinResourcesNone MinResourcesMode = "none"
+	MinResourcesAuto MinResourcesMode = "auto"
+)
+
+// NetworkTopology holds the service-level and replica-level topology policies (seed 004).
+type NetworkTopology struct {
+	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+	GroupPolicy *NetworkTopologyPolicy `json:"groupPolicy,omitempty"`
+	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology),
+	// unless the role sets its own roles[].networkTopology.
+	RolePolicy *NetworkTopologyPolicy `json:"rolePolicy,omitempty"`
+}
+
+// NetworkTopologyPolicy is Volcano's NetworkTopologySpec: how far apart, in network tiers, the
+// pods it covers may be.
+type NetworkTopologyPolicy struct {
+	// Mode is hard (default: never cross the tier) or soft (prefer not to).
+	Mode NetworkTopologyMode `json:"mode,omitempty"`
+	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+	HighestTierAllowed *int `json:"highestTierAllowed,omitempty"`
+	// HighestTierName names that tier instead (Volcano HyperNode tier names).
+	HighestTierName string `json:"highestTierName,omitempty"`
+}
+
+// NetworkTopologyMode is hard or soft.
+type NetworkTopologyMode string
+
+const (
+	NetworkTopologyHard NetworkTopologyMode = "hard"
+	NetworkTopologySoft NetworkTopologyMode = "soft"
+)
 
 // GangMode selects how the shared PodGroup expresses the gang.
 type GangMode string
@@ -112,6 +158,9 @@ type Role struct {
 	Multinode *Multinode `json:"multinode,omitempty"`
 	// Template is the pod template of every pod of the role.
 	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+	// NetworkTopology constrains the pods of each replica of this role, overriding
+	// schedulingStrategy.networkTopology.rolePolicy.
+	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
 }
 
 // Multinode enables multi-node distributed inference.

@@ -229,6 +229,11 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 		errs = append(errs, field.Invalid(specPath.Child("schedulerName"), podSpec.SchedulerName,
 			"this service is gang scheduled and its pods must use the volcano scheduler; remove the field"))
 	}
+	if pc := spec.SchedulingStrategy; pc != nil && pc.PriorityClassName != "" && podSpec.PriorityClassName != "" &&
+		podSpec.PriorityClassName != pc.PriorityClassName {
+		errs = append(errs, field.Invalid(specPath.Child("priorityClassName"), podSpec.PriorityClassName,
+			fmt.Sprintf("differs from schedulingStrategy.priorityClassName %q; remove one", pc.PriorityClassName)))
+	}
 	if len(podSpec.Containers) == 0 {
 		return append(errs, field.Required(specPath.Child("containers"), "the model-server container, first"))
 	}
@@ -292,12 +297,98 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 }
 
 func validateScheduling(spec *InferenceServiceSpec, fldPath *field.Path) field.ErrorList {
-	name := spec.SchedulerName()
-	if name == "" || name == VolcanoSchedulerName || !spec.GangScheduled() {
+	strategy := spec.SchedulingStrategy
+	if strategy == nil {
+		return validateRoleTopologies(spec, fldPath)
+	}
+	var errs field.ErrorList
+	path := fldPath.Child("schedulingStrategy")
+	gang := spec.GangScheduled()
+	if name := strategy.SchedulerName; name != "" && name != VolcanoSchedulerName && gang {
+		errs = append(errs, field.Invalid(path.Child("schedulerName"), name,
+			"multi-node and prefill/decode services are gang scheduled and need the volcano scheduler"))
+	}
+	needsGang := func(fld, what string) {
+		if !gang {
+			errs = append(errs, field.Forbidden(path.Child(fld), what+" belongs to the service's Volcano PodGroup, which exists only "+
+				"when the service is gang scheduled (multi-node or prefill/decode roles, or schedulerName: volcano)"))
+		}
+	}
+	if strategy.Queue != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(strategy.Queue) {
+			errs = append(errs, field.Invalid(path.Child("queue"), strategy.Queue, msg))
+		}
+		needsGang("queue", "a queue")
+	}
+	if strategy.PriorityClassName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(strategy.PriorityClassName) {
+			errs = append(errs, field.Invalid(path.Child("priorityClassName"), strategy.PriorityClassName, msg))
+		}
+	}
+	switch strategy.MinResources {
+	case "", MinResourcesNone:
+	case MinResourcesAuto:
+		needsGang("minResources", "minResources")
+	default:
+		errs = append(errs, field.NotSupported(path.Child("minResources"), strategy.MinResources,
+			[]MinResourcesMode{MinResourcesAuto, MinResourcesNone}))
+	}
+	if nt := strategy.NetworkTopology; nt != nil {
+		ntPath := path.Child("networkTopology")
+		needsGang("networkTopology", "network topology")
+		if spec.GangMode() == GangModeTaskMember {
+			errs = append(errs, field.Forbidden(ntPath, "gangPolicy.mode taskMember (for Volcano < 1.14) cannot express network "+
+				"topology: a per-role policy needs the PodGroup's subGroupPolicy, which only mode subGroup (Volcano >= 1.14) emits"))
+		}
+		errs = append(errs, validateTopologyPolicy(nt.GroupPolicy, ntPath.Child("groupPolicy"))...)
+		errs = append(errs, validateTopologyPolicy(nt.RolePolicy, ntPath.Child("rolePolicy"))...)
+	}
+	return append(errs, validateRoleTopologies(spec, fldPath)...)
+}
+
+// validateRoleTopologies checks each role's own network topology policy.
+func validateRoleTopologies(spec *InferenceServiceSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if role.NetworkTopology == nil {
+			continue
+		}
+		p := fldPath.Child("roles").Index(i).Child("networkTopology")
+		switch {
+		case !role.ComponentType.Serving():
+			errs = append(errs, field.Forbidden(p, "only serving roles have replicas to keep together"))
+		case !spec.GangScheduled():
+			errs = append(errs, field.Forbidden(p, "network topology belongs to the service's Volcano PodGroup, which exists only when the "+
+				"service is gang scheduled (multi-node or prefill/decode roles, or schedulerName: volcano)"))
+		case spec.GangMode() == GangModeTaskMember:
+			errs = append(errs, field.Forbidden(p, "a per-role policy needs the PodGroup's subGroupPolicy, which gangPolicy.mode "+
+				"taskMember (for Volcano < 1.14) does not emit; use mode subGroup"))
+		}
+		errs = append(errs, validateTopologyPolicy(role.NetworkTopology, p)...)
+	}
+	return errs
+}
+
+func validateTopologyPolicy(policy *NetworkTopologyPolicy, p *field.Path) field.ErrorList {
+	if policy == nil {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(fldPath.Child("schedulingStrategy", "schedulerName"), name,
-		"multi-node and prefill/decode services are gang scheduled and need the volcano scheduler")}
+	var errs field.ErrorList
+	switch policy.Mode {
+	case "", NetworkTopologyHard, NetworkTopologySoft:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("mode"), policy.Mode, []NetworkTopologyMode{NetworkTopologyHard, NetworkTopologySoft}))
+	}
+	switch {
+	case policy.HighestTierAllowed != nil && policy.HighestTierName != "":
+		errs = append(errs, field.Invalid(p, "highestTierAllowed and highestTierName", "give one of them, not both"))
+	case policy.HighestTierAllowed == nil && policy.HighestTierName == "":
+		errs = append(errs, field.Required(p.Child("highestTierAllowed"), "the highest tier the pods may span (or highestTierName)"))
+	case policy.HighestTierAllowed != nil && *policy.HighestTierAllowed < 1:
+		errs = append(errs, field.Invalid(p.Child("highestTierAllowed"), *policy.HighestTierAllowed, "must be >= 1 (tier 1 is the closest)"))
+	}
+	return errs
 }
 
 func validateGangPolicy(spec *InferenceServiceSpec, fldPath *field.Path) field.ErrorList {

@@ -25,6 +25,9 @@ func buildRoleTemplates(spec *api.InferenceServiceSpec, role *api.Role) roleTemp
 	if spec.GangScheduled() {
 		base.Spec.SchedulerName = api.VolcanoSchedulerName
 	}
+	if s := spec.SchedulingStrategy; s != nil && s.PriorityClassName != "" {
+		base.Spec.PriorityClassName = s.PriorityClassName
+	}
 	if !role.MultiNode() {
 		return roleTemplates{worker: base, revision: templateRevision(base)}
 	}

@@ -25,7 +25,27 @@ func buildPodGroup(svc *api.InferenceService) *volcanov1beta1.PodGroup {
 	} else {
 		pg.Spec = subGroupSpec(svc)
 	}
+	if s := svc.Spec.SchedulingStrategy; s != nil {
+		pg.Spec.Queue = s.Queue
+		pg.Spec.PriorityClassName = s.PriorityClassName
+		if s.MinResources == api.MinResourcesAuto {
+			pg.Spec.MinResources = ptr.To(minimalSetResources(&svc.Spec))
+		}
+	}
+	pg.Spec.NetworkTopology = networkTopologySpec(svc.Spec.GroupTopologyPolicy())
 	return pg
+}
+
+// networkTopologySpec is Volcano's form of a topology policy (nil for none).
+func networkTopologySpec(p *api.NetworkTopologyPolicy) *volcanov1beta1.NetworkTopologySpec {
+	if p == nil {
+		return nil
+	}
+	return &volcanov1beta1.NetworkTopologySpec{
+		Mode:               volcanov1beta1.NetworkTopologyMode(p.TopologyMode()),
+		HighestTierAllowed: p.HighestTierAllowed,
+		HighestTierName:    p.HighestTierName,
+	}
 }
 
 // subGroupSpec gangs each replica whole (subGroupSize nodeCount, grouped by replica index) and
@@ -48,7 +68,8 @@ func subGroupSpec(svc *api.InferenceService) volcanov1beta1.PodGroupSpec {
 				LabelRoleName: role.Name,
 			}},
 			// Without it Volcano does not split the role's pods by replica.
-			MatchLabelKeys: []string{LabelReplicaIndex},
+			MatchLabelKeys:  []string{LabelReplicaIndex},
+			NetworkTopology: networkTopologySpec(svc.Spec.RoleTopologyPolicy(role)),
 		})
 	}
 	return spec

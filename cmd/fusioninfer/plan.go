@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// maxReplicaColumns: beyond this many replicas the table has one column per role.
+const maxReplicaColumns = 8
+
+type planOptions struct {
+	files       []string
+	namespace   string
+	nodes       []int
+	gpusPerNode int64
+	nodesFile   string
+}
+
+func newPlanCommand() *cobra.Command {
+	var opts planOptions
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE (--nodes N[,N...] --gpus-per-node G | --nodes-file NODES)",
+		Short: "Predict which replicas of a service a cluster of a given size runs",
+		Long: `plan predicts, for each service, which replicas Volcano's gang rules let a cluster place, for the
+PodGroup this service emits: the gang's minimal set (minRoleReplicas of every role) all together or
+nothing, then each further replica whole when it fits. It prints one row per cluster, one column per
+replica, and the service's status: Full, Partial or Blocked.
+
+It is a prediction of the gang rules counting GPUs only, with hard network-topology policies when
+the nodes file gives topology; it is not a prediction of every scheduler plugin (CPU, memory,
+affinity, taints and soft policies are not modelled).
+
+A nodes file lists nodes (count makes several alike) with their GPUs and network domains per tier:
+
+  tiers: {leaf: 1, spine: 2}
+  nodes:
+    - {name: gpu-a, count: 4, gpus: 8, topology: {1: leaf-a, 2: spine-1}}
+    - {name: gpu-b, count: 4, gpus: 8, topology: {1: leaf-b, 2: spine-1}}`,
+		Example: `  fusioninfer plan -f examples/manifests/story4-disaggregated-multinode.yaml --nodes 10,8,6,4,2 --gpus-per-node 8
+  fusioninfer plan -f service.yaml --nodes-file nodes.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&opts.files, "filename", "f", nil, `manifest file ("-" for stdin); repeatable`)
+	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for services that name none")
+	cmd.Flags().IntSliceVar(&opts.nodes, "nodes", nil, "cluster sizes in nodes, one table row each (with --gpus-per-node)")
+	cmd.Flags().Int64Var(&opts.gpusPerNode, "gpus-per-node", 0, "GPUs of every node (with --nodes)")
+	cmd.Flags().StringVar(&opts.nodesFile, "nodes-file", "", "YAML file listing the cluster's nodes")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+// clusters are the table's rows, from the flags.
+func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
+	switch {
+	case o.nodesFile != "" && len(o.nodes) > 0:
+		return nil, nil, fmt.Errorf("give --nodes-file or --nodes, not both")
+	case o.nodesFile != "":
+		data, err := os.ReadFile(o.nodesFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		cluster, err := planner.ParseNodesFile(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", o.nodesFile, err)
+		}
+		return []planner.Cluster{cluster}, []string{fmt.Sprintf("%d GPUs (%s)", cluster.GPUs(), o.nodesFile)}, nil
+	case len(o.nodes) > 0:
+		if o.gpusPerNode < 1 {
+			return nil, nil, fmt.Errorf("--nodes needs --gpus-per-node >= 1")
+		}
+		var clusters []planner.Cluster
+		var labels []string
+		for _, n := range o.nodes {
+			if n < 0 {
+				return nil, nil, fmt.Errorf("--nodes: %d: must be >= 0", n)
+			}
+			clusters = append(clusters, planner.Uniform(n, o.gpusPerNode))
+			labels = append(labels, fmt.Sprintf("%d GPUs (%d x %d)", int64(n)*o.gpusPerNode, n, o.gpusPerNode))
+		}
+		return clusters, labels, nil
+	}
+	return nil, nil, fmt.Errorf("give --nodes N --gpus-per-node G, or --nodes-file FILE")
+}
+
+func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error {
+	clusters, labels, err := opts.clusters()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return errInvalidInput
+	}
+	trees, problems := loadTrees(stdin, renderOptions{files: opts.files, namespace: opts.namespace})
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		return errInvalidInput
+	}
+	for _, tree := range trees {
+		if err := writePlan(stdout, tree, clusters, labels); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return errInvalidInput
+		}
+	}
+	return nil
+}
+
+func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, labels []string) error {
+	var predictions []*planner.Prediction
+	for _, c := range clusters {
+		p, err := planner.Predict(tree.Service, c)
+		if err != nil {
+			return err
+		}
+		predictions = append(predictions, p)
+	}
+	first := predictions[0]
+	fmt.Fprintf(w, "InferenceService %s: %d GPUs at full size, %d GPUs for the gang's minimal set\n",
+		tree.Service.Name, first.GPUsFull, first.GPUsMinimal)
+	fmt.Fprintln(w, "A prediction of Volcano's gang rules for the PodGroup this service emits, counting GPUs; not of every scheduler plugin.")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	perReplica := len(first.Replicas) <= maxReplicaColumns
+	header := []string{"CLUSTER"}
+	if perReplica {
+		for _, r := range first.Replicas {
+			header = append(header, fmt.Sprintf("%s (%d GPUs)", r.Name(), r.GPUs()))
+		}
+	} else {
+		for _, role := range roleOrder(first) {
+			header = append(header, role+" (scheduled/replicas)")
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(append(header, "SERVICE"), "\t"))
+	for i, p := range predictions {
+		row := []string{labels[i]}
+		if perReplica {
+			for _, r := range p.Replicas {
+				row = append(row, map[bool]string{true: "scheduled", false: "pending"}[r.Scheduled])
+			}
+		} else {
+			for _, role := range roleOrder(p) {
+				done, total := 0, 0
+				for _, r := range p.Replicas {
+					if r.Role == role {
+						total++
+						if r.Scheduled {
+							done++
+						}
+					}
+				}
+				row = append(row, fmt.Sprintf("%d/%d", done, total))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(append(row, serviceCell(p, perReplica)), "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return nil
+}
+
+func serviceCell(p *planner.Prediction, perReplica bool) string {
+	if p.Status != planner.Partial || !perReplica {
+		return string(p.Status)
+	}
+	var scheduled []string
+	for _, r := range p.Replicas {
+		if r.Scheduled {
+			scheduled = append(scheduled, r.Name())
+		}
+	}
+	return fmt.Sprintf("Partial (%s)", strings.Join(scheduled, ", "))
+}
+
+func roleOrder(p *planner.Prediction) []string {
+	var roles []string
+	seen := map[string]bool{}
+	for _, r := range p.Replicas {
+		if !seen[r.Role] {
+			seen[r.Role] = true
+			roles = append(roles, r.Role)
+		}
+	}
+	return roles
+}
