@@ -201,3 +201,52 @@ func TestMissingFileAndUnknownFlag(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, stderr, "unknown flag: --replicas")
 }
+
+func TestPlanReproducesTheSeedTable(t *testing.T) {
+	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes", "10,8,6,4,2", "--gpus-per-node", "8")
+	require.NoError(t, err, stderr)
+	for _, want := range []string{
+		"InferenceService deepseek-r1-disagg: 80 GPUs at full size, 48 GPUs for the gang's minimal set",
+		"not of every scheduler plugin",
+		"CLUSTER           prefill-0 (16 GPUs)  decode-0 (32 GPUs)  decode-1 (32 GPUs)  SERVICE",
+		"80 GPUs (10 x 8)  scheduled            scheduled           scheduled           Full",
+		"64 GPUs (8 x 8)   scheduled            scheduled           pending             Partial (prefill-0, decode-0)",
+		"48 GPUs (6 x 8)   scheduled            scheduled           pending             Partial (prefill-0, decode-0)",
+		"32 GPUs (4 x 8)   pending              pending             pending             Blocked",
+		"16 GPUs (2 x 8)   pending              pending             pending             Blocked",
+	} {
+		assert.Contains(t, stdout, want)
+	}
+}
+
+func TestPlanWithANodesFileAndManyReplicas(t *testing.T) {
+	nodes := filepath.Join(t.TempDir(), "nodes.yaml")
+	require.NoError(t, os.WriteFile(nodes, []byte("nodes:\n  - {name: gpu, count: 5, gpus: 2}\n"), 0o644))
+	stdout, stderr, err := run(t, "", "plan", "-f", "../../examples/manifests/qwen-pd-nixl.yaml", "--nodes-file", nodes)
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "scheduled           scheduled           scheduled          scheduled          scheduled          pending")
+	assert.Contains(t, stdout, "Partial (prefill-0, prefill-1, decode-0, decode-1, decode-2)")
+
+	// 1,250 replicas: one column per role. The minimal set first, then extras in role order.
+	stdout, stderr, err = run(t, "", "plan", "-f", "../../tests/perf/testdata/pd-1000-decode-250-prefill.yaml", "--nodes", "600", "--gpus-per-node", "8")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "prefill (scheduled/replicas)  decode (scheduled/replicas)  SERVICE")
+	assert.Contains(t, stdout, "250/250                       25/1000                      Partial")
+}
+
+func TestPlanRefusesBadInput(t *testing.T) {
+	nodes := filepath.Join(t.TempDir(), "nodes.yaml")
+	require.NoError(t, os.WriteFile(nodes, []byte("nodes:\n  - {name: gpu, gpu: 2}\n"), 0o644))
+	for _, args := range [][]string{
+		{"plan", "-f", story4, "--nodes-file", nodes},
+		{"plan", "-f", story4, "--nodes", "4"},
+		{"plan", "-f", story4},
+	} {
+		stdout, stderr, err := run(t, "", args...)
+		require.Error(t, err, args)
+		assert.Empty(t, stdout)
+		assert.NotEmpty(t, stderr)
+	}
+	_, stderr, _ := run(t, "", "plan", "-f", story4, "--nodes-file", nodes)
+	assert.Contains(t, stderr, `unknown field "nodes[0].gpu"`)
+}

@@ -17,6 +17,9 @@ const (
 	Kind       = "InferenceService"
 )
 
+// The plain structs below that carry `pulumi` tags beside their `json` tags are used as they are
+// by the Pulumi component's Args: one definition, so a new field reaches both front doors.
+
 // InferenceService is one LLM inference service: the document the CLI reads.
 type InferenceService struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -55,17 +58,17 @@ type InferenceServiceSpec struct {
 // SchedulingStrategy defines service-wide scheduling behaviour.
 type SchedulingStrategy struct {
 	// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
-	SchedulerName string `json:"schedulerName,omitempty"`
+	SchedulerName string `json:"schedulerName,omitempty" pulumi:"schedulerName,optional"`
 	// Queue is the Volcano queue of the service's PodGroup.
-	Queue string `json:"queue,omitempty"`
+	Queue string `json:"queue,omitempty" pulumi:"queue,optional"`
 	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod
 	// (preemption).
-	PriorityClassName string `json:"priorityClassName,omitempty"`
+	PriorityClassName string `json:"priorityClassName,omitempty" pulumi:"priorityClassName,optional"`
 	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of
 	// the gang's minimal set (minRoleReplicas of every role), never the whole service's.
-	MinResources MinResourcesMode `json:"minResources,omitempty"`
+	MinResources MinResourcesMode `json:"minResources,omitempty" pulumi:"minResources,optional"`
 	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
-	NetworkTopology *NetworkTopology `json:"networkTopology,omitempty"`
+	NetworkTopology *NetworkTopology `json:"networkTopology,omitempty" pulumi:"networkTopology,optional"`
 }
 
 // MinResourcesMode chooses the PodGroup's minResources.
@@ -79,21 +82,21 @@ const (
 // NetworkTopology holds the service-level and replica-level topology policies (seed 004).
 type NetworkTopology struct {
 	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
-	GroupPolicy *NetworkTopologyPolicy `json:"groupPolicy,omitempty"`
+	GroupPolicy *NetworkTopologyPolicy `json:"groupPolicy,omitempty" pulumi:"groupPolicy,optional"`
 	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology),
 	// unless the role sets its own roles[].networkTopology.
-	RolePolicy *NetworkTopologyPolicy `json:"rolePolicy,omitempty"`
+	RolePolicy *NetworkTopologyPolicy `json:"rolePolicy,omitempty" pulumi:"rolePolicy,optional"`
 }
 
 // NetworkTopologyPolicy is Volcano's NetworkTopologySpec: how far apart, in network tiers, the
 // pods it covers may be.
 type NetworkTopologyPolicy struct {
 	// Mode is hard (default: never cross the tier) or soft (prefer not to).
-	Mode NetworkTopologyMode `json:"mode,omitempty"`
+	Mode NetworkTopologyMode `json:"mode,omitempty" pulumi:"mode,optional"`
 	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
-	HighestTierAllowed *int `json:"highestTierAllowed,omitempty"`
+	HighestTierAllowed *int `json:"highestTierAllowed,omitempty" pulumi:"highestTierAllowed,optional"`
 	// HighestTierName names that tier instead (Volcano HyperNode tier names).
-	HighestTierName string `json:"highestTierName,omitempty"`
+	HighestTierName string `json:"highestTierName,omitempty" pulumi:"highestTierName,optional"`
 }
 
 // NetworkTopologyMode is hard or soft.

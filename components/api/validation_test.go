@@ -155,6 +155,45 @@ func TestValidationRules(t *testing.T) {
 			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember, MinRoleReplicas: map[string]int32{"decode": 1}}
 		}, "spec.gangPolicy.minRoleReplicas: Forbidden: taskMember mode gangs the whole service"},
 		{"await known", func(s *InferenceService) { s.Spec.Await = "ready" }, `spec.await: Unsupported value: "ready"`},
+		{"queue needs gang scheduling", func(s *InferenceService) {
+			s.Spec.Roles = []Role{worker}
+			s.Spec.SchedulingStrategy = &SchedulingStrategy{Queue: "llm"}
+		}, "spec.schedulingStrategy.queue: Forbidden: a queue belongs to the service's Volcano PodGroup"},
+		{"queue is a DNS subdomain", func(s *InferenceService) { s.Spec.SchedulingStrategy = &SchedulingStrategy{Queue: "LLM Queue"} },
+			`spec.schedulingStrategy.queue: Invalid value: "LLM Queue"`},
+		{"minResources known", func(s *InferenceService) { s.Spec.SchedulingStrategy = &SchedulingStrategy{MinResources: "all"} },
+			`spec.schedulingStrategy.minResources: Unsupported value: "all": supported values: "auto", "none"`},
+		{"template priorityClassName agrees", func(s *InferenceService) {
+			s.Spec.SchedulingStrategy = &SchedulingStrategy{PriorityClassName: "high"}
+			s.Spec.Roles[0].Template.Spec.PriorityClassName = "low"
+		}, `spec.roles[0].template.spec.priorityClassName: Invalid value: "low": differs from schedulingStrategy.priorityClassName "high"`},
+		{"tier allowed and tier name not both", func(s *InferenceService) {
+			s.Spec.SchedulingStrategy = &SchedulingStrategy{NetworkTopology: &NetworkTopology{
+				GroupPolicy: &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(2), HighestTierName: "spine"}}}
+		}, `spec.schedulingStrategy.networkTopology.groupPolicy: Invalid value: "highestTierAllowed and highestTierName": give one of them, not both`},
+		{"a tier is required", func(s *InferenceService) {
+			s.Spec.SchedulingStrategy = &SchedulingStrategy{NetworkTopology: &NetworkTopology{RolePolicy: &NetworkTopologyPolicy{Mode: "hard"}}}
+		}, "spec.schedulingStrategy.networkTopology.rolePolicy.highestTierAllowed: Required value"},
+		{"tiers start at 1", func(s *InferenceService) {
+			s.Spec.Roles[1].NetworkTopology = &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(0)}
+		},
+			"spec.roles[1].networkTopology.highestTierAllowed: Invalid value: 0: must be >= 1"},
+		{"topology mode known", func(s *InferenceService) {
+			s.Spec.Roles[1].NetworkTopology = &NetworkTopologyPolicy{Mode: "strict", HighestTierAllowed: ptr.To(1)}
+		}, `spec.roles[1].networkTopology.mode: Unsupported value: "strict": supported values: "hard", "soft"`},
+		{"no network topology in taskMember mode", func(s *InferenceService) {
+			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember}
+			s.Spec.SchedulingStrategy = &SchedulingStrategy{NetworkTopology: &NetworkTopology{GroupPolicy: &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(2)}}}
+		}, "spec.schedulingStrategy.networkTopology: Forbidden: gangPolicy.mode taskMember (for Volcano < 1.14) cannot express network topology: a per-role policy needs the PodGroup's subGroupPolicy"},
+		{"no role topology in taskMember mode", func(s *InferenceService) {
+			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember}
+			s.Spec.Roles[0].NetworkTopology = &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(1)}
+		}, "spec.roles[0].networkTopology: Forbidden: a per-role policy needs the PodGroup's subGroupPolicy"},
+		{"role topology needs gang scheduling", func(s *InferenceService) {
+			w := worker
+			w.NetworkTopology = &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(1)}
+			s.Spec.Roles = []Role{w}
+		}, "spec.roles[0].networkTopology: Forbidden: network topology belongs to the service's Volcano PodGroup"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

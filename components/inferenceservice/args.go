@@ -6,6 +6,8 @@ package inferenceservice
 
 import (
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
 // Args describe one InferenceService. The fields that shape the tree (names, component types,
@@ -20,8 +22,9 @@ type Args struct {
 	Labels map[string]string `pulumi:"labels,optional"`
 	// Roles are the logical components of the service.
 	Roles []RoleArgs `pulumi:"roles"`
-	// SchedulingStrategy applies service-wide scheduling policies.
-	SchedulingStrategy *SchedulingStrategyArgs `pulumi:"schedulingStrategy,optional"`
+	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue,
+	// priority class, minResources, network topology.
+	SchedulingStrategy *api.SchedulingStrategy `pulumi:"schedulingStrategy,optional"`
 	// GangPolicy shapes the shared Volcano PodGroup.
 	GangPolicy *GangPolicyArgs `pulumi:"gangPolicy,optional"`
 	// Await is what `pulumi up` waits for: all (default), minimal, or none.
@@ -40,18 +43,14 @@ type RoleArgs struct {
 	Multinode *MultinodeArgs `pulumi:"multinode,optional"`
 	// Template is the pod template of the role's pods; its first container is the model server.
 	Template k8scorev1.PodTemplateSpecInput `pulumi:"template,optional"`
+	// NetworkTopology constrains the pods of each replica of this role.
+	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
 }
 
 // MultinodeArgs enable multi-node replicas.
 type MultinodeArgs struct {
 	// NodeCount is the number of pods (on distinct nodes) per replica.
 	NodeCount int `pulumi:"nodeCount"`
-}
-
-// SchedulingStrategyArgs apply service-wide scheduling policies.
-type SchedulingStrategyArgs struct {
-	// SchedulerName is the pods' scheduler; "volcano" turns gang scheduling on.
-	SchedulerName string `pulumi:"schedulerName,optional"`
 }
 
 // GangPolicyArgs shape the shared PodGroup.

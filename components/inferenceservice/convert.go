@@ -25,9 +25,7 @@ func (a *Args) service(componentName string) *api.InferenceService {
 	if svc.Name == "" {
 		svc.Name = componentName
 	}
-	if a.SchedulingStrategy != nil {
-		svc.Spec.SchedulingStrategy = &api.SchedulingStrategy{SchedulerName: a.SchedulingStrategy.SchedulerName}
-	}
+	svc.Spec.SchedulingStrategy = a.SchedulingStrategy
 	if a.GangPolicy != nil {
 		gp := &api.GangPolicy{Mode: api.GangMode(a.GangPolicy.Mode)}
 		for role, n := range a.GangPolicy.MinRoleReplicas {
@@ -39,7 +37,7 @@ func (a *Args) service(componentName string) *api.InferenceService {
 		svc.Spec.GangPolicy = gp
 	}
 	for _, r := range a.Roles {
-		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType)}
+		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology}
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int32(*r.Replicas))
 		}
@@ -103,9 +101,7 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 		Labels:      svc.Labels,
 		Await:       string(svc.Spec.Await),
 	}
-	if s := svc.Spec.SchedulingStrategy; s != nil {
-		args.SchedulingStrategy = &SchedulingStrategyArgs{SchedulerName: s.SchedulerName}
-	}
+	args.SchedulingStrategy = svc.Spec.SchedulingStrategy
 	if g := svc.Spec.GangPolicy; g != nil {
 		args.GangPolicy = &GangPolicyArgs{Mode: string(g.Mode)}
 		for role, n := range g.MinRoleReplicas {
@@ -120,7 +116,7 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 		if r.Strategy != "" || r.HTTPRoute != nil || r.EndpointPickerConfig != "" {
 			return nil, fmt.Errorf("spec.roles[%d]: router fields are not supported yet", i)
 		}
-		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType)}
+		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology}
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int(*r.Replicas))
 		}

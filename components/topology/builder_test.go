@@ -259,3 +259,26 @@ func TestAwaitMinimalCreatesTheMinimalSetFirst(t *testing.T) {
 	}
 	checkDependsOnEarlier(t, tree)
 }
+
+func TestSchedulingKnobsShapeThePodGroupAndPods(t *testing.T) {
+	tree := story(t, "deepseek-topology-queue.yaml")
+	pg := podGroup(tree)
+	assert.Equal(t, "inference", pg.Spec.Queue)
+	assert.Equal(t, "inference-high", pg.Spec.PriorityClassName)
+	minResources := map[string]string{}
+	for name, q := range *pg.Spec.MinResources {
+		minResources[string(name)] = q.String()
+	}
+	assert.Equal(t, map[string]string{"cpu": "192", "memory": "2880Gi", "nvidia.com/gpu": "48"}, minResources,
+		"the minimal set (prefill 1x2 + decode 1x4 pods), not the whole service (10 pods)")
+	assert.Equal(t, volcanov1beta1.NetworkTopologyMode("hard"), pg.Spec.NetworkTopology.Mode)
+	assert.Equal(t, 2, *pg.Spec.NetworkTopology.HighestTierAllowed)
+	assert.Equal(t, volcanov1beta1.NetworkTopologyMode("soft"), pg.Spec.SubGroupPolicy[0].NetworkTopology.Mode, "the role's own policy wins")
+	assert.Equal(t, volcanov1beta1.NetworkTopologyMode("hard"), pg.Spec.SubGroupPolicy[1].NetworkTopology.Mode, "the service's rolePolicy")
+	for _, lws := range leaderWorkerSets(tree) {
+		for _, tpl := range podTemplates(lws) {
+			assert.Equal(t, "inference-high", tpl.Spec.PriorityClassName)
+		}
+	}
+	assert.Nil(t, podGroup(story(t, "story4-disaggregated-multinode.yaml")).Spec.MinResources, "minResources is opt-in")
+}
