@@ -34,6 +34,11 @@ type InferenceService struct {
 	LeaderWorkerSetNames pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
 	// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
 	Status RoleStatusMapOutput `pulumi:"status"`
+	// GPUsAtFullSize are the GPUs of every replica of every role.
+	GPUsAtFullSize pulumi.IntOutput `pulumi:"gpusAtFullSize"`
+	// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what
+	// the cluster needs before anything runs. Zero when the service is not gang scheduled.
+	GPUsMinimal pulumi.IntOutput `pulumi:"gpusMinimal"`
 
 	// Children are the child resources by suffix ("podgroup", "{role}-{i}"), for Go programs
 	// that depend on one of them.
@@ -71,6 +76,7 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 		component.Children[ref.Suffix] = child
 	}
 	setOutputs(component, shape, refs)
+	setGPUOutputs(component, tree)
 	return component, ctx.RegisterResourceOutputs(component, pulumi.Map{
 		"serviceName":          component.ServiceName,
 		"namespace":            component.Namespace,
@@ -78,6 +84,8 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 		"podGroupName":         component.PodGroupName,
 		"leaderWorkerSetNames": component.LeaderWorkerSetNames,
 		"status":               component.Status,
+		"gpusAtFullSize":       component.GPUsAtFullSize,
+		"gpusMinimal":          component.GPUsMinimal,
 	})
 }
 
@@ -201,4 +209,16 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 		}
 		return out
 	}).(RoleStatusMapOutput)
+}
+
+// setGPUOutputs are the core's summary of the built tree: known once the templates are.
+func setGPUOutputs(component *InferenceService, tree pulumi.AnyOutput) {
+	summary := tree.ApplyT(func(t any) topology.Summary { return topology.Summarize(t.(*topology.Tree)) })
+	component.GPUsAtFullSize = summary.ApplyT(func(s any) int { return int(s.(topology.Summary).GPUs) }).(pulumi.IntOutput)
+	component.GPUsMinimal = summary.ApplyT(func(s any) int {
+		if !s.(topology.Summary).Gang {
+			return 0
+		}
+		return int(s.(topology.Summary).MinimalGPUs)
+	}).(pulumi.IntOutput)
 }

@@ -76,11 +76,14 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 	}}
 	var status map[string]RoleStatus
 	var names map[string][]string
+	var gpusFull, gpusMinimal any
 	err := monitor.Run(func(ctx *pulumi.Context) error {
 		svc, err := NewInferenceService(ctx, "deepseek-r1-disagg", story4Args())
 		if err != nil {
 			return err
 		}
+		gpusFull, _, _ = pulumimock.Await(ctx.Context(), svc.GPUsAtFullSize)
+		gpusMinimal, _, _ = pulumimock.Await(ctx.Context(), svc.GPUsMinimal)
 		v, known, err := pulumimock.Await(ctx.Context(), svc.Status)
 		require.NoError(t, err)
 		require.True(t, known)
@@ -135,6 +138,8 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		"prefill": {"deepseek-r1-disagg-prefill-0"},
 		"decode":  {"deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"},
 	}, names)
+	assert.Equal(t, 80, gpusFull, "seed 000: 80 GPUs at full size")
+	assert.Equal(t, 48, gpusMinimal, "prefill-0 (16) + decode-0 (32)")
 	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, Phase: PhaseRunning}, status["prefill"])
 	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, Phase: PhaseDeploying}, status["decode"])
 }
