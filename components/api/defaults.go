@@ -111,3 +111,24 @@ func (p *NetworkTopologyPolicy) TopologyMode() NetworkTopologyMode {
 	}
 	return p.Mode
 }
+
+// PoolKind is the pool's kind, karpenter when unset.
+func (p *NodePool) PoolKind() NodePoolKind {
+	if p.Kind == "" {
+		return NodePoolKarpenter
+	}
+	return p.Kind
+}
+
+// NodePoolNamed is the pool with that name, or nil.
+func (s *InferenceServiceSpec) NodePoolNamed(name string) *NodePool {
+	for i := range s.NodePools {
+		if s.NodePools[i].Name == name {
+			return &s.NodePools[i]
+		}
+	}
+	return nil
+}
+
+// KarpenterNodePoolName is the name of a pool's Karpenter NodePool: {service}-{pool}.
+func KarpenterNodePoolName(serviceName, poolName string) string { return serviceName + "-" + poolName }

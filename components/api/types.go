@@ -53,6 +53,57 @@ type InferenceServiceSpec struct {
 	GangPolicy *GangPolicy `json:"gangPolicy,omitempty"`
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await AwaitMode `json:"await,omitempty"`
+	// NodePools are the GPU node pools the roles run on.
+	NodePools []NodePool `json:"nodePools,omitempty"`
+}
+
+// NodePoolKind says who makes a pool's nodes.
+type NodePoolKind string
+
+const (
+	// NodePoolKarpenter: a Karpenter NodePool (karpenter.sh/v1) sized for the service provisions them.
+	NodePoolKarpenter NodePoolKind = "karpenter"
+	// NodePoolExisting: the cluster has them; the pods only get the pool's selectors and tolerations.
+	NodePoolExisting NodePoolKind = "existing"
+)
+
+// NodePool is a pool of GPU nodes for some of the service's roles.
+type NodePool struct {
+	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+	Name string `json:"name" pulumi:"name"`
+	// Kind is karpenter (default) or existing.
+	Kind NodePoolKind `json:"kind,omitempty" pulumi:"kind,optional"`
+	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+	GPUsPerNode int `json:"gpusPerNode" pulumi:"gpusPerNode"`
+	// Accelerators are GPU product names as GPU feature discovery labels them
+	// (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+	Accelerators []string `json:"accelerators,omitempty" pulumi:"accelerators,optional"`
+	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+	InstanceTypes []string `json:"instanceTypes,omitempty" pulumi:"instanceTypes,optional"`
+	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+	InstanceFamilies []string `json:"instanceFamilies,omitempty" pulumi:"instanceFamilies,optional"`
+	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+	CapacityTypes []string `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional"`
+	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+	Taints []Taint `json:"taints,omitempty" pulumi:"taints,optional"`
+	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+	Labels map[string]string `json:"labels,omitempty" pulumi:"labels,optional"`
+	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+	NodeClassRef *NodeClassRef `json:"nodeClassRef,omitempty" pulumi:"nodeClassRef,optional"`
+}
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string `json:"key" pulumi:"key"`
+	Value  string `json:"value,omitempty" pulumi:"value,optional"`
+	Effect string `json:"effect" pulumi:"effect"`
+}
+
+// NodeClassRef names a Karpenter node class.
+type NodeClassRef struct {
+	Group string `json:"group" pulumi:"group"`
+	Kind  string `json:"kind" pulumi:"kind"`
+	Name  string `json:"name" pulumi:"name"`
 }
 
 // SchedulingStrategy defines service-wide scheduling behaviour.
@@ -164,6 +215,8 @@ type Role struct {
 	// NetworkTopology constrains the pods of each replica of this role, overriding
 	// schedulingStrategy.networkTopology.rolePolicy.
 	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
+	// NodePool names the spec.nodePools entry the role's pods run on.
+	NodePool string `json:"nodePool,omitempty"`
 }
 
 // Multinode enables multi-node distributed inference.

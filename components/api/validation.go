@@ -105,6 +105,7 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateTopology(spec, counts, rolesPath)...)
 	errs = append(errs, validateScheduling(spec, fldPath)...)
 	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
+	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
 	switch spec.Await {
 	case "", AwaitAll, AwaitMinimal, AwaitNone:
 	default:
@@ -445,4 +446,105 @@ func (e *ValidationError) Error() string {
 		lines[i] = "  " + err.Error()
 	}
 	return fmt.Sprintf("invalid InferenceService %q:\n%s", e.Service, strings.Join(lines, "\n"))
+}
+
+// Karpenter's capacity types.
+var capacityTypes = []string{"on-demand", "spot", "reserved"}
+
+func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTemplates bool, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	poolsPath := fldPath.Child("nodePools")
+	names := sets.New[string]()
+	for i := range spec.NodePools {
+		pool := &spec.NodePools[i]
+		p := poolsPath.Index(i)
+		if pool.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "a DNS label unique among the pools"))
+		} else {
+			for _, msg := range validation.IsDNS1123Label(pool.Name) {
+				errs = append(errs, field.Invalid(p.Child("name"), pool.Name, msg))
+			}
+			if names.Has(pool.Name) {
+				errs = append(errs, field.Duplicate(p.Child("name"), pool.Name))
+			}
+			names.Insert(pool.Name)
+			// Karpenter labels every node with karpenter.sh/nodepool: a 63-character label value.
+			if full := KarpenterNodePoolName(serviceName, pool.Name); pool.PoolKind() == NodePoolKarpenter && len(full) > validation.LabelValueMaxLength {
+				errs = append(errs, field.Invalid(p.Child("name"), pool.Name, fmt.Sprintf(
+					"the NodePool name %q is %d characters; Karpenter labels nodes with it, at most %d", full, len(full), validation.LabelValueMaxLength)))
+			}
+		}
+		if pool.GPUsPerNode < 1 {
+			errs = append(errs, field.Invalid(p.Child("gpusPerNode"), pool.GPUsPerNode, "must be >= 1: a pool of GPU nodes"))
+		}
+		for j, ct := range pool.CapacityTypes {
+			if !sets.New(capacityTypes...).Has(ct) {
+				errs = append(errs, field.NotSupported(p.Child("capacityTypes").Index(j), ct, capacityTypes))
+			}
+		}
+		for j, taint := range pool.Taints {
+			tp := p.Child("taints").Index(j)
+			for _, msg := range validation.IsQualifiedName(taint.Key) {
+				errs = append(errs, field.Invalid(tp.Child("key"), taint.Key, msg))
+			}
+			switch taint.Effect {
+			case "NoSchedule", "PreferNoSchedule", "NoExecute":
+			default:
+				errs = append(errs, field.NotSupported(tp.Child("effect"), taint.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
+			}
+		}
+		for k, v := range pool.Labels {
+			for _, msg := range validation.IsQualifiedName(k) {
+				errs = append(errs, field.Invalid(p.Child("labels"), k, msg))
+			}
+			for _, msg := range validation.IsValidLabelValue(v) {
+				errs = append(errs, field.Invalid(p.Child("labels").Key(k), v, msg))
+			}
+		}
+		switch pool.PoolKind() {
+		case NodePoolKarpenter:
+			if ref := pool.NodeClassRef; ref == nil || ref.Group == "" || ref.Kind == "" || ref.Name == "" {
+				errs = append(errs, field.Required(p.Child("nodeClassRef"),
+					"the cloud node class the nodes are made from: group, kind and name (e.g. karpenter.k8s.aws, EC2NodeClass, default)"))
+			}
+		case NodePoolExisting:
+			for fld, set := range map[string]bool{"nodeClassRef": pool.NodeClassRef != nil, "capacityTypes": len(pool.CapacityTypes) > 0,
+				"instanceFamilies": len(pool.InstanceFamilies) > 0, "taints": len(pool.Taints) > 0} {
+				if set {
+					errs = append(errs, field.Forbidden(p.Child(fld), "only a karpenter pool makes nodes; an existing pool only selects them"))
+				}
+			}
+			if len(pool.Labels) == 0 && len(pool.InstanceTypes) == 0 && len(pool.Accelerators) == 0 {
+				errs = append(errs, field.Required(p.Child("labels"), "how to select the existing nodes: labels, instanceTypes or accelerators"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("kind"), pool.Kind, []NodePoolKind{NodePoolKarpenter, NodePoolExisting}))
+		}
+	}
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if role.NodePool == "" {
+			continue
+		}
+		rp := fldPath.Child("roles").Index(i).Child("nodePool")
+		pool := spec.NodePoolNamed(role.NodePool)
+		switch {
+		case !role.ComponentType.Serving():
+			errs = append(errs, field.Forbidden(rp, "only serving roles run on GPU node pools"))
+		case pool == nil:
+			errs = append(errs, field.NotFound(rp, role.NodePool))
+		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 && pool.GPUsPerNode >= 1:
+			gpus := GPUsPerPod(&role.Template.Spec.Containers[ServingContainerIndex])
+			gpuPath := fldPath.Child("roles").Index(i).Child("template", "spec", "containers").Index(ServingContainerIndex).Child("resources", "limits").Key(string(GPUResourceName))
+			switch {
+			case gpus > int64(pool.GPUsPerNode):
+				errs = append(errs, field.Invalid(gpuPath, gpus, fmt.Sprintf("a pod cannot have more GPUs than a node of pool %q has (%d)", pool.Name, pool.GPUsPerNode)))
+			case role.MultiNode() && gpus != int64(pool.GPUsPerNode):
+				errs = append(errs, field.Invalid(gpuPath, gpus, fmt.Sprintf(
+					"a multi-node replica spreads over nodes: each of its pods takes a whole node of pool %q (%d GPUs), "+
+						"or two pods of one replica could share a node", pool.Name, pool.GPUsPerNode)))
+			}
+		}
+	}
+	return errs
 }

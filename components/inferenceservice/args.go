@@ -29,6 +29,9 @@ type Args struct {
 	GangPolicy *GangPolicyArgs `pulumi:"gangPolicy,optional"`
 	// Await is what `pulumi up` waits for: all (default), minimal, or none.
 	Await string `pulumi:"await,optional"`
+	// NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter
+	// NodePool sized for the service.
+	NodePools []api.NodePool `pulumi:"nodePools,optional"`
 }
 
 // RoleArgs describe one role.
@@ -45,6 +48,8 @@ type RoleArgs struct {
 	Template k8scorev1.PodTemplateSpecInput `pulumi:"template,optional"`
 	// NetworkTopology constrains the pods of each replica of this role.
 	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
+	// NodePool names the nodePools entry the role's pods run on.
+	NodePool string `pulumi:"nodePool,optional"`
 }
 
 // MultinodeArgs enable multi-node replicas.

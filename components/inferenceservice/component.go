@@ -152,7 +152,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 		Kind:       pulumi.String(ref.Kind),
 		Metadata: &k8smetav1.ObjectMetaArgs{
 			Name:        pulumi.String(ref.Name),
-			Namespace:   pulumi.String(ref.Namespace),
+			Namespace:   namespaceOf(ref),
 			Labels:      metadataField("labels"),
 			Annotations: metadataField("annotations"),
 		},
@@ -221,4 +221,12 @@ func setGPUOutputs(component *InferenceService, tree pulumi.AnyOutput) {
 		}
 		return int(s.(topology.Summary).MinimalGPUs)
 	}).(pulumi.IntOutput)
+}
+
+// namespaceOf is the object's namespace, none for a cluster-scoped object (a NodePool).
+func namespaceOf(ref topology.Ref) pulumi.StringPtrInput {
+	if ref.Namespace == "" {
+		return nil
+	}
+	return pulumi.String(ref.Namespace)
 }

@@ -20,7 +20,7 @@ func (a *Args) service(componentName string) *api.InferenceService {
 	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels},
-		Spec:       api.InferenceServiceSpec{Await: api.AwaitMode(a.Await)},
+		Spec:       api.InferenceServiceSpec{Await: api.AwaitMode(a.Await), NodePools: a.NodePools},
 	}
 	if svc.Name == "" {
 		svc.Name = componentName
@@ -37,7 +37,7 @@ func (a *Args) service(componentName string) *api.InferenceService {
 		svc.Spec.GangPolicy = gp
 	}
 	for _, r := range a.Roles {
-		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology}
+		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool}
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int32(*r.Replicas))
 		}
@@ -100,6 +100,7 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 		Namespace:   svc.Namespace,
 		Labels:      svc.Labels,
 		Await:       string(svc.Spec.Await),
+		NodePools:   svc.Spec.NodePools,
 	}
 	args.SchedulingStrategy = svc.Spec.SchedulingStrategy
 	if g := svc.Spec.GangPolicy; g != nil {
@@ -116,7 +117,7 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 		if r.Strategy != "" || r.HTTPRoute != nil || r.EndpointPickerConfig != "" {
 			return nil, fmt.Errorf("spec.roles[%d]: router fields are not supported yet", i)
 		}
-		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology}
+		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool}
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int(*r.Replicas))
 		}

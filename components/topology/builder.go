@@ -1,8 +1,11 @@
 package topology
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	karpenter "sigs.k8s.io/karpenter/pkg/apis"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -13,6 +16,7 @@ import (
 var (
 	KindPodGroup        = TypeMeta{APIVersion: volcanov1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"}
 	KindLeaderWorkerSet = TypeMeta{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet"}
+	KindNodePool        = TypeMeta{APIVersion: karpenter.Group + "/v1", Kind: "NodePool"}
 )
 
 // TypeMeta is an object's apiVersion and kind.
@@ -67,6 +71,10 @@ func Plan(svc *api.InferenceService) []Ref {
 	svc = WithDefaults(svc)
 	spec := &svc.Spec
 	var refs []Ref
+	// Node pools first: the pods that need them depend on them, so they go last on destroy.
+	for _, pool := range karpenterPools(spec) {
+		refs = append(refs, Ref{TypeMeta: KindNodePool, Name: api.KarpenterNodePoolName(svc.Name, pool.Name), Suffix: nodePoolSuffix(pool.Name)})
+	}
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
 		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
@@ -78,6 +86,10 @@ func Plan(svc *api.InferenceService) []Ref {
 		if !role.ComponentType.Serving() {
 			continue
 		}
+		roleDependsOn := lwsDependsOn
+		if pool := spec.NodePoolNamed(role.NodePool); pool != nil && pool.PoolKind() == api.NodePoolKarpenter {
+			roleDependsOn = append(append([]string{}, lwsDependsOn...), nodePoolSuffix(pool.Name))
+		}
 		for r := int32(0); r < role.ReplicaCount(); r++ {
 			ref := Ref{
 				TypeMeta:  KindLeaderWorkerSet,
@@ -86,7 +98,7 @@ func Plan(svc *api.InferenceService) []Ref {
 				Suffix:    leaderWorkerSetSuffix(role.Name, r),
 				Role:      role.Name,
 				Replica:   r,
-				DependsOn: lwsDependsOn,
+				DependsOn: roleDependsOn,
 			}
 			switch spec.AwaitMode() {
 			case api.AwaitAll:
@@ -107,13 +119,18 @@ func Plan(svc *api.InferenceService) []Ref {
 	if len(minimal)+len(extra) == 0 {
 		return refs
 	}
-	// One shared, read-only list for every replica beyond the minimum.
-	extraDependsOn := append([]string{}, lwsDependsOn...)
+	// The replicas beyond the minimum depend on every minimal one (and on what they already did).
+	var minimalSuffixes []string
 	for _, ref := range minimal {
-		extraDependsOn = append(extraDependsOn, ref.Suffix)
+		minimalSuffixes = append(minimalSuffixes, ref.Suffix)
 	}
+	shared := map[string][]string{} // one read-only list per distinct base, not one per replica
 	for i := range extra {
-		extra[i].DependsOn = extraDependsOn
+		key := strings.Join(extra[i].DependsOn, ",")
+		if _, ok := shared[key]; !ok {
+			shared[key] = append(append([]string{}, extra[i].DependsOn...), minimalSuffixes...)
+		}
+		extra[i].DependsOn = shared[key]
 	}
 	return append(append(refs, minimal...), extra...)
 }
@@ -129,7 +146,7 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 	for i := range svc.Spec.Roles {
 		role := &svc.Spec.Roles[i]
 		if role.ComponentType.Serving() {
-			templates[role.Name] = buildRoleTemplates(&svc.Spec, role)
+			templates[role.Name] = buildRoleTemplates(svc.Name, &svc.Spec, role)
 		}
 	}
 	roles := map[string]*api.Role{}
@@ -144,6 +161,8 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 			obj = buildPodGroup(svc)
 		case KindLeaderWorkerSet:
 			obj = buildLeaderWorkerSet(svc, roles[ref.Role], ref.Replica, templates[ref.Role], ref.Awaited)
+		case KindNodePool:
+			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(strings.TrimPrefix(ref.Suffix, nodePoolSuffix(""))))
 		}
 		tree.Objects = append(tree.Objects, Object{Ref: ref, Object: obj})
 	}

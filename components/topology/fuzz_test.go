@@ -6,7 +6,9 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 // FuzzBuild feeds arbitrary manifests through decoding, validation and building. The core must
@@ -44,7 +46,7 @@ func FuzzBuild(f *testing.F) {
 
 func checkTree(t *testing.T, tree *topology.Tree) {
 	t.Helper()
-	wantLWS, podGroups, lwss := 0, 0, 0
+	wantLWS, podGroups, lwss, nodePools := 0, 0, 0, 0
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
 			wantLWS += int(r.ReplicaCount())
@@ -57,8 +59,12 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			if *o.Spec.Replicas != 1 {
 				t.Fatalf("%s has %d replicas", o.Name, *o.Spec.Replicas)
 			}
-		default:
+		case *volcanov1beta1.PodGroup:
 			podGroups++
+		case *karpv1.NodePool:
+			nodePools++
+		default:
+			t.Fatalf("unexpected object %T", o)
 		}
 		if _, err := tree.Objects[i].YAML(); err != nil {
 			t.Fatal(err)
@@ -69,6 +75,15 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	}
 	if gang := tree.Service.Spec.GangScheduled(); (podGroups == 1) != gang || podGroups > 1 {
 		t.Fatalf("%d PodGroups, gang scheduled %v", podGroups, gang)
+	}
+	karpenterPools := 0
+	for _, p := range tree.Service.Spec.NodePools {
+		if p.PoolKind() == api.NodePoolKarpenter {
+			karpenterPools++
+		}
+	}
+	if nodePools != karpenterPools {
+		t.Fatalf("%d NodePools for %d karpenter pools", nodePools, karpenterPools)
 	}
 	topology.Summarize(tree)
 	checkDependsOnEarlier(t, tree)

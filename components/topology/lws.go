@@ -20,13 +20,16 @@ type roleTemplates struct {
 	revision string
 }
 
-func buildRoleTemplates(spec *api.InferenceServiceSpec, role *api.Role) roleTemplates {
+func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role) roleTemplates {
 	base := role.Template.DeepCopy()
 	if spec.GangScheduled() {
 		base.Spec.SchedulerName = api.VolcanoSchedulerName
 	}
 	if s := spec.SchedulingStrategy; s != nil && s.PriorityClassName != "" {
 		base.Spec.PriorityClassName = s.PriorityClassName
+	}
+	if pool := spec.NodePoolNamed(role.NodePool); pool != nil {
+		placeOnPool(serviceName, pool, &base.Spec)
 	}
 	if !role.MultiNode() {
 		return roleTemplates{worker: base, revision: templateRevision(base)}
@@ -68,16 +71,9 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 				WorkerTemplate: *replicaTemplate(svc, role, replica, templates.worker, labels),
 				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
 			},
-			// The LWS defaults, set explicitly so that a re-apply changes nothing. Partition too:
-			// the LWS v0.8 webhook dereferences it whenever rollingUpdateConfiguration is set, and
-			// neither its defaulting nor the CRD fills it in (found by tests/conformance).
 			RolloutStrategy: lwsv1.RolloutStrategy{
-				Type: lwsv1.RollingUpdateStrategyType,
-				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
-					Partition:      ptr.To[int32](0),
-					MaxUnavailable: intstr.FromInt32(1),
-					MaxSurge:       intstr.FromInt32(0),
-				},
+				Type:                       lwsv1.RollingUpdateStrategyType,
+				RollingUpdateConfiguration: defaultRollingUpdate(),
 			},
 			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
 			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
@@ -87,6 +83,17 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 		lws.Spec.LeaderWorkerTemplate.LeaderTemplate = replicaTemplate(svc, role, replica, templates.leader, labels)
 	}
 	return lws
+}
+
+// defaultRollingUpdate is LWS's default, set explicitly so that a re-apply changes nothing.
+// Partition too: the LWS v0.8 webhook dereferences it whenever rollingUpdateConfiguration is set,
+// and neither its defaulting nor the CRD fills it in (found by tests/conformance).
+func defaultRollingUpdate() *lwsv1.RollingUpdateConfiguration {
+	return &lwsv1.RollingUpdateConfiguration{
+		Partition:      ptr.To[int32](0),
+		MaxUnavailable: intstr.FromInt32(1),
+		MaxSurge:       intstr.FromInt32(0),
+	}
 }
 
 // awaitAnnotations tell pulumi-kubernetes whether to wait for the LWS's Available condition.

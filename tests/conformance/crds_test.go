@@ -35,6 +35,7 @@ var crdSources = []crdSource{
 	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml"},
 	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml"},
 	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"},
+	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml"},
 	{"", "../shared/crds/scheduling.volcano.sh_podgroups.yaml"},
 }
 

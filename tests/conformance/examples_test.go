@@ -52,7 +52,9 @@ func TestExamplesAreAcceptedKeptAndStable(t *testing.T) {
 			progress("applying %d objects of %s", len(objects), file)
 			total += len(objects)
 			for _, obj := range objects {
-				require.NoError(t, testCluster.ensureNamespace(ctx, obj.GetNamespace()))
+				if ns := obj.GetNamespace(); ns != "" { // a NodePool is cluster-scoped
+					require.NoError(t, testCluster.ensureNamespace(ctx, ns))
+				}
 			}
 			versions := map[string]string{}
 			for _, obj := range objects {

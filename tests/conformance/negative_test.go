@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	giev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 const negativeNamespace = "conformance-negative"
@@ -103,9 +103,11 @@ func TestServerRefusesBrokenObjects(t *testing.T) {
 			refusal: "port number must be unique",
 		},
 		{
-			name:    "HTTPRoute with a bad backendRef kind",
-			valid:   func(t *testing.T) *unstructured.Unstructured { return mustUnstructured(t, httpRoute("InferencePool")) },
-			broken:  func(t *testing.T) *unstructured.Unstructured { return mustUnstructured(t, httpRoute("Inference Pool!")) },
+			name:  "HTTPRoute with a bad backendRef kind",
+			valid: func(t *testing.T) *unstructured.Unstructured { return mustUnstructured(t, httpRoute("InferencePool")) },
+			broken: func(t *testing.T) *unstructured.Unstructured {
+				return mustUnstructured(t, httpRoute("Inference Pool!"))
+			},
 			refusal: "kind",
 		},
 	}

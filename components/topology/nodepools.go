@@ -1,0 +1,208 @@
+package topology
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+)
+
+// Node labels the pools use.
+const (
+	LabelGPUProduct   = "nvidia.com/gpu.product"
+	LabelInstanceType = corev1.LabelInstanceTypeStable
+	// LabelInstanceFamily is Karpenter's AWS provider label for instance families.
+	LabelInstanceFamily = "karpenter.k8s.aws/instance-family"
+	LabelNodePool       = api.ReservedLabelPrefix + "node-pool"
+	defaultCapacityType = karpv1.CapacityTypeOnDemand
+)
+
+// Disruption of a serving GPU pool: only empty nodes are consolidated, a few at a time, so a
+// node that serves a model is never taken away to repack the cluster; and nodes do not expire
+// (Karpenter's default, 720h, would recycle every serving node monthly). The duration is built
+// from a time.Duration: a parsed NillableDuration keeps its raw JSON, which Karpenter's
+// ToUnstructured returns as bytes.
+var (
+	consolidateAfter   = karpv1.NillableDuration{Duration: ptr.To(10 * time.Minute)}
+	neverExpire        = karpv1.NillableDuration{}
+	disruptionBudgetOf = "10%"
+)
+
+// gpuTaint keeps non-GPU pods off GPU nodes; the service's pods tolerate it.
+var gpuTaint = corev1.Taint{Key: string(api.GPUResourceName), Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+func nodePoolSuffix(pool string) string { return "nodepool-" + pool }
+
+// buildNodePool is the Karpenter NodePool of a karpenter pool.
+func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *karpv1.NodePool {
+	capacity := pool.CapacityTypes
+	if len(capacity) == 0 {
+		capacity = []string{defaultCapacityType}
+	}
+	requirements := []karpv1.NodeSelectorRequirementWithMinValues{requirement(karpv1.CapacityTypeLabelKey, capacity)}
+	if len(pool.InstanceTypes) > 0 {
+		requirements = append(requirements, requirement(LabelInstanceType, pool.InstanceTypes))
+	}
+	if len(pool.InstanceFamilies) > 0 {
+		requirements = append(requirements, requirement(LabelInstanceFamily, pool.InstanceFamilies))
+	}
+	taints := []corev1.Taint{gpuTaint}
+	for _, t := range pool.Taints {
+		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	return &karpv1.NodePool{
+		TypeMeta: metav1.TypeMeta{APIVersion: KindNodePool.APIVersion, Kind: KindNodePool.Kind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   api.KarpenterNodePoolName(svc.Name, pool.Name),
+			Labels: serviceObjectLabels(svc),
+			// A NodePool has no readiness of its own: its nodes come when pods need them.
+			Annotations: map[string]string{AnnotationPulumiSkipAwait: "true"},
+		},
+		Spec: karpv1.NodePoolSpec{
+			Template: karpv1.NodeClaimTemplate{
+				ObjectMeta: karpv1.ObjectMeta{Labels: merged(pool.Labels, map[string]string{
+					LabelService: svc.Name, LabelNodePool: pool.Name,
+				})},
+				Spec: karpv1.NodeClaimTemplateSpec{
+					Requirements: requirements,
+					Taints:       taints,
+					NodeClassRef: &karpv1.NodeClassReference{Group: pool.NodeClassRef.Group, Kind: pool.NodeClassRef.Kind, Name: pool.NodeClassRef.Name},
+					ExpireAfter:  neverExpire,
+				},
+			},
+			Disruption: karpv1.Disruption{
+				ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
+				ConsolidateAfter:    consolidateAfter,
+				Budgets:             []karpv1.Budget{{Nodes: disruptionBudgetOf}},
+			},
+			Limits: karpv1.Limits{api.GPUResourceName: *resource.NewQuantity(poolGPULimit(&svc.Spec, pool), resource.DecimalSI)},
+		},
+	}
+}
+
+func requirement(key string, values []string) karpv1.NodeSelectorRequirementWithMinValues {
+	return karpv1.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
+		Key: key, Operator: corev1.NodeSelectorOpIn, Values: append([]string{}, values...),
+	}}
+}
+
+// surgeReplicas is how many extra groups an LWS may run during a rollout (its maxSurge).
+func surgeReplicas() int64 { return int64(defaultRollingUpdate().MaxSurge.IntValue()) }
+
+// poolGPULimit is the node GPU capacity the pool's roles need at full size, plus the groups a
+// rollout may surge per replica: Karpenter limits count node capacity, not pod requests, so
+// whole nodes are counted (a multi-node pod takes a node; single-node pods pack).
+func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
+	var nodes int64
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if role.NodePool != pool.Name || !role.ComponentType.Serving() {
+			continue
+		}
+		gpus := api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex])
+		if gpus == 0 {
+			continue
+		}
+		replicas := int64(role.ReplicaCount()) * (1 + surgeReplicas())
+		if role.MultiNode() {
+			nodes += replicas * int64(role.NodeCount())
+			continue
+		}
+		podsPerNode := int64(pool.GPUsPerNode) / gpus
+		nodes += (replicas + podsPerNode - 1) / podsPerNode
+	}
+	return nodes * int64(pool.GPUsPerNode)
+}
+
+// placeOnPool gives a role's pod template its pool's selectors, affinity and tolerations.
+func placeOnPool(svcName string, pool *api.NodePool, spec *corev1.PodSpec) {
+	selector := map[string]string{}
+	var required, preferred []corev1.NodeSelectorRequirement
+	switch pool.PoolKind() {
+	case api.NodePoolKarpenter:
+		selector[karpv1.NodePoolLabelKey] = api.KarpenterNodePoolName(svcName, pool.Name)
+		// Karpenter cannot provision for a label GPU feature discovery adds later: a preference.
+		if len(pool.Accelerators) > 0 {
+			preferred = append(preferred, corev1.NodeSelectorRequirement{Key: LabelGPUProduct, Operator: corev1.NodeSelectorOpIn, Values: pool.Accelerators})
+		}
+	case api.NodePoolExisting:
+		for k, v := range pool.Labels {
+			selector[k] = v
+		}
+		if len(pool.Accelerators) > 0 {
+			required = append(required, corev1.NodeSelectorRequirement{Key: LabelGPUProduct, Operator: corev1.NodeSelectorOpIn, Values: pool.Accelerators})
+		}
+		if len(pool.InstanceTypes) > 0 {
+			required = append(required, corev1.NodeSelectorRequirement{Key: LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: pool.InstanceTypes})
+		}
+	}
+	spec.NodeSelector = merged(spec.NodeSelector, selector)
+	addNodeAffinity(spec, required, preferred)
+	tolerate(spec, gpuTaint)
+	for _, t := range pool.Taints {
+		tolerate(spec, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+}
+
+// addNodeAffinity ANDs the required expressions into every term the user wrote (terms are ORed)
+// and adds the preferred ones.
+func addNodeAffinity(spec *corev1.PodSpec, required, preferred []corev1.NodeSelectorRequirement) {
+	if len(required) == 0 && len(preferred) == 0 {
+		return
+	}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if len(required) > 0 {
+		if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+		}
+		terms := na.RequiredDuringSchedulingIgnoredDuringExecution
+		if len(terms.NodeSelectorTerms) == 0 {
+			terms.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+		}
+		for i := range terms.NodeSelectorTerms {
+			terms.NodeSelectorTerms[i].MatchExpressions = append(terms.NodeSelectorTerms[i].MatchExpressions, required...)
+		}
+	}
+	if len(preferred) > 0 {
+		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: preferred}})
+	}
+}
+
+// tolerate adds a toleration for the taint unless the pod already has one for it.
+func tolerate(spec *corev1.PodSpec, taint corev1.Taint) {
+	for _, t := range spec.Tolerations {
+		keyMatches := t.Key == taint.Key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)
+		valueMatches := t.Operator == corev1.TolerationOpExists || t.Value == taint.Value
+		if keyMatches && valueMatches && (t.Effect == "" || t.Effect == taint.Effect) {
+			return
+		}
+	}
+	toleration := corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}
+	if taint.Key == gpuTaint.Key {
+		toleration = corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}
+	}
+	spec.Tolerations = append(spec.Tolerations, toleration)
+}
+
+// karpenterPools are the service's karpenter pools, in spec order.
+func karpenterPools(spec *api.InferenceServiceSpec) []*api.NodePool {
+	var out []*api.NodePool
+	for i := range spec.NodePools {
+		if spec.NodePools[i].PoolKind() == api.NodePoolKarpenter {
+			out = append(out, &spec.NodePools[i])
+		}
+	}
+	return out
+}
