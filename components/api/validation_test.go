@@ -33,6 +33,10 @@ func validService() *InferenceService {
 	}
 }
 
+func karpenterPool(name string, gpus int) NodePool {
+	return NodePool{Name: name, GPUsPerNode: gpus, NodeClassRef: &NodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "gpu"}}
+}
+
 func TestValidServicePasses(t *testing.T) {
 	assert.Empty(t, Validate(validService()))
 }
@@ -189,6 +193,40 @@ func TestValidationRules(t *testing.T) {
 			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember}
 			s.Spec.Roles[0].NetworkTopology = &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(1)}
 		}, "spec.roles[0].networkTopology: Forbidden: a per-role policy needs the PodGroup's subGroupPolicy"},
+		{"a role's pool exists", func(s *InferenceService) { s.Spec.Roles[0].NodePool = "h100" },
+			`spec.roles[0].nodePool: Not found: "h100"`},
+		{"GPUs per pod fit the pool's nodes", func(s *InferenceService) {
+			s.Spec.NodePools = []NodePool{karpenterPool("l4", 4)}
+			s.Spec.Roles[0].NodePool = "l4"
+		}, `spec.roles[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: 8: a pod cannot have more GPUs than a node of pool "l4" has (4)`},
+		{"multi-node pods take whole nodes", func(s *InferenceService) {
+			s.Spec.NodePools = []NodePool{karpenterPool("big", 16)}
+			s.Spec.Roles[0].NodePool = "big"
+		}, "a multi-node replica spreads over nodes: each of its pods takes a whole node"},
+		{"pool names are unique", func(s *InferenceService) { s.Spec.NodePools = []NodePool{karpenterPool("a", 8), karpenterPool("a", 8)} },
+			`spec.nodePools[1].name: Duplicate value: "a"`},
+		{"a karpenter pool needs a node class", func(s *InferenceService) { s.Spec.NodePools = []NodePool{{Name: "a", GPUsPerNode: 8}} },
+			"spec.nodePools[0].nodeClassRef: Required value"},
+		{"an existing pool makes no nodes", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Kind = NodePoolExisting
+			s.Spec.NodePools = []NodePool{p}
+		}, "spec.nodePools[0].nodeClassRef: Forbidden: only a karpenter pool makes nodes"},
+		{"an existing pool selects its nodes", func(s *InferenceService) {
+			s.Spec.NodePools = []NodePool{{Name: "a", Kind: NodePoolExisting, GPUsPerNode: 8}}
+		}, "spec.nodePools[0].labels: Required value: how to select the existing nodes"},
+		{"capacity types known", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.CapacityTypes = []string{"preemptible"}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].capacityTypes[0]: Unsupported value: "preemptible"`},
+		{"taint effects known", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Taints = []Taint{{Key: "k", Effect: "NoWay"}}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].taints[0].effect: Unsupported value: "NoWay"`},
+		{"pools have GPUs", func(s *InferenceService) { s.Spec.NodePools = []NodePool{karpenterPool("a", 0)} },
+			"spec.nodePools[0].gpusPerNode: Invalid value: 0: must be >= 1"},
 		{"role topology needs gang scheduling", func(s *InferenceService) {
 			w := worker
 			w.NetworkTopology = &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(1)}

@@ -30,6 +30,8 @@ type InferenceService struct {
 	GangScheduled pulumi.BoolOutput `pulumi:"gangScheduled"`
 	// PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
 	PodGroupName pulumi.StringOutput `pulumi:"podGroupName"`
+	// NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+	NodePoolNames pulumi.StringArrayOutput `pulumi:"nodePoolNames"`
 	// LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
 	LeaderWorkerSetNames pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
 	// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
@@ -82,6 +84,7 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 		"namespace":            component.Namespace,
 		"gangScheduled":        component.GangScheduled,
 		"podGroupName":         component.PodGroupName,
+		"nodePoolNames":        component.NodePoolNames,
 		"leaderWorkerSetNames": component.LeaderWorkerSetNames,
 		"status":               component.Status,
 		"gpusAtFullSize":       component.GPUsAtFullSize,
@@ -170,6 +173,7 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 	component.Namespace = pulumi.String(svc.Namespace).ToStringOutput()
 	component.GangScheduled = pulumi.Bool(svc.Spec.GangScheduled()).ToBoolOutput()
 	podGroupName := ""
+	nodePoolNames := pulumi.StringArray{}
 	lwsNames := pulumi.StringArrayMap{}
 	observations := map[string][]any{}
 	var roleOrder []string
@@ -177,6 +181,8 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 		switch ref.TypeMeta {
 		case topology.KindPodGroup:
 			podGroupName = ref.Name
+		case topology.KindNodePool:
+			nodePoolNames = append(nodePoolNames, pulumi.String(ref.Name))
 		case topology.KindLeaderWorkerSet:
 			if _, seen := observations[ref.Role]; !seen {
 				roleOrder = append(roleOrder, ref.Role)
@@ -188,6 +194,7 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 		}
 	}
 	component.PodGroupName = pulumi.String(podGroupName).ToStringOutput()
+	component.NodePoolNames = nodePoolNames.ToStringArrayOutput()
 	component.LeaderWorkerSetNames = lwsNames.ToStringArrayMapOutput()
 
 	nodesPerReplica := map[string]int{}

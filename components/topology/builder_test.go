@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -281,4 +283,79 @@ func TestSchedulingKnobsShapeThePodGroupAndPods(t *testing.T) {
 		}
 	}
 	assert.Nil(t, podGroup(story(t, "story4-disaggregated-multinode.yaml")).Spec.MinResources, "minResources is opt-in")
+}
+
+func TestNodePools(t *testing.T) {
+	tree := story(t, "pd-gpu-node-pools.yaml")
+	assert.Equal(t, []string{
+		"NodePool/deepseek-r1-pools-h100", "PodGroup/deepseek-r1-pools",
+		"LeaderWorkerSet/deepseek-r1-pools-prefill-0", "LeaderWorkerSet/deepseek-r1-pools-decode-0", "LeaderWorkerSet/deepseek-r1-pools-decode-1",
+	}, names(tree), "one NodePool for the karpenter pool, none for the existing one")
+	np := tree.Objects[0].Object.(*karpv1.NodePool)
+	assert.Empty(t, np.Namespace, "NodePools are cluster-scoped")
+	limit := np.Spec.Limits[api.GPUResourceName]
+	assert.Equal(t, "64", limit.String(), "decode at full size: 2 replicas x 4 nodes x 8 GPUs")
+	assert.Equal(t, karpv1.ConsolidationPolicyWhenEmpty, np.Spec.Disruption.ConsolidationPolicy, "serving nodes are never repacked")
+	assert.Equal(t, "10%", np.Spec.Disruption.Budgets[0].Nodes)
+	assert.Nil(t, np.Spec.Template.Spec.ExpireAfter.Duration, "serving nodes do not expire")
+	assert.Equal(t, &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "gpu"}, np.Spec.Template.Spec.NodeClassRef)
+	assert.Contains(t, np.Spec.Template.Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	assert.Equal(t, "llm-serving", np.Spec.Template.Labels["workload"])
+	var keys []string
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		keys = append(keys, r.Key+"="+r.Values[0])
+	}
+	assert.Equal(t, []string{"karpenter.sh/capacity-type=on-demand", "node.kubernetes.io/instance-type=p5.48xlarge"}, keys)
+
+	for _, o := range tree.Objects[2:] {
+		lws := o.Object.(*lwsv1.LeaderWorkerSet)
+		for _, tpl := range podTemplates(lws) {
+			spec := tpl.Spec
+			assert.Contains(t, spec.Tolerations, corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+			if lws.Labels[topology.LabelRoleName] == "decode" {
+				assert.Equal(t, map[string]string{"karpenter.sh/nodepool": "deepseek-r1-pools-h100"}, spec.NodeSelector)
+				assert.Contains(t, spec.Tolerations, corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "llm-serving", Effect: corev1.TaintEffectNoSchedule})
+				assert.Nil(t, spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution, "Karpenter cannot provision for a GPU feature discovery label")
+				assert.Equal(t, "nvidia.com/gpu.product", spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].Preference.MatchExpressions[0].Key)
+				assert.Contains(t, o.DependsOn, "nodepool-h100", "destroy removes the pods before their nodes")
+			} else {
+				assert.Equal(t, map[string]string{"gpu-pool": "a100"}, spec.NodeSelector)
+				assert.Equal(t, []string{"NVIDIA-A100-SXM4-80GB"}, spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values)
+				assert.NotContains(t, o.DependsOn, "nodepool-a100")
+			}
+		}
+	}
+}
+
+func TestNodePoolLimitPacksSingleNodePods(t *testing.T) {
+	trees := buildFile(t, manifests+"volcano-single-node.yaml") // 2 + 1 replicas of one 1-GPU pod
+	svc := trees[0].Service
+	svc.Spec.NodePools = []api.NodePool{{Name: "l4", GPUsPerNode: 4, NodeClassRef: &api.NodeClassRef{Group: "g", Kind: "k", Name: "n"}}}
+	svc.Spec.Roles[0].NodePool, svc.Spec.Roles[1].NodePool = "l4", "l4"
+	svc.Spec.Roles[0].Replicas = ptr.To[int32](5)
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	np := tree.Objects[0].Object.(*karpv1.NodePool)
+	limit := np.Spec.Limits[api.GPUResourceName]
+	assert.Equal(t, "12", limit.String(), "5 pods -> 2 nodes, 1 pod -> 1 node: 3 nodes x 4 GPUs")
+}
+
+func TestUserAffinityAndTolerationsAreKept(t *testing.T) {
+	trees := buildFile(t, manifests+"pd-gpu-node-pools.yaml")
+	svc := trees[0].Service
+	tpl := svc.Spec.Roles[0].Template
+	tpl.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	tpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}},
+			{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}},
+		},
+	}}}
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	spec := tree.Objects[2].Object.(*lwsv1.LeaderWorkerSet).Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	assert.Len(t, spec.Tolerations, 1, "a toleration of everything already tolerates the GPU taint")
+	for _, term := range spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		assert.Len(t, term.MatchExpressions, 2, "the GPU product is required in every one of the user's alternatives")
+	}
 }
