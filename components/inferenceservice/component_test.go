@@ -1,6 +1,7 @@
 package inferenceservice
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
 )
 
@@ -327,4 +329,32 @@ func TestObserveLeaderWorkerSet(t *testing.T) {
 	assert.Equal(t, lwsObservation{}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
 	obs := observeLeaderWorkerSet(lwsStatus(1, "Available").Mappable())
 	assert.Equal(t, lwsObservation{Observed: true, ReadyReplicas: 1, Available: true}, obs)
+}
+
+func TestNodePoolChildren(t *testing.T) {
+	data, err := os.ReadFile("../../examples/manifests/pd-gpu-node-pools.yaml")
+	require.NoError(t, err)
+	docs, errs := api.Decode(data)
+	require.Empty(t, errs)
+	args, err := ArgsFromService(docs[0].Service)
+	require.NoError(t, err)
+	monitor := &pulumimock.Monitor{}
+	var poolNames any
+	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
+		svc, err := NewInferenceService(ctx, "pools", args)
+		if err != nil {
+			return err
+		}
+		poolNames, _, err = pulumimock.Await(ctx.Context(), svc.NodePoolNames)
+		return err
+	}))
+	pools := monitor.ByType("kubernetes:karpenter.sh/v1:NodePool")
+	require.Len(t, pools, 1)
+	assert.Equal(t, "pools-nodepool-h100", pools[0].Name)
+	meta := pools[0].Inputs["metadata"].Mappable().(map[string]any)
+	assert.Equal(t, "deepseek-r1-pools-h100", meta["name"])
+	assert.NotContains(t, meta, "namespace", "NodePools are cluster-scoped")
+	decode, _ := monitor.Find("pools-decode-1")
+	assert.Contains(t, decode.Dependencies, pools[0].URN(), "the pods go before their nodes on destroy")
+	assert.Equal(t, []string{"deepseek-r1-pools-h100"}, poolNames)
 }
