@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -87,6 +88,15 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	}
 	topology.Summarize(tree)
 	checkDependsOnEarlier(t, tree)
+	prediction, err := planner.Predict(tree.Service, planner.Uniform(6, 8))
+	if err != nil {
+		return // a tier name the cluster does not define
+	}
+	for _, r := range prediction.Replicas {
+		if r.Scheduled != (len(r.Nodes) == int(r.Pods)) && r.Pods > 0 {
+			t.Fatalf("replica %s scheduled=%v on %d of %d nodes", r.Name(), r.Scheduled, len(r.Nodes), r.Pods)
+		}
+	}
 }
 
 // checkDependsOnEarlier: a caller registers objects in order, so a dependency must come first.
