@@ -14,7 +14,7 @@ demo:
 ## test: vet, every unit, component, example and CLI test, and a short fuzz run of the core.
 test: vet
 	$(GO) test ./...
-	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime $(FUZZTIME)
+	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
 conformance:
@@ -31,7 +31,7 @@ vet:
 
 ## fuzz: a longer fuzz run of the core.
 fuzz:
-	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime 10m
+	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime 10m -fuzzminimizetime 30s
 
 ## bench: the benchmarks behind the README's performance figures.
 bench:

@@ -129,12 +129,15 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 			best = placed
 		}
 	}
+	if best == nil { // a hard group policy, and no node in any domain of its tier
+		best = replicas
+	}
 	p.Replicas = best
 	switch n := scheduledCount(best); {
-	case n == len(best):
-		p.Status = Full
 	case n == 0:
 		p.Status = Blocked
+	case n == len(best):
+		p.Status = Full
 	default:
 		p.Status = Partial
 	}

@@ -172,6 +172,15 @@ func TestHardGroupPolicyKeepsTheServiceInOneDomain(t *testing.T) {
 	assert.Equal(t, Partial, p.Status)
 	assert.Equal(t, []string{"prefill-0", "decode-0"}, scheduled(p))
 
+	byNumber := *svc
+	byNumber.Spec.SchedulingStrategy = &api.SchedulingStrategy{NetworkTopology: &api.NetworkTopology{
+		GroupPolicy: &api.NetworkTopologyPolicy{HighestTierAllowed: ptr.To(2)},
+	}}
+	p, err = Predict(&byNumber, Uniform(10, 8))
+	require.NoError(t, err)
+	assert.Equal(t, Blocked, p.Status, "no node says which spine it is under: nothing can honour the hard policy")
+	assert.Len(t, p.Replicas, 3)
+
 	svc.Spec.SchedulingStrategy.NetworkTopology.GroupPolicy.HighestTierName = "rack"
 	_, err = Predict(svc, topologyCluster())
 	assert.ErrorContains(t, err, `network tier "rack" is not named`)
