@@ -17,14 +17,13 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// exampleObjects are the objects of every example manifest, by file: what `fusioninfer render`
-// prints and (tests/frontdoors, examples/go) what the component registers.
-func exampleObjects(t *testing.T) map[string][]*unstructured.Unstructured {
+// exampleTrees are the built trees of every example manifest, by file name.
+func exampleTrees(t *testing.T) map[string][]*topology.Tree {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repositoryRoot(), "examples", "manifests", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	out := map[string][]*unstructured.Unstructured{}
+	out := map[string][]*topology.Tree{}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
@@ -33,10 +32,23 @@ func exampleObjects(t *testing.T) map[string][]*unstructured.Unstructured {
 		for _, doc := range docs {
 			tree, verrs := topology.Build(doc.Service)
 			require.Empty(t, verrs)
+			out[filepath.Base(file)] = append(out[filepath.Base(file)], tree)
+		}
+	}
+	return out
+}
+
+// exampleObjects are the objects of every example manifest, by file: what `fusioninfer render`
+// prints and (tests/frontdoors, examples/go) what the component registers.
+func exampleObjects(t *testing.T) map[string][]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string][]*unstructured.Unstructured{}
+	for file, trees := range exampleTrees(t) {
+		for _, tree := range trees {
 			for i := range tree.Objects {
 				m, err := tree.Objects[i].Unstructured()
 				require.NoError(t, err)
-				out[filepath.Base(file)] = append(out[filepath.Base(file)], &unstructured.Unstructured{Object: m})
+				out[file] = append(out[file], &unstructured.Unstructured{Object: m})
 			}
 		}
 	}

@@ -4,8 +4,6 @@ package conformance
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,25 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/lws/pkg/webhooks"
-
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
 // exampleLeaderWorkerSets are the typed LWSs of every example manifest.
 func exampleLeaderWorkerSets(t *testing.T) []*lwsv1.LeaderWorkerSet {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repositoryRoot(), "examples", "manifests", "*.yaml"))
-	require.NoError(t, err)
 	var out []*lwsv1.LeaderWorkerSet
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		require.NoError(t, err)
-		docs, errs := api.Decode(data)
-		require.Empty(t, errs)
-		for _, doc := range docs {
-			tree, verrs := topology.Build(doc.Service)
-			require.Empty(t, verrs)
+	for _, trees := range exampleTrees(t) {
+		for _, tree := range trees {
 			for _, o := range tree.Objects {
 				if lws, ok := o.Object.(*lwsv1.LeaderWorkerSet); ok {
 					out = append(out, lws)
