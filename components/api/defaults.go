@@ -44,6 +44,16 @@ func (s *InferenceServiceSpec) MinRoleReplicas(roleName string) int32 {
 	return 1
 }
 
+// GangMinimum is how many replicas of the role the gang needs before any of its pods runs:
+// minRoleReplicas in subGroup mode; every replica in taskMember mode, whose PodGroup requires the
+// whole service.
+func (s *InferenceServiceSpec) GangMinimum(role *Role) int32 {
+	if s.GangMode() == GangModeTaskMember {
+		return role.ReplicaCount()
+	}
+	return s.MinRoleReplicas(role.Name)
+}
+
 // AwaitMode is the await setting, all when unset.
 func (s *InferenceServiceSpec) AwaitMode() AwaitMode {
 	if s.Await == "" {

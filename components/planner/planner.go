@@ -94,7 +94,7 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 		}
 		gpus := api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex])
 		for r := int32(0); r < role.ReplicaCount(); r++ {
-			if spec.GangScheduled() && r < spec.MinRoleReplicas(role.Name) {
+			if spec.GangScheduled() && r < spec.GangMinimum(role) {
 				minimal = append(minimal, len(replicas))
 			} else {
 				extra = append(extra, len(replicas))

@@ -116,6 +116,7 @@ func TestLegacyTaskMemberIsAllOrNothing(t *testing.T) {
 	p, err = Predict(svc, Uniform(8, 8))
 	require.NoError(t, err)
 	assert.Equal(t, Full, p.Status)
+	assert.Equal(t, p.GPUsFull, p.GPUsMinimal, "the minimal set is the whole service")
 }
 
 func TestWithoutGangEveryReplicaIsOnItsOwn(t *testing.T) {

@@ -107,7 +107,7 @@ func Plan(svc *api.InferenceService) []Ref {
 			case api.AwaitNone:
 				refs = append(refs, ref)
 			case api.AwaitMinimal:
-				if r < spec.MinRoleReplicas(role.Name) {
+				if r < spec.GangMinimum(role) {
 					ref.Awaited = true
 					minimal = append(minimal, ref)
 				} else {

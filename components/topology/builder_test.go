@@ -359,3 +359,18 @@ func TestUserAffinityAndTolerationsAreKept(t *testing.T) {
 		assert.Len(t, term.MatchExpressions, 2, "the GPU product is required in every one of the user's alternatives")
 	}
 }
+
+func TestTaskMemberGangMinimumIsTheWholeService(t *testing.T) {
+	trees := buildFile(t, manifests+"legacy-taskmember.yaml")
+	svc := trees[0].Service
+	svc.Spec.Await = api.AwaitMinimal
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	for _, o := range tree.Objects[1:] {
+		assert.True(t, o.Awaited, "%s is part of the gang's minimum", o.Name)
+		assert.Equal(t, []string{"podgroup"}, o.DependsOn,
+			"%s: a replica created after the others are Available would never let them become Available", o.Name)
+	}
+	summary := topology.Summarize(tree)
+	assert.Equal(t, summary.GPUs, summary.MinimalGPUs, "the legacy PodGroup requires every pod")
+}

@@ -59,7 +59,7 @@ func minimalSetResources(spec *api.InferenceServiceSpec) corev1.ResourceList {
 		if !role.ComponentType.Serving() {
 			continue
 		}
-		pods := int64(spec.MinRoleReplicas(role.Name)) * int64(role.NodeCount())
+		pods := int64(spec.GangMinimum(role)) * int64(role.NodeCount())
 		for name, q := range podRequests(&role.Template.Spec) {
 			scaled := q.DeepCopy()
 			scaled.Mul(pods)

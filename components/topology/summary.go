@@ -48,7 +48,7 @@ func Summarize(t *Tree) Summary {
 		rs.Pods = int64(rs.Replicas) * int64(rs.NodesPerRep)
 		rs.GPUs = rs.Pods * rs.GPUsPerPod
 		if s.Gang {
-			rs.MinReplicas = spec.MinRoleReplicas(role.Name)
+			rs.MinReplicas = spec.GangMinimum(role)
 			for r := int32(0); r < rs.Replicas; r++ {
 				rs.TaskNames = append(rs.TaskNames, TaskName(role.Name, r))
 			}
