@@ -29,11 +29,15 @@ LeaderWorkerSet per replica of every serving role and, when the service is gang 
 (multi-node or prefill/decode roles, or schedulerName volcano), one shared Volcano PodGroup.
 
 It needs no cluster and no Pulumi engine. The output can be reviewed, diffed, or applied with
-kubectl on a cluster that runs LeaderWorkerSet >= v0.7 and Volcano >= 1.14.`,
+kubectl on a cluster that runs LeaderWorkerSet >= v0.7 and Volcano >= 1.14.
+
+"fusioninfer plan" predicts, with Volcano's gang rules, which replicas a cluster of a given
+size runs, before anything is deployed.`,
 		Example: `  fusioninfer render -f examples/manifests/story4-disaggregated-multinode.yaml
   fusioninfer render -f service.yaml --summary
   cat service.yaml | fusioninfer render -f - --namespace llm | kubectl apply --server-side -f -
-  fusioninfer render -f service.yaml -o rendered/`,
+  fusioninfer render -f service.yaml -o rendered/
+  fusioninfer plan -f service.yaml --nodes 10,8,6 --gpus-per-node 8`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

@@ -170,7 +170,7 @@ func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
 func TestHelpExplainsItself(t *testing.T) {
 	stdout, _, err := run(t, "", "--help")
 	require.NoError(t, err)
-	for _, want := range []string{"InferenceService", "LeaderWorkerSet", "PodGroup", "render", "Volcano"} {
+	for _, want := range []string{"InferenceService", "LeaderWorkerSet", "PodGroup", "render", "plan", "Volcano"} {
 		assert.Contains(t, stdout, want)
 	}
 	stdout, _, err = run(t, "", "render", "--help")
