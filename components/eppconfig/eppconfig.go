@@ -1,0 +1,93 @@
+// Package eppconfig holds the Endpoint Picker (EPP) configurations a router role deploys:
+// presets for the routing strategies, strict parsing of a user's raw configuration, and a check
+// that loads a configuration with the EPP's own loader and the plugins of the EPP image that
+// will run it, so that an accepted configuration is one the EPP accepts at start-up.
+//
+// The router role (issue 3) builds on it; nothing else imports it yet.
+package eppconfig
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	configapi "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/config/loader"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/plugins"
+	"sigs.k8s.io/yaml"
+)
+
+// Image is an EPP implementation: which plugins a configuration may name depends on it.
+type Image string
+
+const (
+	// ImageGIE is the reference EPP of gateway-api-inference-extension v1.2.0.
+	ImageGIE Image = "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"
+	// ImageLLMD is llm-d's inference scheduler v0.4.0 (built on GIE v1.2.0), which adds the
+	// prefill/decode plugins.
+	ImageLLMD Image = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.4.0"
+)
+
+// Parse decodes a raw EndpointPickerConfig strictly, as the EPP's loader does.
+func Parse(raw string) (*configapi.EndpointPickerConfig, error) {
+	cfg, _, err := loader.LoadConfigPhaseOne([]byte(raw), logr.Discard())
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Marshal renders a configuration for the EPP's ConfigMap.
+func Marshal(cfg *configapi.EndpointPickerConfig) (string, error) {
+	out := cfg.DeepCopy()
+	out.APIVersion, out.Kind = configapi.GroupVersion.String(), "EndpointPickerConfig"
+	data, err := yaml.Marshal(out)
+	return string(data), err
+}
+
+// Check loads a configuration the way the EPP of the image does at start-up: every plugin type
+// must exist in that image, every plugin must instantiate with its parameters, and every
+// scheduling profile must be complete. The error says which plugin or profile is wrong.
+func Check(cfg *configapi.EndpointPickerConfig, image Image) error {
+	known, instantiable := pluginTypes(image)
+	if known == nil {
+		return fmt.Errorf("unknown EPP image %q", image)
+	}
+	var unknown []string
+	verifiable := true
+	for _, p := range cfg.Plugins {
+		switch {
+		case !known.Has(p.Type):
+			unknown = append(unknown, fmt.Sprintf("%s (%s)", p.Type, p.Name))
+		case !instantiable.Has(p.Type):
+			verifiable = false
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("plugin types not in %s: %s; it has: %s", image, strings.Join(unknown, ", "), strings.Join(sortedList(known), ", "))
+	}
+	if !verifiable {
+		// llm-d's scorers link libzmq and CPython through cgo; their names are checked, their
+		// parameters are left to the EPP.
+		return nil
+	}
+	raw, err := Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	loaded, _, err := loader.LoadConfigPhaseOne([]byte(raw), logr.Discard())
+	if err != nil {
+		return err
+	}
+	_, err = loader.LoadConfigPhaseTwo(loaded, plugins.NewEppHandle(context.Background(), nil), logr.Discard())
+	return err
+}
+
+func sortedList(s sets.Set[string]) []string {
+	out := s.UnsortedList()
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,103 @@
+package eppconfig
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryPresetLoadsInItsEPP: each preset goes through the EPP's own loader with the plugins of
+// the image that runs it, as the EPP does at start-up.
+func TestEveryPresetLoadsInItsEPP(t *testing.T) {
+	for _, strategy := range append(Strategies(), StrategyDefault) {
+		t.Run("strategy="+strategy, func(t *testing.T) {
+			cfg, image, err := Preset(strategy, false)
+			require.NoError(t, err)
+			require.NoError(t, Check(cfg, image))
+			raw, err := Marshal(cfg)
+			require.NoError(t, err)
+			reparsed, err := Parse(raw)
+			require.NoError(t, err, raw)
+			require.NoError(t, Check(reparsed, image), "the ConfigMap's text loads too")
+		})
+	}
+}
+
+func TestDisaggregatedServicesRouteWithPDProfiles(t *testing.T) {
+	cfg, image, err := Preset(StrategyPrefixCache, true)
+	require.NoError(t, err)
+	assert.Equal(t, ImageLLMD, image)
+	var profiles []string
+	for _, p := range cfg.SchedulingProfiles {
+		profiles = append(profiles, p.Name)
+	}
+	assert.Equal(t, []string{"prefill", "decode"}, profiles)
+	assert.Error(t, Check(cfg, ImageGIE), "the reference EPP has no prefill/decode plugins")
+}
+
+func TestUnknownStrategy(t *testing.T) {
+	_, _, err := Preset("round-robin", false)
+	assert.ErrorContains(t, err, `unknown strategy "round-robin": one of [kv-cache-utilization lora-affinity pd-disaggregation prefix-cache queue-size]`)
+}
+
+func TestRawConfigurations(t *testing.T) {
+	cases := []struct {
+		name  string
+		raw   string
+		image Image
+		want  string // empty: accepted
+	}{
+		{"a valid custom mix", `apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: queue-scorer
+- type: prefix-cache-scorer
+  parameters: {blockSize: 32, maxPrefixBlocksToMatch: 512}
+- type: random-picker
+schedulingProfiles:
+- name: default
+  plugins:
+  - {pluginRef: queue-scorer, weight: 1}
+  - {pluginRef: prefix-cache-scorer, weight: 4}
+  - {pluginRef: random-picker}
+`, ImageGIE, ""},
+		{"an unknown field", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugin: []\n", ImageGIE, `unknown field "plugin"`},
+		{"not YAML", "plugins: [", ImageGIE, "invalid"},
+		{"a plugin the image does not have", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: round-robin-picker\n", ImageGIE,
+			"plugin types not in registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0: round-robin-picker"},
+		{"a llm-d plugin on the reference EPP", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: decode-filter\n", ImageGIE,
+			"plugin types not in"},
+		{"a profile naming a plugin that is not declared", `apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: queue-scorer
+schedulingProfiles:
+- name: default
+  plugins:
+  - {pluginRef: prefix-cache-scorer, weight: 1}
+`, ImageGIE, "prefix-cache-scorer"},
+		{"bad plugin parameters", `apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: prefix-cache-scorer
+  parameters: {blockSize: "big"}
+`, ImageGIE, "prefix-cache-scorer"},
+		{"a llm-d scorer on the llm-d EPP (name checked)", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: load-aware-scorer\n", ImageLLMD, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse(tc.raw)
+			if err == nil {
+				err = Check(cfg, tc.image)
+			}
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.True(t, strings.Contains(err.Error(), tc.want), err.Error())
+		})
+	}
+}

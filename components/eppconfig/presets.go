@@ -1,0 +1,104 @@
+package eppconfig
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/filter"
+	prerequest "github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/pre-request"
+	llmdprofile "github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/profile"
+	"k8s.io/utils/ptr"
+	configapi "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/multi/prefix"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/picker"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/scorer"
+)
+
+// Strategies a router role may name; the empty strategy is the upstream chart's default mix.
+const (
+	StrategyDefault            = ""
+	StrategyPrefixCache        = "prefix-cache"
+	StrategyKVCacheUtilization = "kv-cache-utilization"
+	StrategyQueueSize          = "queue-size"
+	StrategyLoRAAffinity       = "lora-affinity"
+	StrategyPDDisaggregation   = "pd-disaggregation"
+)
+
+// weighted is one scorer of a single scheduling profile, with its weight.
+type weighted struct {
+	pluginType string
+	weight     int
+}
+
+// singleProfile presets: one "default" profile of weighted scorers; the EPP adds the max-score
+// picker and the single-profile handler (its phase-one defaults).
+var singleProfile = map[string][]weighted{
+	// The inferencepool chart's default-plugins.yaml of GIE v1.2.0.
+	StrategyDefault: {
+		{scorer.QueueScorerType, 2}, {scorer.KvCacheUtilizationScorerType, 2}, {prefix.PrefixCachePluginType, 3},
+	},
+	StrategyPrefixCache:        {{prefix.PrefixCachePluginType, 1}},
+	StrategyKVCacheUtilization: {{scorer.KvCacheUtilizationScorerType, 1}},
+	StrategyQueueSize:          {{scorer.QueueScorerType, 1}},
+	StrategyLoRAAffinity:       {{scorer.LoraAffinityScorerType, 1}},
+}
+
+// Strategies are the strategy names, sorted, for error messages.
+func Strategies() []string {
+	out := []string{StrategyPDDisaggregation}
+	for name := range singleProfile {
+		if name != StrategyDefault {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Preset is the configuration of a strategy and the EPP image that runs it. A service with
+// prefillers and decoders always routes with pd-disaggregation: only its profiles send a request
+// to a prefill pod and then a decode pod.
+func Preset(strategy string, disaggregated bool) (*configapi.EndpointPickerConfig, Image, error) {
+	if disaggregated || strategy == StrategyPDDisaggregation {
+		return pdDisaggregation(), ImageLLMD, nil
+	}
+	scorers, ok := singleProfile[strategy]
+	if !ok {
+		return nil, "", fmt.Errorf("unknown strategy %q: one of %v", strategy, Strategies())
+	}
+	cfg := &configapi.EndpointPickerConfig{SchedulingProfiles: []configapi.SchedulingProfile{{Name: "default"}}}
+	for _, s := range scorers {
+		cfg.Plugins = append(cfg.Plugins, configapi.PluginSpec{Type: s.pluginType})
+		cfg.SchedulingProfiles[0].Plugins = append(cfg.SchedulingProfiles[0].Plugins,
+			configapi.SchedulingPlugin{PluginRef: s.pluginType, Weight: ptr.To(s.weight)})
+	}
+	return cfg, ImageGIE, nil
+}
+
+// pdDisaggregation routes each request through a prefill pod and then a decode pod (llm-d): the
+// prefill and decode profiles filter the pool's pods by their llm-d.ai/role label, prefer pods
+// with the prompt's prefix cached, and pick the best; the pd-profile-handler runs the prefill
+// profile for every prompt (threshold 0) and the prefill-header-handler tells the decode pod's
+// routing sidecar which prefill pod to use.
+func pdDisaggregation() *configapi.EndpointPickerConfig {
+	profile := func(name, filterType string) configapi.SchedulingProfile {
+		return configapi.SchedulingProfile{Name: name, Plugins: []configapi.SchedulingPlugin{
+			{PluginRef: filterType}, {PluginRef: prefix.PrefixCachePluginType, Weight: ptr.To(1)}, {PluginRef: picker.MaxScorePickerType},
+		}}
+	}
+	return &configapi.EndpointPickerConfig{
+		Plugins: []configapi.PluginSpec{
+			{Type: prerequest.PrefillHeaderHandlerType},
+			{Type: filter.PrefillRoleType},
+			{Type: filter.DecodeRoleType},
+			{Type: prefix.PrefixCachePluginType},
+			{Type: picker.MaxScorePickerType},
+			{Type: llmdprofile.PdProfileHandlerType, Parameters: json.RawMessage(`{"threshold":0}`)},
+		},
+		SchedulingProfiles: []configapi.SchedulingProfile{
+			profile("prefill", filter.PrefillRoleType),
+			profile("decode", filter.DecodeRoleType),
+		},
+	}
+}
