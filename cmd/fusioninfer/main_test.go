@@ -250,3 +250,16 @@ func TestPlanRefusesBadInput(t *testing.T) {
 	_, stderr, _ := run(t, "", "plan", "-f", story4, "--nodes-file", nodes)
 	assert.Contains(t, stderr, `unknown field "nodes[0].gpu"`)
 }
+
+// TestPlanWithTopology: the same 80 GPUs run story 4 in full, but not the service whose hard
+// topology keeps it under one spine and each decode replica under one leaf switch.
+func TestPlanWithTopology(t *testing.T) {
+	nodes := "../../examples/nodes/two-spines.yaml"
+	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes-file", nodes)
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "scheduled           scheduled           Full")
+	stdout, stderr, err = run(t, "", "plan", "-f", "../../examples/manifests/deepseek-topology-queue.yaml", "--nodes-file", nodes)
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "pending              pending             pending             Blocked",
+		"spine-1's leaves hold 3 nodes (a decode replica needs 4 in one leaf); spine-2 holds 4 (the minimal set needs 6)")
+}
