@@ -222,12 +222,7 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 func setGPUOutputs(component *InferenceService, tree pulumi.AnyOutput) {
 	summary := tree.ApplyT(func(t any) topology.Summary { return topology.Summarize(t.(*topology.Tree)) })
 	component.GPUsAtFullSize = summary.ApplyT(func(s any) int { return int(s.(topology.Summary).GPUs) }).(pulumi.IntOutput)
-	component.GPUsMinimal = summary.ApplyT(func(s any) int {
-		if !s.(topology.Summary).Gang {
-			return 0
-		}
-		return int(s.(topology.Summary).MinimalGPUs)
-	}).(pulumi.IntOutput)
+	component.GPUsMinimal = summary.ApplyT(func(s any) int { return int(s.(topology.Summary).MinimalGPUs) }).(pulumi.IntOutput)
 }
 
 // namespaceOf is the object's namespace, none for a cluster-scoped object (a NodePool).

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
 // Node is a node pods can be placed on.
@@ -71,8 +72,8 @@ type Replica struct {
 // GPUs is the replica's total.
 func (r Replica) GPUs() int64 { return int64(r.Pods) * r.GPUsPerPod }
 
-// Name is the replica's task key, {role}-{i}.
-func (r Replica) Name() string { return r.Role + "-" + strconv.Itoa(int(r.Index)) }
+// Name is the replica's Volcano task key.
+func (r Replica) Name() string { return topology.TaskName(r.Role, r.Index) }
 
 // Prediction is the outcome for one service on one cluster.
 type Prediction struct {
@@ -108,9 +109,6 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 	}
 	for _, r := range replicas {
 		p.GPUsFull += r.GPUs()
-	}
-	if !spec.GangScheduled() {
-		p.GPUsMinimal = 0
 	}
 
 	domains, err := groupDomains(spec, cluster)

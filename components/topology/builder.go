@@ -34,6 +34,8 @@ type Ref struct {
 	// Role and Replica locate a LeaderWorkerSet in the spec; Role is empty for service-wide objects.
 	Role    string
 	Replica int32
+	// NodePool names the spec.nodePools entry of a NodePool.
+	NodePool string
 	// Awaited is true when a deployment waits for the object to be Available.
 	Awaited bool
 	// DependsOn lists the suffixes of the objects that must exist before this one.
@@ -73,7 +75,8 @@ func Plan(svc *api.InferenceService) []Ref {
 	var refs []Ref
 	// Node pools first: the pods that need them depend on them, so they go last on destroy.
 	for _, pool := range karpenterPools(spec) {
-		refs = append(refs, Ref{TypeMeta: KindNodePool, Name: api.KarpenterNodePoolName(svc.Name, pool.Name), Suffix: nodePoolSuffix(pool.Name)})
+		refs = append(refs, Ref{TypeMeta: KindNodePool, Name: api.KarpenterNodePoolName(svc.Name, pool.Name),
+			Suffix: nodePoolSuffix(pool.Name), NodePool: pool.Name})
 	}
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
@@ -162,7 +165,7 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 		case KindLeaderWorkerSet:
 			obj = buildLeaderWorkerSet(svc, roles[ref.Role], ref.Replica, templates[ref.Role], ref.Awaited)
 		case KindNodePool:
-			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(strings.TrimPrefix(ref.Suffix, nodePoolSuffix(""))))
+			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
 		}
 		tree.Objects = append(tree.Objects, Object{Ref: ref, Object: obj})
 	}

@@ -149,6 +149,9 @@ func TestMinRoleReplicasShapeTheGang(t *testing.T) {
 	summary := topology.Summarize(tree)
 	assert.EqualValues(t, 16, summary.GPUs, "(2 + 6) replicas x 2 GPUs")
 	assert.EqualValues(t, 6, summary.MinimalGPUs, "(1 + 2) replicas x 2 GPUs")
+	monolithic := topology.Summarize(story(t, "story1-monolithic.yaml"))
+	assert.EqualValues(t, 1, monolithic.GPUs)
+	assert.EqualValues(t, 0, monolithic.MinimalGPUs, "without a gang there is no minimal set")
 }
 
 func TestLabelsAndUserMetadataAreKept(t *testing.T) {

@@ -23,7 +23,8 @@ type Summary struct {
 	Service, Namespace string
 	Roles              []RoleSummary
 	Pods, GPUs         int64
-	// MinimalGPUs are the GPUs of the gang's minimal set: minRoleReplicas of every role.
+	// MinimalGPUs are the GPUs of the gang's minimal set (its gang minimum of every role); zero
+	// when the service is not gang scheduled: without a gang there is no minimal set.
 	MinimalGPUs int64
 	Gang        bool
 	GangMode    api.GangMode
@@ -55,7 +56,9 @@ func Summarize(t *Tree) Summary {
 		}
 		s.Pods += rs.Pods
 		s.GPUs += rs.GPUs
-		s.MinimalGPUs += int64(rs.MinReplicas) * int64(rs.NodesPerRep) * rs.GPUsPerPod
+		if s.Gang {
+			s.MinimalGPUs += int64(rs.MinReplicas) * int64(rs.NodesPerRep) * rs.GPUsPerPod
+		}
 		s.Roles = append(s.Roles, rs)
 	}
 	if s.Gang {
