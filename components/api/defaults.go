@@ -142,3 +142,51 @@ func (s *InferenceServiceSpec) NodePoolNamed(name string) *NodePool {
 
 // KarpenterNodePoolName is the name of a pool's Karpenter NodePool: {service}-{pool}.
 func KarpenterNodePoolName(serviceName, poolName string) string { return serviceName + "-" + poolName }
+
+// Router is the service's router role, or nil.
+func (s *InferenceServiceSpec) Router() *Role {
+	for i := range s.Roles {
+		if s.Roles[i].ComponentType == ComponentTypeRouter {
+			return &s.Roles[i]
+		}
+	}
+	return nil
+}
+
+// Pool API groups of the two InferencePool versions.
+const (
+	PoolGroupV1       = "inference.networking.k8s.io"
+	PoolGroupV1Alpha2 = "inference.networking.x-k8s.io"
+)
+
+// PoolGroup is the API group of the router's InferencePool.
+func (r *Role) PoolGroup() string {
+	if r.PoolAPIVersion == PoolV1Alpha2 {
+		return PoolGroupV1Alpha2
+	}
+	return PoolGroupV1
+}
+
+// PoolFailureMode is the router's failure mode, FailClose when unset.
+func (r *Role) PoolFailureMode() FailureMode {
+	if r.FailureMode == "" {
+		return FailClose
+	}
+	return r.FailureMode
+}
+
+// EndpointPickerReplicas is the router's Endpoint Picker replicas, 1 when unset.
+func (r *Role) EndpointPickerReplicas() int32 {
+	if r.EndpointPicker == nil || r.EndpointPicker.Replicas == nil {
+		return 1
+	}
+	return *r.EndpointPicker.Replicas
+}
+
+// EndpointPickerImage is the image the user chose for the Endpoint Picker, empty for the default.
+func (r *Role) EndpointPickerImage() string {
+	if r.EndpointPicker == nil {
+		return ""
+	}
+	return r.EndpointPicker.Image
+}

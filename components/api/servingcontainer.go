@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -14,6 +15,56 @@ const GPUResourceName corev1.ResourceName = "nvidia.com/gpu"
 // ServingContainerIndex is the index of the model-server container in a role's template: the
 // first container, by the convention every vLLM deployment follows. Sidecars come after it.
 const ServingContainerIndex = 0
+
+// The serving port: the container port named http, else the server's --port flag, else vLLM's
+// default. The router's InferencePool targets it.
+const (
+	ServingPortName    = "http"
+	DefaultServingPort = 8000
+)
+
+// ServingPort is the port the model server listens on. It is an error when the container names
+// an http port its --port flag contradicts, or declares ports of which none is the serving port.
+func ServingPort(c *corev1.Container) (int32, error) {
+	flagPort, hasFlag, err := portFlag(c)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range c.Ports {
+		if p.Name == ServingPortName {
+			if hasFlag && p.ContainerPort != flagPort {
+				return 0, fmt.Errorf("the port named %s is %d but the server's --port is %d", ServingPortName, p.ContainerPort, flagPort)
+			}
+			return p.ContainerPort, nil
+		}
+	}
+	port := int32(DefaultServingPort)
+	if hasFlag {
+		port = flagPort
+	}
+	if len(c.Ports) == 0 {
+		return port, nil
+	}
+	for _, p := range c.Ports {
+		if p.ContainerPort == port {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("none of the declared ports is the server's (%d): name the serving port %q", port, ServingPortName)
+}
+
+// portFlag is the server's --port flag, if given.
+func portFlag(c *corev1.Container) (int32, bool, error) {
+	v, found := FlagValue(append(append([]string{}, c.Command...), c.Args...), "--port")
+	if !found {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, true, fmt.Errorf("--port %q: must be a port number", v)
+	}
+	return int32(n), true, nil
+}
 
 // GPUsPerPod is the serving container's GPU count (its limit, else its request), 0 if none.
 func GPUsPerPod(c *corev1.Container) int64 {

@@ -200,9 +200,27 @@ type Role struct {
 	ComponentType ComponentType `json:"componentType"`
 
 	// Router fields (componentType: router).
-	Strategy             string                `json:"strategy,omitempty"`
-	HTTPRoute            *runtime.RawExtension `json:"httproute,omitempty"`
-	EndpointPickerConfig string                `json:"endpointPickerConfig,omitempty"`
+
+	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
+	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
+	// the upstream default mix (pd-disaggregation for a prefill/decode service).
+	Strategy string `json:"strategy,omitempty"`
+	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs,
+	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+	HTTPRoute *runtime.RawExtension `json:"httproute,omitempty"`
+	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+	EndpointPickerConfig string `json:"endpointPickerConfig,omitempty"`
+	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io)
+	// or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty"`
+	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose
+	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	FailureMode FailureMode `json:"failureMode,omitempty"`
+	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
+	// to Services but not to InferencePools (seed 001, option 1).
+	ShadowService bool `json:"shadowService,omitempty"`
+	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty"`
 
 	// Serving fields (worker, prefiller, decoder).
 
@@ -223,4 +241,31 @@ type Role struct {
 type Multinode struct {
 	// NodeCount is the number of pods (on distinct nodes) per replica.
 	NodeCount int32 `json:"nodeCount"`
+}
+
+// PoolAPIVersion is the version of the InferencePool a router creates.
+type PoolAPIVersion string
+
+const (
+	PoolV1       PoolAPIVersion = "v1"
+	PoolV1Alpha2 PoolAPIVersion = "v1alpha2"
+)
+
+// FailureMode is the gateway's behaviour when the Endpoint Picker does not answer.
+type FailureMode string
+
+const (
+	FailClose FailureMode = "FailClose"
+	FailOpen  FailureMode = "FailOpen"
+)
+
+// EndpointPicker sets the router's Endpoint Picker Deployment.
+type EndpointPicker struct {
+	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's
+	// inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+	Image string `json:"image,omitempty"`
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Resources of the Endpoint Picker container.
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }

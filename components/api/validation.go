@@ -103,6 +103,9 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 		errs = append(errs, validateRole(spec, role, serviceName, withTemplates, rolePath)...)
 	}
 	errs = append(errs, validateTopology(spec, counts, rolesPath)...)
+	if withTemplates && spec.Router() != nil {
+		errs = append(errs, validateRoutedServers(spec, rolesPath)...)
+	}
 	errs = append(errs, validateScheduling(spec, fldPath)...)
 	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
 	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
@@ -150,14 +153,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 	case ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder:
 		errs = append(errs, validateServingRole(spec, role, serviceName, withTemplates, rolePath)...)
 	case ComponentTypeRouter:
-		errs = append(errs, field.Forbidden(rolePath.Child("componentType"),
-			"the router role is not supported yet: deploy the InferencePool, Endpoint Picker and HTTPRoute separately for now"))
-		if role.Replicas != nil {
-			errs = append(errs, field.Forbidden(rolePath.Child("replicas"), "only serving roles have replicas"))
-		}
-		if role.Multinode != nil {
-			errs = append(errs, field.Forbidden(rolePath.Child("multinode"), "only serving roles are multi-node"))
-		}
+		errs = append(errs, validateRouterRole(spec, role, serviceName, rolePath)...)
 	case "":
 		errs = append(errs, field.Required(rolePath.Child("componentType"), "one of worker, prefiller, decoder, router"))
 	default:
@@ -169,12 +165,8 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 
 func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for fld, set := range map[string]bool{
-		"strategy": role.Strategy != "", "httproute": role.HTTPRoute != nil, "endpointPickerConfig": role.EndpointPickerConfig != "",
-	} {
-		if set {
-			errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
-		}
+	for _, fld := range routerFields(role) {
+		errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
 	}
 	if n := role.ReplicaCount(); n < 1 || n > MaxReplicas {
 		errs = append(errs, field.Invalid(rolePath.Child("replicas"), n, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))

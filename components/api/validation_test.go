@@ -61,8 +61,6 @@ func TestValidationRules(t *testing.T) {
 		{"componentType required", func(s *InferenceService) { s.Spec.Roles[0].ComponentType = "" }, "spec.roles[0].componentType: Required value"},
 		{"componentType known", func(s *InferenceService) { s.Spec.Roles[0].ComponentType = "encoder" },
 			`spec.roles[0].componentType: Unsupported value: "encoder": supported values: "worker", "prefiller", "decoder", "router"`},
-		{"router not supported yet", func(s *InferenceService) { s.Spec.Roles = append(s.Spec.Roles, router) },
-			"spec.roles[2].componentType: Forbidden: the router role is not supported yet"},
 		{"at most one router", func(s *InferenceService) {
 			r2 := router
 			r2.Name = "r2"
@@ -76,7 +74,7 @@ func TestValidationRules(t *testing.T) {
 			r.Replicas = ptr.To[int32](2)
 			s.Spec.Roles = append(s.Spec.Roles, r)
 		},
-			"spec.roles[2].replicas: Forbidden: only serving roles have replicas"},
+			"spec.roles[2].replicas: Forbidden: a router runs the Endpoint Picker, not model servers: only serving roles have replicas"},
 		{"router is not multi-node", func(s *InferenceService) {
 			r := router
 			r.Multinode = &Multinode{NodeCount: 2}

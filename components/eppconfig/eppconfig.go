@@ -1,6 +1,6 @@
 // Package eppconfig holds the Endpoint Picker (EPP) configurations a router role deploys:
 // presets for the routing strategies, strict parsing of a user's raw configuration, and a check
-// that loads a configuration with the EPP's own loader and the plugins of the EPP image that
+// that loads a configuration with the EPP's own loader and the plugins of the EPP flavor that
 // will run it, so that an accepted configuration is one the EPP accepts at start-up.
 //
 // The router role (issue 3) builds on it; nothing else imports it yet.
@@ -20,16 +20,33 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Image is an EPP implementation: which plugins a configuration may name depends on it.
-type Image string
+// Flavor is an EPP implementation: which plugins a configuration may name depends on it.
+type Flavor string
 
 const (
-	// ImageGIE is the reference EPP of gateway-api-inference-extension v1.2.0.
-	ImageGIE Image = "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"
-	// ImageLLMD is llm-d's inference scheduler v0.4.0 (built on GIE v1.2.0), which adds the
-	// prefill/decode plugins.
-	ImageLLMD Image = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.4.0"
+	// FlavorGIE is the reference EPP of gateway-api-inference-extension v1.2.0.
+	FlavorGIE Flavor = "gateway-api-inference-extension"
+	// FlavorLLMD is llm-d's inference scheduler v0.4.0 (built on GIE v1.2.0), which adds the
+	// prefill/decode plugins and links GIE's own.
+	FlavorLLMD Flavor = "llm-d-inference-scheduler"
 )
+
+// Images of each flavor, at the versions whose plugins this package registers.
+const (
+	ImageGIE  = "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"
+	ImageLLMD = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.4.0"
+	// ImageRoutingSidecar is llm-d's prefill/decode routing sidecar of the same release: it runs
+	// beside every decode server and fetches the prompt's KV cache from the prefill pod the EPP chose.
+	ImageRoutingSidecar = "ghcr.io/llm-d/llm-d-routing-sidecar:v0.4.0"
+)
+
+// DefaultImage is the image of a flavor.
+func (f Flavor) DefaultImage() string {
+	if f == FlavorLLMD {
+		return ImageLLMD
+	}
+	return ImageGIE
+}
 
 // Parse decodes a raw EndpointPickerConfig strictly, as the EPP's loader does.
 func Parse(raw string) (*configapi.EndpointPickerConfig, error) {
@@ -48,13 +65,13 @@ func Marshal(cfg *configapi.EndpointPickerConfig) (string, error) {
 	return string(data), err
 }
 
-// Check loads a configuration the way the EPP of the image does at start-up: every plugin type
-// must exist in that image, every plugin must instantiate with its parameters, and every
+// Check loads a configuration the way the EPP of the flavor does at start-up: every plugin type
+// must exist in that flavor, every plugin must instantiate with its parameters, and every
 // scheduling profile must be complete. The error says which plugin or profile is wrong.
-func Check(cfg *configapi.EndpointPickerConfig, image Image) error {
-	known, instantiable := pluginTypes(image)
+func Check(cfg *configapi.EndpointPickerConfig, flavor Flavor) error {
+	known, instantiable := pluginTypes(flavor)
 	if known == nil {
-		return fmt.Errorf("unknown EPP image %q", image)
+		return fmt.Errorf("unknown EPP flavor %q", flavor)
 	}
 	var unknown []string
 	verifiable := true
@@ -67,7 +84,7 @@ func Check(cfg *configapi.EndpointPickerConfig, image Image) error {
 		}
 	}
 	if len(unknown) > 0 {
-		return fmt.Errorf("plugin types not in %s: %s; it has: %s", image, strings.Join(unknown, ", "), strings.Join(sortedList(known), ", "))
+		return fmt.Errorf("plugin types not in %s (%s): %s; it has: %s", flavor, flavor.DefaultImage(), strings.Join(unknown, ", "), strings.Join(sortedList(known), ", "))
 	}
 	if !verifiable {
 		// llm-d's scorers link libzmq and CPython through cgo; their names are checked, their

@@ -28,13 +28,13 @@ func TestEveryPresetLoadsInItsEPP(t *testing.T) {
 func TestDisaggregatedServicesRouteWithPDProfiles(t *testing.T) {
 	cfg, image, err := Preset(StrategyPrefixCache, true)
 	require.NoError(t, err)
-	assert.Equal(t, ImageLLMD, image)
+	assert.Equal(t, FlavorLLMD, image)
 	var profiles []string
 	for _, p := range cfg.SchedulingProfiles {
 		profiles = append(profiles, p.Name)
 	}
 	assert.Equal(t, []string{"prefill", "decode"}, profiles)
-	assert.Error(t, Check(cfg, ImageGIE), "the reference EPP has no prefill/decode plugins")
+	assert.Error(t, Check(cfg, FlavorGIE), "the reference EPP has no prefill/decode plugins")
 }
 
 func TestUnknownStrategy(t *testing.T) {
@@ -44,10 +44,10 @@ func TestUnknownStrategy(t *testing.T) {
 
 func TestRawConfigurations(t *testing.T) {
 	cases := []struct {
-		name  string
-		raw   string
-		image Image
-		want  string // empty: accepted
+		name   string
+		raw    string
+		flavor Flavor
+		want   string // empty: accepted
 	}{
 		{"a valid custom mix", `apiVersion: inference.networking.x-k8s.io/v1alpha1
 kind: EndpointPickerConfig
@@ -62,12 +62,12 @@ schedulingProfiles:
   - {pluginRef: queue-scorer, weight: 1}
   - {pluginRef: prefix-cache-scorer, weight: 4}
   - {pluginRef: random-picker}
-`, ImageGIE, ""},
-		{"an unknown field", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugin: []\n", ImageGIE, `unknown field "plugin"`},
-		{"not YAML", "plugins: [", ImageGIE, "invalid"},
-		{"a plugin the image does not have", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: round-robin-picker\n", ImageGIE,
-			"plugin types not in registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0: round-robin-picker"},
-		{"a llm-d plugin on the reference EPP", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: decode-filter\n", ImageGIE,
+`, FlavorGIE, ""},
+		{"an unknown field", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugin: []\n", FlavorGIE, `unknown field "plugin"`},
+		{"not YAML", "plugins: [", FlavorGIE, "invalid"},
+		{"a plugin the image does not have", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: round-robin-picker\n", FlavorGIE,
+			"plugin types not in gateway-api-inference-extension (registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0): round-robin-picker"},
+		{"a llm-d plugin on the reference EPP", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: decode-filter\n", FlavorGIE,
 			"plugin types not in"},
 		{"a profile naming a plugin that is not declared", `apiVersion: inference.networking.x-k8s.io/v1alpha1
 kind: EndpointPickerConfig
@@ -77,20 +77,20 @@ schedulingProfiles:
 - name: default
   plugins:
   - {pluginRef: prefix-cache-scorer, weight: 1}
-`, ImageGIE, "prefix-cache-scorer"},
+`, FlavorGIE, "prefix-cache-scorer"},
 		{"bad plugin parameters", `apiVersion: inference.networking.x-k8s.io/v1alpha1
 kind: EndpointPickerConfig
 plugins:
 - type: prefix-cache-scorer
   parameters: {blockSize: "big"}
-`, ImageGIE, "prefix-cache-scorer"},
-		{"a llm-d scorer on the llm-d EPP (name checked)", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: load-aware-scorer\n", ImageLLMD, ""},
+`, FlavorGIE, "prefix-cache-scorer"},
+		{"a llm-d scorer on the llm-d EPP (name checked)", "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: load-aware-scorer\n", FlavorLLMD, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse(tc.raw)
 			if err == nil {
-				err = Check(cfg, tc.image)
+				err = Check(cfg, tc.flavor)
 			}
 			if tc.want == "" {
 				assert.NoError(t, err)

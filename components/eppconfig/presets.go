@@ -56,12 +56,12 @@ func Strategies() []string {
 	return out
 }
 
-// Preset is the configuration of a strategy and the EPP image that runs it. A service with
+// Preset is the configuration of a strategy and the EPP flavor that runs it. A service with
 // prefillers and decoders always routes with pd-disaggregation: only its profiles send a request
 // to a prefill pod and then a decode pod.
-func Preset(strategy string, disaggregated bool) (*configapi.EndpointPickerConfig, Image, error) {
+func Preset(strategy string, disaggregated bool) (*configapi.EndpointPickerConfig, Flavor, error) {
 	if disaggregated || strategy == StrategyPDDisaggregation {
-		return pdDisaggregation(), ImageLLMD, nil
+		return pdDisaggregation(), FlavorLLMD, nil
 	}
 	scorers, ok := singleProfile[strategy]
 	if !ok {
@@ -73,7 +73,7 @@ func Preset(strategy string, disaggregated bool) (*configapi.EndpointPickerConfi
 		cfg.SchedulingProfiles[0].Plugins = append(cfg.SchedulingProfiles[0].Plugins,
 			configapi.SchedulingPlugin{PluginRef: s.pluginType, Weight: ptr.To(s.weight)})
 	}
-	return cfg, ImageGIE, nil
+	return cfg, FlavorGIE, nil
 }
 
 // pdDisaggregation routes each request through a prefill pod and then a decode pod (llm-d): the

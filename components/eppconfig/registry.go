@@ -46,8 +46,8 @@ var llmdCgoScorers = []string{
 
 var registerOnce sync.Once
 
-// pluginTypes are the plugin types an image knows, and those this process can instantiate.
-func pluginTypes(image Image) (known, instantiable sets.Set[string]) {
+// pluginTypes are the plugin types a flavor knows, and those this process can instantiate.
+func pluginTypes(flavor Flavor) (known, instantiable sets.Set[string]) {
 	registerOnce.Do(func() {
 		for _, factories := range []map[string]plugins.FactoryFunc{gieFactories, llmdFactories} {
 			for name, factory := range factories {
@@ -59,10 +59,10 @@ func pluginTypes(image Image) (known, instantiable sets.Set[string]) {
 	for name := range gieFactories {
 		gie.Insert(name)
 	}
-	switch image {
-	case ImageGIE:
+	switch flavor {
+	case FlavorGIE:
 		return gie, gie
-	case ImageLLMD:
+	case FlavorLLMD:
 		instantiable = gie.Clone()
 		for name := range llmdFactories {
 			instantiable.Insert(name)

@@ -1,0 +1,213 @@
+package api
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
+)
+
+// Names of a router's objects (DESIGN.md section 3, as the fusioninfer controller names them).
+func PoolName(serviceName string) string           { return serviceName + "-pool" }
+func EndpointPickerName(serviceName string) string { return serviceName + "-epp" }
+func EndpointPickerConfigName(serviceName string) string {
+	return serviceName + "-epp-config"
+}
+func HTTPRouteName(serviceName string) string     { return serviceName + "-httproute" }
+func ShadowServiceName(serviceName string) string { return serviceName + "-shadow" }
+
+// Routing on prefill/decode services: llm-d's routing sidecar takes the serving port of every
+// decode leader and its vLLM server moves to this port.
+const (
+	DecodeVLLMPort     = 8200
+	RoutingSidecarName = "llm-d-routing-sidecar"
+)
+
+// MaxEndpointPickerReplicas bounds endpointPicker.replicas: one serves, the rest stand by.
+const MaxEndpointPickerReplicas = 5
+
+// routerFields are the router-only fields a role sets.
+func routerFields(role *Role) []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"strategy", role.Strategy != ""}, {"httproute", role.HTTPRoute != nil},
+		{"endpointPickerConfig", role.EndpointPickerConfig != ""}, {"poolApiVersion", role.PoolAPIVersion != ""},
+		{"failureMode", role.FailureMode != ""}, {"shadowService", role.ShadowService},
+		{"endpointPicker", role.EndpointPicker != nil},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
+}
+
+func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName string, rolePath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"replicas", role.Replicas != nil}, {"multinode", role.Multinode != nil}, {"template", role.Template != nil}, {"nodePool", role.NodePool != ""}} {
+		if f.set {
+			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router runs the Endpoint Picker, not model servers: "+
+				"only serving roles have "+f.name+" (size the Endpoint Picker with endpointPicker)"))
+		}
+	}
+	if serviceName != "" {
+		longest := EndpointPickerName(serviceName) // the Service, a DNS-1035 label
+		if role.ShadowService {
+			longest = ShadowServiceName(serviceName)
+		}
+		if len(longest) > validation.DNS1035LabelMaxLength {
+			errs = append(errs, field.Invalid(rolePath, role.Name, fmt.Sprintf(
+				"the router's Service %q is %d characters; it must be at most %d: shorten metadata.name",
+				longest, len(longest), validation.DNS1035LabelMaxLength)))
+		}
+	}
+	switch role.PoolAPIVersion {
+	case "", PoolV1, PoolV1Alpha2:
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, []PoolAPIVersion{PoolV1, PoolV1Alpha2}))
+	}
+	switch role.FailureMode {
+	case "", FailClose, FailOpen:
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, []FailureMode{FailClose, FailOpen}))
+	}
+	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
+	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(), role.EndpointPickerImage())
+	if selErr == nil {
+		selErr = sel.Check()
+	}
+	if selErr != nil {
+		path := rolePath.Child(selErr.Field)
+		switch selErr.Field {
+		case eppconfig.FieldImage:
+			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
+		case eppconfig.FieldStrategy:
+			errs = append(errs, field.Invalid(path, role.Strategy, selErr.Err.Error()))
+		default:
+			errs = append(errs, field.Invalid(path, "(the configuration)", selErr.Err.Error()))
+		}
+	}
+	return append(errs, validateHTTPRoute(role.HTTPRoute, rolePath.Child("httproute"))...)
+}
+
+func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.ErrorList {
+	if epp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if epp.Replicas != nil && (*epp.Replicas < 1 || *epp.Replicas > MaxEndpointPickerReplicas) {
+		errs = append(errs, field.Invalid(eppPath.Child("replicas"), *epp.Replicas,
+			fmt.Sprintf("must be >= 1 and <= %d (one Endpoint Picker serves, the others stand by as leader-election candidates)", MaxEndpointPickerReplicas)))
+	}
+	if r := epp.Resources; r != nil {
+		for name, q := range r.Limits {
+			if req, ok := r.Requests[name]; ok && req.Cmp(q) > 0 {
+				errs = append(errs, field.Invalid(eppPath.Child("resources", "requests").Key(string(name)), req.String(),
+					fmt.Sprintf("must be less than or equal to the %s limit (%s)", name, q.String())))
+			}
+		}
+	}
+	return errs
+}
+
+// DecodeHTTPRoute decodes a router's httproute strictly into the Gateway API type: an unknown
+// field is an error, never dropped.
+func DecodeHTTPRoute(raw *runtime.RawExtension) (*gatewayv1.HTTPRouteSpec, error) {
+	var spec gatewayv1.HTTPRouteSpec
+	if raw == nil {
+		return &spec, nil
+	}
+	if err := yaml.UnmarshalStrict(raw.Raw, &spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+func validateHTTPRoute(raw *runtime.RawExtension, routePath *field.Path) field.ErrorList {
+	spec, err := DecodeHTTPRoute(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(routePath, "(the route)", "not a Gateway API HTTPRouteSpec: "+err.Error())}
+	}
+	var errs field.ErrorList
+	if len(spec.ParentRefs) == 0 {
+		errs = append(errs, field.Required(routePath.Child("parentRefs"),
+			"the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}"))
+	}
+	for i, rule := range spec.Rules {
+		if len(rule.BackendRefs) > 0 {
+			errs = append(errs, field.Forbidden(routePath.Child("rules").Index(i).Child("backendRefs"),
+				"set by the router: every rule sends its requests to the service's InferencePool"))
+		}
+	}
+	return errs
+}
+
+// validateRoutedServers checks the serving containers a router's pool targets: one serving port
+// for every role, and, on a prefill/decode service, decode servers whose port can move.
+func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	poolPort, poolPortRole := int32(0), -1
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if !role.ComponentType.Serving() || role.Template == nil || len(role.Template.Spec.Containers) == 0 {
+			continue
+		}
+		tplPath := rolesPath.Index(i).Child("template")
+		serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
+		server := &role.Template.Spec.Containers[ServingContainerIndex]
+		port, err := ServingPort(server)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(serverPath.Child("ports"), server.Ports, "no port for the router's InferencePool: "+err.Error()))
+			continue
+		case poolPortRole < 0:
+			poolPort, poolPortRole = port, i
+		case port != poolPort:
+			errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
+				"the InferencePool targets one port on every serving role: %d, as spec.roles[%d] serves; serve on it too", poolPort, poolPortRole)))
+		}
+		if role.ComponentType == ComponentTypeDecoder {
+			errs = append(errs, validateRoutedDecoder(role, server, port, tplPath)...)
+		}
+	}
+	return errs
+}
+
+// validateRoutedDecoder checks that llm-d's routing sidecar can take a decode leader's serving
+// port while its vLLM server moves to DecodeVLLMPort.
+func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
+	if IsShellScript(server) {
+		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command, fmt.Sprintf(
+			"behind a router, a decode server moves to port %d for llm-d's routing sidecar: give the server's own command and args, not a shell script",
+			DecodeVLLMPort)))
+	}
+	if port == DecodeVLLMPort {
+		errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
+			"behind a router, llm-d's routing sidecar serves the pool's port and the decode server moves to %d: serve on another port (vLLM's default is %d)",
+			DecodeVLLMPort, DefaultServingPort)))
+	}
+	podSpec := &role.Template.Spec
+	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
+		for j := range containers {
+			if containers[j].Name == RoutingSidecarName {
+				errs = append(errs, field.Invalid(tplPath.Child("spec", []string{"initContainers", "containers"}[kind]).Index(j).Child("name"),
+					RoutingSidecarName, "the router adds a container of this name to decode leaders; rename this one"))
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+func httpRoute(yaml string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(yaml)} }
+
+// routedService is story 4 with a router in front.
+func routedService() *InferenceService {
+	svc := validService()
+	svc.Spec.Roles = append(svc.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter,
+		HTTPRoute: httpRoute(`{"parentRefs":[{"name":"inference-gateway"}],"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"/v1"}}]}]}`)})
+	return svc
+}
+
+func TestRoutedServicesPass(t *testing.T) {
+	assert.Empty(t, Validate(routedService()))
+	monolithic := routedService()
+	monolithic.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server("--port", "9000")}, monolithic.Spec.Roles[2]}
+	monolithic.Spec.Roles[1].Strategy = "prefix-cache"
+	monolithic.Spec.Roles[1].PoolAPIVersion = PoolV1Alpha2
+	monolithic.Spec.Roles[1].FailureMode = FailOpen
+	monolithic.Spec.Roles[1].ShadowService = true
+	monolithic.Spec.Roles[1].EndpointPicker = &EndpointPicker{Replicas: ptr.To[int32](2), Image: "mirror.example.com/gateway-api-inference-extension/epp:v1.2.0"}
+	assert.Empty(t, Validate(monolithic))
+}
+
+func TestRouterRules(t *testing.T) {
+	routerOf := func(s *InferenceService) *Role { return &s.Spec.Roles[2] }
+	decodeServer := func(s *InferenceService) *corev1.Container { return &s.Spec.Roles[1].Template.Spec.Containers[0] }
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"no template", func(s *InferenceService) { routerOf(s).Template = server() }, "spec.roles[2].template: Forbidden: a router runs the Endpoint Picker"},
+		{"no node pool", func(s *InferenceService) { routerOf(s).NodePool = "gpus" }, "spec.roles[2].nodePool: Forbidden"},
+		{"unknown strategy", func(s *InferenceService) { routerOf(s).Strategy = "round-robin" },
+			`spec.roles[2].strategy: Invalid value: "round-robin": unknown strategy "round-robin": one of [kv-cache-utilization lora-affinity pd-disaggregation prefix-cache queue-size]`},
+		{"a prefill/decode service routes with pd-disaggregation", func(s *InferenceService) { routerOf(s).Strategy = "queue-size" },
+			`spec.roles[2].strategy: Invalid value: "queue-size": a service with prefillers and decoders routes with pd-disaggregation`},
+		{"endpointPickerConfig that does not parse", func(s *InferenceService) { routerOf(s).EndpointPickerConfig = "plugins: [" },
+			"spec.roles[2].endpointPickerConfig: Invalid value"},
+		{"endpointPickerConfig with an unknown plugin", func(s *InferenceService) {
+			routerOf(s).EndpointPickerConfig = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: round-robin-picker\n"
+		}, "spec.roles[2].endpointPickerConfig: Invalid value: \"(the configuration)\": plugin types not in llm-d-inference-scheduler"},
+		{"a reference EPP image cannot route prefill/decode", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Image: "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"}
+		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\""},
+		{"endpointPicker replicas bounded", func(s *InferenceService) { routerOf(s).EndpointPicker = &EndpointPicker{Replicas: ptr.To[int32](0)} },
+			"spec.roles[2].endpointPicker.replicas: Invalid value: 0: must be >= 1 and <= 5"},
+		{"endpointPicker requests within limits", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}
+		}, "spec.roles[2].endpointPicker.resources.requests[memory]: Invalid value: \"2Gi\""},
+		{"poolApiVersion known", func(s *InferenceService) { routerOf(s).PoolAPIVersion = "v1beta1" },
+			`spec.roles[2].poolApiVersion: Unsupported value: "v1beta1": supported values: "v1", "v1alpha2"`},
+		{"failureMode known", func(s *InferenceService) { routerOf(s).FailureMode = "FailSafe" },
+			`spec.roles[2].failureMode: Unsupported value: "FailSafe"`},
+		{"httproute that does not parse", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"parentRefs":[{"name":"gw"}],"rule":[]}`) },
+			`spec.roles[2].httproute: Invalid value: "(the route)": not a Gateway API HTTPRouteSpec: error unmarshaling JSON: while decoding JSON: json: unknown field "rule"`},
+		{"httproute needs parentRefs", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"hostnames":["llm.example.com"]}`) },
+			"spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},
+		{"a router without httproute has no parentRefs", func(s *InferenceService) { routerOf(s).HTTPRoute = nil },
+			"spec.roles[2].httproute.parentRefs: Required value"},
+		{"httproute backendRefs are the router's", func(s *InferenceService) {
+			routerOf(s).HTTPRoute = httpRoute(`{"parentRefs":[{"name":"gw"}],"rules":[{},{"backendRefs":[{"name":"other"}]}]}`)
+		}, "spec.roles[2].httproute.rules[1].backendRefs: Forbidden: set by the router"},
+		{"router Services fit a DNS label", func(s *InferenceService) {
+			s.Name = strings.Repeat("d", 57)
+			s.Spec.Roles[0].Name, s.Spec.Roles[1].Name = "p", "d"
+			routerOf(s).ShadowService = true
+		}, `the router's Service "` + strings.Repeat("d", 57) + `-shadow" is 64 characters`},
+		{"a serving port for the pool", func(s *InferenceService) {
+			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}
+		}, `spec.roles[1].template.spec.containers[0].ports: Invalid value: [{"name":"metrics","containerPort":9100}]: no port for the router's InferencePool`},
+		{"the http port agrees with --port", func(s *InferenceService) {
+			decodeServer(s).Args = append(decodeServer(s).Args, "--port", "8001")
+			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}
+		}, "the port named http is 8000 but the server's --port is 8001"},
+		{"one port on every serving role", func(s *InferenceService) { decodeServer(s).Args = append(decodeServer(s).Args, "--port=9000") },
+			"spec.roles[1].template.spec.containers[0].ports: Invalid value: 9000: the InferencePool targets one port on every serving role: 8000, as spec.roles[0] serves"},
+		{"a routed decode server is not a shell script", func(s *InferenceService) {
+			s.Spec.Roles[1].Multinode = nil
+			decodeServer(s).Command = []string{"sh", "-c", "vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8"}
+			decodeServer(s).Args = nil
+		}, `spec.roles[1].template.spec.containers[0].command: Invalid value: ["sh","-c","vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8"]: behind a router`},
+		{"a routed decode server does not serve on 8200", func(s *InferenceService) {
+			for i := range 2 {
+				s.Spec.Roles[i].Template.Spec.Containers[0].Args = append(s.Spec.Roles[i].Template.Spec.Containers[0].Args, "--port", "8200")
+			}
+		}, "spec.roles[1].template.spec.containers[0].ports: Invalid value: 8200: behind a router, llm-d's routing sidecar serves the pool's port"},
+		{"the sidecar's name is free", func(s *InferenceService) {
+			s.Spec.Roles[1].Template.Spec.InitContainers = []corev1.Container{{Name: RoutingSidecarName, Image: "busybox"}}
+		}, "spec.roles[1].template.spec.initContainers[0].name: Invalid value: \"llm-d-routing-sidecar\""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := routedService()
+			tc.mutate(svc)
+			errs := Validate(svc)
+			require.NotEmpty(t, errs, "the rule must refuse this input")
+			var all []string
+			for _, e := range errs {
+				all = append(all, e.Error())
+			}
+			assert.Contains(t, strings.Join(all, "\n"), tc.want)
+		})
+	}
+}
+
+func TestServingPort(t *testing.T) {
+	cases := []struct {
+		name    string
+		c       corev1.Container
+		want    int32
+		wantErr string
+	}{
+		{"vLLM's default", corev1.Container{}, 8000, ""},
+		{"the http port", corev1.Container{Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}, {Name: "http", ContainerPort: 8080}}}, 8080, ""},
+		{"the --port flag", corev1.Container{Args: []string{"--port=8081"}}, 8081, ""},
+		{"the --port flag among declared ports", corev1.Container{Args: []string{"--port", "8081"}, Ports: []corev1.ContainerPort{{ContainerPort: 8081}}}, 8081, ""},
+		{"an unnamed default port", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 8000}}}, 8000, ""},
+		{"no declared port serves", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 9000}}}, 0, `none of the declared ports is the server's (8000): name the serving port "http"`},
+		{"a bad --port", corev1.Container{Args: []string{"--port", "http"}}, 0, `--port "http": must be a port number`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ServingPort(&tc.c)
+			if tc.wantErr != "" {
+				assert.EqualError(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

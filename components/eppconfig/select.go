@@ -1,0 +1,129 @@
+package eppconfig
+
+import (
+	"fmt"
+	"strings"
+
+	configapi "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
+)
+
+// Selection is the Endpoint Picker a router runs: its configuration, the flavor whose plugins
+// the configuration may use, and the image that runs it.
+type Selection struct {
+	Config *configapi.EndpointPickerConfig
+	Flavor Flavor
+	Image  string
+	// custom is true when the configuration is the user's, not a preset.
+	custom bool
+}
+
+// Fields of a router that a selection error is about.
+const (
+	FieldStrategy             = "strategy"
+	FieldEndpointPickerConfig = "endpointPickerConfig"
+	FieldImage                = "endpointPicker.image"
+)
+
+// SelectError says which router field is wrong.
+type SelectError struct {
+	// Field is FieldStrategy, FieldEndpointPickerConfig or FieldImage.
+	Field string
+	Err   error
+}
+
+func (e *SelectError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *SelectError) Unwrap() error { return e.Err }
+
+// Select chooses a router's Endpoint Picker. The configuration is the user's raw one when given
+// (it overrides the strategy's preset), else the strategy's preset. A prefill/decode service
+// routes with pd-disaggregation, and only such a service may. The flavor is the image's when the
+// image is one of the two known repositories; otherwise llm-d's scheduler when the service is
+// prefill/decode or the configuration names a plugin only llm-d has, else the reference EPP.
+// Select does not load the configuration; Check does.
+func Select(strategy, raw string, disaggregated bool, image string) (*Selection, *SelectError) {
+	if err := checkStrategy(strategy, disaggregated); err != nil {
+		return nil, &SelectError{Field: FieldStrategy, Err: err}
+	}
+	sel := &Selection{Image: image}
+	if raw != "" {
+		cfg, err := Parse(raw)
+		if err != nil {
+			return nil, &SelectError{Field: FieldEndpointPickerConfig, Err: err}
+		}
+		sel.Config, sel.custom = cfg, true
+		sel.Flavor = FlavorGIE
+		if disaggregated || needsLLMD(cfg) {
+			sel.Flavor = FlavorLLMD
+		}
+	} else {
+		cfg, flavor, err := Preset(strategy, disaggregated)
+		if err != nil {
+			return nil, &SelectError{Field: FieldStrategy, Err: err}
+		}
+		sel.Config, sel.Flavor = cfg, flavor
+	}
+	if image == "" {
+		sel.Image = sel.Flavor.DefaultImage()
+	} else if flavor, known := imageFlavor(image); known {
+		sel.Flavor = flavor
+	}
+	return sel, nil
+}
+
+// Check loads the selection's configuration with its flavor's plugins. A preset that does not
+// load means the image is of the wrong flavor (a prefill/decode service on the reference EPP).
+func (s *Selection) Check() *SelectError {
+	if err := Check(s.Config, s.Flavor); err != nil {
+		if s.custom {
+			return &SelectError{Field: FieldEndpointPickerConfig, Err: err}
+		}
+		return &SelectError{Field: FieldImage, Err: fmt.Errorf("%s is %s; this router's %w", s.Image, s.Flavor, err)}
+	}
+	return nil
+}
+
+func checkStrategy(strategy string, disaggregated bool) error {
+	switch {
+	case strategy == StrategyDefault:
+		return nil
+	case !knownStrategy(strategy):
+		return fmt.Errorf("unknown strategy %q: one of %v", strategy, Strategies())
+	case disaggregated && strategy != StrategyPDDisaggregation:
+		return fmt.Errorf("a service with prefillers and decoders routes with %s (a prefill pod, then a decode pod); "+
+			"remove the strategy or set it to %s", StrategyPDDisaggregation, StrategyPDDisaggregation)
+	case !disaggregated && strategy == StrategyPDDisaggregation:
+		return fmt.Errorf("%s needs prefiller and decoder roles; this service's are workers", StrategyPDDisaggregation)
+	}
+	return nil
+}
+
+func knownStrategy(strategy string) bool {
+	_, single := singleProfile[strategy]
+	return single || strategy == StrategyPDDisaggregation
+}
+
+// needsLLMD reports whether the configuration names a plugin the reference EPP does not have.
+func needsLLMD(cfg *configapi.EndpointPickerConfig) bool {
+	gie, _ := pluginTypes(FlavorGIE)
+	for _, p := range cfg.Plugins {
+		if !gie.Has(p.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// imageFlavor recognises the two flavors' repositories, whatever the registry mirror, tag or digest.
+func imageFlavor(image string) (Flavor, bool) {
+	repository, _, _ := strings.Cut(image, "@")
+	if slash := strings.LastIndex(repository, "/"); strings.LastIndex(repository, ":") > slash {
+		repository = repository[:strings.LastIndex(repository, ":")]
+	}
+	switch {
+	case strings.HasSuffix(repository, "/llm-d-inference-scheduler"):
+		return FlavorLLMD, true
+	case strings.HasSuffix(repository, "/gateway-api-inference-extension/epp"):
+		return FlavorGIE, true
+	}
+	return "", false
+}
