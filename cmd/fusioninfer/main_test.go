@@ -158,7 +158,7 @@ func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
 	typoLine := badLine + 16
 	for _, want := range []string{
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine),
-		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].componentType: Forbidden: the router role is not supported yet`, badLine),
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to`, badLine),
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role`, badLine),
 		fmt.Sprintf(`-: document at line %d: unknown field "spec.roles[0].replica"`, typoLine),
 		"4 problem(s); nothing rendered",

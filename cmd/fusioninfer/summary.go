@@ -36,6 +36,10 @@ func writeSummary(w io.Writer, s topology.Summary) {
 	} else {
 		body.WriteString("gang: off (default scheduler; single-node, monolithic)\n")
 	}
+	if r := s.Router; r != nil {
+		fmt.Fprintf(&body, "router: HTTPRoute %s -> InferencePool %s (%s, port %d) -> Endpoint Picker %s (%s, strategy %s)\n",
+			r.HTTPRoute, r.Pool, r.PoolAPIVersion, r.PoolPort, r.EndpointPicker, r.Image, r.Strategy)
+	}
 	kinds := make([]string, 0, len(s.Objects))
 	for k := range s.Objects {
 		kinds = append(kinds, k)

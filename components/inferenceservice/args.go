@@ -38,7 +38,7 @@ type Args struct {
 type RoleArgs struct {
 	// Name is unique among the roles and a DNS label.
 	Name string `pulumi:"name"`
-	// ComponentType is worker, prefiller or decoder (router is not supported yet).
+	// ComponentType is worker, prefiller, decoder or router.
 	ComponentType string `pulumi:"componentType"`
 	// Replicas is the number of independent instances (default 1).
 	Replicas *int `pulumi:"replicas,optional"`
@@ -50,6 +50,40 @@ type RoleArgs struct {
 	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
 	// NodePool names the nodePools entry the role's pods run on.
 	NodePool string `pulumi:"nodePool,optional"`
+
+	// Router fields (componentType router): see api.Role.
+
+	// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or
+	// pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+	Strategy string `pulumi:"strategy,optional"`
+	// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+	HTTPRoute map[string]any `pulumi:"httproute,optional"`
+	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+	EndpointPickerConfig string `pulumi:"endpointPickerConfig,optional"`
+	// PoolAPIVersion is v1 (default) or v1alpha2.
+	PoolAPIVersion string `pulumi:"poolApiVersion,optional"`
+	// FailureMode is FailClose (default) or FailOpen.
+	FailureMode string `pulumi:"failureMode,optional"`
+	// ShadowService adds a headless Service over the pool's pods.
+	ShadowService bool `pulumi:"shadowService,optional"`
+	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	EndpointPicker *EndpointPickerArgs `pulumi:"endpointPicker,optional"`
+}
+
+// EndpointPickerArgs set a router's Endpoint Picker Deployment.
+type EndpointPickerArgs struct {
+	// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+	Image string `pulumi:"image,optional"`
+	// Replicas (default 1); more than one elect a leader.
+	Replicas *int `pulumi:"replicas,optional"`
+	// Resources of the Endpoint Picker container.
+	Resources *ResourcesArgs `pulumi:"resources,optional"`
+}
+
+// ResourcesArgs are a container's resource requests and limits, as quantities ("500m", "1Gi").
+type ResourcesArgs struct {
+	Requests map[string]string `pulumi:"requests,optional"`
+	Limits   map[string]string `pulumi:"limits,optional"`
 }
 
 // MultinodeArgs enable multi-node replicas.

@@ -41,6 +41,14 @@ type InferenceService struct {
 	// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what
 	// the cluster needs before anything runs. Zero when the service is not gang scheduled.
 	GPUsMinimal pulumi.IntOutput `pulumi:"gpusMinimal"`
+	// PoolName, EndpointPickerServiceName and HTTPRouteName name the router's InferencePool,
+	// Endpoint Picker Service and HTTPRoute; empty without a router.
+	PoolName                  pulumi.StringOutput `pulumi:"poolName"`
+	EndpointPickerServiceName pulumi.StringOutput `pulumi:"endpointPickerServiceName"`
+	HTTPRouteName             pulumi.StringOutput `pulumi:"httpRouteName"`
+	// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick
+	// endpoints; false without a router.
+	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`
 
 	// Children are the child resources by suffix ("podgroup", "{role}-{i}"), for Go programs
 	// that depend on one of them.
@@ -54,8 +62,8 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 	if args == nil {
 		return nil, fmt.Errorf("InferenceService %q: args are required", name)
 	}
-	shape := args.service(name)
-	if errs := api.ValidateShape(shape); len(errs) > 0 {
+	shape, errs := args.service(name)
+	if errs = append(errs, api.ValidateShape(shape)...); len(errs) > 0 {
 		return nil, &api.ValidationError{Service: shape.Name, Errors: errs}
 	}
 	tree := buildTree(ctx, shape, args)
@@ -78,17 +86,22 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 		component.Children[ref.Suffix] = child
 	}
 	setOutputs(component, shape, refs)
+	setRouterOutputs(component, shape, refs)
 	setGPUOutputs(component, tree)
 	return component, ctx.RegisterResourceOutputs(component, pulumi.Map{
-		"serviceName":          component.ServiceName,
-		"namespace":            component.Namespace,
-		"gangScheduled":        component.GangScheduled,
-		"podGroupName":         component.PodGroupName,
-		"nodePoolNames":        component.NodePoolNames,
-		"leaderWorkerSetNames": component.LeaderWorkerSetNames,
-		"status":               component.Status,
-		"gpusAtFullSize":       component.GPUsAtFullSize,
-		"gpusMinimal":          component.GPUsMinimal,
+		"serviceName":               component.ServiceName,
+		"namespace":                 component.Namespace,
+		"gangScheduled":             component.GangScheduled,
+		"podGroupName":              component.PodGroupName,
+		"nodePoolNames":             component.NodePoolNames,
+		"leaderWorkerSetNames":      component.LeaderWorkerSetNames,
+		"status":                    component.Status,
+		"gpusAtFullSize":            component.GPUsAtFullSize,
+		"gpusMinimal":               component.GPUsMinimal,
+		"poolName":                  component.PoolName,
+		"endpointPickerServiceName": component.EndpointPickerServiceName,
+		"httpRouteName":             component.HTTPRouteName,
+		"routerReady":               component.RouterReady,
 	})
 }
 
@@ -159,10 +172,17 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 			Labels:      metadataField("labels"),
 			Annotations: metadataField("annotations"),
 		},
-		OtherFields: kubernetes.UntypedArgs{
-			"spec": object.ApplyT(func(m map[string]any) any { return m["spec"] }),
-		},
+		OtherFields: otherFields(object, topology.BodyFields(ref.TypeMeta)),
 	}, opts...)
+}
+
+// otherFields are the object's top-level fields besides apiVersion, kind and metadata.
+func otherFields(object pulumi.MapOutput, fields []string) kubernetes.UntypedArgs {
+	out := kubernetes.UntypedArgs{}
+	for _, f := range fields {
+		out[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
+	}
+	return out
 }
 
 // setOutputs derives the component's outputs: names from the plan (known at preview), status

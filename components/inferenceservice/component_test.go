@@ -221,14 +221,33 @@ func TestBadInputRegistersNothing(t *testing.T) {
 			args: func() *Args { a := story4Args(); a.Roles[0].Template = vllmTemplate("8", "kv_producer", "8"); return a },
 			want: []string{"spec.roles[0].template.spec.containers[0].args", "parallel size is 8", "= 16 GPUs"},
 		},
-		"router not supported yet, and a lone prefiller": {
+		"a router without parentRefs, and a lone prefiller": {
 			args: func() *Args {
 				a := story4Args()
 				a.Roles = []RoleArgs{a.Roles[0], {Name: "router", ComponentType: "router"}}
 				return a
 			},
-			want: []string{"spec.roles[1].componentType: Forbidden: the router role is not supported yet",
+			want: []string{"spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to",
 				"spec.roles: Required value: a prefiller role needs a decoder role"},
+		},
+		"router: an endpoint picker quantity that does not parse": {
+			args: func() *Args {
+				a := story4Args()
+				a.Roles = append(a.Roles, RoleArgs{Name: "router", ComponentType: "router",
+					HTTPRoute:      map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}},
+					EndpointPicker: &EndpointPickerArgs{Resources: &ResourcesArgs{Requests: map[string]string{"cpu": "lots"}}}})
+				return a
+			},
+			want: []string{`spec.roles[2].endpointPicker.resources.requests[cpu]: Invalid value: "lots": quantities must match`},
+		},
+		"router: an unknown strategy": {
+			args: func() *Args {
+				a := story4Args()
+				a.Roles = append(a.Roles, RoleArgs{Name: "router", ComponentType: "router", Strategy: "fastest",
+					HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}})
+				return a
+			},
+			want: []string{`spec.roles[2].strategy: Invalid value: "fastest": unknown strategy`},
 		},
 	}
 	for name, tc := range cases {

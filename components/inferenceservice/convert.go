@@ -9,6 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
 
@@ -16,7 +17,8 @@ import (
 )
 
 // service is the spec the Args describe, without pod templates.
-func (a *Args) service(componentName string) *api.InferenceService {
+// Conversion errors (a quantity that does not parse) carry their field paths.
+func (a *Args) service(componentName string) (*api.InferenceService, field.ErrorList) {
 	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels},
@@ -36,8 +38,11 @@ func (a *Args) service(componentName string) *api.InferenceService {
 		}
 		svc.Spec.GangPolicy = gp
 	}
-	for _, r := range a.Roles {
+	var errs field.ErrorList
+	for i := range a.Roles {
+		r := &a.Roles[i]
 		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool}
+		errs = append(errs, routerToAPI(r, &role, field.NewPath("spec", "roles").Index(i))...)
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int32(*r.Replicas))
 		}
@@ -46,7 +51,7 @@ func (a *Args) service(componentName string) *api.InferenceService {
 		}
 		svc.Spec.Roles = append(svc.Spec.Roles, role)
 	}
-	return svc
+	return svc, errs
 }
 
 // templateMapper encodes pulumi-kubernetes structs by their `pulumi` tags, which are the
@@ -114,10 +119,10 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 	}
 	for i := range svc.Spec.Roles {
 		r := &svc.Spec.Roles[i]
-		if r.Strategy != "" || r.HTTPRoute != nil || r.EndpointPickerConfig != "" {
-			return nil, fmt.Errorf("spec.roles[%d]: router fields are not supported yet", i)
-		}
 		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool}
+		if err := routerFromAPI(r, &role); err != nil {
+			return nil, fmt.Errorf("spec.roles[%d].httproute: %w", i, err)
+		}
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int(*r.Replicas))
 		}

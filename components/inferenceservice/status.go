@@ -5,6 +5,9 @@ import (
 	"reflect"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
 // Phase is a role's high-level lifecycle stage (seed 000's ComponentPhase).
@@ -145,4 +148,38 @@ func (o RoleStatusMapOutput) MapIndex(role pulumi.StringInput) RoleStatusOutput 
 func init() {
 	pulumi.RegisterOutputType(RoleStatusOutput{})
 	pulumi.RegisterOutputType(RoleStatusMapOutput{})
+}
+
+// setRouterOutputs names the router's objects and reads its readiness from the Endpoint
+// Picker Deployment's outputs.
+func setRouterOutputs(component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
+	var poolName, eppServiceName, routeName string
+	ready := pulumi.Bool(false).ToBoolOutput()
+	if shape.Spec.Router() != nil {
+		poolName, eppServiceName, routeName = api.PoolName(shape.Name), api.EndpointPickerName(shape.Name), api.HTTPRouteName(shape.Name)
+		for _, ref := range refs {
+			if ref.TypeMeta == topology.KindDeployment {
+				epp := component.Children[ref.Suffix]
+				ready = pulumi.All(epp.OtherFields, epp.Metadata.Generation()).ApplyT(func(v []any) bool {
+					generation, _ := v[1].(*int)
+					return deploymentReady(v[0].(map[string]any), generation)
+				}).(pulumi.BoolOutput)
+			}
+		}
+	}
+	component.PoolName = pulumi.String(poolName).ToStringOutput()
+	component.EndpointPickerServiceName = pulumi.String(eppServiceName).ToStringOutput()
+	component.HTTPRouteName = pulumi.String(routeName).ToStringOutput()
+	component.RouterReady = ready
+}
+
+// deploymentReady reads a Deployment's outputs: its controller has seen the current spec and at
+// least one pod of it is ready. One is enough: with leader election only the leader is ready, and
+// the Recreate strategy removes the old pods before it starts new ones.
+func deploymentReady(fields map[string]any, generation *int) bool {
+	status, ok := fields["status"].(map[string]any)
+	if !ok || generation == nil {
+		return false
+	}
+	return asInt(status["observedGeneration"]) >= *generation && asInt(status["readyReplicas"]) >= 1
 }

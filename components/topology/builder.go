@@ -119,14 +119,18 @@ func Plan(svc *api.InferenceService) []Ref {
 			}
 		}
 	}
+	var awaited []string
+	for _, ref := range append(append([]Ref{}, refs...), minimal...) {
+		if ref.TypeMeta == KindLeaderWorkerSet && ref.Awaited {
+			awaited = append(awaited, ref.Suffix)
+		}
+	}
+	router := routerRefs(svc, awaited)
 	if len(minimal)+len(extra) == 0 {
-		return refs
+		return append(refs, router...)
 	}
 	// The replicas beyond the minimum depend on every minimal one (and on what they already did).
-	var minimalSuffixes []string
-	for _, ref := range minimal {
-		minimalSuffixes = append(minimalSuffixes, ref.Suffix)
-	}
+	minimalSuffixes := awaited
 	shared := map[string][]string{} // one read-only list per distinct base, not one per replica
 	for i := range extra {
 		key := strings.Join(extra[i].DependsOn, ",")
@@ -135,7 +139,7 @@ func Plan(svc *api.InferenceService) []Ref {
 		}
 		extra[i].DependsOn = shared[key]
 	}
-	return append(append(refs, minimal...), extra...)
+	return append(append(append(refs, minimal...), extra...), router...)
 }
 
 // Build validates the service and builds its whole tree. On invalid input it returns every
@@ -145,11 +149,12 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 		return nil, errs
 	}
 	svc = WithDefaults(svc)
+	routing := newRouting(svc)
 	templates := map[string]roleTemplates{}
 	for i := range svc.Spec.Roles {
 		role := &svc.Spec.Roles[i]
 		if role.ComponentType.Serving() {
-			templates[role.Name] = buildRoleTemplates(svc.Name, &svc.Spec, role)
+			templates[role.Name] = buildRoleTemplates(svc.Name, &svc.Spec, role, routing)
 		}
 	}
 	roles := map[string]*api.Role{}
@@ -166,6 +171,8 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 			obj = buildLeaderWorkerSet(svc, roles[ref.Role], ref.Replica, templates[ref.Role], ref.Awaited)
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
+		default:
+			obj = routing.object(ref)
 		}
 		tree.Objects = append(tree.Objects, Object{Ref: ref, Object: obj})
 	}

@@ -20,8 +20,14 @@ type roleTemplates struct {
 	revision string
 }
 
-func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role) roleTemplates {
+// buildRoleTemplates are a role's templates. Behind a router, a prefill/decode role's pods carry
+// llm-d's role label, and a decode leader gets the routing sidecar (routing is nil without a router).
+func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, routing *routing) roleTemplates {
 	base := role.Template.DeepCopy()
+	routedDecoder := routing != nil && role.ComponentType == api.ComponentTypeDecoder
+	if routing != nil {
+		routePrefillDecode(base, role)
+	}
 	if spec.GangScheduled() {
 		base.Spec.SchedulerName = api.VolcanoSchedulerName
 	}
@@ -32,9 +38,15 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 		placeOnPool(serviceName, pool, &base.Spec)
 	}
 	if !role.MultiNode() {
+		if routedDecoder {
+			addRoutingSidecar(base, routing.poolPort)
+		}
 		return roleTemplates{worker: base, revision: templateRevision(base)}
 	}
 	leader, worker := base.DeepCopy(), base
+	if routedDecoder {
+		addRoutingSidecar(leader, routing.poolPort) // before the Ray launcher wraps the server's command line
+	}
 	rayLeaderTemplate(leader)
 	rayWorkerTemplate(worker)
 	return roleTemplates{leader: leader, worker: worker, revision: templateRevision(leader, worker)}

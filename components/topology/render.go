@@ -8,6 +8,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// bodyFields are the top-level fields of a kind besides apiVersion, kind and metadata.
+var bodyFields = map[TypeMeta][]string{
+	KindServiceAccount: nil,
+	KindRole:           {"rules"},
+	KindRoleBinding:    {"subjects", "roleRef"},
+	KindConfigMap:      {"data"},
+}
+
+// BodyFields are the top-level fields an object of the kind carries besides apiVersion, kind and
+// metadata ("spec" for most): what a caller must send for it, known before the object is built.
+func BodyFields(kind TypeMeta) []string {
+	if fields, ok := bodyFields[kind]; ok {
+		return fields
+	}
+	return []string{"spec"}
+}
+
 // Unstructured is the object as the plain map a client sends: no status, no null timestamps.
 func (o *Object) Unstructured() (map[string]any, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.Object)

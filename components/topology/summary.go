@@ -2,6 +2,7 @@ package topology
 
 import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
 // RoleSummary is what one serving role asks of the cluster.
@@ -31,6 +32,19 @@ type Summary struct {
 	PodGroup    string
 	MinMember   int32
 	Objects     map[string]int
+	// Router describes the routing stack; nil without a router role.
+	Router *RouterSummary
+}
+
+// RouterSummary is what a router role deploys in front of the serving roles.
+type RouterSummary struct {
+	Pool, PoolAPIVersion string
+	PoolPort             int32
+	EndpointPicker       string // the Deployment
+	Image                string
+	// Strategy is the preset's name, "default", or "custom" for a raw EndpointPickerConfig.
+	Strategy  string
+	HTTPRoute string
 }
 
 // Summarize describes a built tree.
@@ -73,5 +87,31 @@ func Summarize(t *Tree) Summary {
 	for _, o := range t.Objects {
 		s.Objects[o.Kind]++
 	}
+	s.Router = summarizeRouter(t)
 	return s
+}
+
+func summarizeRouter(t *Tree) *RouterSummary {
+	routing := newRouting(t.Service)
+	if routing == nil {
+		return nil
+	}
+	rs := &RouterSummary{
+		Pool: api.PoolName(t.Service.Name), PoolPort: routing.poolPort, EndpointPicker: api.EndpointPickerName(t.Service.Name),
+		Image: routing.selection.Image, Strategy: routing.router.Strategy, HTTPRoute: api.HTTPRouteName(t.Service.Name),
+	}
+	for _, o := range t.Objects {
+		if o.Suffix == suffixPool {
+			rs.PoolAPIVersion = o.APIVersion
+		}
+	}
+	switch {
+	case routing.router.EndpointPickerConfig != "":
+		rs.Strategy = "custom"
+	case rs.Strategy == "" && t.Service.Spec.Disaggregated():
+		rs.Strategy = eppconfig.StrategyPDDisaggregation
+	case rs.Strategy == "":
+		rs.Strategy = "default"
+	}
+	return rs
 }

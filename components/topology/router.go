@@ -1,0 +1,417 @@
+package topology
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
+)
+
+// Kinds of a router's objects.
+var (
+	KindServiceAccount          = TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
+	KindRole                    = TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}
+	KindRoleBinding             = TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}
+	KindConfigMap               = TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+	KindDeployment              = TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"}
+	KindService                 = TypeMeta{APIVersion: "v1", Kind: "Service"}
+	KindInferencePool           = TypeMeta{APIVersion: inferencev1.GroupVersion.String(), Kind: "InferencePool"}
+	KindInferencePoolV1Alpha2   = TypeMeta{APIVersion: inferencev1alpha2.GroupVersion.String(), Kind: "InferencePool"}
+	KindHTTPRoute               = TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"}
+	inferenceObjectivesAPIGroup = inferencev1alpha2.GroupVersion.Group
+)
+
+// Suffixes of a router's objects (Pulumi names children "{component}-{suffix}").
+const (
+	suffixEPPServiceAccount = "epp-serviceaccount"
+	suffixEPPRole           = "epp-role"
+	suffixEPPRoleBinding    = "epp-rolebinding"
+	suffixEPPConfig         = "epp-config"
+	suffixEPPDeployment     = "epp-deployment"
+	suffixEPPService        = "epp-service"
+	suffixPool              = "pool"
+	suffixShadowService     = "shadow-service"
+	suffixHTTPRoute         = "httproute"
+)
+
+// The Endpoint Picker's ports and files, as the upstream inferencepool chart sets them.
+const (
+	eppGRPCPort          = 9002
+	eppGRPCHealthPort    = 9003
+	eppMetricsPort       = 9090
+	eppConfigMountPath   = "/config"
+	eppConfigFile        = "config.yaml"
+	eppContainerName     = "epp"
+	eppConfigVolume      = "epp-config"
+	eppTerminationGrace  = 130 // the chart's: as long as the longest grace period of the pool's pods
+	eppNonRootUser       = 65532
+	routeRequestTimeout  = "300s" // what the Inference Extension's example routes give a generation
+	annotationEPPConfig  = api.ReservedLabelPrefix + "epp-config-hash"
+	inferencePoolKind    = "InferencePool"
+	leaderElectionSuffix = ".gateway-api-inference-extension.sigs.k8s.io"
+)
+
+// routerRefs lay out a router's objects after the service's LWSs. The Endpoint Picker starts
+// once its account, permissions and configuration exist; the route attaches to the gateway last,
+// after the pool and the replicas a deployment waits for, so traffic arrives when pods serve.
+func routerRefs(svc *api.InferenceService, awaitedLeaderWorkerSets []string) []Ref {
+	router := svc.Spec.Router()
+	if router == nil {
+		return nil
+	}
+	eppName := api.EndpointPickerName(svc.Name)
+	ref := func(kind TypeMeta, name, suffix string, dependsOn ...string) Ref {
+		return Ref{TypeMeta: kind, Name: name, Namespace: svc.Namespace, Suffix: suffix, Role: router.Name, DependsOn: dependsOn}
+	}
+	poolKind := KindInferencePool
+	if router.PoolAPIVersion == api.PoolV1Alpha2 {
+		poolKind = KindInferencePoolV1Alpha2
+	}
+	deployment := ref(KindDeployment, eppName, suffixEPPDeployment, suffixEPPRoleBinding, suffixEPPConfig)
+	deployment.Awaited = svc.Spec.AwaitMode() != api.AwaitNone
+	refs := []Ref{
+		ref(KindServiceAccount, eppName, suffixEPPServiceAccount),
+		ref(KindRole, eppName, suffixEPPRole),
+		ref(KindRoleBinding, eppName, suffixEPPRoleBinding, suffixEPPServiceAccount, suffixEPPRole),
+		ref(KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig),
+		deployment,
+		ref(KindService, eppName, suffixEPPService),
+		ref(poolKind, api.PoolName(svc.Name), suffixPool),
+	}
+	if router.ShadowService {
+		refs = append(refs, ref(KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
+	}
+	routeDependsOn := append([]string{suffixPool, suffixEPPDeployment}, awaitedLeaderWorkerSets...)
+	return append(refs, ref(KindHTTPRoute, api.HTTPRouteName(svc.Name), suffixHTTPRoute, routeDependsOn...))
+}
+
+// routing builds a router's objects.
+type routing struct {
+	svc       *api.InferenceService
+	router    *api.Role
+	selection *eppconfig.Selection
+	// poolPort is the serving port of every serving role (validated to be one).
+	poolPort int32
+}
+
+func newRouting(svc *api.InferenceService) *routing {
+	router := svc.Spec.Router()
+	if router == nil {
+		return nil
+	}
+	sel, err := eppconfig.Select(router.Strategy, router.EndpointPickerConfig, svc.Spec.Disaggregated(), router.EndpointPickerImage())
+	if err != nil {
+		panic("router of a validated service: " + err.Error())
+	}
+	r := &routing{svc: svc, router: router, selection: sel}
+	for i := range svc.Spec.Roles {
+		if role := &svc.Spec.Roles[i]; role.ComponentType.Serving() {
+			port, err := api.ServingPort(&role.Template.Spec.Containers[api.ServingContainerIndex])
+			if err != nil {
+				panic("serving port of a validated service: " + err.Error())
+			}
+			r.poolPort = port
+			break
+		}
+	}
+	return r
+}
+
+func (r *routing) object(ref Ref) runtime.Object {
+	switch ref.Suffix {
+	case suffixEPPServiceAccount:
+		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}
+	case suffixEPPRole:
+		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.rules()}
+	case suffixEPPRoleBinding:
+		return r.roleBinding(ref)
+	case suffixEPPConfig:
+		return &corev1.ConfigMap{TypeMeta: typeMeta(KindConfigMap), ObjectMeta: r.meta(ref), Data: map[string]string{eppConfigFile: r.configText()}}
+	case suffixEPPDeployment:
+		return r.deployment(ref)
+	case suffixEPPService:
+		return r.eppService(ref)
+	case suffixPool:
+		return r.pool(ref)
+	case suffixShadowService:
+		return r.shadowService(ref)
+	case suffixHTTPRoute:
+		return r.httpRoute(ref)
+	}
+	panic("unknown router object " + ref.Suffix)
+}
+
+func typeMeta(t TypeMeta) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: t.APIVersion, Kind: t.Kind} }
+
+func (r *routing) meta(ref Ref) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: r.labels()}
+}
+
+// labels of every router object and of the Endpoint Picker's pods.
+func (r *routing) labels() map[string]string {
+	return merged(serviceObjectLabels(r.svc), roleLabels(r.svc.Name, r.router))
+}
+
+// eppSelector selects the Endpoint Picker's pods.
+func (r *routing) eppSelector() map[string]string {
+	return map[string]string{LabelService: r.svc.Name, LabelRoleName: r.router.Name}
+}
+
+// poolSelector selects the leader pods of the service's serving roles: the pods that run the
+// model server (a multi-node replica's workers only join its Ray cluster).
+func (r *routing) poolSelector() map[string]string {
+	return map[string]string{LabelService: r.svc.Name, lwsv1.WorkerIndexLabelKey: "0"}
+}
+
+func (r *routing) leaderElection() bool { return r.router.EndpointPickerReplicas() > 1 }
+
+// rules are the Endpoint Picker's least privilege: read its own pool (the EPP lists and watches
+// it by name), the namespace's objectives and pods; a lease of its own and events when several
+// replicas elect a leader.
+func (r *routing) rules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{r.router.PoolGroup()}, Resources: []string{"inferencepools"}, ResourceNames: []string{api.PoolName(r.svc.Name)}, Verbs: read},
+		{APIGroups: []string{inferenceObjectivesAPIGroup}, Resources: []string{"inferenceobjectives"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+	}
+	if r.leaderElection() {
+		lease := "epp-" + r.svc.Namespace + "-" + api.PoolName(r.svc.Name) + leaderElectionSuffix
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease},
+				Verbs: []string{"get", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		)
+	}
+	return rules
+}
+
+func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
+	name := api.EndpointPickerName(r.svc.Name)
+	return &rbacv1.RoleBinding{
+		TypeMeta:   typeMeta(KindRoleBinding),
+		ObjectMeta: r.meta(ref),
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: r.svc.Namespace}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindRole.Kind, Name: name},
+	}
+}
+
+func (r *routing) configText() string {
+	text, err := eppconfig.Marshal(r.selection.Config)
+	if err != nil {
+		panic("EndpointPickerConfig does not marshal: " + err.Error()) // a typed struct always does
+	}
+	return text
+}
+
+// deployment is the Endpoint Picker, as the upstream inferencepool chart deploys it: one active
+// replica (Recreate, so an old leader never blocks the new one), gRPC health probes, no
+// cluster-wide permission (metrics are served without token review), a non-root read-only container.
+func (r *routing) deployment(ref Ref) *appsv1.Deployment {
+	labels := r.labels()
+	configHash := sha256.Sum256([]byte(r.configText()))
+	args := []string{
+		"--pool-name", api.PoolName(r.svc.Name),
+		"--pool-namespace", r.svc.Namespace,
+		"--pool-group", r.router.PoolGroup(),
+		"--config-file", eppConfigMountPath + "/" + eppConfigFile,
+		"--grpc-port", strconv.Itoa(eppGRPCPort),
+		"--grpc-health-port", strconv.Itoa(eppGRPCHealthPort),
+		"--metrics-port", strconv.Itoa(eppMetricsPort),
+		"--metrics-endpoint-auth=false",
+		"--tracing=false",
+		"--zap-encoder", "json",
+	}
+	liveness, readiness := "inference-extension", "inference-extension"
+	if r.leaderElection() {
+		args = append(args, "--ha-enable-leader-election")
+		liveness, readiness = "liveness", "readiness" // only the leader is ready
+	}
+	grpcProbe := func(service string) corev1.ProbeHandler {
+		return corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: eppGRPCHealthPort, Service: ptr.To(service)}}
+	}
+	fieldEnv := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi"),
+	}}
+	if epp := r.router.EndpointPicker; epp != nil && epp.Resources != nil {
+		resources = *epp.Resources.DeepCopy()
+	}
+	annotations := map[string]string(nil)
+	if !ref.Awaited {
+		annotations = map[string]string{AnnotationPulumiSkipAwait: "true"}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta(KindDeployment),
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(r.router.EndpointPickerReplicas()),
+			Selector: &metav1.LabelSelector{MatchLabels: r.eppSelector()},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: labels,
+					// A new configuration restarts the Endpoint Picker, which reads it only at start-up.
+					Annotations: map[string]string{annotationEPPConfig: hex.EncodeToString(configHash[:])[:revisionLength]},
+				},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            ref.Name,
+					TerminationGracePeriodSeconds: ptr.To[int64](eppTerminationGrace),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](eppNonRootUser), RunAsGroup: ptr.To[int64](eppNonRootUser),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            eppContainerName,
+						Image:           r.selection.Image,
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Args:            args,
+						Ports: []corev1.ContainerPort{
+							{Name: "grpc", ContainerPort: eppGRPCPort, Protocol: corev1.ProtocolTCP},
+							{Name: "grpc-health", ContainerPort: eppGRPCHealthPort, Protocol: corev1.ProtocolTCP},
+							{Name: "metrics", ContainerPort: eppMetricsPort, Protocol: corev1.ProtocolTCP},
+						},
+						Env:            []corev1.EnvVar{fieldEnv("NAMESPACE", "metadata.namespace"), fieldEnv("POD_NAME", "metadata.name")},
+						LivenessProbe:  &corev1.Probe{ProbeHandler: grpcProbe(liveness), InitialDelaySeconds: 5, PeriodSeconds: 10},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: grpcProbe(readiness), PeriodSeconds: 2},
+						Resources:      resources,
+						VolumeMounts:   []corev1.VolumeMount{{Name: eppConfigVolume, MountPath: eppConfigMountPath, ReadOnly: true}},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+					Volumes: []corev1.Volume{{Name: eppConfigVolume, VolumeSource: corev1.VolumeSource{
+						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerConfigName(r.svc.Name)}},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+func (r *routing) eppService(ref Ref) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   typeMeta(KindService),
+		ObjectMeta: r.meta(ref),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: r.eppSelector(),
+			Ports: []corev1.ServicePort{
+				{Name: "grpc-ext-proc", Port: eppGRPCPort, TargetPort: intstr.FromInt32(eppGRPCPort), Protocol: corev1.ProtocolTCP},
+				{Name: "http-metrics", Port: eppMetricsPort, TargetPort: intstr.FromInt32(eppMetricsPort), Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+}
+
+func (r *routing) pool(ref Ref) runtime.Object {
+	eppName := api.EndpointPickerName(r.svc.Name)
+	if r.router.PoolAPIVersion == api.PoolV1Alpha2 {
+		selector := map[inferencev1alpha2.LabelKey]inferencev1alpha2.LabelValue{}
+		for k, v := range r.poolSelector() {
+			selector[inferencev1alpha2.LabelKey(k)] = inferencev1alpha2.LabelValue(v)
+		}
+		return &inferencev1alpha2.InferencePool{
+			TypeMeta:   typeMeta(KindInferencePoolV1Alpha2),
+			ObjectMeta: r.meta(ref),
+			Spec: inferencev1alpha2.InferencePoolSpec{
+				Selector:         selector,
+				TargetPortNumber: r.poolPort,
+				ExtensionRef: inferencev1alpha2.Extension{
+					Kind:        ptr.To(inferencev1alpha2.Kind(KindService.Kind)),
+					Name:        inferencev1alpha2.ObjectName(eppName),
+					PortNumber:  ptr.To(inferencev1alpha2.PortNumber(eppGRPCPort)),
+					FailureMode: ptr.To(inferencev1alpha2.ExtensionFailureMode(r.router.PoolFailureMode())),
+				},
+			},
+		}
+	}
+	selector := map[inferencev1.LabelKey]inferencev1.LabelValue{}
+	for k, v := range r.poolSelector() {
+		selector[inferencev1.LabelKey(k)] = inferencev1.LabelValue(v)
+	}
+	return &inferencev1.InferencePool{
+		TypeMeta:   typeMeta(KindInferencePool),
+		ObjectMeta: r.meta(ref),
+		Spec: inferencev1.InferencePoolSpec{
+			Selector:    inferencev1.LabelSelector{MatchLabels: selector},
+			TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(r.poolPort)}},
+			EndpointPickerRef: inferencev1.EndpointPickerRef{
+				Kind:        inferencev1.Kind(KindService.Kind),
+				Name:        inferencev1.ObjectName(eppName),
+				Port:        &inferencev1.Port{Number: eppGRPCPort},
+				FailureMode: inferencev1.EndpointPickerFailureMode(r.router.PoolFailureMode()),
+			},
+		},
+	}
+}
+
+// shadowService is seed 001's option 1: a headless Service over the pool's pods for gateways
+// that route to Services only. On a prefill/decode service it selects the decode leaders, whose
+// routing sidecar serves the port: a request must never land on a prefill pod alone.
+func (r *routing) shadowService(ref Ref) *corev1.Service {
+	selector := r.poolSelector()
+	if r.svc.Spec.Disaggregated() {
+		selector[LabelComponentType] = string(api.ComponentTypeDecoder)
+	}
+	return &corev1.Service{
+		TypeMeta: typeMeta(KindService),
+		// Its endpoints are the model servers, which the LWSs' await already covers.
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: r.labels(),
+			Annotations: map[string]string{AnnotationPulumiSkipAwait: "true"}},
+		Spec: corev1.ServiceSpec{
+			Type:      corev1.ServiceTypeClusterIP,
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  selector,
+			Ports: []corev1.ServicePort{{Name: api.ServingPortName, Port: r.poolPort,
+				TargetPort: intstr.FromInt32(r.poolPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// httpRoute is the user's route with every rule's backend the pool. A route without rules gets
+// one for every path; a rule without timeouts gets the request timeout of the Inference
+// Extension's examples, as a gateway's default (often 15 s) would cut long generations.
+func (r *routing) httpRoute(ref Ref) *gatewayv1.HTTPRoute {
+	spec, err := api.DecodeHTTPRoute(r.router.HTTPRoute)
+	if err != nil {
+		panic("httproute of a validated service: " + err.Error())
+	}
+	if len(spec.Rules) == 0 {
+		spec.Rules = []gatewayv1.HTTPRouteRule{{Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
+			Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/"),
+		}}}}}
+	}
+	backend := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		Group: ptr.To(gatewayv1.Group(r.router.PoolGroup())),
+		Kind:  ptr.To(gatewayv1.Kind(inferencePoolKind)),
+		Name:  gatewayv1.ObjectName(api.PoolName(r.svc.Name)),
+	}}}
+	for i := range spec.Rules {
+		spec.Rules[i].BackendRefs = []gatewayv1.HTTPBackendRef{backend}
+		if spec.Rules[i].Timeouts == nil {
+			spec.Rules[i].Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: ptr.To(gatewayv1.Duration(routeRequestTimeout))}
+		}
+	}
+	return &gatewayv1.HTTPRoute{TypeMeta: typeMeta(KindHTTPRoute), ObjectMeta: r.meta(ref), Spec: *spec}
+}
