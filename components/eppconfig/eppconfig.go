@@ -8,6 +8,7 @@ package eppconfig
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -57,12 +58,40 @@ func Parse(raw string) (*configapi.EndpointPickerConfig, error) {
 	return cfg, nil
 }
 
-// Marshal renders a configuration for the EPP's ConfigMap.
+// Marshal renders a configuration for the EPP's ConfigMap, without the empty names, null
+// parameters and null weights the upstream type writes (the loader defaults them).
 func Marshal(cfg *configapi.EndpointPickerConfig) (string, error) {
 	out := cfg.DeepCopy()
 	out.APIVersion, out.Kind = configapi.GroupVersion.String(), "EndpointPickerConfig"
-	data, err := yaml.Marshal(out)
+	data, err := json.Marshal(out)
+	if err != nil {
+		return "", err
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return "", err
+	}
+	data, err = yaml.Marshal(pruneUnset(doc))
 	return string(data), err
+}
+
+// pruneUnset drops null values and empty strings from maps, recursively.
+func pruneUnset(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if child == nil || child == "" {
+				delete(t, k)
+				continue
+			}
+			t[k] = pruneUnset(child)
+		}
+	case []any:
+		for i := range t {
+			t[i] = pruneUnset(t[i])
+		}
+	}
+	return v
 }
 
 // Check loads a configuration the way the EPP of the flavor does at start-up: every plugin type

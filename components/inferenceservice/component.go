@@ -2,6 +2,7 @@ package inferenceservice
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
@@ -144,6 +145,9 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 	metadataField := func(field string) pulumi.StringMapOutput {
 		return object.ApplyT(func(m map[string]any) map[string]string {
 			values, _ := m["metadata"].(map[string]any)[field].(map[string]any)
+			if values == nil {
+				return nil // absent stays absent, not "{}"
+			}
 			out := make(map[string]string, len(values))
 			for k, v := range values {
 				out[k] = v.(string)
@@ -163,26 +167,34 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 	if len(dependsOn) > 0 {
 		opts = append(opts, pulumi.DependsOn(dependsOn))
 	}
-	return apiextensions.NewCustomResource(ctx, componentName+"-"+ref.Suffix, &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(ref.APIVersion),
-		Kind:       pulumi.String(ref.Kind),
-		Metadata: &k8smetav1.ObjectMetaArgs{
+	inputs := kubernetes.UntypedArgs{
+		"apiVersion": pulumi.String(ref.APIVersion),
+		"kind":       pulumi.String(ref.Kind),
+		"metadata": &k8smetav1.ObjectMetaArgs{
 			Name:        pulumi.String(ref.Name),
 			Namespace:   namespaceOf(ref),
 			Labels:      metadataField("labels"),
 			Annotations: metadataField("annotations"),
 		},
-		OtherFields: otherFields(object, topology.BodyFields(ref.TypeMeta)),
-	}, opts...)
+	}
+	for _, f := range topology.BodyFields(ref.TypeMeta) {
+		inputs[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
+	}
+	var child apiextensions.CustomResource
+	err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)
+	return &child, err
 }
 
-// otherFields are the object's top-level fields besides apiVersion, kind and metadata.
-func otherFields(object pulumi.MapOutput, fields []string) kubernetes.UntypedArgs {
-	out := kubernetes.UntypedArgs{}
-	for _, f := range fields {
-		out[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
+// typeToken is the pulumi-kubernetes type of a kind, "kubernetes:{group}/{version}:{kind}", as
+// apiextensions.NewCustomResource derives it, except for the core group, which pulumi-kubernetes
+// names "core" ("kubernetes:core/v1:Service"): registered as "kubernetes:v1:Service", a
+// Service would not be the provider's Service.
+func typeToken(kind topology.TypeMeta) string {
+	apiVersion := kind.APIVersion
+	if !strings.Contains(apiVersion, "/") {
+		apiVersion = "core/" + apiVersion
 	}
-	return out
+	return "kubernetes:" + apiVersion + ":" + kind.Kind
 }
 
 // setOutputs derives the component's outputs: names from the plan (known at preview), status

@@ -7,6 +7,12 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -62,7 +68,7 @@ func replicaCount(tree *topology.Tree) int {
 
 func checkTree(t *testing.T, tree *topology.Tree) {
 	t.Helper()
-	wantLWS, podGroups, lwss, nodePools := 0, 0, 0, 0
+	wantLWS, podGroups, lwss, nodePools, routerObjects := 0, 0, 0, 0, 0
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
 			wantLWS += int(r.ReplicaCount())
@@ -79,6 +85,10 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			podGroups++
 		case *karpv1.NodePool:
 			nodePools++
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *corev1.ConfigMap, *appsv1.Deployment, *corev1.Service:
+			routerObjects++
+		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute:
+			routerObjects++
 		default:
 			t.Fatalf("unexpected object %T", o)
 		}
@@ -100,6 +110,11 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	}
 	if nodePools != karpenterPools {
 		t.Fatalf("%d NodePools for %d karpenter pools", nodePools, karpenterPools)
+	}
+	if router := tree.Service.Spec.Router(); router == nil && routerObjects > 0 {
+		t.Fatalf("%d router objects without a router", routerObjects)
+	} else if router != nil {
+		checkRouting(t, tree)
 	}
 	topology.Summarize(tree)
 	checkDependsOnEarlier(t, tree)

@@ -60,6 +60,10 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, poolPort int32) {
 		},
 		Ports:         []corev1.ContainerPort{{Name: routingSidecarPortName, ContainerPort: poolPort, Protocol: corev1.ProtocolTCP}},
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		// The pod is ready, and in the pool, only when the sidecar answers on the pool's port too.
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/health", Port: intstr.FromString(routingSidecarPortName),
+		}}, PeriodSeconds: 5},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			RunAsNonRoot:             ptr.To(true),

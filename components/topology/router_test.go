@@ -1,0 +1,238 @@
+package topology_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+func objectOf[T runtime.Object](t *testing.T, tree *topology.Tree, name string) T {
+	t.Helper()
+	for _, o := range tree.Objects {
+		if obj, ok := o.Object.(T); ok && (name == "" || o.Name == name) {
+			return obj
+		}
+	}
+	var zero T
+	t.Fatalf("no %T %q in %v", zero, name, names(tree))
+	return zero
+}
+
+func build(t *testing.T, svc *api.InferenceService) *topology.Tree {
+	t.Helper()
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	return tree
+}
+
+// routedStory is a manifest with a change to its router, built.
+func routedStory(t *testing.T, file string, change func(svc *api.InferenceService, router *api.Role)) *topology.Tree {
+	t.Helper()
+	svc := story(t, file).Service
+	svc.Spec.Roles = append([]api.Role{}, svc.Spec.Roles...)
+	change(svc, svc.Spec.Router())
+	return build(t, svc)
+}
+
+func TestRouterObjectsAndOrder(t *testing.T) {
+	tree := story(t, "llama-router.yaml")
+	assert.Equal(t, []string{
+		"LeaderWorkerSet/llama-8b-server-0", "LeaderWorkerSet/llama-8b-server-1", "LeaderWorkerSet/llama-8b-server-2", "LeaderWorkerSet/llama-8b-server-3",
+		"ServiceAccount/llama-8b-epp", "Role/llama-8b-epp", "RoleBinding/llama-8b-epp", "ConfigMap/llama-8b-epp-config",
+		"Deployment/llama-8b-epp", "Service/llama-8b-epp", "InferencePool/llama-8b-pool", "Service/llama-8b-shadow", "HTTPRoute/llama-8b-httproute",
+	}, names(tree))
+	route := tree.Objects[len(tree.Objects)-1]
+	assert.Equal(t, []string{"pool", "epp-deployment", "server-0", "server-1", "server-2", "server-3"}, route.DependsOn,
+		"the route attaches after the pool, the Endpoint Picker and the awaited replicas")
+	deployment := tree.Objects[8]
+	assert.Equal(t, []string{"epp-rolebinding", "epp-config"}, deployment.DependsOn)
+	assert.True(t, deployment.Awaited)
+}
+
+func TestRouterAwaitNone(t *testing.T) {
+	tree := routedStory(t, "llama-router.yaml", func(svc *api.InferenceService, _ *api.Role) { svc.Spec.Await = api.AwaitNone })
+	deployment := objectOf[*appsv1.Deployment](t, tree, "")
+	assert.Equal(t, "true", deployment.Annotations[topology.AnnotationPulumiSkipAwait])
+	route := tree.Objects[len(tree.Objects)-1]
+	assert.Equal(t, []string{"pool", "epp-deployment"}, route.DependsOn, "no replica is awaited")
+}
+
+func TestEndpointPickerLeaderElection(t *testing.T) {
+	single := story(t, "llama-router.yaml")
+	ha := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
+		r.EndpointPicker = &api.EndpointPicker{Replicas: ptr.To[int32](3)}
+	})
+	resourcesOf := func(tree *topology.Tree) []string {
+		var out []string
+		for _, rule := range objectOf[*rbacv1.Role](t, tree, "").Rules {
+			out = append(out, strings.Join(rule.Resources, ",")+":"+strings.Join(rule.Verbs, ","))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"inferencepools:get,list,watch", "inferenceobjectives:get,list,watch", "pods:get,list,watch"}, resourcesOf(single),
+		"one replica reads its pool, objectives and pods, nothing else")
+	assert.Equal(t, []string{"inferencepools:get,list,watch", "inferenceobjectives:get,list,watch", "pods:get,list,watch",
+		"leases:create", "leases:get,update,patch", "events:create,patch"}, resourcesOf(ha))
+	lease := objectOf[*rbacv1.Role](t, ha, "").Rules[4]
+	assert.Equal(t, []string{"epp-llm-llama-8b-pool.gateway-api-inference-extension.sigs.k8s.io"}, lease.ResourceNames,
+		"the lease the EPP's manager elects with, and only it")
+
+	for _, tc := range []struct {
+		tree      *topology.Tree
+		replicas  int32
+		readiness string
+		flag      bool
+	}{{single, 1, "inference-extension", false}, {ha, 3, "readiness", true}} {
+		epp := objectOf[*appsv1.Deployment](t, tc.tree, "")
+		assert.Equal(t, tc.replicas, *epp.Spec.Replicas)
+		c := epp.Spec.Template.Spec.Containers[0]
+		assert.Equal(t, tc.readiness, *c.ReadinessProbe.GRPC.Service)
+		assert.Equal(t, tc.flag, contains(c.Args, "--ha-enable-leader-election"))
+		assert.Equal(t, appsv1.RecreateDeploymentStrategyType, epp.Spec.Strategy.Type)
+	}
+}
+
+func contains(args []string, want string) bool {
+	for _, a := range args {
+		if a == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPoolVersions(t *testing.T) {
+	v1 := objectOf[*inferencev1.InferencePool](t, story(t, "llama-router.yaml"), "")
+	assert.Equal(t, inferencev1.EndpointPickerFailClose, v1.Spec.EndpointPickerRef.FailureMode)
+	assert.Equal(t, inferencev1.PortNumber(9002), v1.Spec.EndpointPickerRef.Port.Number)
+	assert.Equal(t, inferencev1.ObjectName("llama-8b-epp"), v1.Spec.EndpointPickerRef.Name)
+
+	alpha := story(t, "router-v1alpha2-custom-epp.yaml")
+	pool := objectOf[*inferencev1alpha2.InferencePool](t, alpha, "")
+	assert.Equal(t, int32(8080), pool.Spec.TargetPortNumber, "the server's --port")
+	assert.Equal(t, inferencev1alpha2.FailOpen, *pool.Spec.ExtensionRef.FailureMode)
+	route := objectOf[*gatewayv1.HTTPRoute](t, alpha, "")
+	assert.Equal(t, gatewayv1.Group("inference.networking.x-k8s.io"), *route.Spec.Rules[0].BackendRefs[0].Group)
+	epp := objectOf[*appsv1.Deployment](t, alpha, "")
+	assert.Equal(t, []string{"--pool-group", "inference.networking.x-k8s.io"}, argsAfter(epp.Spec.Template.Spec.Containers[0].Args, "--pool-group"))
+	assert.Equal(t, []string{"inference.networking.x-k8s.io"}, objectOf[*rbacv1.Role](t, alpha, "").Rules[0].APIGroups)
+	assert.Equal(t, "4Gi", ptr.To(epp.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]).String(), "the user's resources")
+}
+
+func argsAfter(args []string, flag string) []string {
+	for i := range args {
+		if args[i] == flag && i+1 < len(args) {
+			return args[i : i+2]
+		}
+	}
+	return nil
+}
+
+func TestHTTPRouteMerge(t *testing.T) {
+	route := objectOf[*gatewayv1.HTTPRoute](t, routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
+		r.HTTPRoute = &runtime.RawExtension{Raw: []byte(`{
+			"parentRefs": [{"name": "gw", "sectionName": "https"}],
+			"hostnames": ["llm.example.com"],
+			"rules": [
+				{"name": "chat", "matches": [{"path": {"type": "PathPrefix", "value": "/v1/chat"}, "headers": [{"name": "x-tier", "value": "gold"}]}],
+				 "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"add": [{"name": "x-route", "value": "chat"}]}}],
+				 "timeouts": {"request": "900s"}},
+				{"matches": [{"path": {"type": "PathPrefix", "value": "/v1/completions"}}]}
+			]}`)}
+	}), "")
+	assert.Equal(t, gatewayv1.SectionName("https"), *route.Spec.ParentRefs[0].SectionName)
+	assert.Equal(t, []gatewayv1.Hostname{"llm.example.com"}, route.Spec.Hostnames)
+	require.Len(t, route.Spec.Rules, 2)
+	chat := route.Spec.Rules[0]
+	assert.Equal(t, gatewayv1.SectionName("chat"), *chat.Name)
+	assert.Equal(t, "x-tier", string(chat.Matches[0].Headers[0].Name))
+	assert.Equal(t, "x-route", string(chat.Filters[0].RequestHeaderModifier.Add[0].Name))
+	assert.Equal(t, gatewayv1.Duration("900s"), *chat.Timeouts.Request, "the user's timeout is kept")
+	assert.Equal(t, gatewayv1.Duration("300s"), *route.Spec.Rules[1].Timeouts.Request, "a rule without one gets a generation's")
+	for _, rule := range route.Spec.Rules {
+		assert.Equal(t, "llama-8b-pool", string(rule.BackendRefs[0].Name))
+	}
+
+	bare := objectOf[*gatewayv1.HTTPRoute](t, story(t, "qwen-pd-router.yaml"), "")
+	require.Len(t, bare.Spec.Rules, 1, "a route without rules sends every path to the pool")
+	assert.Equal(t, "/", *bare.Spec.Rules[0].Matches[0].Path.Value)
+}
+
+func TestPrefillDecodeRouting(t *testing.T) {
+	tree := story(t, "qwen-pd-router.yaml")
+	assert.Equal(t, api.PoolName("qwen3-32b-pd"), string(objectOf[*gatewayv1.HTTPRoute](t, tree, "").Spec.Rules[0].BackendRefs[0].Name))
+	epp := objectOf[*appsv1.Deployment](t, tree, "")
+	assert.Equal(t, "ghcr.io/llm-d/llm-d-inference-scheduler:v0.4.0", epp.Spec.Template.Spec.Containers[0].Image)
+	config := objectOf[*corev1.ConfigMap](t, tree, "").Data["config.yaml"]
+	for _, plugin := range []string{"prefill-filter", "decode-filter", "prefix-cache-scorer", "max-score-picker", "pd-profile-handler"} {
+		assert.Contains(t, config, "type: "+plugin)
+	}
+	for _, lws := range leaderWorkerSets(tree) {
+		tpl := lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+		server := tpl.Spec.Containers[0]
+		switch tpl.Labels[topology.LabelComponentType] {
+		case "prefiller":
+			assert.Equal(t, "prefill", tpl.Labels[topology.LabelPDRole])
+			assert.Empty(t, tpl.Spec.InitContainers)
+			assert.Equal(t, int32(8000), server.Ports[0].ContainerPort)
+		case "decoder":
+			assert.Equal(t, "decode", tpl.Labels[topology.LabelPDRole])
+			sidecar := tpl.Spec.InitContainers[0]
+			assert.Equal(t, []string{"--port=8000", "--vllm-port=8200", "--connector=nixlv2", "--secure-proxy=false"}, sidecar.Args)
+			assert.Equal(t, corev1.ContainerRestartPolicyAlways, *sidecar.RestartPolicy)
+			assert.Equal(t, []string{"--port", "8200"}, argsAfter(server.Args, "--port"), "vLLM moves to 8200")
+			assert.Equal(t, int32(8200), server.Ports[0].ContainerPort)
+			assert.Equal(t, intstr.FromInt32(8200), server.ReadinessProbe.HTTPGet.Port, "its probe follows it")
+		}
+	}
+	shadow := routedStory(t, "qwen-pd-router.yaml", func(_ *api.InferenceService, r *api.Role) { r.ShadowService = true })
+	assert.Equal(t, "decoder", objectOf[*corev1.Service](t, shadow, "qwen3-32b-pd-shadow").Spec.Selector[topology.LabelComponentType],
+		"without the Endpoint Picker a request must reach a decode leader's sidecar, never a prefill pod alone")
+}
+
+func TestRoutedMultiNodeDecoder(t *testing.T) {
+	svc := story(t, "story4-disaggregated-multinode.yaml").Service
+	svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
+		HTTPRoute: &runtime.RawExtension{Raw: []byte(`{"parentRefs":[{"name":"gw"}]}`)}})
+	svc.Spec.Roles[1].Template.Spec.Containers[0].Args = append(svc.Spec.Roles[1].Template.Spec.Containers[0].Args,
+		"--kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}`, "--port=8000")
+	tree := build(t, svc)
+	for _, lws := range leaderWorkerSets(tree) {
+		if lws.Labels[topology.LabelComponentType] != "decoder" {
+			continue
+		}
+		leader := lws.Spec.LeaderWorkerTemplate.LeaderTemplate
+		require.NotNil(t, leader)
+		require.Len(t, leader.Spec.InitContainers, 1)
+		assert.Contains(t, leader.Spec.InitContainers[0].Args, "--connector=lmcache", "the connector follows the server's KV connector")
+		script := leader.Spec.Containers[0].Args[0]
+		assert.Contains(t, script, "--port=8200", "the Ray launcher runs the moved server")
+		assert.NotContains(t, script, "--port=8000")
+		assert.Empty(t, lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.InitContainers, "workers only join Ray")
+	}
+}
+
+func TestEndpointPickerRestartsOnANewConfiguration(t *testing.T) {
+	hash := func(tree *topology.Tree) string {
+		return objectOf[*appsv1.Deployment](t, tree, "").Spec.Template.Annotations["fusioninfer.io/epp-config-hash"]
+	}
+	base := story(t, "llama-router.yaml")
+	other := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) { r.Strategy = "queue-size" })
+	require.NotEmpty(t, hash(base))
+	assert.NotEqual(t, hash(base), hash(other))
+	assert.Equal(t, hash(base), hash(story(t, "llama-router.yaml")))
+}
