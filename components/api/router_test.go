@@ -67,7 +67,9 @@ func TestRouterRules(t *testing.T) {
 			`spec.roles[2].poolApiVersion: Unsupported value: "v1beta1": supported values: "v1", "v1alpha2"`},
 		{"failureMode known", func(s *InferenceService) { routerOf(s).FailureMode = "FailSafe" },
 			`spec.roles[2].failureMode: Unsupported value: "FailSafe"`},
-		{"httproute that does not parse", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"parentRefs":[{"name":"gw"}],"rule":[]}`) },
+		{"httproute that does not parse", func(s *InferenceService) {
+			routerOf(s).HTTPRoute = httpRoute(`{"parentRefs":[{"name":"gw"}],"rule":[]}`)
+		},
 			`spec.roles[2].httproute: Invalid value: "(the route)": not a Gateway API HTTPRouteSpec: error unmarshaling JSON: while decoding JSON: json: unknown field "rule"`},
 		{"httproute needs parentRefs", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"hostnames":["llm.example.com"]}`) },
 			"spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},

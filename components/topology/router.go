@@ -156,7 +156,9 @@ func (r *routing) object(ref Ref) runtime.Object {
 	panic("unknown router object " + ref.Suffix)
 }
 
-func typeMeta(t TypeMeta) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: t.APIVersion, Kind: t.Kind} }
+func typeMeta(t TypeMeta) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: t.APIVersion, Kind: t.Kind}
+}
 
 func (r *routing) meta(ref Ref) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: r.labels()}
