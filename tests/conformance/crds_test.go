@@ -68,6 +68,17 @@ func (c *cluster) installCRDs(ctx context.Context) (resources, error) {
 	mapping := resources{
 		{Version: "v1", Kind: "Namespace"}: {gvr: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}},
 	}
+	// The built-in kinds a router emits.
+	for gvk, resource := range map[schema.GroupVersionKind]string{
+		{Version: "v1", Kind: "ServiceAccount"}:                                  "serviceaccounts",
+		{Version: "v1", Kind: "ConfigMap"}:                                       "configmaps",
+		{Version: "v1", Kind: "Service"}:                                         "services",
+		{Group: "apps", Version: "v1", Kind: "Deployment"}:                       "deployments",
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:        "roles",
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}: "rolebindings",
+	} {
+		mapping[gvk] = resourceInfo{gvr: gvk.GroupVersion().WithResource(resource), namespaced: true}
+	}
 	for _, src := range crdSources {
 		path := filepath.Join(repositoryRoot(), src.path)
 		if src.module != "" {
