@@ -10,29 +10,38 @@ import (
 )
 
 // BenchmarkComponent registers the whole component under Pulumi mocks: one worker role of 4
-// nodes x 8 GPUs with 10, 100 and 1,000 replicas (a LeaderWorkerSet each, plus the PodGroup).
+// nodes x 8 GPUs with 10, 100 and 1,000 replicas (a LeaderWorkerSet each, plus the PodGroup),
+// without and with a router (9 more children).
 func BenchmarkComponent(b *testing.B) {
-	for _, replicas := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				n := replicas
-				args := &Args{Roles: []RoleArgs{{
-					Name: "inference", ComponentType: "worker", Replicas: &n, Multinode: &MultinodeArgs{NodeCount: 4},
-					Template: vllmTemplate("32", "kv_both", "8"),
-				}}}
-				monitor := &pulumimock.Monitor{}
-				err := monitor.Run(func(ctx *pulumi.Context) error {
-					_, err := NewInferenceService(ctx, "bench", args)
-					return err
-				})
-				if err != nil {
-					b.Fatal(err)
+	for _, routed := range []bool{false, true} {
+		for _, replicas := range []int{10, 100, 1000} {
+			b.Run(fmt.Sprintf("router=%v/replicas=%d", routed, replicas), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					n := replicas
+					args := &Args{Roles: []RoleArgs{{
+						Name: "inference", ComponentType: "worker", Replicas: &n, Multinode: &MultinodeArgs{NodeCount: 4},
+						Template: vllmTemplate("32", "kv_both", "8"),
+					}}}
+					want := replicas + 2
+					if routed {
+						args.Roles = append(args.Roles, RoleArgs{Name: "router", ComponentType: "router",
+							HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}})
+						want += 8
+					}
+					monitor := &pulumimock.Monitor{}
+					err := monitor.Run(func(ctx *pulumi.Context) error {
+						_, err := NewInferenceService(ctx, "bench", args)
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := len(monitor.Resources()); got != want {
+						b.Fatalf("%d resources registered, want %d", got, want)
+					}
 				}
-				if got := len(monitor.Resources()); got != replicas+2 {
-					b.Fatalf("%d resources registered", got)
-				}
-			}
-		})
+			})
+		}
 	}
 }

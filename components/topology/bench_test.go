@@ -7,15 +7,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// benchService is one worker role of the given replicas, 4 nodes of 8 GPUs each.
-func benchService(replicas int32) *api.InferenceService {
-	return &api.InferenceService{
+// benchService is one worker role of the given replicas, 4 nodes of 8 GPUs each, with a router
+// in front when routed.
+func benchService(replicas int32, routed bool) *api.InferenceService {
+	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 		Spec: api.InferenceServiceSpec{Roles: []api.Role{{
@@ -31,38 +33,48 @@ func benchService(replicas int32) *api.InferenceService {
 			}}}},
 		}}},
 	}
+	if routed {
+		svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
+			HTTPRoute: &runtime.RawExtension{Raw: []byte(`{"parentRefs":[{"name":"inference-gateway"}]}`)}})
+	}
+	return svc
+}
+
+// benchCases are the sizes benchmarked, each without and with a router.
+func benchCases(b *testing.B, run func(b *testing.B, svc *api.InferenceService)) {
+	for _, routed := range []bool{false, true} {
+		for _, replicas := range []int32{10, 100, 1000} {
+			svc := benchService(replicas, routed)
+			b.Run(fmt.Sprintf("router=%v/replicas=%d", routed, replicas), func(b *testing.B) {
+				b.ReportAllocs()
+				run(b, svc)
+			})
+		}
+	}
 }
 
 // BenchmarkBuild is spec -> typed objects.
 func BenchmarkBuild(b *testing.B) {
-	for _, replicas := range []int32{10, 100, 1000} {
-		svc := benchService(replicas)
-		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if _, errs := topology.Build(svc); len(errs) > 0 {
-					b.Fatal(errs)
-				}
+	benchCases(b, func(b *testing.B, svc *api.InferenceService) {
+		for i := 0; i < b.N; i++ {
+			if _, errs := topology.Build(svc); len(errs) > 0 {
+				b.Fatal(errs)
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkRender is spec -> YAML, what `fusioninfer render` does after reading the file.
 func BenchmarkRender(b *testing.B) {
-	for _, replicas := range []int32{10, 100, 1000} {
-		svc := benchService(replicas)
-		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				tree, errs := topology.Build(svc)
-				if len(errs) > 0 {
-					b.Fatal(errs)
-				}
-				if _, err := tree.YAML(); err != nil {
-					b.Fatal(err)
-				}
+	benchCases(b, func(b *testing.B, svc *api.InferenceService) {
+		for i := 0; i < b.N; i++ {
+			tree, errs := topology.Build(svc)
+			if len(errs) > 0 {
+				b.Fatal(errs)
 			}
-		})
-	}
+			if _, err := tree.YAML(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
