@@ -99,6 +99,15 @@ func TestSummaryIsYAMLComments(t *testing.T) {
 	assert.Len(t, documents(t, stdout), 4, "the stream still parses to the same objects")
 }
 
+func TestSummaryShowsTheRouter(t *testing.T) {
+	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/qwen-pd-router.yaml", "--summary")
+	require.NoError(t, err)
+	head := strings.Split(stdout, "---")[0]
+	assert.Contains(t, head, "# router: HTTPRoute qwen3-32b-pd-httproute -> InferencePool qwen3-32b-pd-pool (inference.networking.k8s.io/v1, port 8000)"+
+		" -> Endpoint Picker qwen3-32b-pd-epp (ghcr.io/llm-d/llm-d-inference-scheduler:v0.4.0, strategy pd-disaggregation)")
+	assert.Len(t, documents(t, stdout), 13, "PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
+}
+
 func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {
 	dir := t.TempDir()
 	stdout, _, err := run(t, "", "render", "-f", story4, "-o", dir)

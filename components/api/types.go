@@ -1,6 +1,7 @@
 // Package api holds the InferenceService spec: the types users write (in YAML for the CLI, through
 // the Pulumi component's Args in Go), their defaults, strict decoding and validation. It imports
-// only Kubernetes API types, so every other package can depend on it.
+// Kubernetes and Gateway API types and the Endpoint Picker's configuration checks (eppconfig),
+// nothing of ours above it, so every other package can depend on it.
 package api
 
 import (

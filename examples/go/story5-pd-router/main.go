@@ -26,8 +26,8 @@ func program(ctx *pulumi.Context) error {
 		Await:      "minimal",
 		GangPolicy: &inferenceservice.GangPolicyArgs{MinRoleReplicas: map[string]int{"prefill": 1, "decode": 1}},
 		Roles: []inferenceservice.RoleArgs{
-			{Name: "prefill", ComponentType: "prefiller", Replicas: pulumi.IntRef(2), Template: vllm.ReadyTemplate("2", serverArgs...)},
-			{Name: "decode", ComponentType: "decoder", Replicas: pulumi.IntRef(2), Template: vllm.ReadyTemplate("2", serverArgs...)},
+			{Name: "prefill", ComponentType: "prefiller", Replicas: pulumi.IntRef(2), Template: vllm.NixlTemplate("2", serverArgs...)},
+			{Name: "decode", ComponentType: "decoder", Replicas: pulumi.IntRef(2), Template: vllm.NixlTemplate("2", serverArgs...)},
 			{Name: "router", ComponentType: "router", HTTPRoute: map[string]any{
 				"parentRefs": []any{map[string]any{"name": "inference-gateway"}},
 			}},

@@ -12,11 +12,16 @@ func Template(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
 	return &corev1.PodTemplateSpecArgs{Spec: &corev1.PodSpecArgs{Containers: corev1.ContainerArray{container(gpus, args)}}}
 }
 
-// ReadyTemplate is Template with a readiness probe on vLLM's /health, so a replica joins a
-// router's pool only once it serves.
-func ReadyTemplate(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
+// NixlTemplate is Template for a prefill or decode server behind a router, moving KV caches with
+// NIXL: ready once vLLM's /health answers, NIXL's side channel on the pod's IP (vLLM binds it to
+// localhost otherwise, out of the other role's reach).
+func NixlTemplate(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
 	server := container(gpus, args)
 	server.ReadinessProbe = &corev1.ProbeArgs{HttpGet: &corev1.HTTPGetActionArgs{Path: pulumi.String("/health"), Port: pulumi.Int(8000)}}
+	server.Env = corev1.EnvVarArray{&corev1.EnvVarArgs{
+		Name:      pulumi.String("VLLM_NIXL_SIDE_CHANNEL_HOST"),
+		ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("status.podIP")}},
+	}}
 	return &corev1.PodTemplateSpecArgs{Spec: &corev1.PodSpecArgs{Containers: corev1.ContainerArray{server}}}
 }
 
