@@ -40,11 +40,12 @@ func Decode(data []byte) ([]Document, []error) {
 			continue
 		}
 		svc, err := decodeOne(chunk.text, chunk.line)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			continue
+		case svc != nil: // a document that is only comments, or null ("~", "&anchor"), holds no service
+			docs = append(docs, Document{Service: svc, Line: chunk.line})
 		}
-		docs = append(docs, Document{Service: svc, Line: chunk.line})
 	}
 	return docs, errs
 }

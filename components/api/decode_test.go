@@ -38,6 +38,19 @@ func TestDecodeSeveralDocuments(t *testing.T) {
 	assert.Equal(t, 12, docs[1].Line)
 }
 
+// TestNullDocumentsHoldNoService: a document that is null (found by FuzzBuild: "&0", an anchored
+// null) is skipped like an empty one, never returned as a service that is not there.
+func TestNullDocumentsHoldNoService(t *testing.T) {
+	for _, doc := range []string{"&0", "~", "null", "# only a comment"} {
+		docs, errs := Decode([]byte(doc + "\n---\n" + twoServices))
+		require.Empty(t, errs, doc)
+		require.Len(t, docs, 2, doc)
+		for _, d := range docs {
+			require.NotNil(t, d.Service, doc)
+		}
+	}
+}
+
 func TestDecodeIsStrict(t *testing.T) {
 	cases := map[string]struct {
 		yaml string
