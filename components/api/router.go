@@ -56,7 +56,8 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"replicas", role.Replicas != nil}, {"multinode", role.Multinode != nil}, {"template", role.Template != nil}, {"nodePool", role.NodePool != ""}} {
+	}{{"replicas", role.Replicas != nil}, {"multinode", role.Multinode != nil}, {"template", role.Template != nil}, {"nodePool", role.NodePool != ""},
+		{"modelFlexibility", role.ModelFlexibility != nil}} {
 		if f.set {
 			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router runs the Endpoint Picker, not model servers: "+
 				"only serving roles have "+f.name+" (size the Endpoint Picker with endpointPicker)"))

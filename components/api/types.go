@@ -56,6 +56,9 @@ type InferenceServiceSpec struct {
 	Await AwaitMode `json:"await,omitempty"`
 	// NodePools are the GPU node pools the roles run on.
 	NodePools []NodePool `json:"nodePools,omitempty"`
+	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for
+	// roles with modelFlexibility.
+	DualPodsController *DualPodsController `json:"dualPodsController,omitempty"`
 }
 
 // NodePoolKind says who makes a pool's nodes.
@@ -236,6 +239,42 @@ type Role struct {
 	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
 	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool string `json:"nodePool,omitempty"`
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (seed 003): the
+	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
+	// idle servers to sleep and waking them in seconds.
+	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty"`
+}
+
+// ModelFlexibilityMode is how a role's servers run.
+type ModelFlexibilityMode string
+
+// DualPods: llm-d fast model actuation's server-requesting and server-running pods.
+const DualPods ModelFlexibilityMode = "dualPods"
+
+// ModelFlexibility configures a role's dual pods (FMA v0.6.4).
+type ModelFlexibility struct {
+	// Mode is dualPods.
+	Mode ModelFlexibilityMode `json:"mode" pulumi:"mode"`
+	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+	RequesterImage string `json:"requesterImage,omitempty" pulumi:"requesterImage,optional"`
+	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+	AdminPort *int `json:"adminPort,omitempty" pulumi:"adminPort,optional"`
+	// ProbesPort is the requester's probes port (default 8080).
+	ProbesPort *int `json:"probesPort,omitempty" pulumi:"probesPort,optional"`
+}
+
+// DualPodsController installs FMA's dual-pods controller with the service.
+type DualPodsController struct {
+	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+	Install bool `json:"install,omitempty" pulumi:"install,optional"`
+	// Version is the FMA release of the controller image (default v0.6.4, the contract this
+	// project emits; the CRDs and policies are v0.6.4's).
+	Version string `json:"version,omitempty" pulumi:"version,optional"`
+	// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+	SleeperLimit *int `json:"sleeperLimit,omitempty" pulumi:"sleeperLimit,optional"`
+	// Namespace is the namespace the controller manages (default the service's); FMA's controller
+	// watches one namespace, so it must be the service's.
+	Namespace string `json:"namespace,omitempty" pulumi:"namespace,optional"`
 }
 
 // Multinode enables multi-node distributed inference.

@@ -43,6 +43,7 @@ func validate(svc *InferenceService, withTemplates bool) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateMetadata(svc)...)
 	errs = append(errs, validateSpec(&svc.Spec, svc.Name, withTemplates, field.NewPath("spec"))...)
+	errs = append(errs, validateDualPodsController(&svc.Spec, svc.Namespace, field.NewPath("spec", "dualPodsController"))...)
 	return errs
 }
 
@@ -176,8 +177,10 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 			fmt.Sprintf("must be >= 1 and <= %d", MaxNodeCount)))
 	}
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
+	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
+		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
 	}
 	return errs
 }
