@@ -22,7 +22,9 @@ const (
 )
 
 // DualPods reports whether the role runs through FMA's dual pods.
-func (r *Role) DualPods() bool { return r.ModelFlexibility != nil && r.ModelFlexibility.Mode == DualPods }
+func (r *Role) DualPods() bool {
+	return r.ModelFlexibility != nil && r.ModelFlexibility.Mode == DualPods
+}
 
 // HasDualPods reports whether any role runs through dual pods.
 func (s *InferenceServiceSpec) HasDualPods() bool {
@@ -48,7 +50,9 @@ func (m *ModelFlexibility) RequesterImageOrDefault() string {
 }
 
 // AdminPortOrDefault is the requester's SPI port.
-func (m *ModelFlexibility) AdminPortOrDefault() int32 { return portOrDefault(m.AdminPort, DefaultAdminPort) }
+func (m *ModelFlexibility) AdminPortOrDefault() int32 {
+	return portOrDefault(m.AdminPort, DefaultAdminPort)
+}
 
 // ProbesPortOrDefault is the requester's probes port.
 func (m *ModelFlexibility) ProbesPortOrDefault() int32 {
