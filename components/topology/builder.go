@@ -78,6 +78,9 @@ func Plan(svc *api.InferenceService) []Ref {
 		refs = append(refs, Ref{TypeMeta: KindNodePool, Name: api.KarpenterNodePoolName(svc.Name, pool.Name),
 			Suffix: nodePoolSuffix(pool.Name), NodePool: pool.Name})
 	}
+	// FMA's controller next: the requesters of dual-pods roles depend on it, so destroy removes them first.
+	controller := dualPodsControllerRefs(svc)
+	refs = append(refs, controller...)
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
 		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
@@ -91,7 +94,10 @@ func Plan(svc *api.InferenceService) []Ref {
 		}
 		roleDependsOn := lwsDependsOn
 		if pool := spec.NodePoolNamed(role.NodePool); pool != nil && pool.PoolKind() == api.NodePoolKarpenter {
-			roleDependsOn = append(append([]string{}, lwsDependsOn...), nodePoolSuffix(pool.Name))
+			roleDependsOn = append(append([]string{}, roleDependsOn...), nodePoolSuffix(pool.Name))
+		}
+		if role.DualPods() && len(controller) > 0 {
+			roleDependsOn = append(append([]string{}, roleDependsOn...), suffixFMAController)
 		}
 		for r := int32(0); r < role.ReplicaCount(); r++ {
 			ref := Ref{
@@ -172,7 +178,11 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
 		default:
-			obj = routing.object(ref)
+			if ref.Role == "" {
+				obj = dualPodsControllerObject(svc, ref)
+			} else {
+				obj = routing.object(ref)
+			}
 		}
 		tree.Objects = append(tree.Objects, Object{Ref: ref, Object: obj})
 	}

@@ -7,9 +7,11 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -68,7 +70,7 @@ func replicaCount(tree *topology.Tree) int {
 
 func checkTree(t *testing.T, tree *topology.Tree) {
 	t.Helper()
-	wantLWS, podGroups, lwss, nodePools, routerObjects := 0, 0, 0, 0, 0
+	wantLWS, podGroups, lwss, nodePools, routerObjects, controllerObjects := 0, 0, 0, 0, 0, 0
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
 			wantLWS += int(r.ReplicaCount())
@@ -89,6 +91,9 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			routerObjects++
 		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute:
 			routerObjects++
+		case *unstructured.Unstructured, *admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding,
+			*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			controllerObjects++
 		default:
 			t.Fatalf("unexpected object %T", o)
 		}
@@ -110,6 +115,9 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	}
 	if nodePools != karpenterPools {
 		t.Fatalf("%d NodePools for %d karpenter pools", nodePools, karpenterPools)
+	}
+	if (controllerObjects > 0) != tree.Service.Spec.InstallsDualPodsController() {
+		t.Fatalf("%d dual-pods controller objects, install %v", controllerObjects, tree.Service.Spec.InstallsDualPodsController())
 	}
 	if router := tree.Service.Spec.Router(); router == nil && routerObjects > 0 {
 		t.Fatalf("%d router objects without a router", routerObjects)

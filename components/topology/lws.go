@@ -41,11 +41,20 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 		if routedDecoder {
 			addRoutingSidecar(base, routing.poolPort)
 		}
+		switch {
+		case role.DualPods():
+			dualPodsTemplate(role, base) // its server pods carry the serving label, not the requesters
+		case routing != nil:
+			markServing(base)
+		}
 		return roleTemplates{worker: base, revision: templateRevision(base)}
 	}
 	leader, worker := base.DeepCopy(), base
 	if routedDecoder {
 		addRoutingSidecar(leader, routing.poolPort) // before the Ray launcher wraps the server's command line
+	}
+	if routing != nil {
+		markServing(leader) // the leader runs the server; the workers only join its Ray cluster
 	}
 	rayLeaderTemplate(leader)
 	rayWorkerTemplate(worker)

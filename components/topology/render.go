@@ -10,10 +10,12 @@ import (
 
 // bodyFields are the top-level fields of a kind besides apiVersion, kind and metadata.
 var bodyFields = map[TypeMeta][]string{
-	KindServiceAccount: nil,
-	KindRole:           {"rules"},
-	KindRoleBinding:    {"subjects", "roleRef"},
-	KindConfigMap:      {"data"},
+	KindServiceAccount:     nil,
+	KindRole:               {"rules"},
+	KindRoleBinding:        {"subjects", "roleRef"},
+	KindConfigMap:          {"data"},
+	KindClusterRole:        {"rules"},
+	KindClusterRoleBinding: {"subjects", "roleRef"},
 }
 
 // BodyFields are the top-level fields an object of the kind carries besides apiVersion, kind and

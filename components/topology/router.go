@@ -16,7 +16,6 @@ import (
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
@@ -174,10 +173,16 @@ func (r *routing) eppSelector() map[string]string {
 	return map[string]string{LabelService: r.svc.Name, LabelRoleName: r.router.Name}
 }
 
-// poolSelector selects the leader pods of the service's serving roles: the pods that run the
-// model server (a multi-node replica's workers only join its Ray cluster).
+// poolSelector selects the pods of the service that run a model server: the leader of every
+// replica (a multi-node replica's workers only join its Ray cluster) and, for a dual-pods role,
+// the server-running pods FMA makes, never their requesters.
 func (r *routing) poolSelector() map[string]string {
-	return map[string]string{LabelService: r.svc.Name, lwsv1.WorkerIndexLabelKey: "0"}
+	return map[string]string{LabelService: r.svc.Name, LabelServing: "true"}
+}
+
+// markServing labels a template whose pods serve model traffic.
+func markServing(tpl *corev1.PodTemplateSpec) {
+	tpl.Labels = merged(tpl.Labels, map[string]string{LabelServing: "true"})
 }
 
 func (r *routing) leaderElection() bool { return r.router.EndpointPickerReplicas() > 1 }

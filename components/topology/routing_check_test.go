@@ -58,6 +58,13 @@ func checkRouting(t *testing.T, tree *topology.Tree) {
 		if lws.Spec.LeaderWorkerTemplate.LeaderTemplate != nil {
 			leader = lws.Spec.LeaderWorkerTemplate.LeaderTemplate
 		}
+		if _, dual := leader.Annotations[topology.AnnotationDualPodsServerPatch]; dual {
+			// A requester holds GPUs and never serves; the server pod FMA makes from it does.
+			if selects(selector, leader.Labels, "0") || !selects(selector, serverRunningPod(t, requesterPod(lws), "n").Labels, "") {
+				t.Fatalf("the pool must select the server pods of %s, not its requesters", lws.Name)
+			}
+			continue
+		}
 		// LWS labels the leader pod with worker-index 0 and each worker with its index.
 		if !selects(selector, leader.Labels, "0") {
 			t.Fatalf("the pool does not select the leader of %s", lws.Name)

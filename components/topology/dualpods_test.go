@@ -1,0 +1,190 @@
+package topology_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"text/template"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// requesterPod is the pod LWS and its StatefulSet make from a replica's template: the template
+// plus their per-pod labels, annotations, hostname and variables.
+func requesterPod(lws *lwsv1.LeaderWorkerSet) *corev1.Pod {
+	tpl := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.DeepCopy()
+	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+	pod.Name = lws.Name + "-0"
+	pod.Labels = map[string]string{}
+	for k, v := range tpl.Labels {
+		pod.Labels[k] = v
+	}
+	for k, v := range map[string]string{
+		lwsv1.SetNameLabelKey: lws.Name, lwsv1.GroupIndexLabelKey: "0", lwsv1.WorkerIndexLabelKey: "0",
+		lwsv1.GroupUniqueHashLabelKey: "a1b2" + lws.Name, lwsv1.RevisionKey: "5d8f",
+		appsv1.ControllerRevisionHashLabelKey: lws.Name + "-7c9", appsv1.StatefulSetPodNameLabel: pod.Name, appsv1.PodIndexLabel: "0",
+	} {
+		pod.Labels[k] = v
+	}
+	pod.Annotations[lwsv1.SizeAnnotationKey] = "1"
+	pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, lws.Name
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env,
+			corev1.EnvVar{Name: lwsv1.LwsLeaderAddress, Value: pod.Name + "." + lws.Name}, corev1.EnvVar{Name: lwsv1.LwsGroupSize, Value: "1"},
+			corev1.EnvVar{Name: lwsv1.LwsWorkerIndex, Value: "0"})
+	}
+	return pod
+}
+
+// serverRunningPod is what FMA v0.6.4's dual-pods controller makes from a requester: its labels
+// and spec with every annotation removed, then the server patch (a Go template of .NodeName)
+// applied as a strategic-merge patch, with the function FMA uses.
+func serverRunningPod(t testing.TB, requester *corev1.Pod, nodeName string) *corev1.Pod {
+	t.Helper()
+	patchTemplate, ok := requester.Annotations[topology.AnnotationDualPodsServerPatch]
+	require.True(t, ok, "the requester carries a server patch")
+	tmpl, err := template.New("patch").Option("missingkey=error").Parse(patchTemplate)
+	require.NoError(t, err)
+	var rendered bytes.Buffer
+	require.NoError(t, tmpl.Execute(&rendered, struct{ NodeName string }{nodeName}))
+	patch, err := yaml.YAMLToJSON(rendered.Bytes())
+	require.NoError(t, err)
+	base := requester.DeepCopy()
+	base.Annotations = nil
+	original, err := json.Marshal(base)
+	require.NoError(t, err)
+	merged, err := strategicpatch.StrategicMergePatch(original, patch, corev1.Pod{})
+	require.NoError(t, err)
+	var server corev1.Pod
+	require.NoError(t, json.Unmarshal(merged, &server))
+	return &server
+}
+
+func TestDualPodsServerPatchMakesTheServerAUserNeeds(t *testing.T) {
+	tree := story(t, "granite-sleep-wake.yaml")
+	lwss := leaderWorkerSets(tree)
+	require.Len(t, lwss, 3)
+	pool := poolSelector(t, tree)
+
+	var servers []*corev1.Pod
+	for _, lws := range lwss {
+		requester := requesterPod(lws)
+		require.Len(t, requester.Spec.Containers, 1)
+		holder := requester.Spec.Containers[0]
+		assert.Equal(t, topology.DualPodsContainerName, holder.Name)
+		assert.Equal(t, api.DefaultRequesterImage, holder.Image)
+		assert.Equal(t, "1", ptrTo(holder.Resources.Limits[api.GPUResourceName]).String(), "the requester holds the server's GPUs")
+		assert.Equal(t, "8081", requester.Annotations[topology.AnnotationDualPodsAdminPort])
+		assert.Equal(t, "/ready", holder.ReadinessProbe.HTTPGet.Path)
+		assert.Equal(t, int32(8080), holder.ReadinessProbe.HTTPGet.Port.IntVal)
+		assert.False(t, matches(pool, requester.Labels), "a requester never serves traffic")
+
+		server := serverRunningPod(t, requester, "gpu-node-7")
+		require.Len(t, server.Spec.Containers, 1, "one container: the server")
+		c := server.Spec.Containers[0]
+		assert.Equal(t, topology.DualPodsContainerName, c.Name)
+		assert.Equal(t, "vllm/vllm-openai:v0.11.0", c.Image)
+		assert.Equal(t, []string{"--model", "ibm-granite/granite-3.3-2b-instruct", "--max-model-len", "32768", "--enable-sleep-mode"}, c.Args)
+		assert.Equal(t, []corev1.EnvVar{{Name: "HF_HOME", Value: "/models"}, {Name: "VLLM_SERVER_DEV_MODE", Value: "1"}}, c.Env,
+			"the user's variables and dev mode; none of the requester's or LWS's")
+		assert.Equal(t, []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}, c.Ports)
+		require.NotNil(t, c.ReadinessProbe.HTTPGet)
+		assert.Equal(t, int32(8000), c.ReadinessProbe.HTTPGet.Port.IntVal, "an integer port: FMA reads the server's port from it")
+		assert.Empty(t, c.ReadinessProbe.HTTPGet.Port.StrVal)
+		assert.Equal(t, "2", ptrTo(c.Resources.Requests[corev1.ResourceCPU]).String(), "explicit requests, not the requester's")
+		assert.Equal(t, "16Gi", ptrTo(c.Resources.Requests[corev1.ResourceMemory]).String())
+		assert.Equal(t, []corev1.VolumeMount{{Name: "models", MountPath: "/models"}}, c.VolumeMounts)
+		require.Len(t, server.Spec.Volumes, 1)
+		assert.Equal(t, "model-cache", server.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+		assert.Empty(t, server.Spec.Hostname, "no per-pod hostname")
+		assert.Empty(t, server.Spec.Subdomain)
+		for _, key := range []string{lwsv1.SetNameLabelKey, lwsv1.WorkerIndexLabelKey, lwsv1.GroupIndexLabelKey, lwsv1.GroupUniqueHashLabelKey,
+			lwsv1.RevisionKey, appsv1.ControllerRevisionHashLabelKey, appsv1.StatefulSetPodNameLabel, appsv1.PodIndexLabel,
+			topology.LabelReplicaIndex} {
+			assert.NotContains(t, server.Labels, key, "the server pod is not adopted by LWS or its StatefulSet, and is reusable")
+		}
+		assert.True(t, matches(pool, server.Labels), "the pool selects the server pod")
+		servers = append(servers, server)
+	}
+	for _, other := range servers[1:] {
+		assert.Equal(t, servers[0].Labels, other.Labels, "every replica's requester makes the same server: a sleeping one can be woken for any")
+		assert.Equal(t, servers[0].Spec, other.Spec)
+	}
+}
+
+func TestDualPodsPatchKeepsTheUsersBraces(t *testing.T) {
+	svc := story(t, "granite-sleep-wake.yaml").Service
+	svc.Spec.Roles = append([]api.Role{}, svc.Spec.Roles...)
+	tpl := svc.Spec.Roles[0].Template.DeepCopy()
+	tpl.Spec.Containers[0].Args = append(tpl.Spec.Containers[0].Args, "--chat-template", "{{ messages }}{{- end }}")
+	svc.Spec.Roles[0].Template = tpl
+	server := serverRunningPod(t, requesterPod(leaderWorkerSets(build(t, svc))[0]), "n")
+	assert.Contains(t, server.Spec.Containers[0].Args, "{{ messages }}{{- end }}")
+}
+
+func TestDualPodsControllerInstall(t *testing.T) {
+	tree := story(t, "granite-sleep-wake.yaml")
+	var kinds []string
+	for _, o := range tree.Objects[:16] {
+		kinds = append(kinds, o.Kind+"/"+o.Name)
+	}
+	assert.Equal(t, []string{
+		"CustomResourceDefinition/inferenceserverconfigs.fma.llm-d.ai", "CustomResourceDefinition/launcherconfigs.fma.llm-d.ai",
+		"CustomResourceDefinition/launcherpopulationpolicies.fma.llm-d.ai",
+		"ValidatingAdmissionPolicy/fma-bound-serverreqpod", "ValidatingAdmissionPolicy/fma-immutable-fields",
+		"ValidatingAdmissionPolicyBinding/bind-fma-bound-serverreqpod", "ValidatingAdmissionPolicyBinding/bind-fma-immutable-fields",
+		"ServiceAccount/granite-fma-controllers", "Role/granite-fma-controllers", "RoleBinding/granite-fma-controllers",
+		"ClusterRole/llm-granite-fma-node-view", "ClusterRoleBinding/llm-granite-fma-node-view", "Deployment/granite-dual-pods-controller",
+		"LeaderWorkerSet/granite-server-0", "LeaderWorkerSet/granite-server-1", "LeaderWorkerSet/granite-server-2",
+	}, kinds)
+	assert.True(t, strings.HasSuffix(tree.Objects[7].Name, api.FMAServiceAccountSuffix), "FMA's policies exempt *-fma-controllers accounts")
+	controller := objectOf[*appsv1.Deployment](t, tree, "granite-dual-pods-controller")
+	assert.Equal(t, []string{"/ko-app/dual-pods-controller", "--namespace=llm", "--sleeper-limit=2"}, controller.Spec.Template.Spec.Containers[0].Command)
+	assert.Equal(t, "ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/dual-pods-controller:v0.6.4", controller.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, []string{"fma-inferenceserverconfigs.fma.llm-d.ai", "fma-launcherconfigs.fma.llm-d.ai", "fma-launcherpopulationpolicies.fma.llm-d.ai",
+		"fma-rolebinding", "fma-clusterrolebinding"}, tree.Objects[12].DependsOn, "the controller starts once its CRDs and permissions exist")
+	for _, lws := range tree.Objects[13:16] {
+		assert.Contains(t, lws.DependsOn, "dual-pods-controller", "destroy removes the requesters before the controller")
+	}
+	assert.Equal(t, []string{"fma-fma-bound-serverreqpod"}, tree.Objects[5].DependsOn, "a binding after its policy")
+}
+
+func poolSelector(t *testing.T, tree *topology.Tree) map[string]string {
+	t.Helper()
+	for _, o := range tree.Objects {
+		if o.Kind == "InferencePool" {
+			m, err := o.Unstructured()
+			require.NoError(t, err)
+			out := map[string]string{}
+			labels := m["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"].(map[string]any)
+			for k, v := range labels {
+				out[k] = v.(string)
+			}
+			return out
+		}
+	}
+	t.Fatal("no pool")
+	return nil
+}
+
+func ptrTo(q resource.Quantity) *resource.Quantity { return &q }
+
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
