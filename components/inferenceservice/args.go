@@ -32,6 +32,8 @@ type Args struct {
 	// NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter
 	// NodePool sized for the service.
 	NodePools []api.NodePool `pulumi:"nodePools,optional"`
+	// DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+	DualPodsController *api.DualPodsController `pulumi:"dualPodsController,optional"`
 }
 
 // RoleArgs describe one role.
@@ -50,6 +52,8 @@ type RoleArgs struct {
 	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
 	// NodePool names the nodePools entry the role's pods run on.
 	NodePool string `pulumi:"nodePool,optional"`
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+	ModelFlexibility *api.ModelFlexibility `pulumi:"modelFlexibility,optional"`
 
 	// Router fields (componentType router): see api.Role.
 

@@ -22,7 +22,7 @@ func (a *Args) service(componentName string) (*api.InferenceService, field.Error
 	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels},
-		Spec:       api.InferenceServiceSpec{Await: api.AwaitMode(a.Await), NodePools: a.NodePools},
+		Spec:       api.InferenceServiceSpec{Await: api.AwaitMode(a.Await), NodePools: a.NodePools, DualPodsController: a.DualPodsController},
 	}
 	if svc.Name == "" {
 		svc.Name = componentName
@@ -41,7 +41,8 @@ func (a *Args) service(componentName string) (*api.InferenceService, field.Error
 	var errs field.ErrorList
 	for i := range a.Roles {
 		r := &a.Roles[i]
-		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool}
+		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
+			ModelFlexibility: r.ModelFlexibility}
 		errs = append(errs, routerToAPI(r, &role, field.NewPath("spec", "roles").Index(i))...)
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int32(*r.Replicas))
@@ -106,6 +107,8 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 		Labels:      svc.Labels,
 		Await:       string(svc.Spec.Await),
 		NodePools:   svc.Spec.NodePools,
+
+		DualPodsController: svc.Spec.DualPodsController,
 	}
 	args.SchedulingStrategy = svc.Spec.SchedulingStrategy
 	if g := svc.Spec.GangPolicy; g != nil {
@@ -119,7 +122,8 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 	}
 	for i := range svc.Spec.Roles {
 		r := &svc.Spec.Roles[i]
-		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool}
+		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
+			ModelFlexibility: r.ModelFlexibility}
 		if err := routerFromAPI(r, &role); err != nil {
 			return nil, fmt.Errorf("spec.roles[%d].httproute: %w", i, err)
 		}

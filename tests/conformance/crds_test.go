@@ -79,6 +79,16 @@ func (c *cluster) installCRDs(ctx context.Context) (resources, error) {
 	} {
 		mapping[gvk] = resourceInfo{gvr: gvk.GroupVersion().WithResource(resource), namespaced: true}
 	}
+	// The cluster-scoped kinds FMA's controller install emits.
+	for gvk, resource := range map[schema.GroupVersionKind]string{
+		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}:                 "customresourcedefinitions",
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}:        "validatingadmissionpolicies",
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}: "validatingadmissionpolicybindings",
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:                         "clusterroles",
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}:                  "clusterrolebindings",
+	} {
+		mapping[gvk] = resourceInfo{gvr: gvk.GroupVersion().WithResource(resource)}
+	}
 	for _, src := range crdSources {
 		path := filepath.Join(repositoryRoot(), src.path)
 		if src.module != "" {
