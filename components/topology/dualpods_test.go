@@ -188,3 +188,48 @@ func matches(selector, labels map[string]string) bool {
 	}
 	return true
 }
+
+// checkDualPods: for every dual-pods replica of a tree (every example, every fuzzed input), the
+// server pod FMA makes from the requester is the user's server in sleep mode, as FMA v0.6.4 needs it.
+func checkDualPods(t *testing.T, tree *topology.Tree) {
+	t.Helper()
+	roles := map[string]*api.Role{}
+	for i := range tree.Service.Spec.Roles {
+		roles[tree.Service.Spec.Roles[i].Name] = &tree.Service.Spec.Roles[i]
+	}
+	for _, lws := range leaderWorkerSets(tree) {
+		role := roles[lws.Labels[topology.LabelRoleName]]
+		if !role.DualPods() {
+			continue
+		}
+		user := role.Template.Spec.Containers[0]
+		server := serverRunningPod(t, requesterPod(lws), "node-0")
+		if len(server.Spec.Containers) != 1 {
+			t.Fatalf("%s: %d containers in the server pod", lws.Name, len(server.Spec.Containers))
+		}
+		c := server.Spec.Containers[0]
+		switch {
+		case c.Name != topology.DualPodsContainerName || c.Image != user.Image:
+			t.Fatalf("%s: server container %s runs %s, want %s", lws.Name, c.Name, c.Image, user.Image)
+		case !strings.HasPrefix(strings.Join(c.Args, " "), strings.Join(user.Args, " ")) || !contains(append(c.Command, c.Args...), "--enable-sleep-mode"):
+			t.Fatalf("%s: server args %v are not the user's %v in sleep mode", lws.Name, c.Args, user.Args)
+		case c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Port.StrVal != "":
+			t.Fatalf("%s: the server needs an httpGet readiness probe with a numeric port", lws.Name)
+		case server.Labels[topology.LabelServing] != "true" || server.Labels[lwsv1.SetNameLabelKey] != "" || server.Labels[appsv1.StatefulSetPodNameLabel] != "":
+			t.Fatalf("%s: server labels %v", lws.Name, server.Labels)
+		}
+		devMode := false
+		for _, e := range c.Env {
+			devMode = devMode || (e.Name == "VLLM_SERVER_DEV_MODE" && e.Value == "1")
+			if e.Name == "SPI_PORT" || e.Name == lwsv1.LwsLeaderAddress {
+				t.Fatalf("%s: the server keeps %s", lws.Name, e.Name)
+			}
+		}
+		if !devMode {
+			t.Fatalf("%s: no VLLM_SERVER_DEV_MODE", lws.Name)
+		}
+		if _, ok := c.Resources.Requests[corev1.ResourceMemory]; !ok {
+			t.Fatalf("%s: no explicit memory request", lws.Name)
+		}
+	}
+}

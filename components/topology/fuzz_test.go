@@ -124,6 +124,7 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	} else if router != nil {
 		checkRouting(t, tree)
 	}
+	checkDualPods(t, tree)
 	topology.Summarize(tree)
 	checkDependsOnEarlier(t, tree)
 	prediction, err := planner.Predict(tree.Service, planner.Uniform(6, 8))
