@@ -1,11 +1,9 @@
 package api
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,16 +92,6 @@ func TestDualPodsRules(t *testing.T) {
 		}, "spec.roles[1].modelFlexibility: Forbidden: a router runs the Endpoint Picker"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			svc := dualPodsService()
-			tc.mutate(svc)
-			errs := Validate(svc)
-			require.NotEmpty(t, errs, "the rule must refuse this input")
-			var all []string
-			for _, e := range errs {
-				all = append(all, e.Error())
-			}
-			assert.Contains(t, strings.Join(all, "\n"), tc.want)
-		})
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, dualPodsService, tc.mutate, tc.want) })
 	}
 }

@@ -232,18 +232,22 @@ func TestValidationRules(t *testing.T) {
 		}, "spec.roles[0].networkTopology: Forbidden: network topology belongs to the service's Volcano PodGroup"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			svc := validService()
-			tc.mutate(svc)
-			errs := Validate(svc)
-			require.NotEmpty(t, errs, "the rule must refuse this input")
-			var all []string
-			for _, e := range errs {
-				all = append(all, e.Error())
-			}
-			assert.Contains(t, strings.Join(all, "\n"), tc.want)
-		})
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, validService, tc.mutate, tc.want) })
 	}
+}
+
+// assertRefused: the valid service, changed, is refused with an error that says want.
+func assertRefused(t *testing.T, valid func() *InferenceService, mutate func(*InferenceService), want string) {
+	t.Helper()
+	svc := valid()
+	mutate(svc)
+	errs := Validate(svc)
+	require.NotEmpty(t, errs, "the rule must refuse this input")
+	var all []string
+	for _, e := range errs {
+		all = append(all, e.Error())
+	}
+	assert.Contains(t, strings.Join(all, "\n"), want)
 }
 
 func TestLongestNamesThatFitPass(t *testing.T) {

@@ -334,15 +334,11 @@ func (r *routing) eppService(ref Ref) *corev1.Service {
 func (r *routing) pool(ref Ref) runtime.Object {
 	eppName := api.EndpointPickerName(r.svc.Name)
 	if r.router.PoolAPIVersion == api.PoolV1Alpha2 {
-		selector := map[inferencev1alpha2.LabelKey]inferencev1alpha2.LabelValue{}
-		for k, v := range r.poolSelector() {
-			selector[inferencev1alpha2.LabelKey(k)] = inferencev1alpha2.LabelValue(v)
-		}
 		return &inferencev1alpha2.InferencePool{
 			TypeMeta:   typeMeta(KindInferencePoolV1Alpha2),
 			ObjectMeta: r.meta(ref),
 			Spec: inferencev1alpha2.InferencePoolSpec{
-				Selector:         selector,
+				Selector:         labelMap[inferencev1alpha2.LabelKey, inferencev1alpha2.LabelValue](r.poolSelector()),
 				TargetPortNumber: r.poolPort,
 				ExtensionRef: inferencev1alpha2.Extension{
 					Kind:        ptr.To(inferencev1alpha2.Kind(KindService.Kind)),
@@ -353,15 +349,11 @@ func (r *routing) pool(ref Ref) runtime.Object {
 			},
 		}
 	}
-	selector := map[inferencev1.LabelKey]inferencev1.LabelValue{}
-	for k, v := range r.poolSelector() {
-		selector[inferencev1.LabelKey(k)] = inferencev1.LabelValue(v)
-	}
 	return &inferencev1.InferencePool{
 		TypeMeta:   typeMeta(KindInferencePool),
 		ObjectMeta: r.meta(ref),
 		Spec: inferencev1.InferencePoolSpec{
-			Selector:    inferencev1.LabelSelector{MatchLabels: selector},
+			Selector:    inferencev1.LabelSelector{MatchLabels: labelMap[inferencev1.LabelKey, inferencev1.LabelValue](r.poolSelector())},
 			TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(r.poolPort)}},
 			EndpointPickerRef: inferencev1.EndpointPickerRef{
 				Kind:        inferencev1.Kind(KindService.Kind),
@@ -371,6 +363,15 @@ func (r *routing) pool(ref Ref) runtime.Object {
 			},
 		},
 	}
+}
+
+// labelMap is a label map in the typed keys and values of an API version.
+func labelMap[K, V ~string](labels map[string]string) map[K]V {
+	out := make(map[K]V, len(labels))
+	for k, v := range labels {
+		out[K(k)] = V(v)
+	}
+	return out
 }
 
 // shadowService is seed 001's option 1: a headless Service over the pool's pods for gateways
