@@ -216,13 +216,9 @@ func dualPodsControllerObject(svc *api.InferenceService, ref Ref) runtime.Object
 func dualPodsController(svc *api.InferenceService, ref Ref, labels map[string]string) *appsv1.Deployment {
 	d := svc.Spec.DualPodsController
 	selector := map[string]string{LabelService: svc.Name, LabelAppName: "dual-pods-controller"}
-	var annotations map[string]string
-	if !ref.Awaited {
-		annotations = map[string]string{AnnotationPulumiSkipAwait: "true"}
-	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta(KindDeployment),
-		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: skipAwaitUnless(ref.Awaited)},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},

@@ -81,15 +81,19 @@ func routerRefs(svc *api.InferenceService, awaitedLeaderWorkerSets []string) []R
 	if router.PoolAPIVersion == api.PoolV1Alpha2 {
 		poolKind = KindInferencePoolV1Alpha2
 	}
+	// The Deployment and its Service (whose endpoints pulumi-kubernetes waits for) are awaited
+	// unless nothing is.
 	deployment := ref(KindDeployment, eppName, suffixEPPDeployment, suffixEPPRoleBinding, suffixEPPConfig)
 	deployment.Awaited = svc.Spec.AwaitMode() != api.AwaitNone
+	service := ref(KindService, eppName, suffixEPPService)
+	service.Awaited = deployment.Awaited
 	refs := []Ref{
 		ref(KindServiceAccount, eppName, suffixEPPServiceAccount),
 		ref(KindRole, eppName, suffixEPPRole),
 		ref(KindRoleBinding, eppName, suffixEPPRoleBinding, suffixEPPServiceAccount, suffixEPPRole),
 		ref(KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig),
 		deployment,
-		ref(KindService, eppName, suffixEPPService),
+		service,
 		ref(poolKind, api.PoolName(svc.Name), suffixPool),
 	}
 	if router.ShadowService {
@@ -262,13 +266,9 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 	if epp := r.router.EndpointPicker; epp != nil && epp.Resources != nil {
 		resources = *epp.Resources.DeepCopy()
 	}
-	annotations := map[string]string(nil)
-	if !ref.Awaited {
-		annotations = map[string]string{AnnotationPulumiSkipAwait: "true"}
-	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta(KindDeployment),
-		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: skipAwaitUnless(ref.Awaited)},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(r.router.EndpointPickerReplicas()),
 			Selector: &metav1.LabelSelector{MatchLabels: r.eppSelector()},
@@ -317,9 +317,11 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 }
 
 func (r *routing) eppService(ref Ref) *corev1.Service {
+	meta := r.meta(ref)
+	meta.Annotations = skipAwaitUnless(ref.Awaited)
 	return &corev1.Service{
 		TypeMeta:   typeMeta(KindService),
-		ObjectMeta: r.meta(ref),
+		ObjectMeta: meta,
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: r.eppSelector(),
@@ -365,6 +367,15 @@ func (r *routing) pool(ref Ref) runtime.Object {
 	}
 }
 
+// skipAwaitUnless tells pulumi-kubernetes not to wait for an object that is not awaited; an
+// awaited Deployment or Service gets its default wait (rolled out; endpoints ready).
+func skipAwaitUnless(awaited bool) map[string]string {
+	if awaited {
+		return nil
+	}
+	return map[string]string{AnnotationPulumiSkipAwait: "true"}
+}
+
 // labelMap is a label map in the typed keys and values of an API version.
 func labelMap[K, V ~string](labels map[string]string) map[K]V {
 	out := make(map[K]V, len(labels))
@@ -385,8 +396,7 @@ func (r *routing) shadowService(ref Ref) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta: typeMeta(KindService),
 		// Its endpoints are the model servers, which the LWSs' await already covers.
-		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: r.labels(),
-			Annotations: map[string]string{AnnotationPulumiSkipAwait: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: r.labels(), Annotations: skipAwaitUnless(false)},
 		Spec: corev1.ServiceSpec{
 			Type:      corev1.ServiceTypeClusterIP,
 			ClusterIP: corev1.ClusterIPNone,

@@ -67,6 +67,9 @@ func TestRouterAwaitNone(t *testing.T) {
 	tree := routedStory(t, "llama-router.yaml", func(svc *api.InferenceService, _ *api.Role) { svc.Spec.Await = api.AwaitNone })
 	deployment := objectOf[*appsv1.Deployment](t, tree, "")
 	assert.Equal(t, "true", deployment.Annotations[topology.AnnotationPulumiSkipAwait])
+	assert.Equal(t, "true", objectOf[*corev1.Service](t, tree, "llama-8b-epp").Annotations[topology.AnnotationPulumiSkipAwait],
+		"nor the endpoints of its Service")
+	assert.Empty(t, objectOf[*corev1.Service](t, story(t, "llama-router.yaml"), "llama-8b-epp").Annotations, "awaited by default")
 	route := tree.Objects[len(tree.Objects)-1]
 	assert.Equal(t, []string{"pool", "epp-deployment"}, route.DependsOn, "no replica is awaited")
 }
