@@ -179,7 +179,7 @@ func TestPreviewWithUnknownTemplate(t *testing.T) {
 					Args: pulumi.StringArray{pulumi.String("--model"), model},
 				}},
 			}},
-		}}})
+		}, {Name: "router", ComponentType: "router", HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}}}})
 		if err != nil {
 			return err
 		}
@@ -201,6 +201,10 @@ func TestPreviewWithUnknownTemplate(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"qwen-inference-0", "qwen-inference-1", "qwen-inference-2"}, names)
 	assert.Empty(t, monitor.ByType(typePodGroup), "a single-node worker service is not gang scheduled")
+	pools := monitor.ByType("kubernetes:inference.networking.k8s.io/v1:InferencePool")
+	require.Len(t, pools, 1, "the router's objects are laid out at preview too")
+	assert.Equal(t, "qwen-pool", pools[0].Inputs["metadata"].ObjectValue()["name"].StringValue())
+	assert.True(t, unknownAtPreview(pools[0].Inputs["spec"]), "its target port comes from the unknown template")
 	assert.True(t, namesKnown, "child names are known at preview")
 	// No LWS has a status at preview: the role's size is known, its phase is Unknown, never a guess.
 	require.True(t, statusKnown)
