@@ -63,6 +63,9 @@ const (
 	annotationEPPConfig  = api.ReservedLabelPrefix + "epp-config-hash"
 	inferencePoolKind    = "InferencePool"
 	leaderElectionSuffix = ".gateway-api-inference-extension.sigs.k8s.io"
+	// waitForOneReady: a Deployment is up when one pod is ready (a Deployment reports
+	// observedGeneration, so pulumi-kubernetes does not read a stale status).
+	waitForOneReady = "jsonpath={.status.readyReplicas}=1"
 )
 
 // routerRefs lay out a router's objects after the service's LWSs. The Endpoint Picker starts
@@ -266,9 +269,15 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 	if epp := r.router.EndpointPicker; epp != nil && epp.Resources != nil {
 		resources = *epp.Resources.DeepCopy()
 	}
+	annotations := skipAwaitUnless(ref.Awaited)
+	if ref.Awaited && r.leaderElection() {
+		// Only the elected leader is ready: pulumi-kubernetes' default wait for every replica
+		// would never end.
+		annotations = map[string]string{AnnotationPulumiWaitFor: waitForOneReady}
+	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta(KindDeployment),
-		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: skipAwaitUnless(ref.Awaited)},
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: annotations},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(r.router.EndpointPickerReplicas()),
 			Selector: &metav1.LabelSelector{MatchLabels: r.eppSelector()},
