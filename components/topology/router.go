@@ -57,6 +57,7 @@ const (
 	eppConfigFile        = "config.yaml"
 	eppContainerName     = "epp"
 	eppConfigVolume      = "epp-config"
+	eppTmpVolume         = "tmp"
 	eppTerminationGrace  = 130 // the chart's: as long as the longest grace period of the pool's pods
 	eppNonRootUser       = 65532
 	routeRequestTimeout  = "300s" // what the Inference Extension's example routes give a generation
@@ -309,16 +310,23 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 						LivenessProbe:  &corev1.Probe{ProbeHandler: grpcProbe(liveness), InitialDelaySeconds: 5, PeriodSeconds: 10},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: grpcProbe(readiness), PeriodSeconds: 2},
 						Resources:      resources,
-						VolumeMounts:   []corev1.VolumeMount{{Name: eppConfigVolume, MountPath: eppConfigMountPath, ReadOnly: true}},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: eppConfigVolume, MountPath: eppConfigMountPath, ReadOnly: true},
+							// The root filesystem is read-only; plugins that cache (tokenizers) write here.
+							{Name: eppTmpVolume, MountPath: "/tmp"},
+						},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
 							ReadOnlyRootFilesystem:   ptr.To(true),
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 						},
 					}},
-					Volumes: []corev1.Volume{{Name: eppConfigVolume, VolumeSource: corev1.VolumeSource{
-						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerConfigName(r.svc.Name)}},
-					}}},
+					Volumes: []corev1.Volume{
+						{Name: eppConfigVolume, VolumeSource: corev1.VolumeSource{
+							ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerConfigName(r.svc.Name)}},
+						}},
+						{Name: eppTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
 				},
 			},
 		},
