@@ -64,8 +64,9 @@ const (
 	annotationEPPConfig  = api.ReservedLabelPrefix + "epp-config-hash"
 	inferencePoolKind    = "InferencePool"
 	leaderElectionSuffix = ".gateway-api-inference-extension.sigs.k8s.io"
-	// waitForOneReady: a Deployment is up when one pod is ready (a Deployment reports
-	// observedGeneration, so pulumi-kubernetes does not read a stale status).
+	// waitForOneReady: a Deployment is up when one pod is ready. pulumi-kubernetes' jsonpath wait
+	// does not compare observedGeneration: exact on creation; on an update it can accept the
+	// previous leader (the routerReady output compares generations).
 	waitForOneReady = "jsonpath={.status.readyReplicas}=1"
 )
 
