@@ -1,5 +1,7 @@
 package api
 
+import lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
 const (
 	// DefaultNamespace is used when neither the manifest nor the caller names one.
 	DefaultNamespace = "default"
@@ -189,4 +191,20 @@ func (r *Role) EndpointPickerImage() string {
 		return ""
 	}
 	return r.EndpointPicker.Image
+}
+
+// RestartPolicyOrDefault is the role's LWS restart policy, RecreateGroupOnPodRestart when unset.
+func (r *Role) RestartPolicyOrDefault() lwsv1.RestartPolicyType {
+	if r.RestartPolicy == "" {
+		return lwsv1.RecreateGroupOnPodRestart
+	}
+	return r.RestartPolicy
+}
+
+// StartupPolicyOrDefault is the role's LWS startup policy, LeaderCreated when unset.
+func (r *Role) StartupPolicyOrDefault() lwsv1.StartupPolicyType {
+	if r.StartupPolicy == "" {
+		return lwsv1.LeaderCreatedStartupPolicy
+	}
+	return r.StartupPolicy
 }

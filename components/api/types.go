@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
 const (
@@ -239,6 +240,12 @@ type Role struct {
 	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
 	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool string `json:"nodePool,omitempty"`
+	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart
+	// (default: the whole replica restarts, as a multi-node server needs) or None.
+	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty"`
+	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
+	// leader) or LeaderReady (once the leader pod is ready).
+	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (seed 003): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
 // ReservedLabelPrefix marks the labels the project sets; users may not set them.
@@ -178,6 +179,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	}
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
 	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)
+	errs = append(errs, validateLifecycle(role, withTemplates, rolePath)...)
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
@@ -540,6 +542,36 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 						"or two pods of one replica could share a node", pool.Name, pool.GPUsPerNode)))
 			}
 		}
+	}
+	return errs
+}
+
+// validateLifecycle checks the LWS restart and startup policies of a serving role.
+func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch role.RestartPolicy {
+	case "", lwsv1.RecreateGroupOnPodRestart, lwsv1.NoneRestartPolicy:
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("restartPolicy"), role.RestartPolicy,
+			[]lwsv1.RestartPolicyType{lwsv1.RecreateGroupOnPodRestart, lwsv1.NoneRestartPolicy}))
+	}
+	switch role.StartupPolicy {
+	case "", lwsv1.LeaderCreatedStartupPolicy:
+	case lwsv1.LeaderReadyStartupPolicy:
+		switch {
+		case !role.MultiNode():
+			errs = append(errs, field.Forbidden(rolePath.Child("startupPolicy"), "a single-node replica has no workers to start after its leader"))
+		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
+			role.Template.Spec.Containers[ServingContainerIndex].ReadinessProbe != nil:
+			// The leader's server is ready only once the workers have joined its Ray cluster, and
+			// LeaderReady creates the workers only once the leader is ready.
+			errs = append(errs, field.Invalid(rolePath.Child("startupPolicy"), role.StartupPolicy,
+				"would never start: the leader's server becomes ready only after the workers join its Ray cluster, and LeaderReady "+
+					"creates the workers only after the leader is ready; keep LeaderCreated (the workers wait for the Ray head themselves)"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("startupPolicy"), role.StartupPolicy,
+			[]lwsv1.StartupPolicyType{lwsv1.LeaderCreatedStartupPolicy, lwsv1.LeaderReadyStartupPolicy}))
 	}
 	return errs
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -225,6 +226,19 @@ func TestValidationRules(t *testing.T) {
 		}, `spec.nodePools[0].taints[0].effect: Unsupported value: "NoWay"`},
 		{"pools have GPUs", func(s *InferenceService) { s.Spec.NodePools = []NodePool{karpenterPool("a", 0)} },
 			"spec.nodePools[0].gpusPerNode: Invalid value: 0: must be >= 1"},
+		{"restartPolicy known to LWS", func(s *InferenceService) { s.Spec.Roles[0].RestartPolicy = "Always" },
+			`spec.roles[0].restartPolicy: Unsupported value: "Always": supported values: "RecreateGroupOnPodRestart", "None"`},
+		{"the deprecated Default restart policy", func(s *InferenceService) { s.Spec.Roles[0].RestartPolicy = "Default" },
+			`spec.roles[0].restartPolicy: Unsupported value: "Default"`},
+		{"startupPolicy known to LWS", func(s *InferenceService) { s.Spec.Roles[0].StartupPolicy = "WorkersFirst" },
+			`spec.roles[0].startupPolicy: Unsupported value: "WorkersFirst": supported values: "LeaderCreated", "LeaderReady"`},
+		{"LeaderReady with a probed leader never starts", func(s *InferenceService) {
+			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
+			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8000)}}}
+		}, "spec.roles[0].startupPolicy: Invalid value: \"LeaderReady\": would never start"},
+		{"LeaderReady needs workers", func(s *InferenceService) { s.Spec.Roles = []Role{worker}; s.Spec.Roles[0].StartupPolicy = "LeaderReady" },
+			"spec.roles[0].startupPolicy: Forbidden: a single-node replica has no workers"},
 		{"role topology needs gang scheduling", func(s *InferenceService) {
 			w := worker
 			w.NetworkTopology = &NetworkTopologyPolicy{HighestTierAllowed: ptr.To(1)}

@@ -52,6 +52,10 @@ type RoleArgs struct {
 	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
 	// NodePool names the nodePools entry the role's pods run on.
 	NodePool string `pulumi:"nodePool,optional"`
+	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+	RestartPolicy string `pulumi:"restartPolicy,optional"`
+	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+	StartupPolicy string `pulumi:"startupPolicy,optional"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
 	ModelFlexibility *api.ModelFlexibility `pulumi:"modelFlexibility,optional"`
 

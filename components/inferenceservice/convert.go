@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
@@ -42,7 +43,7 @@ func (a *Args) service(componentName string) (*api.InferenceService, field.Error
 	for i := range a.Roles {
 		r := &a.Roles[i]
 		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
-			ModelFlexibility: r.ModelFlexibility}
+			ModelFlexibility: r.ModelFlexibility, RestartPolicy: lwsv1.RestartPolicyType(r.RestartPolicy), StartupPolicy: lwsv1.StartupPolicyType(r.StartupPolicy)}
 		errs = append(errs, routerToAPI(r, &role, field.NewPath("spec", "roles").Index(i))...)
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int32(*r.Replicas))
@@ -123,7 +124,7 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 	for i := range svc.Spec.Roles {
 		r := &svc.Spec.Roles[i]
 		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
-			ModelFlexibility: r.ModelFlexibility}
+			ModelFlexibility: r.ModelFlexibility, RestartPolicy: string(r.RestartPolicy), StartupPolicy: string(r.StartupPolicy)}
 		if err := routerFromAPI(r, &role); err != nil {
 			return nil, fmt.Errorf("spec.roles[%d].httproute: %w", i, err)
 		}

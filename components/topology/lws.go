@@ -90,13 +90,13 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
 				Size:           ptr.To(role.NodeCount()),
 				WorkerTemplate: *replicaTemplate(svc, role, replica, templates.worker, labels),
-				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
+				RestartPolicy:  role.RestartPolicyOrDefault(),
 			},
 			RolloutStrategy: lwsv1.RolloutStrategy{
 				Type:                       lwsv1.RollingUpdateStrategyType,
 				RollingUpdateConfiguration: defaultRollingUpdate(),
 			},
-			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
+			StartupPolicy: role.StartupPolicyOrDefault(),
 			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
 		},
 	}

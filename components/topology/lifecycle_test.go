@@ -1,0 +1,87 @@
+package topology_test
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+)
+
+// story4With is seed 000's story 4 with a change, built.
+func story4With(t *testing.T, change func(svc *api.InferenceService)) *topology.Tree {
+	t.Helper()
+	svc := story(t, "story4-disaggregated-multinode.yaml").Service
+	svc.Spec.Roles = append([]api.Role{}, svc.Spec.Roles...)
+	change(svc)
+	return build(t, svc)
+}
+
+func byName(tree *topology.Tree) map[string]*lwsv1.LeaderWorkerSet {
+	out := map[string]*lwsv1.LeaderWorkerSet{}
+	for _, lws := range leaderWorkerSets(tree) {
+		out[lws.Name] = lws
+	}
+	return out
+}
+
+func TestRestartAndStartupPolicies(t *testing.T) {
+	tree := story4With(t, func(svc *api.InferenceService) {
+		svc.Spec.Roles[0].RestartPolicy = lwsv1.NoneRestartPolicy
+		svc.Spec.Roles[0].StartupPolicy = lwsv1.LeaderReadyStartupPolicy // its template has no readiness probe
+	})
+	lwss := byName(tree)
+	prefill, decode := lwss["deepseek-r1-disagg-prefill-0"], lwss["deepseek-r1-disagg-decode-0"]
+	assert.Equal(t, lwsv1.NoneRestartPolicy, prefill.Spec.LeaderWorkerTemplate.RestartPolicy)
+	assert.Equal(t, lwsv1.LeaderReadyStartupPolicy, prefill.Spec.StartupPolicy)
+	assert.Equal(t, lwsv1.RecreateGroupOnPodRestart, decode.Spec.LeaderWorkerTemplate.RestartPolicy, "default: a replica restarts whole")
+	assert.Equal(t, lwsv1.LeaderCreatedStartupPolicy, decode.Spec.StartupPolicy, "default: workers with the leader")
+}
+
+// TestScalingLeavesExistingReplicasAlone: each replica is its own LWS, so a change of replicas
+// adds or removes whole LWSs at the end and does not touch the others (Pulumi sees no diff).
+func TestScalingLeavesExistingReplicasAlone(t *testing.T) {
+	base := byName(story4With(t, func(*api.InferenceService) {}))
+	up := byName(story4With(t, func(svc *api.InferenceService) { svc.Spec.Roles[1].Replicas = ptr.To[int32](4) }))
+	down := byName(story4With(t, func(svc *api.InferenceService) { svc.Spec.Roles[1].Replicas = ptr.To[int32](1) }))
+	require.Len(t, up, 5)
+	for name, lws := range base {
+		assert.Equal(t, lws, up[name], "scaling up leaves %s as it was", name)
+	}
+	assert.Contains(t, up, "deepseek-r1-disagg-decode-3")
+	assert.Equal(t, []string{"deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-prefill-0"}, sortedKeys(down),
+		"scaling down removes the highest indexes")
+	assert.Equal(t, base["deepseek-r1-disagg-decode-0"], down["deepseek-r1-disagg-decode-0"])
+}
+
+// TestResizingUpdatesInPlace: a new nodeCount keeps every LWS's name (an update, not a
+// replacement) and changes its size and the PodGroup's subgroup size with it.
+func TestResizingUpdatesInPlace(t *testing.T) {
+	tree := story4With(t, func(svc *api.InferenceService) {
+		svc.Spec.Roles[1].Multinode = &api.Multinode{NodeCount: 2}
+		svc.Spec.Roles[1].Template = svc.Spec.Roles[1].Template.DeepCopy()
+		svc.Spec.Roles[1].Template.Spec.Containers[0].Args = []string{"--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16"}
+	})
+	lwss := byName(tree)
+	require.Contains(t, lwss, "deepseek-r1-disagg-decode-1")
+	assert.Equal(t, int32(2), *lwss["deepseek-r1-disagg-decode-1"].Spec.LeaderWorkerTemplate.Size)
+	for _, sg := range podGroup(tree).Spec.SubGroupPolicy {
+		if sg.Name == "decode" {
+			assert.Equal(t, int32(2), *sg.SubGroupSize)
+		}
+	}
+}
+
+func sortedKeys(m map[string]*lwsv1.LeaderWorkerSet) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
