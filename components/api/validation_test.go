@@ -237,7 +237,10 @@ func TestValidationRules(t *testing.T) {
 			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 				HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8000)}}}
 		}, "spec.roles[0].startupPolicy: Invalid value: \"LeaderReady\": would never start"},
-		{"LeaderReady needs workers", func(s *InferenceService) { s.Spec.Roles = []Role{worker}; s.Spec.Roles[0].StartupPolicy = "LeaderReady" },
+		{"LeaderReady needs workers", func(s *InferenceService) {
+			s.Spec.Roles = []Role{worker}
+			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
+		},
 			"spec.roles[0].startupPolicy: Forbidden: a single-node replica has no workers"},
 		{"role topology needs gang scheduling", func(s *InferenceService) {
 			w := worker
