@@ -2,6 +2,8 @@
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
+# The provider's version is a semantic version: Pulumi puts it in the schema and the SDKs.
+PROVIDER_VERSION ?= 0.1.0
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 FUZZTIME    ?= 20s
 
@@ -24,6 +26,7 @@ conformance:
 ## build: the CLI in bin/, with its version stamped.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/fusioninfer ./cmd/fusioninfer
+	$(GO) build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/pulumi-resource-fusioninfer ./provider/cmd/pulumi-resource-fusioninfer
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

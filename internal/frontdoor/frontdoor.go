@@ -38,7 +38,7 @@ func Rendered(t *testing.T, file string) Objects {
 		require.NoError(t, err)
 		var obj map[string]any
 		require.NoError(t, sigsyaml.Unmarshal(data, &obj)) // JSON-typed values, as Pulumi's
-		objects.add(obj)
+		objects.Add(obj)
 	}
 	require.NotEmpty(t, objects, "the CLI rendered nothing")
 	return objects
@@ -49,13 +49,14 @@ func Registered(monitor *pulumimock.Monitor) Objects {
 	objects := Objects{}
 	for _, r := range monitor.Resources() {
 		if r.Custom {
-			objects.add(r.Inputs.Mappable())
+			objects.Add(r.Inputs.Mappable())
 		}
 	}
 	return objects
 }
 
-func (o Objects) add(obj map[string]any) {
+// Add keys an object by "Kind/name".
+func (o Objects) Add(obj map[string]any) {
 	meta := obj["metadata"].(map[string]any)
 	o[obj["kind"].(string)+"/"+meta["name"].(string)] = obj
 }

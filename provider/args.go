@@ -1,0 +1,67 @@
+package provider
+
+import (
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+)
+
+// Args are the component's inputs as the provider receives them from any language: the Go
+// component's Args with each role's pod template as the plain pulumi-kubernetes struct, which the
+// schema then points at the kubernetes package's PodTemplateSpec.
+type Args struct {
+	ServiceName        string                           `pulumi:"serviceName,optional"`
+	Namespace          string                           `pulumi:"namespace,optional"`
+	Labels             map[string]string                `pulumi:"labels,optional"`
+	Roles              []RoleArgs                       `pulumi:"roles"`
+	SchedulingStrategy *api.SchedulingStrategy          `pulumi:"schedulingStrategy,optional"`
+	GangPolicy         *inferenceservice.GangPolicyArgs `pulumi:"gangPolicy,optional"`
+	Await              string                           `pulumi:"await,optional"`
+	NodePools          []api.NodePool                   `pulumi:"nodePools,optional"`
+	DualPodsController *api.DualPodsController          `pulumi:"dualPodsController,optional"`
+}
+
+// RoleArgs are one role's inputs; see inferenceservice.RoleArgs.
+type RoleArgs struct {
+	Name                 string                               `pulumi:"name"`
+	ComponentType        string                               `pulumi:"componentType"`
+	Replicas             *int                                 `pulumi:"replicas,optional"`
+	Multinode            *inferenceservice.MultinodeArgs      `pulumi:"multinode,optional"`
+	Template             *k8scorev1.PodTemplateSpec           `pulumi:"template,optional"`
+	NetworkTopology      *api.NetworkTopologyPolicy           `pulumi:"networkTopology,optional"`
+	NodePool             string                               `pulumi:"nodePool,optional"`
+	RestartPolicy        string                               `pulumi:"restartPolicy,optional"`
+	StartupPolicy        string                               `pulumi:"startupPolicy,optional"`
+	ModelFlexibility     *api.ModelFlexibility                `pulumi:"modelFlexibility,optional"`
+	Strategy             string                               `pulumi:"strategy,optional"`
+	HTTPRoute            map[string]any                       `pulumi:"httproute,optional"`
+	EndpointPickerConfig string                               `pulumi:"endpointPickerConfig,optional"`
+	PoolAPIVersion       string                               `pulumi:"poolApiVersion,optional"`
+	FailureMode          string                               `pulumi:"failureMode,optional"`
+	ShadowService        bool                                 `pulumi:"shadowService,optional"`
+	EndpointPicker       *inferenceservice.EndpointPickerArgs `pulumi:"endpointPicker,optional"`
+}
+
+// componentArgs are the Go component's Args for these inputs.
+func (a *Args) componentArgs() *inferenceservice.Args {
+	out := &inferenceservice.Args{
+		ServiceName: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels, SchedulingStrategy: a.SchedulingStrategy,
+		GangPolicy: a.GangPolicy, Await: a.Await, NodePools: a.NodePools, DualPodsController: a.DualPodsController,
+	}
+	for _, r := range a.Roles {
+		role := inferenceservice.RoleArgs{
+			Name: r.Name, ComponentType: r.ComponentType, Replicas: r.Replicas, Multinode: r.Multinode,
+			NetworkTopology: r.NetworkTopology, NodePool: r.NodePool, RestartPolicy: r.RestartPolicy, StartupPolicy: r.StartupPolicy,
+			ModelFlexibility: r.ModelFlexibility, Strategy: r.Strategy, HTTPRoute: r.HTTPRoute,
+			EndpointPickerConfig: r.EndpointPickerConfig, PoolAPIVersion: r.PoolAPIVersion, FailureMode: r.FailureMode,
+			ShadowService: r.ShadowService, EndpointPicker: r.EndpointPicker,
+		}
+		if r.Template != nil {
+			role.Template = pulumi.ToOutput(*r.Template).(k8scorev1.PodTemplateSpecOutput)
+		}
+		out.Roles = append(out.Roles, role)
+	}
+	return out
+}

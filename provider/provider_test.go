@@ -1,0 +1,64 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/blang/semver"
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/integration"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite schema.json from the provider")
+
+// servedSchema is the schema the provider serves, without its version (stamped at build time).
+func servedSchema(t *testing.T) []byte {
+	t.Helper()
+	prov, err := New()
+	require.NoError(t, err)
+	server, err := integration.NewServer(context.Background(), Name, semver.MustParse("0.0.0"), integration.WithProvider(prov))
+	require.NoError(t, err)
+	resp, err := server.GetSchema(p.GetSchemaRequest{})
+	require.NoError(t, err)
+	var spec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(resp.Schema), &spec))
+	delete(spec, "version")
+	out, err := json.MarshalIndent(spec, "", "  ")
+	require.NoError(t, err)
+	return append(out, '\n')
+}
+
+// TestSchemaIsCheckedIn: schema.json is what the provider serves; after a change of the
+// component's Args run `go test ./provider -update` and review the diff.
+func TestSchemaIsCheckedIn(t *testing.T) {
+	got := servedSchema(t)
+	if *update {
+		require.NoError(t, os.WriteFile("schema.json", got, 0o644))
+	}
+	want, err := os.ReadFile("schema.json")
+	require.NoError(t, err, "run go test ./provider -update")
+	assert.Equal(t, string(want), string(got), "schema.json drifted: run go test ./provider -update")
+}
+
+func TestPodTemplatesAreTheKubernetesType(t *testing.T) {
+	var spec struct {
+		Types map[string]struct {
+			Properties map[string]struct {
+				Ref string `json:"$ref"`
+			} `json:"properties"`
+		} `json:"types"`
+		Dependencies []struct{ Name, Version string } `json:"dependencies"`
+	}
+	require.NoError(t, json.Unmarshal(servedSchema(t), &spec))
+	assert.Equal(t, "/kubernetes/v4.33.0/schema.json#/types/kubernetes:core/v1:PodTemplateSpec",
+		spec.Types["fusioninfer:index:RoleArgs"].Properties["template"].Ref)
+	for token := range spec.Types {
+		assert.NotContains(t, token, "fusioninfer:v1:", "no inlined copy of a kubernetes type")
+	}
+	assert.Contains(t, spec.Dependencies, struct{ Name, Version string }{"kubernetes", "4.33.0"})
+}

@@ -1,0 +1,78 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/blang/semver"
+	p "github.com/pulumi/pulumi-go-provider"
+	pschema "github.com/pulumi/pulumi/pkg/v3/codegen/schema"
+)
+
+// KubernetesVersion is the pulumi-kubernetes release whose PodTemplateSpec the pod templates are.
+const KubernetesVersion = "4.33.0"
+
+// podTemplateRef is the kubernetes package's PodTemplateSpec, as a cross-package reference.
+const podTemplateRef = "/kubernetes/v" + KubernetesVersion + "/schema.json#/types/kubernetes:core/v1:PodTemplateSpec"
+
+// inlinedKubernetesTypes is where infer puts the pulumi-kubernetes structs it walked (the Go
+// package of the plain PodTemplateSpec is core/v1).
+const inlinedKubernetesTypes = "fusioninfer:v1:"
+
+// withKubernetesReferences serves the inferred schema with pod templates that are the kubernetes
+// package's own type, so TypeScript and Python users pass the PodTemplateSpec they already know.
+func withKubernetesReferences(prov p.Provider) p.Provider {
+	inferred := prov.GetSchema
+	prov.GetSchema = func(ctx context.Context, req p.GetSchemaRequest) (p.GetSchemaResponse, error) {
+		resp, err := inferred(ctx, req)
+		if err != nil {
+			return resp, err
+		}
+		resp.Schema, err = rewriteSchema(resp.Schema)
+		return resp, err
+	}
+	return prov
+}
+
+// rewriteSchema replaces the inlined copies of pulumi-kubernetes' types by references into the
+// kubernetes package and declares the dependency.
+func rewriteSchema(raw string) (string, error) {
+	var spec pschema.PackageSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return "", err
+	}
+	for token := range spec.Types {
+		if strings.HasPrefix(token, inlinedKubernetesTypes) {
+			delete(spec.Types, token)
+		}
+	}
+	refer := func(props map[string]pschema.PropertySpec) {
+		for name, prop := range props {
+			if prop.Ref == "#/types/"+inlinedKubernetesTypes+"PodTemplateSpec" {
+				prop.Ref = podTemplateRef
+				props[name] = prop
+			}
+		}
+	}
+	for token, t := range spec.Types {
+		refer(t.Properties)
+		spec.Types[token] = t
+	}
+	for token, r := range spec.Resources {
+		refer(r.InputProperties)
+		refer(r.Properties)
+		spec.Resources[token] = r
+	}
+	version := semver.MustParse(KubernetesVersion)
+	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
+	out, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(string(out), "#/types/"+inlinedKubernetesTypes) {
+		return "", fmt.Errorf("the schema still refers to inlined kubernetes types (%s*): refer to the kubernetes package", inlinedKubernetesTypes)
+	}
+	return string(out), nil
+}
