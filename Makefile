@@ -7,7 +7,7 @@ PROVIDER_VERSION ?= 0.1.0
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 FUZZTIME    ?= 20s
 
-.PHONY: demo test conformance build vet fuzz bench golden clean
+.PHONY: demo test conformance build vet fuzz bench golden gen clean
 
 ## demo: render seed 000's story 4 with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -46,3 +46,8 @@ golden:
 
 clean:
 	rm -rf bin
+
+## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
+gen:
+	$(GO) test ./provider -run TestSchemaIsCheckedIn -update
+	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes ../shared/pulumi-kubernetes/schema-v4.32.0.json -version $(PROVIDER_VERSION) -out sdk

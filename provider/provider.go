@@ -25,6 +25,14 @@ func New() (p.Provider, error) {
 		WithRepository("https://github.com/fusioninfer/pulumi-fusioninfer").
 		// The Go package is inferenceservice; its token is fusioninfer:index:InferenceService.
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"inferenceservice": "index", "provider": "index", "api": "index"}).
+		WithLanguageMap(map[string]any{
+			"go": map[string]any{
+				"importBasePath": "github.com/fusioninfer/pulumi-fusioninfer/sdk/go/fusioninfer", "generateResourceContainerTypes": true,
+				"respectSchemaVersion": true,
+			},
+			"nodejs": map[string]any{"packageName": "@fusioninfer/pulumi-fusioninfer", "respectSchemaVersion": true},
+			"python": map[string]any{"packageName": "pulumi_fusioninfer", "pyproject": map[string]any{"enabled": true}, "respectSchemaVersion": true},
+		}).
 		WithComponents(infer.ComponentF(construct)).
 		Build()
 	if err != nil {

@@ -1,0 +1,56 @@
+package sdkgen
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	repositoryRoot   = "../.."
+	kubernetesSchema = repositoryRoot + "/../shared/pulumi-kubernetes/schema-v4.32.0.json"
+)
+
+// TestCheckedInSDKsAreFresh: sdk/ is exactly what the generator makes from provider/schema.json;
+// after a change of the schema run `make gen` and review the diff.
+func TestCheckedInSDKsAreFresh(t *testing.T) {
+	schema, err := os.ReadFile(filepath.Join(repositoryRoot, "provider", "schema.json"))
+	require.NoError(t, err)
+	files, err := Generate(schema, "0.1.0", kubernetesSchema)
+	require.NoError(t, err)
+	onDisk := map[string]bool{}
+	for _, lang := range []string{"nodejs", "python", "go"} {
+		root := filepath.Join(repositoryRoot, "sdk", lang)
+		require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join(repositoryRoot, "sdk"), path)
+			onDisk[filepath.ToSlash(rel)] = true
+			return nil
+		}))
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.Join(repositoryRoot, "sdk", name))
+		if !assert.NoError(t, err, "%s is not checked in: run make gen", name) {
+			continue
+		}
+		assert.Equal(t, string(want), string(got), "%s differs from a fresh generation: run make gen", name)
+		delete(onDisk, name)
+	}
+	assert.Empty(t, onDisk, "files under sdk/ the generator no longer makes: run make gen")
+}
+
+func TestPodTemplatesAreKubernetesTypesInEveryLanguage(t *testing.T) {
+	schema, err := os.ReadFile(filepath.Join(repositoryRoot, "provider", "schema.json"))
+	require.NoError(t, err)
+	files, err := Generate(schema, "0.1.0", kubernetesSchema)
+	require.NoError(t, err)
+	assert.Contains(t, string(files["nodejs/types/input.ts"]), "pulumiKubernetes.types.input.core.v1.PodTemplateSpec")
+	assert.Contains(t, string(files["python/pulumi_fusioninfer/_inputs.py"]), "pulumi_kubernetes.core.v1.PodTemplateSpecArgs")
+	assert.Contains(t, string(files["go/fusioninfer/pulumiTypes.go"]), "corev1.PodTemplateSpec")
+}
