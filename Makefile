@@ -7,16 +7,29 @@ PROVIDER_VERSION ?= 0.1.0
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 FUZZTIME    ?= 20s
 
-.PHONY: demo test conformance build vet fuzz bench golden gen clean
+.PHONY: demo test test-typescript conformance build vet fuzz bench golden gen clean
 
 ## demo: render seed 000's story 4 with the CLI: a one-screen summary, then the YAML.
 demo:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/fusioninfer render -f $(DEMO_STORY) --summary
 
-## test: vet, every unit, component, example and CLI test, and a short fuzz run of the core.
+## test: vet, every unit, component, example and CLI test, a short fuzz run of the core, and the
+## TypeScript SDK with its examples under Pulumi's Node mocks (npm packages installed here).
 test: vet
 	$(GO) test ./...
 	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(MAKE) test-typescript
+
+TS_INPUTS := $(CURDIR)/tests/typescript/out/inputs
+
+## test-typescript: build sdk/nodejs, type-check every TypeScript example against it, run them under
+## Pulumi's Node mocks, and construct what they registered through the provider (tests/crosslang).
+test-typescript:
+	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
+	cd tests/typescript && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc -p .
+	rm -rf $(TS_INPUTS) && mkdir -p $(TS_INPUTS)
+	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/mocks.js
+	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) $(GO) test ./tests/crosslang -count=1
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
 conformance:

@@ -1,16 +1,11 @@
-package provider
+package provider_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
-	"github.com/blang/semver"
-	p "github.com/pulumi/pulumi-go-provider"
-	"github.com/pulumi/pulumi-go-provider/integration"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	"github.com/stretchr/testify/assert"
@@ -46,32 +41,13 @@ func TestConstructEqualsTheCLIForEveryExample(t *testing.T) {
 			require.NoError(t, err)
 			docs, errs := api.Decode(data)
 			require.Empty(t, errs)
-			var mu sync.Mutex
-			registered := frontdoor.Objects{}
-			prov, err := New()
-			require.NoError(t, err)
-			server, err := integration.NewServer(context.Background(), Name, semver.MustParse("0.1.0"),
-				integration.WithProvider(prov),
-				integration.WithMocks(&integration.MockResourceMonitor{
-					NewResourceF: func(args integration.MockResourceArgs) (string, property.Map, error) {
-						if args.Custom {
-							mu.Lock()
-							obj := resource.ToResourcePropertyValue(property.New(args.Inputs)).ObjectValue().Mappable()
-							registered.Add(obj)
-							mu.Unlock()
-						}
-						return args.Name + "-id", args.Inputs, nil
-					},
-				}))
-			require.NoError(t, err)
+			constructed := frontdoor.Objects{}
 			for _, doc := range docs {
-				_, err := server.Construct(p.ConstructRequest{
-					Urn:    resource.CreateURN(doc.Service.Name, "fusioninfer:index:InferenceService", "", "project", "stack"),
-					Inputs: inputs(t, doc.Service),
-				})
-				require.NoError(t, err)
+				for key, obj := range frontdoor.Constructed(t, doc.Service.Name, inputs(t, doc.Service)) {
+					constructed[key] = obj
+				}
 			}
-			assert.Equal(t, frontdoor.Rendered(t, file), registered)
+			assert.Equal(t, frontdoor.Rendered(t, file), constructed)
 		})
 	}
 }

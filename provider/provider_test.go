@@ -1,4 +1,4 @@
-package provider
+package provider_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/pulumi/pulumi-go-provider/integration"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/provider"
 )
 
 var update = flag.Bool("update", false, "rewrite schema.json from the provider")
@@ -19,9 +21,9 @@ var update = flag.Bool("update", false, "rewrite schema.json from the provider")
 // servedSchema is the schema the provider serves, without its version (stamped at build time).
 func servedSchema(t *testing.T) []byte {
 	t.Helper()
-	prov, err := New()
+	prov, err := provider.New()
 	require.NoError(t, err)
-	server, err := integration.NewServer(context.Background(), Name, semver.MustParse("0.0.0"), integration.WithProvider(prov))
+	server, err := integration.NewServer(context.Background(), provider.Name, semver.MustParse("0.0.0"), integration.WithProvider(prov))
 	require.NoError(t, err)
 	resp, err := server.GetSchema(p.GetSchemaRequest{})
 	require.NoError(t, err)

@@ -1,0 +1,46 @@
+package frontdoor
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/blang/semver"
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/integration"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/provider"
+)
+
+// Constructed are the objects the multi-language provider registers when the engine asks it to
+// construct an InferenceService with these inputs (in-process, under mocks): what a TypeScript,
+// Python or YAML program gets.
+func Constructed(t *testing.T, name string, inputs property.Map) Objects {
+	t.Helper()
+	var mu sync.Mutex
+	registered := Objects{}
+	prov, err := provider.New()
+	require.NoError(t, err)
+	server, err := integration.NewServer(context.Background(), provider.Name, semver.MustParse("0.1.0"),
+		integration.WithProvider(prov),
+		integration.WithMocks(&integration.MockResourceMonitor{
+			NewResourceF: func(args integration.MockResourceArgs) (string, property.Map, error) {
+				if args.Custom {
+					mu.Lock()
+					registered.Add(resource.ToResourcePropertyValue(property.New(args.Inputs)).ObjectValue().Mappable())
+					mu.Unlock()
+				}
+				return args.Name + "-id", args.Inputs, nil
+			},
+		}))
+	require.NoError(t, err)
+	_, err = server.Construct(p.ConstructRequest{
+		Urn:    resource.CreateURN(name, "fusioninfer:index:InferenceService", "", "project", "stack"),
+		Inputs: inputs,
+	})
+	require.NoError(t, err)
+	return registered
+}

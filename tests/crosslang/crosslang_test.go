@@ -1,0 +1,52 @@
+// Package crosslang proves that a TypeScript (or Python) user and a Go user who describe the same
+// service get the same Kubernetes objects: the inputs a program's InferenceService registration
+// carried under its language's Pulumi mocks go through the provider's Construct, and the objects
+// must equal the CLI's render of the story's manifest (which the Go program's children equal too).
+package crosslang
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/frontdoor"
+)
+
+// capturedRegistration is what tests/typescript writes per example.
+type capturedRegistration struct {
+	Type   string         `json:"type"`
+	Name   string         `json:"name"`
+	Inputs map[string]any `json:"inputs"`
+}
+
+func TestTypeScriptProgramsBuildTheGoProgramsObjects(t *testing.T) {
+	assertLanguage(t, "FUSIONINFER_TS_INPUTS", "typescript")
+}
+
+func assertLanguage(t *testing.T, env, language string) {
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skipf("%s is not set: `make test` sets it after running the %s examples under their mocks", env, language)
+	}
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", language, "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, examples)
+	for _, example := range examples {
+		story := filepath.Base(example)
+		t.Run(story, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, story+".json"))
+			require.NoError(t, err, "the %s run recorded no inputs for %s", language, story)
+			var reg capturedRegistration
+			require.NoError(t, json.Unmarshal(data, &reg))
+			inputs := resource.FromResourcePropertyMap(resource.NewPropertyMapFromMap(reg.Inputs))
+			manifest := filepath.Join("..", "..", "examples", "manifests", strings.TrimSuffix(story, "-ts")+".yaml")
+			assert.Equal(t, frontdoor.Rendered(t, manifest), frontdoor.Constructed(t, reg.Name, inputs))
+		})
+	}
+}
