@@ -7,7 +7,7 @@ PROVIDER_VERSION ?= 0.1.0
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 FUZZTIME    ?= 20s
 
-.PHONY: demo test test-typescript conformance build vet fuzz bench golden gen clean
+.PHONY: demo test test-typescript test-python conformance build vet fuzz bench golden gen clean
 
 ## demo: render seed 000's story 4 with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -19,8 +19,23 @@ test: vet
 	$(GO) test ./...
 	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(MAKE) test-typescript
+	$(MAKE) test-python
 
 TS_INPUTS := $(CURDIR)/tests/typescript/out/inputs
+
+PY_VENV   := $(CURDIR)/tests/python/.venv
+PY_INPUTS := $(CURDIR)/tests/python/out/inputs
+
+## test-python: install pulumi, pulumi-kubernetes and sdk/python (a copy, so the SDK folder stays
+## clean) into a virtual environment, run every Python example under Pulumi's Python mocks with
+## pytest, and construct what they registered through the provider (tests/crosslang).
+test-python:
+	test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check "pulumi>=3.142.0,<4.0.0" pulumi-kubernetes==4.33.0 pytest pyyaml
+	rm -rf tests/python/out && mkdir -p $(PY_INPUTS) && cp -r sdk/python tests/python/out/sdk
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps tests/python/out/sdk
+	FUSIONINFER_PY_INPUTS=$(PY_INPUTS) $(PY_VENV)/bin/python -m pytest -q tests/python
+	FUSIONINFER_PY_INPUTS=$(PY_INPUTS) $(GO) test ./tests/crosslang -count=1 -run Python
 
 ## test-typescript: build sdk/nodejs, type-check every TypeScript example against it, run them under
 ## Pulumi's Node mocks, and construct what they registered through the provider (tests/crosslang).
@@ -29,7 +44,7 @@ test-typescript:
 	cd tests/typescript && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc -p .
 	rm -rf $(TS_INPUTS) && mkdir -p $(TS_INPUTS)
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/mocks.js
-	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) $(GO) test ./tests/crosslang -count=1
+	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) $(GO) test ./tests/crosslang -count=1 -run TypeScript
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
 conformance:

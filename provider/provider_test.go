@@ -58,7 +58,7 @@ func TestPodTemplatesAreTheKubernetesType(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(servedSchema(t), &spec))
 	assert.Equal(t, "/kubernetes/v4.33.0/schema.json#/types/kubernetes:core/v1:PodTemplateSpec",
-		spec.Types["fusioninfer:index:RoleArgs"].Properties["template"].Ref)
+		spec.Types["fusioninfer:index:Role"].Properties["template"].Ref)
 	for token := range spec.Types {
 		assert.NotContains(t, token, "fusioninfer:v1:", "no inlined copy of a kubernetes type")
 	}

@@ -65,14 +65,34 @@ func rewriteSchema(raw string) (string, error) {
 		refer(r.Properties)
 		spec.Resources[token] = r
 	}
+	renamed := withoutArgsSuffix(&spec)
 	version := semver.MustParse(KubernetesVersion)
 	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
 	out, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return "", err
 	}
+	for from, to := range renamed {
+		out = []byte(strings.ReplaceAll(string(out), `"#/types/`+from+`"`, `"#/types/`+to+`"`))
+	}
 	if strings.Contains(string(out), "#/types/"+inlinedKubernetesTypes) {
 		return "", fmt.Errorf("the schema still refers to inlined kubernetes types (%s*): refer to the kubernetes package", inlinedKubernetesTypes)
 	}
 	return string(out), nil
+}
+
+// withoutArgsSuffix names the object types after what they are: the Go structs are RoleArgs,
+// MultinodeArgs... (Args of a Go component), which the SDKs would call RoleArgsArgs. It returns
+// the renamed tokens; references are rewritten by the caller.
+func withoutArgsSuffix(spec *pschema.PackageSpec) map[string]string {
+	renamed := map[string]string{}
+	for token, t := range spec.Types {
+		if strings.HasSuffix(token, "Args") {
+			to := strings.TrimSuffix(token, "Args")
+			delete(spec.Types, token)
+			spec.Types[to] = t
+			renamed[token] = to
+		}
+	}
+	return renamed
 }

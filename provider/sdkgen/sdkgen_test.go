@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,7 +30,7 @@ func TestCheckedInSDKsAreFresh(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "bin") { // the TypeScript build's, ignored by git
+			if d.IsDir() && buildOutput(d.Name()) { // what building or installing an SDK leaves, ignored by git
 				return filepath.SkipDir
 			}
 			if d.IsDir() {
@@ -59,4 +60,13 @@ func TestPodTemplatesAreKubernetesTypesInEveryLanguage(t *testing.T) {
 	assert.Contains(t, string(files["nodejs/types/input.ts"]), "pulumiKubernetes.types.input.core.v1.PodTemplateSpec")
 	assert.Contains(t, string(files["python/pulumi_fusioninfer/_inputs.py"]), "pulumi_kubernetes.core.v1.PodTemplateSpecArgs")
 	assert.Contains(t, string(files["go/fusioninfer/pulumiTypes.go"]), "corev1.PodTemplateSpec")
+}
+
+// buildOutput names the folders a build or install writes into an SDK's folder.
+func buildOutput(dir string) bool {
+	switch dir {
+	case "node_modules", "bin", "build", "__pycache__":
+		return true
+	}
+	return strings.HasSuffix(dir, ".egg-info")
 }

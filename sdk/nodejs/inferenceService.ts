@@ -97,11 +97,11 @@ export class InferenceService extends pulumi.ComponentResource {
 export interface InferenceServiceArgs {
     await?: string;
     dualPodsController?: pulumi.Input<inputs.DualPodsControllerArgs | undefined>;
-    gangPolicy?: pulumi.Input<inputs.GangPolicyArgsArgs | undefined>;
+    gangPolicy?: pulumi.Input<inputs.GangPolicyArgs | undefined>;
     labels?: pulumi.Input<{[key: string]: string} | undefined>;
     namespace?: string;
     nodePools?: pulumi.Input<pulumi.Input<inputs.NodePoolArgs>[] | undefined>;
-    roles: pulumi.Input<pulumi.Input<inputs.RoleArgsArgs>[]>;
+    roles: pulumi.Input<pulumi.Input<inputs.RoleArgs>[]>;
     schedulingStrategy?: pulumi.Input<inputs.SchedulingStrategyArgs | undefined>;
     serviceName?: string;
 }

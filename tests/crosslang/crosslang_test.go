@@ -29,6 +29,10 @@ func TestTypeScriptProgramsBuildTheGoProgramsObjects(t *testing.T) {
 	assertLanguage(t, "FUSIONINFER_TS_INPUTS", "typescript")
 }
 
+func TestPythonProgramsBuildTheGoProgramsObjects(t *testing.T) {
+	assertLanguage(t, "FUSIONINFER_PY_INPUTS", "python")
+}
+
 func assertLanguage(t *testing.T, env, language string) {
 	dir := os.Getenv(env)
 	if dir == "" {

@@ -52,11 +52,11 @@ func NewInferenceService(ctx *pulumi.Context,
 type inferenceServiceArgs struct {
 	Await              *string             `pulumi:"await"`
 	DualPodsController *DualPodsController `pulumi:"dualPodsController"`
-	GangPolicy         *GangPolicyArgs     `pulumi:"gangPolicy"`
+	GangPolicy         *GangPolicy         `pulumi:"gangPolicy"`
 	Labels             map[string]string   `pulumi:"labels"`
 	Namespace          *string             `pulumi:"namespace"`
 	NodePools          []NodePool          `pulumi:"nodePools"`
-	Roles              []RoleArgs          `pulumi:"roles"`
+	Roles              []Role              `pulumi:"roles"`
 	SchedulingStrategy *SchedulingStrategy `pulumi:"schedulingStrategy"`
 	ServiceName        *string             `pulumi:"serviceName"`
 }
@@ -65,11 +65,11 @@ type inferenceServiceArgs struct {
 type InferenceServiceArgs struct {
 	Await              *string
 	DualPodsController DualPodsControllerPtrInput
-	GangPolicy         GangPolicyArgsPtrInput
+	GangPolicy         GangPolicyPtrInput
 	Labels             pulumi.StringMapInput
 	Namespace          *string
 	NodePools          NodePoolArrayInput
-	Roles              RoleArgsArrayInput
+	Roles              RoleArrayInput
 	SchedulingStrategy SchedulingStrategyPtrInput
 	ServiceName        *string
 }

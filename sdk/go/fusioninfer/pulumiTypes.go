@@ -192,144 +192,144 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-type EndpointPickerArgs struct {
-	Image     *string        `pulumi:"image"`
-	Replicas  *int           `pulumi:"replicas"`
-	Resources *ResourcesArgs `pulumi:"resources"`
+type EndpointPicker struct {
+	Image     *string    `pulumi:"image"`
+	Replicas  *int       `pulumi:"replicas"`
+	Resources *Resources `pulumi:"resources"`
 }
 
-// EndpointPickerArgsInput is an input type that accepts EndpointPickerArgsArgs and EndpointPickerArgsOutput values.
-// You can construct a concrete instance of `EndpointPickerArgsInput` via:
+// EndpointPickerInput is an input type that accepts EndpointPickerArgs and EndpointPickerOutput values.
+// You can construct a concrete instance of `EndpointPickerInput` via:
 //
-//	EndpointPickerArgsArgs{...}
-type EndpointPickerArgsInput interface {
+//	EndpointPickerArgs{...}
+type EndpointPickerInput interface {
 	pulumi.Input
 
-	ToEndpointPickerArgsOutput() EndpointPickerArgsOutput
-	ToEndpointPickerArgsOutputWithContext(context.Context) EndpointPickerArgsOutput
+	ToEndpointPickerOutput() EndpointPickerOutput
+	ToEndpointPickerOutputWithContext(context.Context) EndpointPickerOutput
 }
 
-type EndpointPickerArgsArgs struct {
+type EndpointPickerArgs struct {
 	Image     pulumi.StringPtrInput `pulumi:"image"`
 	Replicas  pulumi.IntPtrInput    `pulumi:"replicas"`
-	Resources ResourcesArgsPtrInput `pulumi:"resources"`
+	Resources ResourcesPtrInput     `pulumi:"resources"`
 }
 
-func (EndpointPickerArgsArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*EndpointPickerArgs)(nil)).Elem()
+func (EndpointPickerArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*EndpointPicker)(nil)).Elem()
 }
 
-func (i EndpointPickerArgsArgs) ToEndpointPickerArgsOutput() EndpointPickerArgsOutput {
-	return i.ToEndpointPickerArgsOutputWithContext(context.Background())
+func (i EndpointPickerArgs) ToEndpointPickerOutput() EndpointPickerOutput {
+	return i.ToEndpointPickerOutputWithContext(context.Background())
 }
 
-func (i EndpointPickerArgsArgs) ToEndpointPickerArgsOutputWithContext(ctx context.Context) EndpointPickerArgsOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(EndpointPickerArgsOutput)
+func (i EndpointPickerArgs) ToEndpointPickerOutputWithContext(ctx context.Context) EndpointPickerOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(EndpointPickerOutput)
 }
 
-func (i EndpointPickerArgsArgs) ToEndpointPickerArgsPtrOutput() EndpointPickerArgsPtrOutput {
-	return i.ToEndpointPickerArgsPtrOutputWithContext(context.Background())
+func (i EndpointPickerArgs) ToEndpointPickerPtrOutput() EndpointPickerPtrOutput {
+	return i.ToEndpointPickerPtrOutputWithContext(context.Background())
 }
 
-func (i EndpointPickerArgsArgs) ToEndpointPickerArgsPtrOutputWithContext(ctx context.Context) EndpointPickerArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(EndpointPickerArgsOutput).ToEndpointPickerArgsPtrOutputWithContext(ctx)
+func (i EndpointPickerArgs) ToEndpointPickerPtrOutputWithContext(ctx context.Context) EndpointPickerPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(EndpointPickerOutput).ToEndpointPickerPtrOutputWithContext(ctx)
 }
 
-// EndpointPickerArgsPtrInput is an input type that accepts EndpointPickerArgsArgs, EndpointPickerArgsPtr and EndpointPickerArgsPtrOutput values.
-// You can construct a concrete instance of `EndpointPickerArgsPtrInput` via:
+// EndpointPickerPtrInput is an input type that accepts EndpointPickerArgs, EndpointPickerPtr and EndpointPickerPtrOutput values.
+// You can construct a concrete instance of `EndpointPickerPtrInput` via:
 //
-//	        EndpointPickerArgsArgs{...}
+//	        EndpointPickerArgs{...}
 //
 //	or:
 //
 //	        nil
-type EndpointPickerArgsPtrInput interface {
+type EndpointPickerPtrInput interface {
 	pulumi.Input
 
-	ToEndpointPickerArgsPtrOutput() EndpointPickerArgsPtrOutput
-	ToEndpointPickerArgsPtrOutputWithContext(context.Context) EndpointPickerArgsPtrOutput
+	ToEndpointPickerPtrOutput() EndpointPickerPtrOutput
+	ToEndpointPickerPtrOutputWithContext(context.Context) EndpointPickerPtrOutput
 }
 
-type endpointPickerArgsPtrType EndpointPickerArgsArgs
+type endpointPickerPtrType EndpointPickerArgs
 
-func EndpointPickerArgsPtr(v *EndpointPickerArgsArgs) EndpointPickerArgsPtrInput {
-	return (*endpointPickerArgsPtrType)(v)
+func EndpointPickerPtr(v *EndpointPickerArgs) EndpointPickerPtrInput {
+	return (*endpointPickerPtrType)(v)
 }
 
-func (*endpointPickerArgsPtrType) ElementType() reflect.Type {
-	return reflect.TypeOf((**EndpointPickerArgs)(nil)).Elem()
+func (*endpointPickerPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**EndpointPicker)(nil)).Elem()
 }
 
-func (i *endpointPickerArgsPtrType) ToEndpointPickerArgsPtrOutput() EndpointPickerArgsPtrOutput {
-	return i.ToEndpointPickerArgsPtrOutputWithContext(context.Background())
+func (i *endpointPickerPtrType) ToEndpointPickerPtrOutput() EndpointPickerPtrOutput {
+	return i.ToEndpointPickerPtrOutputWithContext(context.Background())
 }
 
-func (i *endpointPickerArgsPtrType) ToEndpointPickerArgsPtrOutputWithContext(ctx context.Context) EndpointPickerArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(EndpointPickerArgsPtrOutput)
+func (i *endpointPickerPtrType) ToEndpointPickerPtrOutputWithContext(ctx context.Context) EndpointPickerPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(EndpointPickerPtrOutput)
 }
 
-type EndpointPickerArgsOutput struct{ *pulumi.OutputState }
+type EndpointPickerOutput struct{ *pulumi.OutputState }
 
-func (EndpointPickerArgsOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*EndpointPickerArgs)(nil)).Elem()
+func (EndpointPickerOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*EndpointPicker)(nil)).Elem()
 }
 
-func (o EndpointPickerArgsOutput) ToEndpointPickerArgsOutput() EndpointPickerArgsOutput {
+func (o EndpointPickerOutput) ToEndpointPickerOutput() EndpointPickerOutput {
 	return o
 }
 
-func (o EndpointPickerArgsOutput) ToEndpointPickerArgsOutputWithContext(ctx context.Context) EndpointPickerArgsOutput {
+func (o EndpointPickerOutput) ToEndpointPickerOutputWithContext(ctx context.Context) EndpointPickerOutput {
 	return o
 }
 
-func (o EndpointPickerArgsOutput) ToEndpointPickerArgsPtrOutput() EndpointPickerArgsPtrOutput {
-	return o.ToEndpointPickerArgsPtrOutputWithContext(context.Background())
+func (o EndpointPickerOutput) ToEndpointPickerPtrOutput() EndpointPickerPtrOutput {
+	return o.ToEndpointPickerPtrOutputWithContext(context.Background())
 }
 
-func (o EndpointPickerArgsOutput) ToEndpointPickerArgsPtrOutputWithContext(ctx context.Context) EndpointPickerArgsPtrOutput {
-	return o.ApplyTWithContext(ctx, func(_ context.Context, v EndpointPickerArgs) *EndpointPickerArgs {
+func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.Context) EndpointPickerPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v EndpointPicker) *EndpointPicker {
 		return &v
-	}).(EndpointPickerArgsPtrOutput)
+	}).(EndpointPickerPtrOutput)
 }
 
-func (o EndpointPickerArgsOutput) Image() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v EndpointPickerArgs) *string { return v.Image }).(pulumi.StringPtrOutput)
+func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
 }
 
-func (o EndpointPickerArgsOutput) Replicas() pulumi.IntPtrOutput {
-	return o.ApplyT(func(v EndpointPickerArgs) *int { return v.Replicas }).(pulumi.IntPtrOutput)
+func (o EndpointPickerOutput) Replicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
-func (o EndpointPickerArgsOutput) Resources() ResourcesArgsPtrOutput {
-	return o.ApplyT(func(v EndpointPickerArgs) *ResourcesArgs { return v.Resources }).(ResourcesArgsPtrOutput)
+func (o EndpointPickerOutput) Resources() ResourcesPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *Resources { return v.Resources }).(ResourcesPtrOutput)
 }
 
-type EndpointPickerArgsPtrOutput struct{ *pulumi.OutputState }
+type EndpointPickerPtrOutput struct{ *pulumi.OutputState }
 
-func (EndpointPickerArgsPtrOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((**EndpointPickerArgs)(nil)).Elem()
+func (EndpointPickerPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**EndpointPicker)(nil)).Elem()
 }
 
-func (o EndpointPickerArgsPtrOutput) ToEndpointPickerArgsPtrOutput() EndpointPickerArgsPtrOutput {
+func (o EndpointPickerPtrOutput) ToEndpointPickerPtrOutput() EndpointPickerPtrOutput {
 	return o
 }
 
-func (o EndpointPickerArgsPtrOutput) ToEndpointPickerArgsPtrOutputWithContext(ctx context.Context) EndpointPickerArgsPtrOutput {
+func (o EndpointPickerPtrOutput) ToEndpointPickerPtrOutputWithContext(ctx context.Context) EndpointPickerPtrOutput {
 	return o
 }
 
-func (o EndpointPickerArgsPtrOutput) Elem() EndpointPickerArgsOutput {
-	return o.ApplyT(func(v *EndpointPickerArgs) EndpointPickerArgs {
+func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
+	return o.ApplyT(func(v *EndpointPicker) EndpointPicker {
 		if v != nil {
 			return *v
 		}
-		var ret EndpointPickerArgs
+		var ret EndpointPicker
 		return ret
-	}).(EndpointPickerArgsOutput)
+	}).(EndpointPickerOutput)
 }
 
-func (o EndpointPickerArgsPtrOutput) Image() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *EndpointPickerArgs) *string {
+func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *string {
 		if v == nil {
 			return nil
 		}
@@ -337,8 +337,8 @@ func (o EndpointPickerArgsPtrOutput) Image() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-func (o EndpointPickerArgsPtrOutput) Replicas() pulumi.IntPtrOutput {
-	return o.ApplyT(func(v *EndpointPickerArgs) *int {
+func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *int {
 		if v == nil {
 			return nil
 		}
@@ -346,147 +346,147 @@ func (o EndpointPickerArgsPtrOutput) Replicas() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-func (o EndpointPickerArgsPtrOutput) Resources() ResourcesArgsPtrOutput {
-	return o.ApplyT(func(v *EndpointPickerArgs) *ResourcesArgs {
+func (o EndpointPickerPtrOutput) Resources() ResourcesPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *Resources {
 		if v == nil {
 			return nil
 		}
 		return v.Resources
-	}).(ResourcesArgsPtrOutput)
+	}).(ResourcesPtrOutput)
 }
 
-type GangPolicyArgs struct {
+type GangPolicy struct {
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas"`
 	Mode            *string        `pulumi:"mode"`
 }
 
-// GangPolicyArgsInput is an input type that accepts GangPolicyArgsArgs and GangPolicyArgsOutput values.
-// You can construct a concrete instance of `GangPolicyArgsInput` via:
+// GangPolicyInput is an input type that accepts GangPolicyArgs and GangPolicyOutput values.
+// You can construct a concrete instance of `GangPolicyInput` via:
 //
-//	GangPolicyArgsArgs{...}
-type GangPolicyArgsInput interface {
+//	GangPolicyArgs{...}
+type GangPolicyInput interface {
 	pulumi.Input
 
-	ToGangPolicyArgsOutput() GangPolicyArgsOutput
-	ToGangPolicyArgsOutputWithContext(context.Context) GangPolicyArgsOutput
+	ToGangPolicyOutput() GangPolicyOutput
+	ToGangPolicyOutputWithContext(context.Context) GangPolicyOutput
 }
 
-type GangPolicyArgsArgs struct {
+type GangPolicyArgs struct {
 	MinRoleReplicas pulumi.IntMapInput    `pulumi:"minRoleReplicas"`
 	Mode            pulumi.StringPtrInput `pulumi:"mode"`
 }
 
-func (GangPolicyArgsArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*GangPolicyArgs)(nil)).Elem()
+func (GangPolicyArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*GangPolicy)(nil)).Elem()
 }
 
-func (i GangPolicyArgsArgs) ToGangPolicyArgsOutput() GangPolicyArgsOutput {
-	return i.ToGangPolicyArgsOutputWithContext(context.Background())
+func (i GangPolicyArgs) ToGangPolicyOutput() GangPolicyOutput {
+	return i.ToGangPolicyOutputWithContext(context.Background())
 }
 
-func (i GangPolicyArgsArgs) ToGangPolicyArgsOutputWithContext(ctx context.Context) GangPolicyArgsOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(GangPolicyArgsOutput)
+func (i GangPolicyArgs) ToGangPolicyOutputWithContext(ctx context.Context) GangPolicyOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(GangPolicyOutput)
 }
 
-func (i GangPolicyArgsArgs) ToGangPolicyArgsPtrOutput() GangPolicyArgsPtrOutput {
-	return i.ToGangPolicyArgsPtrOutputWithContext(context.Background())
+func (i GangPolicyArgs) ToGangPolicyPtrOutput() GangPolicyPtrOutput {
+	return i.ToGangPolicyPtrOutputWithContext(context.Background())
 }
 
-func (i GangPolicyArgsArgs) ToGangPolicyArgsPtrOutputWithContext(ctx context.Context) GangPolicyArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(GangPolicyArgsOutput).ToGangPolicyArgsPtrOutputWithContext(ctx)
+func (i GangPolicyArgs) ToGangPolicyPtrOutputWithContext(ctx context.Context) GangPolicyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(GangPolicyOutput).ToGangPolicyPtrOutputWithContext(ctx)
 }
 
-// GangPolicyArgsPtrInput is an input type that accepts GangPolicyArgsArgs, GangPolicyArgsPtr and GangPolicyArgsPtrOutput values.
-// You can construct a concrete instance of `GangPolicyArgsPtrInput` via:
+// GangPolicyPtrInput is an input type that accepts GangPolicyArgs, GangPolicyPtr and GangPolicyPtrOutput values.
+// You can construct a concrete instance of `GangPolicyPtrInput` via:
 //
-//	        GangPolicyArgsArgs{...}
+//	        GangPolicyArgs{...}
 //
 //	or:
 //
 //	        nil
-type GangPolicyArgsPtrInput interface {
+type GangPolicyPtrInput interface {
 	pulumi.Input
 
-	ToGangPolicyArgsPtrOutput() GangPolicyArgsPtrOutput
-	ToGangPolicyArgsPtrOutputWithContext(context.Context) GangPolicyArgsPtrOutput
+	ToGangPolicyPtrOutput() GangPolicyPtrOutput
+	ToGangPolicyPtrOutputWithContext(context.Context) GangPolicyPtrOutput
 }
 
-type gangPolicyArgsPtrType GangPolicyArgsArgs
+type gangPolicyPtrType GangPolicyArgs
 
-func GangPolicyArgsPtr(v *GangPolicyArgsArgs) GangPolicyArgsPtrInput {
-	return (*gangPolicyArgsPtrType)(v)
+func GangPolicyPtr(v *GangPolicyArgs) GangPolicyPtrInput {
+	return (*gangPolicyPtrType)(v)
 }
 
-func (*gangPolicyArgsPtrType) ElementType() reflect.Type {
-	return reflect.TypeOf((**GangPolicyArgs)(nil)).Elem()
+func (*gangPolicyPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**GangPolicy)(nil)).Elem()
 }
 
-func (i *gangPolicyArgsPtrType) ToGangPolicyArgsPtrOutput() GangPolicyArgsPtrOutput {
-	return i.ToGangPolicyArgsPtrOutputWithContext(context.Background())
+func (i *gangPolicyPtrType) ToGangPolicyPtrOutput() GangPolicyPtrOutput {
+	return i.ToGangPolicyPtrOutputWithContext(context.Background())
 }
 
-func (i *gangPolicyArgsPtrType) ToGangPolicyArgsPtrOutputWithContext(ctx context.Context) GangPolicyArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(GangPolicyArgsPtrOutput)
+func (i *gangPolicyPtrType) ToGangPolicyPtrOutputWithContext(ctx context.Context) GangPolicyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(GangPolicyPtrOutput)
 }
 
-type GangPolicyArgsOutput struct{ *pulumi.OutputState }
+type GangPolicyOutput struct{ *pulumi.OutputState }
 
-func (GangPolicyArgsOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*GangPolicyArgs)(nil)).Elem()
+func (GangPolicyOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*GangPolicy)(nil)).Elem()
 }
 
-func (o GangPolicyArgsOutput) ToGangPolicyArgsOutput() GangPolicyArgsOutput {
+func (o GangPolicyOutput) ToGangPolicyOutput() GangPolicyOutput {
 	return o
 }
 
-func (o GangPolicyArgsOutput) ToGangPolicyArgsOutputWithContext(ctx context.Context) GangPolicyArgsOutput {
+func (o GangPolicyOutput) ToGangPolicyOutputWithContext(ctx context.Context) GangPolicyOutput {
 	return o
 }
 
-func (o GangPolicyArgsOutput) ToGangPolicyArgsPtrOutput() GangPolicyArgsPtrOutput {
-	return o.ToGangPolicyArgsPtrOutputWithContext(context.Background())
+func (o GangPolicyOutput) ToGangPolicyPtrOutput() GangPolicyPtrOutput {
+	return o.ToGangPolicyPtrOutputWithContext(context.Background())
 }
 
-func (o GangPolicyArgsOutput) ToGangPolicyArgsPtrOutputWithContext(ctx context.Context) GangPolicyArgsPtrOutput {
-	return o.ApplyTWithContext(ctx, func(_ context.Context, v GangPolicyArgs) *GangPolicyArgs {
+func (o GangPolicyOutput) ToGangPolicyPtrOutputWithContext(ctx context.Context) GangPolicyPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v GangPolicy) *GangPolicy {
 		return &v
-	}).(GangPolicyArgsPtrOutput)
+	}).(GangPolicyPtrOutput)
 }
 
-func (o GangPolicyArgsOutput) MinRoleReplicas() pulumi.IntMapOutput {
-	return o.ApplyT(func(v GangPolicyArgs) map[string]int { return v.MinRoleReplicas }).(pulumi.IntMapOutput)
+func (o GangPolicyOutput) MinRoleReplicas() pulumi.IntMapOutput {
+	return o.ApplyT(func(v GangPolicy) map[string]int { return v.MinRoleReplicas }).(pulumi.IntMapOutput)
 }
 
-func (o GangPolicyArgsOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v GangPolicyArgs) *string { return v.Mode }).(pulumi.StringPtrOutput)
+func (o GangPolicyOutput) Mode() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v GangPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
 }
 
-type GangPolicyArgsPtrOutput struct{ *pulumi.OutputState }
+type GangPolicyPtrOutput struct{ *pulumi.OutputState }
 
-func (GangPolicyArgsPtrOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((**GangPolicyArgs)(nil)).Elem()
+func (GangPolicyPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**GangPolicy)(nil)).Elem()
 }
 
-func (o GangPolicyArgsPtrOutput) ToGangPolicyArgsPtrOutput() GangPolicyArgsPtrOutput {
+func (o GangPolicyPtrOutput) ToGangPolicyPtrOutput() GangPolicyPtrOutput {
 	return o
 }
 
-func (o GangPolicyArgsPtrOutput) ToGangPolicyArgsPtrOutputWithContext(ctx context.Context) GangPolicyArgsPtrOutput {
+func (o GangPolicyPtrOutput) ToGangPolicyPtrOutputWithContext(ctx context.Context) GangPolicyPtrOutput {
 	return o
 }
 
-func (o GangPolicyArgsPtrOutput) Elem() GangPolicyArgsOutput {
-	return o.ApplyT(func(v *GangPolicyArgs) GangPolicyArgs {
+func (o GangPolicyPtrOutput) Elem() GangPolicyOutput {
+	return o.ApplyT(func(v *GangPolicy) GangPolicy {
 		if v != nil {
 			return *v
 		}
-		var ret GangPolicyArgs
+		var ret GangPolicy
 		return ret
-	}).(GangPolicyArgsOutput)
+	}).(GangPolicyOutput)
 }
 
-func (o GangPolicyArgsPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
-	return o.ApplyT(func(v *GangPolicyArgs) map[string]int {
+func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
+	return o.ApplyT(func(v *GangPolicy) map[string]int {
 		if v == nil {
 			return nil
 		}
@@ -494,8 +494,8 @@ func (o GangPolicyArgsPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	}).(pulumi.IntMapOutput)
 }
 
-func (o GangPolicyArgsPtrOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *GangPolicyArgs) *string {
+func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *GangPolicy) *string {
 		if v == nil {
 			return nil
 		}
@@ -681,132 +681,132 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-type MultinodeArgs struct {
+type Multinode struct {
 	NodeCount int `pulumi:"nodeCount"`
 }
 
-// MultinodeArgsInput is an input type that accepts MultinodeArgsArgs and MultinodeArgsOutput values.
-// You can construct a concrete instance of `MultinodeArgsInput` via:
+// MultinodeInput is an input type that accepts MultinodeArgs and MultinodeOutput values.
+// You can construct a concrete instance of `MultinodeInput` via:
 //
-//	MultinodeArgsArgs{...}
-type MultinodeArgsInput interface {
+//	MultinodeArgs{...}
+type MultinodeInput interface {
 	pulumi.Input
 
-	ToMultinodeArgsOutput() MultinodeArgsOutput
-	ToMultinodeArgsOutputWithContext(context.Context) MultinodeArgsOutput
+	ToMultinodeOutput() MultinodeOutput
+	ToMultinodeOutputWithContext(context.Context) MultinodeOutput
 }
 
-type MultinodeArgsArgs struct {
+type MultinodeArgs struct {
 	NodeCount pulumi.IntInput `pulumi:"nodeCount"`
 }
 
-func (MultinodeArgsArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*MultinodeArgs)(nil)).Elem()
+func (MultinodeArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Multinode)(nil)).Elem()
 }
 
-func (i MultinodeArgsArgs) ToMultinodeArgsOutput() MultinodeArgsOutput {
-	return i.ToMultinodeArgsOutputWithContext(context.Background())
+func (i MultinodeArgs) ToMultinodeOutput() MultinodeOutput {
+	return i.ToMultinodeOutputWithContext(context.Background())
 }
 
-func (i MultinodeArgsArgs) ToMultinodeArgsOutputWithContext(ctx context.Context) MultinodeArgsOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(MultinodeArgsOutput)
+func (i MultinodeArgs) ToMultinodeOutputWithContext(ctx context.Context) MultinodeOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(MultinodeOutput)
 }
 
-func (i MultinodeArgsArgs) ToMultinodeArgsPtrOutput() MultinodeArgsPtrOutput {
-	return i.ToMultinodeArgsPtrOutputWithContext(context.Background())
+func (i MultinodeArgs) ToMultinodePtrOutput() MultinodePtrOutput {
+	return i.ToMultinodePtrOutputWithContext(context.Background())
 }
 
-func (i MultinodeArgsArgs) ToMultinodeArgsPtrOutputWithContext(ctx context.Context) MultinodeArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(MultinodeArgsOutput).ToMultinodeArgsPtrOutputWithContext(ctx)
+func (i MultinodeArgs) ToMultinodePtrOutputWithContext(ctx context.Context) MultinodePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(MultinodeOutput).ToMultinodePtrOutputWithContext(ctx)
 }
 
-// MultinodeArgsPtrInput is an input type that accepts MultinodeArgsArgs, MultinodeArgsPtr and MultinodeArgsPtrOutput values.
-// You can construct a concrete instance of `MultinodeArgsPtrInput` via:
+// MultinodePtrInput is an input type that accepts MultinodeArgs, MultinodePtr and MultinodePtrOutput values.
+// You can construct a concrete instance of `MultinodePtrInput` via:
 //
-//	        MultinodeArgsArgs{...}
+//	        MultinodeArgs{...}
 //
 //	or:
 //
 //	        nil
-type MultinodeArgsPtrInput interface {
+type MultinodePtrInput interface {
 	pulumi.Input
 
-	ToMultinodeArgsPtrOutput() MultinodeArgsPtrOutput
-	ToMultinodeArgsPtrOutputWithContext(context.Context) MultinodeArgsPtrOutput
+	ToMultinodePtrOutput() MultinodePtrOutput
+	ToMultinodePtrOutputWithContext(context.Context) MultinodePtrOutput
 }
 
-type multinodeArgsPtrType MultinodeArgsArgs
+type multinodePtrType MultinodeArgs
 
-func MultinodeArgsPtr(v *MultinodeArgsArgs) MultinodeArgsPtrInput {
-	return (*multinodeArgsPtrType)(v)
+func MultinodePtr(v *MultinodeArgs) MultinodePtrInput {
+	return (*multinodePtrType)(v)
 }
 
-func (*multinodeArgsPtrType) ElementType() reflect.Type {
-	return reflect.TypeOf((**MultinodeArgs)(nil)).Elem()
+func (*multinodePtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Multinode)(nil)).Elem()
 }
 
-func (i *multinodeArgsPtrType) ToMultinodeArgsPtrOutput() MultinodeArgsPtrOutput {
-	return i.ToMultinodeArgsPtrOutputWithContext(context.Background())
+func (i *multinodePtrType) ToMultinodePtrOutput() MultinodePtrOutput {
+	return i.ToMultinodePtrOutputWithContext(context.Background())
 }
 
-func (i *multinodeArgsPtrType) ToMultinodeArgsPtrOutputWithContext(ctx context.Context) MultinodeArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(MultinodeArgsPtrOutput)
+func (i *multinodePtrType) ToMultinodePtrOutputWithContext(ctx context.Context) MultinodePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(MultinodePtrOutput)
 }
 
-type MultinodeArgsOutput struct{ *pulumi.OutputState }
+type MultinodeOutput struct{ *pulumi.OutputState }
 
-func (MultinodeArgsOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*MultinodeArgs)(nil)).Elem()
+func (MultinodeOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Multinode)(nil)).Elem()
 }
 
-func (o MultinodeArgsOutput) ToMultinodeArgsOutput() MultinodeArgsOutput {
+func (o MultinodeOutput) ToMultinodeOutput() MultinodeOutput {
 	return o
 }
 
-func (o MultinodeArgsOutput) ToMultinodeArgsOutputWithContext(ctx context.Context) MultinodeArgsOutput {
+func (o MultinodeOutput) ToMultinodeOutputWithContext(ctx context.Context) MultinodeOutput {
 	return o
 }
 
-func (o MultinodeArgsOutput) ToMultinodeArgsPtrOutput() MultinodeArgsPtrOutput {
-	return o.ToMultinodeArgsPtrOutputWithContext(context.Background())
+func (o MultinodeOutput) ToMultinodePtrOutput() MultinodePtrOutput {
+	return o.ToMultinodePtrOutputWithContext(context.Background())
 }
 
-func (o MultinodeArgsOutput) ToMultinodeArgsPtrOutputWithContext(ctx context.Context) MultinodeArgsPtrOutput {
-	return o.ApplyTWithContext(ctx, func(_ context.Context, v MultinodeArgs) *MultinodeArgs {
+func (o MultinodeOutput) ToMultinodePtrOutputWithContext(ctx context.Context) MultinodePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Multinode) *Multinode {
 		return &v
-	}).(MultinodeArgsPtrOutput)
+	}).(MultinodePtrOutput)
 }
 
-func (o MultinodeArgsOutput) NodeCount() pulumi.IntOutput {
-	return o.ApplyT(func(v MultinodeArgs) int { return v.NodeCount }).(pulumi.IntOutput)
+func (o MultinodeOutput) NodeCount() pulumi.IntOutput {
+	return o.ApplyT(func(v Multinode) int { return v.NodeCount }).(pulumi.IntOutput)
 }
 
-type MultinodeArgsPtrOutput struct{ *pulumi.OutputState }
+type MultinodePtrOutput struct{ *pulumi.OutputState }
 
-func (MultinodeArgsPtrOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((**MultinodeArgs)(nil)).Elem()
+func (MultinodePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Multinode)(nil)).Elem()
 }
 
-func (o MultinodeArgsPtrOutput) ToMultinodeArgsPtrOutput() MultinodeArgsPtrOutput {
+func (o MultinodePtrOutput) ToMultinodePtrOutput() MultinodePtrOutput {
 	return o
 }
 
-func (o MultinodeArgsPtrOutput) ToMultinodeArgsPtrOutputWithContext(ctx context.Context) MultinodeArgsPtrOutput {
+func (o MultinodePtrOutput) ToMultinodePtrOutputWithContext(ctx context.Context) MultinodePtrOutput {
 	return o
 }
 
-func (o MultinodeArgsPtrOutput) Elem() MultinodeArgsOutput {
-	return o.ApplyT(func(v *MultinodeArgs) MultinodeArgs {
+func (o MultinodePtrOutput) Elem() MultinodeOutput {
+	return o.ApplyT(func(v *Multinode) Multinode {
 		if v != nil {
 			return *v
 		}
-		var ret MultinodeArgs
+		var ret Multinode
 		return ret
-	}).(MultinodeArgsOutput)
+	}).(MultinodeOutput)
 }
 
-func (o MultinodeArgsPtrOutput) NodeCount() pulumi.IntPtrOutput {
-	return o.ApplyT(func(v *MultinodeArgs) *int {
+func (o MultinodePtrOutput) NodeCount() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Multinode) *int {
 		if v == nil {
 			return nil
 		}
@@ -1436,138 +1436,138 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 	}).(NodePoolOutput)
 }
 
-type ResourcesArgs struct {
+type Resources struct {
 	Limits   map[string]string `pulumi:"limits"`
 	Requests map[string]string `pulumi:"requests"`
 }
 
-// ResourcesArgsInput is an input type that accepts ResourcesArgsArgs and ResourcesArgsOutput values.
-// You can construct a concrete instance of `ResourcesArgsInput` via:
+// ResourcesInput is an input type that accepts ResourcesArgs and ResourcesOutput values.
+// You can construct a concrete instance of `ResourcesInput` via:
 //
-//	ResourcesArgsArgs{...}
-type ResourcesArgsInput interface {
+//	ResourcesArgs{...}
+type ResourcesInput interface {
 	pulumi.Input
 
-	ToResourcesArgsOutput() ResourcesArgsOutput
-	ToResourcesArgsOutputWithContext(context.Context) ResourcesArgsOutput
+	ToResourcesOutput() ResourcesOutput
+	ToResourcesOutputWithContext(context.Context) ResourcesOutput
 }
 
-type ResourcesArgsArgs struct {
+type ResourcesArgs struct {
 	Limits   pulumi.StringMapInput `pulumi:"limits"`
 	Requests pulumi.StringMapInput `pulumi:"requests"`
 }
 
-func (ResourcesArgsArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*ResourcesArgs)(nil)).Elem()
+func (ResourcesArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Resources)(nil)).Elem()
 }
 
-func (i ResourcesArgsArgs) ToResourcesArgsOutput() ResourcesArgsOutput {
-	return i.ToResourcesArgsOutputWithContext(context.Background())
+func (i ResourcesArgs) ToResourcesOutput() ResourcesOutput {
+	return i.ToResourcesOutputWithContext(context.Background())
 }
 
-func (i ResourcesArgsArgs) ToResourcesArgsOutputWithContext(ctx context.Context) ResourcesArgsOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ResourcesArgsOutput)
+func (i ResourcesArgs) ToResourcesOutputWithContext(ctx context.Context) ResourcesOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ResourcesOutput)
 }
 
-func (i ResourcesArgsArgs) ToResourcesArgsPtrOutput() ResourcesArgsPtrOutput {
-	return i.ToResourcesArgsPtrOutputWithContext(context.Background())
+func (i ResourcesArgs) ToResourcesPtrOutput() ResourcesPtrOutput {
+	return i.ToResourcesPtrOutputWithContext(context.Background())
 }
 
-func (i ResourcesArgsArgs) ToResourcesArgsPtrOutputWithContext(ctx context.Context) ResourcesArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ResourcesArgsOutput).ToResourcesArgsPtrOutputWithContext(ctx)
+func (i ResourcesArgs) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ResourcesOutput).ToResourcesPtrOutputWithContext(ctx)
 }
 
-// ResourcesArgsPtrInput is an input type that accepts ResourcesArgsArgs, ResourcesArgsPtr and ResourcesArgsPtrOutput values.
-// You can construct a concrete instance of `ResourcesArgsPtrInput` via:
+// ResourcesPtrInput is an input type that accepts ResourcesArgs, ResourcesPtr and ResourcesPtrOutput values.
+// You can construct a concrete instance of `ResourcesPtrInput` via:
 //
-//	        ResourcesArgsArgs{...}
+//	        ResourcesArgs{...}
 //
 //	or:
 //
 //	        nil
-type ResourcesArgsPtrInput interface {
+type ResourcesPtrInput interface {
 	pulumi.Input
 
-	ToResourcesArgsPtrOutput() ResourcesArgsPtrOutput
-	ToResourcesArgsPtrOutputWithContext(context.Context) ResourcesArgsPtrOutput
+	ToResourcesPtrOutput() ResourcesPtrOutput
+	ToResourcesPtrOutputWithContext(context.Context) ResourcesPtrOutput
 }
 
-type resourcesArgsPtrType ResourcesArgsArgs
+type resourcesPtrType ResourcesArgs
 
-func ResourcesArgsPtr(v *ResourcesArgsArgs) ResourcesArgsPtrInput {
-	return (*resourcesArgsPtrType)(v)
+func ResourcesPtr(v *ResourcesArgs) ResourcesPtrInput {
+	return (*resourcesPtrType)(v)
 }
 
-func (*resourcesArgsPtrType) ElementType() reflect.Type {
-	return reflect.TypeOf((**ResourcesArgs)(nil)).Elem()
+func (*resourcesPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Resources)(nil)).Elem()
 }
 
-func (i *resourcesArgsPtrType) ToResourcesArgsPtrOutput() ResourcesArgsPtrOutput {
-	return i.ToResourcesArgsPtrOutputWithContext(context.Background())
+func (i *resourcesPtrType) ToResourcesPtrOutput() ResourcesPtrOutput {
+	return i.ToResourcesPtrOutputWithContext(context.Background())
 }
 
-func (i *resourcesArgsPtrType) ToResourcesArgsPtrOutputWithContext(ctx context.Context) ResourcesArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ResourcesArgsPtrOutput)
+func (i *resourcesPtrType) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ResourcesPtrOutput)
 }
 
-type ResourcesArgsOutput struct{ *pulumi.OutputState }
+type ResourcesOutput struct{ *pulumi.OutputState }
 
-func (ResourcesArgsOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*ResourcesArgs)(nil)).Elem()
+func (ResourcesOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Resources)(nil)).Elem()
 }
 
-func (o ResourcesArgsOutput) ToResourcesArgsOutput() ResourcesArgsOutput {
+func (o ResourcesOutput) ToResourcesOutput() ResourcesOutput {
 	return o
 }
 
-func (o ResourcesArgsOutput) ToResourcesArgsOutputWithContext(ctx context.Context) ResourcesArgsOutput {
+func (o ResourcesOutput) ToResourcesOutputWithContext(ctx context.Context) ResourcesOutput {
 	return o
 }
 
-func (o ResourcesArgsOutput) ToResourcesArgsPtrOutput() ResourcesArgsPtrOutput {
-	return o.ToResourcesArgsPtrOutputWithContext(context.Background())
+func (o ResourcesOutput) ToResourcesPtrOutput() ResourcesPtrOutput {
+	return o.ToResourcesPtrOutputWithContext(context.Background())
 }
 
-func (o ResourcesArgsOutput) ToResourcesArgsPtrOutputWithContext(ctx context.Context) ResourcesArgsPtrOutput {
-	return o.ApplyTWithContext(ctx, func(_ context.Context, v ResourcesArgs) *ResourcesArgs {
+func (o ResourcesOutput) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Resources) *Resources {
 		return &v
-	}).(ResourcesArgsPtrOutput)
+	}).(ResourcesPtrOutput)
 }
 
-func (o ResourcesArgsOutput) Limits() pulumi.StringMapOutput {
-	return o.ApplyT(func(v ResourcesArgs) map[string]string { return v.Limits }).(pulumi.StringMapOutput)
+func (o ResourcesOutput) Limits() pulumi.StringMapOutput {
+	return o.ApplyT(func(v Resources) map[string]string { return v.Limits }).(pulumi.StringMapOutput)
 }
 
-func (o ResourcesArgsOutput) Requests() pulumi.StringMapOutput {
-	return o.ApplyT(func(v ResourcesArgs) map[string]string { return v.Requests }).(pulumi.StringMapOutput)
+func (o ResourcesOutput) Requests() pulumi.StringMapOutput {
+	return o.ApplyT(func(v Resources) map[string]string { return v.Requests }).(pulumi.StringMapOutput)
 }
 
-type ResourcesArgsPtrOutput struct{ *pulumi.OutputState }
+type ResourcesPtrOutput struct{ *pulumi.OutputState }
 
-func (ResourcesArgsPtrOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((**ResourcesArgs)(nil)).Elem()
+func (ResourcesPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Resources)(nil)).Elem()
 }
 
-func (o ResourcesArgsPtrOutput) ToResourcesArgsPtrOutput() ResourcesArgsPtrOutput {
+func (o ResourcesPtrOutput) ToResourcesPtrOutput() ResourcesPtrOutput {
 	return o
 }
 
-func (o ResourcesArgsPtrOutput) ToResourcesArgsPtrOutputWithContext(ctx context.Context) ResourcesArgsPtrOutput {
+func (o ResourcesPtrOutput) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
 	return o
 }
 
-func (o ResourcesArgsPtrOutput) Elem() ResourcesArgsOutput {
-	return o.ApplyT(func(v *ResourcesArgs) ResourcesArgs {
+func (o ResourcesPtrOutput) Elem() ResourcesOutput {
+	return o.ApplyT(func(v *Resources) Resources {
 		if v != nil {
 			return *v
 		}
-		var ret ResourcesArgs
+		var ret Resources
 		return ret
-	}).(ResourcesArgsOutput)
+	}).(ResourcesOutput)
 }
 
-func (o ResourcesArgsPtrOutput) Limits() pulumi.StringMapOutput {
-	return o.ApplyT(func(v *ResourcesArgs) map[string]string {
+func (o ResourcesPtrOutput) Limits() pulumi.StringMapOutput {
+	return o.ApplyT(func(v *Resources) map[string]string {
 		if v == nil {
 			return nil
 		}
@@ -1575,8 +1575,8 @@ func (o ResourcesArgsPtrOutput) Limits() pulumi.StringMapOutput {
 	}).(pulumi.StringMapOutput)
 }
 
-func (o ResourcesArgsPtrOutput) Requests() pulumi.StringMapOutput {
-	return o.ApplyT(func(v *ResourcesArgs) map[string]string {
+func (o ResourcesPtrOutput) Requests() pulumi.StringMapOutput {
+	return o.ApplyT(func(v *Resources) map[string]string {
 		if v == nil {
 			return nil
 		}
@@ -1584,14 +1584,14 @@ func (o ResourcesArgsPtrOutput) Requests() pulumi.StringMapOutput {
 	}).(pulumi.StringMapOutput)
 }
 
-type RoleArgs struct {
+type Role struct {
 	ComponentType        string                  `pulumi:"componentType"`
-	EndpointPicker       *EndpointPickerArgs     `pulumi:"endpointPicker"`
+	EndpointPicker       *EndpointPicker         `pulumi:"endpointPicker"`
 	EndpointPickerConfig *string                 `pulumi:"endpointPickerConfig"`
 	FailureMode          *string                 `pulumi:"failureMode"`
 	Httproute            map[string]interface{}  `pulumi:"httproute"`
 	ModelFlexibility     *ModelFlexibility       `pulumi:"modelFlexibility"`
-	Multinode            *MultinodeArgs          `pulumi:"multinode"`
+	Multinode            *Multinode              `pulumi:"multinode"`
 	Name                 string                  `pulumi:"name"`
 	NetworkTopology      *NetworkTopologyPolicy  `pulumi:"networkTopology"`
 	NodePool             *string                 `pulumi:"nodePool"`
@@ -1604,25 +1604,25 @@ type RoleArgs struct {
 	Template             *corev1.PodTemplateSpec `pulumi:"template"`
 }
 
-// RoleArgsInput is an input type that accepts RoleArgsArgs and RoleArgsOutput values.
-// You can construct a concrete instance of `RoleArgsInput` via:
+// RoleInput is an input type that accepts RoleArgs and RoleOutput values.
+// You can construct a concrete instance of `RoleInput` via:
 //
-//	RoleArgsArgs{...}
-type RoleArgsInput interface {
+//	RoleArgs{...}
+type RoleInput interface {
 	pulumi.Input
 
-	ToRoleArgsOutput() RoleArgsOutput
-	ToRoleArgsOutputWithContext(context.Context) RoleArgsOutput
+	ToRoleOutput() RoleOutput
+	ToRoleOutputWithContext(context.Context) RoleOutput
 }
 
-type RoleArgsArgs struct {
+type RoleArgs struct {
 	ComponentType        pulumi.StringInput             `pulumi:"componentType"`
-	EndpointPicker       EndpointPickerArgsPtrInput     `pulumi:"endpointPicker"`
+	EndpointPicker       EndpointPickerPtrInput         `pulumi:"endpointPicker"`
 	EndpointPickerConfig pulumi.StringPtrInput          `pulumi:"endpointPickerConfig"`
 	FailureMode          pulumi.StringPtrInput          `pulumi:"failureMode"`
 	Httproute            pulumi.MapInput                `pulumi:"httproute"`
 	ModelFlexibility     ModelFlexibilityPtrInput       `pulumi:"modelFlexibility"`
-	Multinode            MultinodeArgsPtrInput          `pulumi:"multinode"`
+	Multinode            MultinodePtrInput              `pulumi:"multinode"`
 	Name                 pulumi.StringInput             `pulumi:"name"`
 	NetworkTopology      NetworkTopologyPolicyPtrInput  `pulumi:"networkTopology"`
 	NodePool             pulumi.StringPtrInput          `pulumi:"nodePool"`
@@ -1635,143 +1635,143 @@ type RoleArgsArgs struct {
 	Template             corev1.PodTemplateSpecPtrInput `pulumi:"template"`
 }
 
-func (RoleArgsArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*RoleArgs)(nil)).Elem()
+func (RoleArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Role)(nil)).Elem()
 }
 
-func (i RoleArgsArgs) ToRoleArgsOutput() RoleArgsOutput {
-	return i.ToRoleArgsOutputWithContext(context.Background())
+func (i RoleArgs) ToRoleOutput() RoleOutput {
+	return i.ToRoleOutputWithContext(context.Background())
 }
 
-func (i RoleArgsArgs) ToRoleArgsOutputWithContext(ctx context.Context) RoleArgsOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(RoleArgsOutput)
+func (i RoleArgs) ToRoleOutputWithContext(ctx context.Context) RoleOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RoleOutput)
 }
 
-// RoleArgsArrayInput is an input type that accepts RoleArgsArray and RoleArgsArrayOutput values.
-// You can construct a concrete instance of `RoleArgsArrayInput` via:
+// RoleArrayInput is an input type that accepts RoleArray and RoleArrayOutput values.
+// You can construct a concrete instance of `RoleArrayInput` via:
 //
-//	RoleArgsArray{ RoleArgsArgs{...} }
-type RoleArgsArrayInput interface {
+//	RoleArray{ RoleArgs{...} }
+type RoleArrayInput interface {
 	pulumi.Input
 
-	ToRoleArgsArrayOutput() RoleArgsArrayOutput
-	ToRoleArgsArrayOutputWithContext(context.Context) RoleArgsArrayOutput
+	ToRoleArrayOutput() RoleArrayOutput
+	ToRoleArrayOutputWithContext(context.Context) RoleArrayOutput
 }
 
-type RoleArgsArray []RoleArgsInput
+type RoleArray []RoleInput
 
-func (RoleArgsArray) ElementType() reflect.Type {
-	return reflect.TypeOf((*[]RoleArgs)(nil)).Elem()
+func (RoleArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]Role)(nil)).Elem()
 }
 
-func (i RoleArgsArray) ToRoleArgsArrayOutput() RoleArgsArrayOutput {
-	return i.ToRoleArgsArrayOutputWithContext(context.Background())
+func (i RoleArray) ToRoleArrayOutput() RoleArrayOutput {
+	return i.ToRoleArrayOutputWithContext(context.Background())
 }
 
-func (i RoleArgsArray) ToRoleArgsArrayOutputWithContext(ctx context.Context) RoleArgsArrayOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(RoleArgsArrayOutput)
+func (i RoleArray) ToRoleArrayOutputWithContext(ctx context.Context) RoleArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RoleArrayOutput)
 }
 
-type RoleArgsOutput struct{ *pulumi.OutputState }
+type RoleOutput struct{ *pulumi.OutputState }
 
-func (RoleArgsOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*RoleArgs)(nil)).Elem()
+func (RoleOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Role)(nil)).Elem()
 }
 
-func (o RoleArgsOutput) ToRoleArgsOutput() RoleArgsOutput {
+func (o RoleOutput) ToRoleOutput() RoleOutput {
 	return o
 }
 
-func (o RoleArgsOutput) ToRoleArgsOutputWithContext(ctx context.Context) RoleArgsOutput {
+func (o RoleOutput) ToRoleOutputWithContext(ctx context.Context) RoleOutput {
 	return o
 }
 
-func (o RoleArgsOutput) ComponentType() pulumi.StringOutput {
-	return o.ApplyT(func(v RoleArgs) string { return v.ComponentType }).(pulumi.StringOutput)
+func (o RoleOutput) ComponentType() pulumi.StringOutput {
+	return o.ApplyT(func(v Role) string { return v.ComponentType }).(pulumi.StringOutput)
 }
 
-func (o RoleArgsOutput) EndpointPicker() EndpointPickerArgsPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *EndpointPickerArgs { return v.EndpointPicker }).(EndpointPickerArgsPtrOutput)
+func (o RoleOutput) EndpointPicker() EndpointPickerPtrOutput {
+	return o.ApplyT(func(v Role) *EndpointPicker { return v.EndpointPicker }).(EndpointPickerPtrOutput)
 }
 
-func (o RoleArgsOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.EndpointPickerConfig }).(pulumi.StringPtrOutput)
+func (o RoleOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.EndpointPickerConfig }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) FailureMode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.FailureMode }).(pulumi.StringPtrOutput)
+func (o RoleOutput) FailureMode() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.FailureMode }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) Httproute() pulumi.MapOutput {
-	return o.ApplyT(func(v RoleArgs) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
+func (o RoleOutput) Httproute() pulumi.MapOutput {
+	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
 }
 
-func (o RoleArgsOutput) ModelFlexibility() ModelFlexibilityPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *ModelFlexibility { return v.ModelFlexibility }).(ModelFlexibilityPtrOutput)
+func (o RoleOutput) ModelFlexibility() ModelFlexibilityPtrOutput {
+	return o.ApplyT(func(v Role) *ModelFlexibility { return v.ModelFlexibility }).(ModelFlexibilityPtrOutput)
 }
 
-func (o RoleArgsOutput) Multinode() MultinodeArgsPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *MultinodeArgs { return v.Multinode }).(MultinodeArgsPtrOutput)
+func (o RoleOutput) Multinode() MultinodePtrOutput {
+	return o.ApplyT(func(v Role) *Multinode { return v.Multinode }).(MultinodePtrOutput)
 }
 
-func (o RoleArgsOutput) Name() pulumi.StringOutput {
-	return o.ApplyT(func(v RoleArgs) string { return v.Name }).(pulumi.StringOutput)
+func (o RoleOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v Role) string { return v.Name }).(pulumi.StringOutput)
 }
 
-func (o RoleArgsOutput) NetworkTopology() NetworkTopologyPolicyPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *NetworkTopologyPolicy { return v.NetworkTopology }).(NetworkTopologyPolicyPtrOutput)
+func (o RoleOutput) NetworkTopology() NetworkTopologyPolicyPtrOutput {
+	return o.ApplyT(func(v Role) *NetworkTopologyPolicy { return v.NetworkTopology }).(NetworkTopologyPolicyPtrOutput)
 }
 
-func (o RoleArgsOutput) NodePool() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.NodePool }).(pulumi.StringPtrOutput)
+func (o RoleOutput) NodePool() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.NodePool }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) PoolApiVersion() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.PoolApiVersion }).(pulumi.StringPtrOutput)
+func (o RoleOutput) PoolApiVersion() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.PoolApiVersion }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) Replicas() pulumi.IntPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *int { return v.Replicas }).(pulumi.IntPtrOutput)
+func (o RoleOutput) Replicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Role) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
-func (o RoleArgsOutput) RestartPolicy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
+func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) ShadowService() pulumi.BoolPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *bool { return v.ShadowService }).(pulumi.BoolPtrOutput)
+func (o RoleOutput) ShadowService() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v Role) *bool { return v.ShadowService }).(pulumi.BoolPtrOutput)
 }
 
-func (o RoleArgsOutput) StartupPolicy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.StartupPolicy }).(pulumi.StringPtrOutput)
+func (o RoleOutput) StartupPolicy() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.StartupPolicy }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) Strategy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *string { return v.Strategy }).(pulumi.StringPtrOutput)
+func (o RoleOutput) Strategy() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.Strategy }).(pulumi.StringPtrOutput)
 }
 
-func (o RoleArgsOutput) Template() corev1.PodTemplateSpecPtrOutput {
-	return o.ApplyT(func(v RoleArgs) *corev1.PodTemplateSpec { return v.Template }).(corev1.PodTemplateSpecPtrOutput)
+func (o RoleOutput) Template() corev1.PodTemplateSpecPtrOutput {
+	return o.ApplyT(func(v Role) *corev1.PodTemplateSpec { return v.Template }).(corev1.PodTemplateSpecPtrOutput)
 }
 
-type RoleArgsArrayOutput struct{ *pulumi.OutputState }
+type RoleArrayOutput struct{ *pulumi.OutputState }
 
-func (RoleArgsArrayOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*[]RoleArgs)(nil)).Elem()
+func (RoleArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]Role)(nil)).Elem()
 }
 
-func (o RoleArgsArrayOutput) ToRoleArgsArrayOutput() RoleArgsArrayOutput {
+func (o RoleArrayOutput) ToRoleArrayOutput() RoleArrayOutput {
 	return o
 }
 
-func (o RoleArgsArrayOutput) ToRoleArgsArrayOutputWithContext(ctx context.Context) RoleArgsArrayOutput {
+func (o RoleArrayOutput) ToRoleArrayOutputWithContext(ctx context.Context) RoleArrayOutput {
 	return o
 }
 
-func (o RoleArgsArrayOutput) Index(i pulumi.IntInput) RoleArgsOutput {
-	return pulumi.All(o, i).ApplyT(func(vs []interface{}) RoleArgs {
-		return vs[0].([]RoleArgs)[vs[1].(int)]
-	}).(RoleArgsOutput)
+func (o RoleArrayOutput) Index(i pulumi.IntInput) RoleOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) Role {
+		return vs[0].([]Role)[vs[1].(int)]
+	}).(RoleOutput)
 }
 
 type RoleStatus struct {
@@ -2143,14 +2143,14 @@ func (o TaintArrayOutput) Index(i pulumi.IntInput) TaintOutput {
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*DualPodsControllerInput)(nil)).Elem(), DualPodsControllerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DualPodsControllerPtrInput)(nil)).Elem(), DualPodsControllerArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerArgsInput)(nil)).Elem(), EndpointPickerArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerArgsPtrInput)(nil)).Elem(), EndpointPickerArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyArgsInput)(nil)).Elem(), GangPolicyArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyArgsPtrInput)(nil)).Elem(), GangPolicyArgsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerInput)(nil)).Elem(), EndpointPickerArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerPtrInput)(nil)).Elem(), EndpointPickerArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyInput)(nil)).Elem(), GangPolicyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyPtrInput)(nil)).Elem(), GangPolicyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityInput)(nil)).Elem(), ModelFlexibilityArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityPtrInput)(nil)).Elem(), ModelFlexibilityArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*MultinodeArgsInput)(nil)).Elem(), MultinodeArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*MultinodeArgsPtrInput)(nil)).Elem(), MultinodeArgsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*MultinodeInput)(nil)).Elem(), MultinodeArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*MultinodePtrInput)(nil)).Elem(), MultinodeArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NetworkTopologyInput)(nil)).Elem(), NetworkTopologyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NetworkTopologyPtrInput)(nil)).Elem(), NetworkTopologyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NetworkTopologyPolicyInput)(nil)).Elem(), NetworkTopologyPolicyArgs{})
@@ -2159,24 +2159,24 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*NodeClassRefPtrInput)(nil)).Elem(), NodeClassRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolInput)(nil)).Elem(), NodePoolArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolArrayInput)(nil)).Elem(), NodePoolArray{})
-	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesArgsInput)(nil)).Elem(), ResourcesArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesArgsPtrInput)(nil)).Elem(), ResourcesArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*RoleArgsInput)(nil)).Elem(), RoleArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*RoleArgsArrayInput)(nil)).Elem(), RoleArgsArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesInput)(nil)).Elem(), ResourcesArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesPtrInput)(nil)).Elem(), ResourcesArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RoleInput)(nil)).Elem(), RoleArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RoleArrayInput)(nil)).Elem(), RoleArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyPtrInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintInput)(nil)).Elem(), TaintArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintArrayInput)(nil)).Elem(), TaintArray{})
 	pulumi.RegisterOutputType(DualPodsControllerOutput{})
 	pulumi.RegisterOutputType(DualPodsControllerPtrOutput{})
-	pulumi.RegisterOutputType(EndpointPickerArgsOutput{})
-	pulumi.RegisterOutputType(EndpointPickerArgsPtrOutput{})
-	pulumi.RegisterOutputType(GangPolicyArgsOutput{})
-	pulumi.RegisterOutputType(GangPolicyArgsPtrOutput{})
+	pulumi.RegisterOutputType(EndpointPickerOutput{})
+	pulumi.RegisterOutputType(EndpointPickerPtrOutput{})
+	pulumi.RegisterOutputType(GangPolicyOutput{})
+	pulumi.RegisterOutputType(GangPolicyPtrOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityPtrOutput{})
-	pulumi.RegisterOutputType(MultinodeArgsOutput{})
-	pulumi.RegisterOutputType(MultinodeArgsPtrOutput{})
+	pulumi.RegisterOutputType(MultinodeOutput{})
+	pulumi.RegisterOutputType(MultinodePtrOutput{})
 	pulumi.RegisterOutputType(NetworkTopologyOutput{})
 	pulumi.RegisterOutputType(NetworkTopologyPtrOutput{})
 	pulumi.RegisterOutputType(NetworkTopologyPolicyOutput{})
@@ -2185,10 +2185,10 @@ func init() {
 	pulumi.RegisterOutputType(NodeClassRefPtrOutput{})
 	pulumi.RegisterOutputType(NodePoolOutput{})
 	pulumi.RegisterOutputType(NodePoolArrayOutput{})
-	pulumi.RegisterOutputType(ResourcesArgsOutput{})
-	pulumi.RegisterOutputType(ResourcesArgsPtrOutput{})
-	pulumi.RegisterOutputType(RoleArgsOutput{})
-	pulumi.RegisterOutputType(RoleArgsArrayOutput{})
+	pulumi.RegisterOutputType(ResourcesOutput{})
+	pulumi.RegisterOutputType(ResourcesPtrOutput{})
+	pulumi.RegisterOutputType(RoleOutput{})
+	pulumi.RegisterOutputType(RoleArrayOutput{})
 	pulumi.RegisterOutputType(RoleStatusOutput{})
 	pulumi.RegisterOutputType(RoleStatusMapOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyOutput{})

@@ -14,13 +14,13 @@ export interface DualPodsControllerArgs {
     version?: pulumi.Input<string | undefined>;
 }
 
-export interface EndpointPickerArgsArgs {
+export interface EndpointPickerArgs {
     image?: pulumi.Input<string | undefined>;
     replicas?: pulumi.Input<number | undefined>;
-    resources?: pulumi.Input<inputs.ResourcesArgsArgs | undefined>;
+    resources?: pulumi.Input<inputs.ResourcesArgs | undefined>;
 }
 
-export interface GangPolicyArgsArgs {
+export interface GangPolicyArgs {
     minRoleReplicas?: pulumi.Input<{[key: string]: pulumi.Input<number>} | undefined>;
     mode?: pulumi.Input<string | undefined>;
 }
@@ -32,7 +32,7 @@ export interface ModelFlexibilityArgs {
     requesterImage?: pulumi.Input<string | undefined>;
 }
 
-export interface MultinodeArgsArgs {
+export interface MultinodeArgs {
     nodeCount: pulumi.Input<number>;
 }
 
@@ -66,19 +66,19 @@ export interface NodePoolArgs {
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
-export interface ResourcesArgsArgs {
+export interface ResourcesArgs {
     limits?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
     requests?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
 }
 
-export interface RoleArgsArgs {
+export interface RoleArgs {
     componentType: pulumi.Input<string>;
-    endpointPicker?: pulumi.Input<inputs.EndpointPickerArgsArgs | undefined>;
+    endpointPicker?: pulumi.Input<inputs.EndpointPickerArgs | undefined>;
     endpointPickerConfig?: pulumi.Input<string | undefined>;
     failureMode?: pulumi.Input<string | undefined>;
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
     modelFlexibility?: pulumi.Input<inputs.ModelFlexibilityArgs | undefined>;
-    multinode?: pulumi.Input<inputs.MultinodeArgsArgs | undefined>;
+    multinode?: pulumi.Input<inputs.MultinodeArgs | undefined>;
     name: pulumi.Input<string>;
     networkTopology?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
     nodePool?: pulumi.Input<string | undefined>;

@@ -18,14 +18,14 @@ import pulumi_kubernetes
 __all__ = [
     'DualPodsControllerArgs',
     'DualPodsControllerArgsDict',
-    'EndpointPickerArgsArgs',
-    'EndpointPickerArgsArgsDict',
-    'GangPolicyArgsArgs',
-    'GangPolicyArgsArgsDict',
+    'EndpointPickerArgs',
+    'EndpointPickerArgsDict',
+    'GangPolicyArgs',
+    'GangPolicyArgsDict',
     'ModelFlexibilityArgs',
     'ModelFlexibilityArgsDict',
-    'MultinodeArgsArgs',
-    'MultinodeArgsArgsDict',
+    'MultinodeArgs',
+    'MultinodeArgsDict',
     'NetworkTopologyArgs',
     'NetworkTopologyArgsDict',
     'NetworkTopologyPolicyArgs',
@@ -34,10 +34,10 @@ __all__ = [
     'NodeClassRefArgsDict',
     'NodePoolArgs',
     'NodePoolArgsDict',
-    'ResourcesArgsArgs',
-    'ResourcesArgsArgsDict',
-    'RoleArgsArgs',
-    'RoleArgsArgsDict',
+    'ResourcesArgs',
+    'ResourcesArgsDict',
+    'RoleArgs',
+    'RoleArgsDict',
     'SchedulingStrategyArgs',
     'SchedulingStrategyArgsDict',
     'TaintArgs',
@@ -103,17 +103,17 @@ class DualPodsControllerArgs:
         pulumi.set(self, "version", value)
 
 
-class EndpointPickerArgsArgsDict(TypedDict):
+class EndpointPickerArgsDict(TypedDict):
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
-    resources: NotRequired[pulumi.Input[Optional['ResourcesArgsArgsDict']]]
+    resources: NotRequired[pulumi.Input[Optional['ResourcesArgsDict']]]
 
 @pulumi.input_type
-class EndpointPickerArgsArgs:
+class EndpointPickerArgs:
     def __init__(__self__, *,
                  image: pulumi.Input[Optional[_builtins.str]] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
-                 resources: pulumi.Input[Optional['ResourcesArgsArgs']] = None):
+                 resources: pulumi.Input[Optional['ResourcesArgs']] = None):
         if image is not None:
             pulumi.set(__self__, "image", image)
         if replicas is not None:
@@ -141,20 +141,20 @@ class EndpointPickerArgsArgs:
 
     @_builtins.property
     @pulumi.getter
-    def resources(self) -> pulumi.Input[Optional['ResourcesArgsArgs']]:
+    def resources(self) -> pulumi.Input[Optional['ResourcesArgs']]:
         return pulumi.get(self, "resources")
 
     @resources.setter
-    def resources(self, value: pulumi.Input[Optional['ResourcesArgsArgs']]):
+    def resources(self, value: pulumi.Input[Optional['ResourcesArgs']]):
         pulumi.set(self, "resources", value)
 
 
-class GangPolicyArgsArgsDict(TypedDict):
+class GangPolicyArgsDict(TypedDict):
     min_role_replicas: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]]
     mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
 
 @pulumi.input_type
-class GangPolicyArgsArgs:
+class GangPolicyArgs:
     def __init__(__self__, *,
                  min_role_replicas: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]] = None,
                  mode: pulumi.Input[Optional[_builtins.str]] = None):
@@ -240,11 +240,11 @@ class ModelFlexibilityArgs:
         pulumi.set(self, "requester_image", value)
 
 
-class MultinodeArgsArgsDict(TypedDict):
+class MultinodeArgsDict(TypedDict):
     node_count: pulumi.Input[_builtins.int]
 
 @pulumi.input_type
-class MultinodeArgsArgs:
+class MultinodeArgs:
     def __init__(__self__, *,
                  node_count: pulumi.Input[_builtins.int]):
         pulumi.set(__self__, "node_count", node_count)
@@ -516,12 +516,12 @@ class NodePoolArgs:
         pulumi.set(self, "taints", value)
 
 
-class ResourcesArgsArgsDict(TypedDict):
+class ResourcesArgsDict(TypedDict):
     limits: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
     requests: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
 
 @pulumi.input_type
-class ResourcesArgsArgs:
+class ResourcesArgs:
     def __init__(__self__, *,
                  limits: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  requests: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None):
@@ -549,15 +549,15 @@ class ResourcesArgsArgs:
         pulumi.set(self, "requests", value)
 
 
-class RoleArgsArgsDict(TypedDict):
+class RoleArgsDict(TypedDict):
     component_type: pulumi.Input[_builtins.str]
     name: pulumi.Input[_builtins.str]
-    endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsArgsDict']]]
+    endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
     endpoint_picker_config: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     failure_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     httproute: NotRequired[pulumi.Input[Optional[Mapping[str, Any]]]]
     model_flexibility: NotRequired[pulumi.Input[Optional['ModelFlexibilityArgsDict']]]
-    multinode: NotRequired[pulumi.Input[Optional['MultinodeArgsArgsDict']]]
+    multinode: NotRequired[pulumi.Input[Optional['MultinodeArgsDict']]]
     network_topology: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
     node_pool: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     pool_api_version: NotRequired[pulumi.Input[Optional[_builtins.str]]]
@@ -569,16 +569,16 @@ class RoleArgsArgsDict(TypedDict):
     template: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgsDict']]]
 
 @pulumi.input_type
-class RoleArgsArgs:
+class RoleArgs:
     def __init__(__self__, *,
                  component_type: pulumi.Input[_builtins.str],
                  name: pulumi.Input[_builtins.str],
-                 endpoint_picker: pulumi.Input[Optional['EndpointPickerArgsArgs']] = None,
+                 endpoint_picker: pulumi.Input[Optional['EndpointPickerArgs']] = None,
                  endpoint_picker_config: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_mode: pulumi.Input[Optional[_builtins.str]] = None,
                  httproute: pulumi.Input[Optional[Mapping[str, Any]]] = None,
                  model_flexibility: pulumi.Input[Optional['ModelFlexibilityArgs']] = None,
-                 multinode: pulumi.Input[Optional['MultinodeArgsArgs']] = None,
+                 multinode: pulumi.Input[Optional['MultinodeArgs']] = None,
                  network_topology: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None,
                  node_pool: pulumi.Input[Optional[_builtins.str]] = None,
                  pool_api_version: pulumi.Input[Optional[_builtins.str]] = None,
@@ -641,11 +641,11 @@ class RoleArgsArgs:
 
     @_builtins.property
     @pulumi.getter(name="endpointPicker")
-    def endpoint_picker(self) -> pulumi.Input[Optional['EndpointPickerArgsArgs']]:
+    def endpoint_picker(self) -> pulumi.Input[Optional['EndpointPickerArgs']]:
         return pulumi.get(self, "endpoint_picker")
 
     @endpoint_picker.setter
-    def endpoint_picker(self, value: pulumi.Input[Optional['EndpointPickerArgsArgs']]):
+    def endpoint_picker(self, value: pulumi.Input[Optional['EndpointPickerArgs']]):
         pulumi.set(self, "endpoint_picker", value)
 
     @_builtins.property
@@ -686,11 +686,11 @@ class RoleArgsArgs:
 
     @_builtins.property
     @pulumi.getter
-    def multinode(self) -> pulumi.Input[Optional['MultinodeArgsArgs']]:
+    def multinode(self) -> pulumi.Input[Optional['MultinodeArgs']]:
         return pulumi.get(self, "multinode")
 
     @multinode.setter
-    def multinode(self, value: pulumi.Input[Optional['MultinodeArgsArgs']]):
+    def multinode(self, value: pulumi.Input[Optional['MultinodeArgs']]):
         pulumi.set(self, "multinode", value)
 
     @_builtins.property

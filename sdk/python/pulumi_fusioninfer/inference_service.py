@@ -22,10 +22,10 @@ __all__ = ['InferenceServiceArgs', 'InferenceService']
 @pulumi.input_type
 class InferenceServiceArgs:
     def __init__(__self__, *,
-                 roles: pulumi.Input[Sequence[pulumi.Input['RoleArgsArgs']]],
+                 roles: pulumi.Input[Sequence[pulumi.Input['RoleArgs']]],
                  await_: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional['DualPodsControllerArgs']] = None,
-                 gang_policy: pulumi.Input[Optional['GangPolicyArgsArgs']] = None,
+                 gang_policy: pulumi.Input[Optional['GangPolicyArgs']] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]] = None,
@@ -54,11 +54,11 @@ class InferenceServiceArgs:
 
     @_builtins.property
     @pulumi.getter
-    def roles(self) -> pulumi.Input[Sequence[pulumi.Input['RoleArgsArgs']]]:
+    def roles(self) -> pulumi.Input[Sequence[pulumi.Input['RoleArgs']]]:
         return pulumi.get(self, "roles")
 
     @roles.setter
-    def roles(self, value: pulumi.Input[Sequence[pulumi.Input['RoleArgsArgs']]]):
+    def roles(self, value: pulumi.Input[Sequence[pulumi.Input['RoleArgs']]]):
         pulumi.set(self, "roles", value)
 
     @_builtins.property
@@ -81,11 +81,11 @@ class InferenceServiceArgs:
 
     @_builtins.property
     @pulumi.getter(name="gangPolicy")
-    def gang_policy(self) -> pulumi.Input[Optional['GangPolicyArgsArgs']]:
+    def gang_policy(self) -> pulumi.Input[Optional['GangPolicyArgs']]:
         return pulumi.get(self, "gang_policy")
 
     @gang_policy.setter
-    def gang_policy(self, value: pulumi.Input[Optional['GangPolicyArgsArgs']]):
+    def gang_policy(self, value: pulumi.Input[Optional['GangPolicyArgs']]):
         pulumi.set(self, "gang_policy", value)
 
     @_builtins.property
@@ -142,11 +142,11 @@ class InferenceService(pulumi.ComponentResource):
                  opts: Optional[pulumi.ResourceOptions] = None,
                  await_: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
-                 gang_policy: pulumi.Input[Optional[Union['GangPolicyArgsArgs', 'GangPolicyArgsArgsDict']]] = None,
+                 gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
-                 roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgsArgs', 'RoleArgsArgsDict']]]]] = None,
+                 roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]]] = None,
                  scheduling_strategy: pulumi.Input[Optional[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']]] = None,
                  service_name: Optional[_builtins.str] = None,
                  __props__=None):
@@ -182,11 +182,11 @@ class InferenceService(pulumi.ComponentResource):
                  opts: Optional[pulumi.ResourceOptions] = None,
                  await_: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
-                 gang_policy: pulumi.Input[Optional[Union['GangPolicyArgsArgs', 'GangPolicyArgsArgsDict']]] = None,
+                 gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
-                 roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgsArgs', 'RoleArgsArgsDict']]]]] = None,
+                 roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]]] = None,
                  scheduling_strategy: pulumi.Input[Optional[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']]] = None,
                  service_name: Optional[_builtins.str] = None,
                  __props__=None):
