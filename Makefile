@@ -77,5 +77,6 @@ clean:
 
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
 gen:
+	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update
 	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes ../shared/pulumi-kubernetes/schema-v4.32.0.json -version $(PROVIDER_VERSION) -out sdk

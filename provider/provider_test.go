@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/provider"
+	"github.com/fusioninfer/pulumi-fusioninfer/provider/descriptions"
 )
 
 var update = flag.Bool("update", false, "rewrite schema.json from the provider")
@@ -63,4 +64,46 @@ func TestPodTemplatesAreTheKubernetesType(t *testing.T) {
 		assert.NotContains(t, token, "fusioninfer:v1:", "no inlined copy of a kubernetes type")
 	}
 	assert.Contains(t, spec.Dependencies, struct{ Name, Version string }{"kubernetes", "4.33.0"})
+}
+
+// TestEveryInputAndOutputIsDescribed: the schema (and so every SDK) documents each property, from
+// the Go doc comments (descriptions.json, kept fresh by TestDescriptionsAreFresh).
+func TestEveryInputAndOutputIsDescribed(t *testing.T) {
+	var spec struct {
+		Types map[string]struct {
+			Properties map[string]struct{ Description string }
+		}
+		Resources map[string]struct {
+			Properties      map[string]struct{ Description string }
+			InputProperties map[string]struct{ Description string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(servedSchema(t), &spec))
+	var undescribed []string
+	check := func(where string, props map[string]struct{ Description string }) {
+		for name, p := range props {
+			if p.Description == "" {
+				undescribed = append(undescribed, where+"."+name)
+			}
+		}
+	}
+	for token, ty := range spec.Types {
+		check(token, ty.Properties)
+	}
+	for token, r := range spec.Resources {
+		check(token+" input", r.InputProperties)
+		check(token+" output", r.Properties)
+	}
+	require.NotEmpty(t, spec.Resources)
+	assert.Empty(t, undescribed, "give these fields a doc comment, then make gen")
+}
+
+func TestDescriptionsAreFresh(t *testing.T) {
+	table, err := descriptions.Collect("..")
+	require.NoError(t, err)
+	want, err := json.MarshalIndent(table, "", "  ")
+	require.NoError(t, err)
+	got, err := os.ReadFile("descriptions.json")
+	require.NoError(t, err)
+	assert.Equal(t, string(want)+"\n", string(got), "descriptions.json is stale: run make gen")
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -65,6 +66,7 @@ func rewriteSchema(raw string) (string, error) {
 		refer(r.Properties)
 		spec.Resources[token] = r
 	}
+	describe(&spec)
 	renamed := withoutArgsSuffix(&spec)
 	version := semver.MustParse(KubernetesVersion)
 	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
@@ -95,4 +97,34 @@ func withoutArgsSuffix(spec *pschema.PackageSpec) map[string]string {
 		}
 	}
 	return renamed
+}
+
+//go:embed descriptions.json
+var descriptionsJSON []byte
+
+// describe fills every property's description from the doc comment of its Go field
+// (provider/descriptions.json, written by `make gen`): a type is described by its Go struct, the
+// component's inputs by the component's Args and its outputs by the component.
+func describe(spec *pschema.PackageSpec) {
+	var table map[string]map[string]string
+	if err := json.Unmarshal(descriptionsJSON, &table); err != nil {
+		panic("descriptions.json embedded in the binary: " + err.Error())
+	}
+	fill := func(props map[string]pschema.PropertySpec, goType string) {
+		for name, prop := range props {
+			if prop.Description == "" {
+				prop.Description = table[goType][name]
+				props[name] = prop
+			}
+		}
+	}
+	for token, t := range spec.Types {
+		fill(t.Properties, token[strings.LastIndex(token, ":")+1:])
+		spec.Types[token] = t
+	}
+	for token, r := range spec.Resources {
+		fill(r.InputProperties, "Args")
+		fill(r.Properties, token[strings.LastIndex(token, ":")+1:])
+		spec.Resources[token] = r
+	}
 }

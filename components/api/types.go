@@ -99,16 +99,22 @@ type NodePool struct {
 
 // Taint is a node taint.
 type Taint struct {
-	Key    string `json:"key" pulumi:"key"`
-	Value  string `json:"value,omitempty" pulumi:"value,optional"`
+	// Key is the taint's key.
+	Key string `json:"key" pulumi:"key"`
+	// Value is the taint's value, if any.
+	Value string `json:"value,omitempty" pulumi:"value,optional"`
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
 	Effect string `json:"effect" pulumi:"effect"`
 }
 
 // NodeClassRef names a Karpenter node class.
 type NodeClassRef struct {
+	// Group is the node class's API group, e.g. karpenter.k8s.aws.
 	Group string `json:"group" pulumi:"group"`
-	Kind  string `json:"kind" pulumi:"kind"`
-	Name  string `json:"name" pulumi:"name"`
+	// Kind is the node class's kind, e.g. EC2NodeClass.
+	Kind string `json:"kind" pulumi:"kind"`
+	// Name is the node class's name.
+	Name string `json:"name" pulumi:"name"`
 }
 
 // SchedulingStrategy defines service-wide scheduling behaviour.

@@ -90,8 +90,10 @@ type EndpointPickerArgs struct {
 
 // ResourcesArgs are a container's resource requests and limits, as quantities ("500m", "1Gi").
 type ResourcesArgs struct {
+	// Requests are what the scheduler reserves, per resource name (cpu, memory).
 	Requests map[string]string `pulumi:"requests,optional"`
-	Limits   map[string]string `pulumi:"limits,optional"`
+	// Limits cap what the container may use, per resource name.
+	Limits map[string]string `pulumi:"limits,optional"`
 }
 
 // MultinodeArgs enable multi-node replicas.

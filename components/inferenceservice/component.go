@@ -42,11 +42,12 @@ type InferenceService struct {
 	// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what
 	// the cluster needs before anything runs. Zero when the service is not gang scheduled.
 	GPUsMinimal pulumi.IntOutput `pulumi:"gpusMinimal"`
-	// PoolName, EndpointPickerServiceName and HTTPRouteName name the router's InferencePool,
-	// Endpoint Picker Service and HTTPRoute; empty without a router.
-	PoolName                  pulumi.StringOutput `pulumi:"poolName"`
+	// PoolName is the router's InferencePool, empty without a router.
+	PoolName pulumi.StringOutput `pulumi:"poolName"`
+	// EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
 	EndpointPickerServiceName pulumi.StringOutput `pulumi:"endpointPickerServiceName"`
-	HTTPRouteName             pulumi.StringOutput `pulumi:"httpRouteName"`
+	// HTTPRouteName is the router's HTTPRoute, empty without a router.
+	HTTPRouteName pulumi.StringOutput `pulumi:"httpRouteName"`
 	// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick
 	// endpoints; false without a router.
 	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`

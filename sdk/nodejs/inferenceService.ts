@@ -23,18 +23,57 @@ export class InferenceService extends pulumi.ComponentResource {
         return obj['__pulumiType'] === InferenceService.__pulumiType;
     }
 
+    /**
+     * EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+     */
     declare public /*out*/ readonly endpointPickerServiceName: pulumi.Output<string>;
+    /**
+     * GangScheduled is true when the pods are gang scheduled by Volcano.
+     */
     declare public /*out*/ readonly gangScheduled: pulumi.Output<boolean>;
+    /**
+     * GPUsAtFullSize are the GPUs of every replica of every role.
+     */
     declare public /*out*/ readonly gpusAtFullSize: pulumi.Output<number>;
+    /**
+     * GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+     */
     declare public /*out*/ readonly gpusMinimal: pulumi.Output<number>;
+    /**
+     * HTTPRouteName is the router's HTTPRoute, empty without a router.
+     */
     declare public /*out*/ readonly httpRouteName: pulumi.Output<string>;
+    /**
+     * LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+     */
     declare public /*out*/ readonly leaderWorkerSetNames: pulumi.Output<{[key: string]: string[]}>;
+    /**
+     * Namespace of every child.
+     */
     declare public readonly namespace: pulumi.Output<string>;
+    /**
+     * NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+     */
     declare public /*out*/ readonly nodePoolNames: pulumi.Output<string[]>;
+    /**
+     * PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+     */
     declare public /*out*/ readonly podGroupName: pulumi.Output<string>;
+    /**
+     * PoolName is the router's InferencePool, empty without a router.
+     */
     declare public /*out*/ readonly poolName: pulumi.Output<string>;
+    /**
+     * RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+     */
     declare public /*out*/ readonly routerReady: pulumi.Output<boolean>;
+    /**
+     * ServiceName is the service's name (metadata.name of the manifest).
+     */
     declare public readonly serviceName: pulumi.Output<string>;
+    /**
+     * Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+     */
     declare public /*out*/ readonly status: pulumi.Output<{[key: string]: outputs.RoleStatus}>;
 
     /**
@@ -95,13 +134,40 @@ export class InferenceService extends pulumi.ComponentResource {
  * The set of arguments for constructing a InferenceService resource.
  */
 export interface InferenceServiceArgs {
+    /**
+     * Await is what `pulumi up` waits for: all (default), minimal, or none.
+     */
     await?: string;
+    /**
+     * DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+     */
     dualPodsController?: pulumi.Input<inputs.DualPodsControllerArgs | undefined>;
+    /**
+     * GangPolicy shapes the shared Volcano PodGroup.
+     */
     gangPolicy?: pulumi.Input<inputs.GangPolicyArgs | undefined>;
+    /**
+     * Labels are added to every child object.
+     */
     labels?: pulumi.Input<{[key: string]: string} | undefined>;
+    /**
+     * Namespace of every child; defaults to "default".
+     */
     namespace?: string;
+    /**
+     * NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+     */
     nodePools?: pulumi.Input<pulumi.Input<inputs.NodePoolArgs>[] | undefined>;
+    /**
+     * Roles are the logical components of the service.
+     */
     roles: pulumi.Input<pulumi.Input<inputs.RoleArgs>[]>;
+    /**
+     * SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+     */
     schedulingStrategy?: pulumi.Input<inputs.SchedulingStrategyArgs | undefined>;
+    /**
+     * ServiceName is the service's name (metadata.name); defaults to the component's name.
+     */
     serviceName?: string;
 }

@@ -15,19 +15,32 @@ import (
 type InferenceService struct {
 	pulumi.ResourceState
 
-	EndpointPickerServiceName pulumi.StringOutput         `pulumi:"endpointPickerServiceName"`
-	GangScheduled             pulumi.BoolOutput           `pulumi:"gangScheduled"`
-	GpusAtFullSize            pulumi.IntOutput            `pulumi:"gpusAtFullSize"`
-	GpusMinimal               pulumi.IntOutput            `pulumi:"gpusMinimal"`
-	HttpRouteName             pulumi.StringOutput         `pulumi:"httpRouteName"`
-	LeaderWorkerSetNames      pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
-	Namespace                 pulumi.StringOutput         `pulumi:"namespace"`
-	NodePoolNames             pulumi.StringArrayOutput    `pulumi:"nodePoolNames"`
-	PodGroupName              pulumi.StringOutput         `pulumi:"podGroupName"`
-	PoolName                  pulumi.StringOutput         `pulumi:"poolName"`
-	RouterReady               pulumi.BoolOutput           `pulumi:"routerReady"`
-	ServiceName               pulumi.StringOutput         `pulumi:"serviceName"`
-	Status                    RoleStatusMapOutput         `pulumi:"status"`
+	// EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+	EndpointPickerServiceName pulumi.StringOutput `pulumi:"endpointPickerServiceName"`
+	// GangScheduled is true when the pods are gang scheduled by Volcano.
+	GangScheduled pulumi.BoolOutput `pulumi:"gangScheduled"`
+	// GPUsAtFullSize are the GPUs of every replica of every role.
+	GpusAtFullSize pulumi.IntOutput `pulumi:"gpusAtFullSize"`
+	// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+	GpusMinimal pulumi.IntOutput `pulumi:"gpusMinimal"`
+	// HTTPRouteName is the router's HTTPRoute, empty without a router.
+	HttpRouteName pulumi.StringOutput `pulumi:"httpRouteName"`
+	// LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+	LeaderWorkerSetNames pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
+	// Namespace of every child.
+	Namespace pulumi.StringOutput `pulumi:"namespace"`
+	// NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+	NodePoolNames pulumi.StringArrayOutput `pulumi:"nodePoolNames"`
+	// PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+	PodGroupName pulumi.StringOutput `pulumi:"podGroupName"`
+	// PoolName is the router's InferencePool, empty without a router.
+	PoolName pulumi.StringOutput `pulumi:"poolName"`
+	// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`
+	// ServiceName is the service's name (metadata.name of the manifest).
+	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
+	// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+	Status RoleStatusMapOutput `pulumi:"status"`
 }
 
 // NewInferenceService registers a new resource with the given unique name, arguments, and options.
@@ -50,28 +63,46 @@ func NewInferenceService(ctx *pulumi.Context,
 }
 
 type inferenceServiceArgs struct {
-	Await              *string             `pulumi:"await"`
+	// Await is what `pulumi up` waits for: all (default), minimal, or none.
+	Await *string `pulumi:"await"`
+	// DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
 	DualPodsController *DualPodsController `pulumi:"dualPodsController"`
-	GangPolicy         *GangPolicy         `pulumi:"gangPolicy"`
-	Labels             map[string]string   `pulumi:"labels"`
-	Namespace          *string             `pulumi:"namespace"`
-	NodePools          []NodePool          `pulumi:"nodePools"`
-	Roles              []Role              `pulumi:"roles"`
+	// GangPolicy shapes the shared Volcano PodGroup.
+	GangPolicy *GangPolicy `pulumi:"gangPolicy"`
+	// Labels are added to every child object.
+	Labels map[string]string `pulumi:"labels"`
+	// Namespace of every child; defaults to "default".
+	Namespace *string `pulumi:"namespace"`
+	// NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+	NodePools []NodePool `pulumi:"nodePools"`
+	// Roles are the logical components of the service.
+	Roles []Role `pulumi:"roles"`
+	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
 	SchedulingStrategy *SchedulingStrategy `pulumi:"schedulingStrategy"`
-	ServiceName        *string             `pulumi:"serviceName"`
+	// ServiceName is the service's name (metadata.name); defaults to the component's name.
+	ServiceName *string `pulumi:"serviceName"`
 }
 
 // The set of arguments for constructing a InferenceService resource.
 type InferenceServiceArgs struct {
-	Await              *string
+	// Await is what `pulumi up` waits for: all (default), minimal, or none.
+	Await *string
+	// DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
 	DualPodsController DualPodsControllerPtrInput
-	GangPolicy         GangPolicyPtrInput
-	Labels             pulumi.StringMapInput
-	Namespace          *string
-	NodePools          NodePoolArrayInput
-	Roles              RoleArrayInput
+	// GangPolicy shapes the shared Volcano PodGroup.
+	GangPolicy GangPolicyPtrInput
+	// Labels are added to every child object.
+	Labels pulumi.StringMapInput
+	// Namespace of every child; defaults to "default".
+	Namespace *string
+	// NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+	NodePools NodePoolArrayInput
+	// Roles are the logical components of the service.
+	Roles RoleArrayInput
+	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
 	SchedulingStrategy SchedulingStrategyPtrInput
-	ServiceName        *string
+	// ServiceName is the service's name (metadata.name); defaults to the component's name.
+	ServiceName *string
 }
 
 func (InferenceServiceArgs) ElementType() reflect.Type {
@@ -161,54 +192,67 @@ func (o InferenceServiceOutput) ToInferenceServiceOutputWithContext(ctx context.
 	return o
 }
 
+// EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
 func (o InferenceServiceOutput) EndpointPickerServiceName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.EndpointPickerServiceName }).(pulumi.StringOutput)
 }
 
+// GangScheduled is true when the pods are gang scheduled by Volcano.
 func (o InferenceServiceOutput) GangScheduled() pulumi.BoolOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.BoolOutput { return v.GangScheduled }).(pulumi.BoolOutput)
 }
 
+// GPUsAtFullSize are the GPUs of every replica of every role.
 func (o InferenceServiceOutput) GpusAtFullSize() pulumi.IntOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.IntOutput { return v.GpusAtFullSize }).(pulumi.IntOutput)
 }
 
+// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
 func (o InferenceServiceOutput) GpusMinimal() pulumi.IntOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.IntOutput { return v.GpusMinimal }).(pulumi.IntOutput)
 }
 
+// HTTPRouteName is the router's HTTPRoute, empty without a router.
 func (o InferenceServiceOutput) HttpRouteName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.HttpRouteName }).(pulumi.StringOutput)
 }
 
+// LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
 func (o InferenceServiceOutput) LeaderWorkerSetNames() pulumi.StringArrayMapOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringArrayMapOutput { return v.LeaderWorkerSetNames }).(pulumi.StringArrayMapOutput)
 }
 
+// Namespace of every child.
 func (o InferenceServiceOutput) Namespace() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.Namespace }).(pulumi.StringOutput)
 }
 
+// NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
 func (o InferenceServiceOutput) NodePoolNames() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringArrayOutput { return v.NodePoolNames }).(pulumi.StringArrayOutput)
 }
 
+// PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
 func (o InferenceServiceOutput) PodGroupName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.PodGroupName }).(pulumi.StringOutput)
 }
 
+// PoolName is the router's InferencePool, empty without a router.
 func (o InferenceServiceOutput) PoolName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.PoolName }).(pulumi.StringOutput)
 }
 
+// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
 func (o InferenceServiceOutput) RouterReady() pulumi.BoolOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.BoolOutput { return v.RouterReady }).(pulumi.BoolOutput)
 }
 
+// ServiceName is the service's name (metadata.name of the manifest).
 func (o InferenceServiceOutput) ServiceName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.ServiceName }).(pulumi.StringOutput)
 }
 
+// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
 func (o InferenceServiceOutput) Status() RoleStatusMapOutput {
 	return o.ApplyT(func(v *InferenceService) RoleStatusMapOutput { return v.Status }).(RoleStatusMapOutput)
 }

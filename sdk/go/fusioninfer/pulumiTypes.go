@@ -15,10 +15,14 @@ import (
 var _ = internal.GetEnvOrDefault
 
 type DualPodsController struct {
-	Install      *bool   `pulumi:"install"`
-	Namespace    *string `pulumi:"namespace"`
-	SleeperLimit *int    `pulumi:"sleeperLimit"`
-	Version      *string `pulumi:"version"`
+	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+	Install *bool `pulumi:"install"`
+	// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+	Namespace *string `pulumi:"namespace"`
+	// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+	SleeperLimit *int `pulumi:"sleeperLimit"`
+	// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+	Version *string `pulumi:"version"`
 }
 
 // DualPodsControllerInput is an input type that accepts DualPodsControllerArgs and DualPodsControllerOutput values.
@@ -33,10 +37,14 @@ type DualPodsControllerInput interface {
 }
 
 type DualPodsControllerArgs struct {
-	Install      pulumi.BoolPtrInput   `pulumi:"install"`
-	Namespace    pulumi.StringPtrInput `pulumi:"namespace"`
-	SleeperLimit pulumi.IntPtrInput    `pulumi:"sleeperLimit"`
-	Version      pulumi.StringPtrInput `pulumi:"version"`
+	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+	Install pulumi.BoolPtrInput `pulumi:"install"`
+	// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+	Namespace pulumi.StringPtrInput `pulumi:"namespace"`
+	// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+	SleeperLimit pulumi.IntPtrInput `pulumi:"sleeperLimit"`
+	// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+	Version pulumi.StringPtrInput `pulumi:"version"`
 }
 
 func (DualPodsControllerArgs) ElementType() reflect.Type {
@@ -116,18 +124,22 @@ func (o DualPodsControllerOutput) ToDualPodsControllerPtrOutputWithContext(ctx c
 	}).(DualPodsControllerPtrOutput)
 }
 
+// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 func (o DualPodsControllerOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *bool { return v.Install }).(pulumi.BoolPtrOutput)
 }
 
+// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
 func (o DualPodsControllerOutput) Namespace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *string { return v.Namespace }).(pulumi.StringPtrOutput)
 }
 
+// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
 func (o DualPodsControllerOutput) SleeperLimit() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *int { return v.SleeperLimit }).(pulumi.IntPtrOutput)
 }
 
+// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
 func (o DualPodsControllerOutput) Version() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *string { return v.Version }).(pulumi.StringPtrOutput)
 }
@@ -156,6 +168,7 @@ func (o DualPodsControllerPtrOutput) Elem() DualPodsControllerOutput {
 	}).(DualPodsControllerOutput)
 }
 
+// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 func (o DualPodsControllerPtrOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *bool {
 		if v == nil {
@@ -165,6 +178,7 @@ func (o DualPodsControllerPtrOutput) Install() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
+// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
 func (o DualPodsControllerPtrOutput) Namespace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *string {
 		if v == nil {
@@ -174,6 +188,7 @@ func (o DualPodsControllerPtrOutput) Namespace() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
 func (o DualPodsControllerPtrOutput) SleeperLimit() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *int {
 		if v == nil {
@@ -183,6 +198,7 @@ func (o DualPodsControllerPtrOutput) SleeperLimit() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
+// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
 func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *string {
 		if v == nil {
@@ -193,8 +209,11 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 }
 
 type EndpointPicker struct {
-	Image     *string    `pulumi:"image"`
-	Replicas  *int       `pulumi:"replicas"`
+	// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+	Image *string `pulumi:"image"`
+	// Replicas (default 1); more than one elect a leader.
+	Replicas *int `pulumi:"replicas"`
+	// Resources of the Endpoint Picker container.
 	Resources *Resources `pulumi:"resources"`
 }
 
@@ -210,9 +229,12 @@ type EndpointPickerInput interface {
 }
 
 type EndpointPickerArgs struct {
-	Image     pulumi.StringPtrInput `pulumi:"image"`
-	Replicas  pulumi.IntPtrInput    `pulumi:"replicas"`
-	Resources ResourcesPtrInput     `pulumi:"resources"`
+	// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+	Image pulumi.StringPtrInput `pulumi:"image"`
+	// Replicas (default 1); more than one elect a leader.
+	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
+	// Resources of the Endpoint Picker container.
+	Resources ResourcesPtrInput `pulumi:"resources"`
 }
 
 func (EndpointPickerArgs) ElementType() reflect.Type {
@@ -292,14 +314,17 @@ func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.C
 	}).(EndpointPickerPtrOutput)
 }
 
+// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
 func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
 }
 
+// Replicas (default 1); more than one elect a leader.
 func (o EndpointPickerOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
+// Resources of the Endpoint Picker container.
 func (o EndpointPickerOutput) Resources() ResourcesPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *Resources { return v.Resources }).(ResourcesPtrOutput)
 }
@@ -328,6 +353,7 @@ func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
 	}).(EndpointPickerOutput)
 }
 
+// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
 func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *string {
 		if v == nil {
@@ -337,6 +363,7 @@ func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// Replicas (default 1); more than one elect a leader.
 func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *int {
 		if v == nil {
@@ -346,6 +373,7 @@ func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
+// Resources of the Endpoint Picker container.
 func (o EndpointPickerPtrOutput) Resources() ResourcesPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *Resources {
 		if v == nil {
@@ -356,8 +384,10 @@ func (o EndpointPickerPtrOutput) Resources() ResourcesPtrOutput {
 }
 
 type GangPolicy struct {
+	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas"`
-	Mode            *string        `pulumi:"mode"`
+	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+	Mode *string `pulumi:"mode"`
 }
 
 // GangPolicyInput is an input type that accepts GangPolicyArgs and GangPolicyOutput values.
@@ -372,8 +402,10 @@ type GangPolicyInput interface {
 }
 
 type GangPolicyArgs struct {
-	MinRoleReplicas pulumi.IntMapInput    `pulumi:"minRoleReplicas"`
-	Mode            pulumi.StringPtrInput `pulumi:"mode"`
+	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+	MinRoleReplicas pulumi.IntMapInput `pulumi:"minRoleReplicas"`
+	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+	Mode pulumi.StringPtrInput `pulumi:"mode"`
 }
 
 func (GangPolicyArgs) ElementType() reflect.Type {
@@ -453,10 +485,12 @@ func (o GangPolicyOutput) ToGangPolicyPtrOutputWithContext(ctx context.Context) 
 	}).(GangPolicyPtrOutput)
 }
 
+// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
 func (o GangPolicyOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v GangPolicy) map[string]int { return v.MinRoleReplicas }).(pulumi.IntMapOutput)
 }
 
+// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
 func (o GangPolicyOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v GangPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
 }
@@ -485,6 +519,7 @@ func (o GangPolicyPtrOutput) Elem() GangPolicyOutput {
 	}).(GangPolicyOutput)
 }
 
+// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
 func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v *GangPolicy) map[string]int {
 		if v == nil {
@@ -494,6 +529,7 @@ func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	}).(pulumi.IntMapOutput)
 }
 
+// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
 func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *GangPolicy) *string {
 		if v == nil {
@@ -504,9 +540,13 @@ func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 }
 
 type ModelFlexibility struct {
-	AdminPort      *int    `pulumi:"adminPort"`
-	Mode           string  `pulumi:"mode"`
-	ProbesPort     *int    `pulumi:"probesPort"`
+	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+	AdminPort *int `pulumi:"adminPort"`
+	// Mode is dualPods.
+	Mode string `pulumi:"mode"`
+	// ProbesPort is the requester's probes port (default 8080).
+	ProbesPort *int `pulumi:"probesPort"`
+	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 	RequesterImage *string `pulumi:"requesterImage"`
 }
 
@@ -522,9 +562,13 @@ type ModelFlexibilityInput interface {
 }
 
 type ModelFlexibilityArgs struct {
-	AdminPort      pulumi.IntPtrInput    `pulumi:"adminPort"`
-	Mode           pulumi.StringInput    `pulumi:"mode"`
-	ProbesPort     pulumi.IntPtrInput    `pulumi:"probesPort"`
+	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+	AdminPort pulumi.IntPtrInput `pulumi:"adminPort"`
+	// Mode is dualPods.
+	Mode pulumi.StringInput `pulumi:"mode"`
+	// ProbesPort is the requester's probes port (default 8080).
+	ProbesPort pulumi.IntPtrInput `pulumi:"probesPort"`
+	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 	RequesterImage pulumi.StringPtrInput `pulumi:"requesterImage"`
 }
 
@@ -605,18 +649,22 @@ func (o ModelFlexibilityOutput) ToModelFlexibilityPtrOutputWithContext(ctx conte
 	}).(ModelFlexibilityPtrOutput)
 }
 
+// AdminPort is the requester's SPI port, which the controller calls (default 8081).
 func (o ModelFlexibilityOutput) AdminPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ModelFlexibility) *int { return v.AdminPort }).(pulumi.IntPtrOutput)
 }
 
+// Mode is dualPods.
 func (o ModelFlexibilityOutput) Mode() pulumi.StringOutput {
 	return o.ApplyT(func(v ModelFlexibility) string { return v.Mode }).(pulumi.StringOutput)
 }
 
+// ProbesPort is the requester's probes port (default 8080).
 func (o ModelFlexibilityOutput) ProbesPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ModelFlexibility) *int { return v.ProbesPort }).(pulumi.IntPtrOutput)
 }
 
+// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 func (o ModelFlexibilityOutput) RequesterImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ModelFlexibility) *string { return v.RequesterImage }).(pulumi.StringPtrOutput)
 }
@@ -645,6 +693,7 @@ func (o ModelFlexibilityPtrOutput) Elem() ModelFlexibilityOutput {
 	}).(ModelFlexibilityOutput)
 }
 
+// AdminPort is the requester's SPI port, which the controller calls (default 8081).
 func (o ModelFlexibilityPtrOutput) AdminPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *int {
 		if v == nil {
@@ -654,6 +703,7 @@ func (o ModelFlexibilityPtrOutput) AdminPort() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
+// Mode is dualPods.
 func (o ModelFlexibilityPtrOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *string {
 		if v == nil {
@@ -663,6 +713,7 @@ func (o ModelFlexibilityPtrOutput) Mode() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// ProbesPort is the requester's probes port (default 8080).
 func (o ModelFlexibilityPtrOutput) ProbesPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *int {
 		if v == nil {
@@ -672,6 +723,7 @@ func (o ModelFlexibilityPtrOutput) ProbesPort() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
+// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *string {
 		if v == nil {
@@ -682,6 +734,7 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 }
 
 type Multinode struct {
+	// NodeCount is the number of pods (on distinct nodes) per replica.
 	NodeCount int `pulumi:"nodeCount"`
 }
 
@@ -697,6 +750,7 @@ type MultinodeInput interface {
 }
 
 type MultinodeArgs struct {
+	// NodeCount is the number of pods (on distinct nodes) per replica.
 	NodeCount pulumi.IntInput `pulumi:"nodeCount"`
 }
 
@@ -777,6 +831,7 @@ func (o MultinodeOutput) ToMultinodePtrOutputWithContext(ctx context.Context) Mu
 	}).(MultinodePtrOutput)
 }
 
+// NodeCount is the number of pods (on distinct nodes) per replica.
 func (o MultinodeOutput) NodeCount() pulumi.IntOutput {
 	return o.ApplyT(func(v Multinode) int { return v.NodeCount }).(pulumi.IntOutput)
 }
@@ -805,6 +860,7 @@ func (o MultinodePtrOutput) Elem() MultinodeOutput {
 	}).(MultinodeOutput)
 }
 
+// NodeCount is the number of pods (on distinct nodes) per replica.
 func (o MultinodePtrOutput) NodeCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *Multinode) *int {
 		if v == nil {
@@ -815,8 +871,10 @@ func (o MultinodePtrOutput) NodeCount() pulumi.IntPtrOutput {
 }
 
 type NetworkTopology struct {
+	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
 	GroupPolicy *NetworkTopologyPolicy `pulumi:"groupPolicy"`
-	RolePolicy  *NetworkTopologyPolicy `pulumi:"rolePolicy"`
+	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+	RolePolicy *NetworkTopologyPolicy `pulumi:"rolePolicy"`
 }
 
 // NetworkTopologyInput is an input type that accepts NetworkTopologyArgs and NetworkTopologyOutput values.
@@ -831,8 +889,10 @@ type NetworkTopologyInput interface {
 }
 
 type NetworkTopologyArgs struct {
+	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
 	GroupPolicy NetworkTopologyPolicyPtrInput `pulumi:"groupPolicy"`
-	RolePolicy  NetworkTopologyPolicyPtrInput `pulumi:"rolePolicy"`
+	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+	RolePolicy NetworkTopologyPolicyPtrInput `pulumi:"rolePolicy"`
 }
 
 func (NetworkTopologyArgs) ElementType() reflect.Type {
@@ -912,10 +972,12 @@ func (o NetworkTopologyOutput) ToNetworkTopologyPtrOutputWithContext(ctx context
 	}).(NetworkTopologyPtrOutput)
 }
 
+// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
 func (o NetworkTopologyOutput) GroupPolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v NetworkTopology) *NetworkTopologyPolicy { return v.GroupPolicy }).(NetworkTopologyPolicyPtrOutput)
 }
 
+// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
 func (o NetworkTopologyOutput) RolePolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v NetworkTopology) *NetworkTopologyPolicy { return v.RolePolicy }).(NetworkTopologyPolicyPtrOutput)
 }
@@ -944,6 +1006,7 @@ func (o NetworkTopologyPtrOutput) Elem() NetworkTopologyOutput {
 	}).(NetworkTopologyOutput)
 }
 
+// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
 func (o NetworkTopologyPtrOutput) GroupPolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v *NetworkTopology) *NetworkTopologyPolicy {
 		if v == nil {
@@ -953,6 +1016,7 @@ func (o NetworkTopologyPtrOutput) GroupPolicy() NetworkTopologyPolicyPtrOutput {
 	}).(NetworkTopologyPolicyPtrOutput)
 }
 
+// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
 func (o NetworkTopologyPtrOutput) RolePolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v *NetworkTopology) *NetworkTopologyPolicy {
 		if v == nil {
@@ -963,9 +1027,12 @@ func (o NetworkTopologyPtrOutput) RolePolicy() NetworkTopologyPolicyPtrOutput {
 }
 
 type NetworkTopologyPolicy struct {
-	HighestTierAllowed *int    `pulumi:"highestTierAllowed"`
-	HighestTierName    *string `pulumi:"highestTierName"`
-	Mode               *string `pulumi:"mode"`
+	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+	HighestTierAllowed *int `pulumi:"highestTierAllowed"`
+	// HighestTierName names that tier instead (Volcano HyperNode tier names).
+	HighestTierName *string `pulumi:"highestTierName"`
+	// Mode is hard (default: never cross the tier) or soft (prefer not to).
+	Mode *string `pulumi:"mode"`
 }
 
 // NetworkTopologyPolicyInput is an input type that accepts NetworkTopologyPolicyArgs and NetworkTopologyPolicyOutput values.
@@ -980,9 +1047,12 @@ type NetworkTopologyPolicyInput interface {
 }
 
 type NetworkTopologyPolicyArgs struct {
-	HighestTierAllowed pulumi.IntPtrInput    `pulumi:"highestTierAllowed"`
-	HighestTierName    pulumi.StringPtrInput `pulumi:"highestTierName"`
-	Mode               pulumi.StringPtrInput `pulumi:"mode"`
+	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+	HighestTierAllowed pulumi.IntPtrInput `pulumi:"highestTierAllowed"`
+	// HighestTierName names that tier instead (Volcano HyperNode tier names).
+	HighestTierName pulumi.StringPtrInput `pulumi:"highestTierName"`
+	// Mode is hard (default: never cross the tier) or soft (prefer not to).
+	Mode pulumi.StringPtrInput `pulumi:"mode"`
 }
 
 func (NetworkTopologyPolicyArgs) ElementType() reflect.Type {
@@ -1062,14 +1132,17 @@ func (o NetworkTopologyPolicyOutput) ToNetworkTopologyPolicyPtrOutputWithContext
 	}).(NetworkTopologyPolicyPtrOutput)
 }
 
+// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
 func (o NetworkTopologyPolicyOutput) HighestTierAllowed() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v NetworkTopologyPolicy) *int { return v.HighestTierAllowed }).(pulumi.IntPtrOutput)
 }
 
+// HighestTierName names that tier instead (Volcano HyperNode tier names).
 func (o NetworkTopologyPolicyOutput) HighestTierName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v NetworkTopologyPolicy) *string { return v.HighestTierName }).(pulumi.StringPtrOutput)
 }
 
+// Mode is hard (default: never cross the tier) or soft (prefer not to).
 func (o NetworkTopologyPolicyOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v NetworkTopologyPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
 }
@@ -1098,6 +1171,7 @@ func (o NetworkTopologyPolicyPtrOutput) Elem() NetworkTopologyPolicyOutput {
 	}).(NetworkTopologyPolicyOutput)
 }
 
+// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
 func (o NetworkTopologyPolicyPtrOutput) HighestTierAllowed() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *NetworkTopologyPolicy) *int {
 		if v == nil {
@@ -1107,6 +1181,7 @@ func (o NetworkTopologyPolicyPtrOutput) HighestTierAllowed() pulumi.IntPtrOutput
 	}).(pulumi.IntPtrOutput)
 }
 
+// HighestTierName names that tier instead (Volcano HyperNode tier names).
 func (o NetworkTopologyPolicyPtrOutput) HighestTierName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NetworkTopologyPolicy) *string {
 		if v == nil {
@@ -1116,6 +1191,7 @@ func (o NetworkTopologyPolicyPtrOutput) HighestTierName() pulumi.StringPtrOutput
 	}).(pulumi.StringPtrOutput)
 }
 
+// Mode is hard (default: never cross the tier) or soft (prefer not to).
 func (o NetworkTopologyPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NetworkTopologyPolicy) *string {
 		if v == nil {
@@ -1126,9 +1202,12 @@ func (o NetworkTopologyPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 }
 
 type NodeClassRef struct {
+	// Group is the node class's API group, e.g. karpenter.k8s.aws.
 	Group string `pulumi:"group"`
-	Kind  string `pulumi:"kind"`
-	Name  string `pulumi:"name"`
+	// Kind is the node class's kind, e.g. EC2NodeClass.
+	Kind string `pulumi:"kind"`
+	// Name is the node class's name.
+	Name string `pulumi:"name"`
 }
 
 // NodeClassRefInput is an input type that accepts NodeClassRefArgs and NodeClassRefOutput values.
@@ -1143,9 +1222,12 @@ type NodeClassRefInput interface {
 }
 
 type NodeClassRefArgs struct {
+	// Group is the node class's API group, e.g. karpenter.k8s.aws.
 	Group pulumi.StringInput `pulumi:"group"`
-	Kind  pulumi.StringInput `pulumi:"kind"`
-	Name  pulumi.StringInput `pulumi:"name"`
+	// Kind is the node class's kind, e.g. EC2NodeClass.
+	Kind pulumi.StringInput `pulumi:"kind"`
+	// Name is the node class's name.
+	Name pulumi.StringInput `pulumi:"name"`
 }
 
 func (NodeClassRefArgs) ElementType() reflect.Type {
@@ -1225,14 +1307,17 @@ func (o NodeClassRefOutput) ToNodeClassRefPtrOutputWithContext(ctx context.Conte
 	}).(NodeClassRefPtrOutput)
 }
 
+// Group is the node class's API group, e.g. karpenter.k8s.aws.
 func (o NodeClassRefOutput) Group() pulumi.StringOutput {
 	return o.ApplyT(func(v NodeClassRef) string { return v.Group }).(pulumi.StringOutput)
 }
 
+// Kind is the node class's kind, e.g. EC2NodeClass.
 func (o NodeClassRefOutput) Kind() pulumi.StringOutput {
 	return o.ApplyT(func(v NodeClassRef) string { return v.Kind }).(pulumi.StringOutput)
 }
 
+// Name is the node class's name.
 func (o NodeClassRefOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v NodeClassRef) string { return v.Name }).(pulumi.StringOutput)
 }
@@ -1261,6 +1346,7 @@ func (o NodeClassRefPtrOutput) Elem() NodeClassRefOutput {
 	}).(NodeClassRefOutput)
 }
 
+// Group is the node class's API group, e.g. karpenter.k8s.aws.
 func (o NodeClassRefPtrOutput) Group() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodeClassRef) *string {
 		if v == nil {
@@ -1270,6 +1356,7 @@ func (o NodeClassRefPtrOutput) Group() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// Kind is the node class's kind, e.g. EC2NodeClass.
 func (o NodeClassRefPtrOutput) Kind() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodeClassRef) *string {
 		if v == nil {
@@ -1279,6 +1366,7 @@ func (o NodeClassRefPtrOutput) Kind() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// Name is the node class's name.
 func (o NodeClassRefPtrOutput) Name() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodeClassRef) *string {
 		if v == nil {
@@ -1289,16 +1377,26 @@ func (o NodeClassRefPtrOutput) Name() pulumi.StringPtrOutput {
 }
 
 type NodePool struct {
-	Accelerators     []string          `pulumi:"accelerators"`
-	CapacityTypes    []string          `pulumi:"capacityTypes"`
-	GpusPerNode      int               `pulumi:"gpusPerNode"`
-	InstanceFamilies []string          `pulumi:"instanceFamilies"`
-	InstanceTypes    []string          `pulumi:"instanceTypes"`
-	Kind             *string           `pulumi:"kind"`
-	Labels           map[string]string `pulumi:"labels"`
-	Name             string            `pulumi:"name"`
-	NodeClassRef     *NodeClassRef     `pulumi:"nodeClassRef"`
-	Taints           []Taint           `pulumi:"taints"`
+	// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+	Accelerators []string `pulumi:"accelerators"`
+	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+	CapacityTypes []string `pulumi:"capacityTypes"`
+	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+	GpusPerNode int `pulumi:"gpusPerNode"`
+	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+	InstanceFamilies []string `pulumi:"instanceFamilies"`
+	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+	InstanceTypes []string `pulumi:"instanceTypes"`
+	// Kind is karpenter (default) or existing.
+	Kind *string `pulumi:"kind"`
+	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+	Labels map[string]string `pulumi:"labels"`
+	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+	Name string `pulumi:"name"`
+	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+	NodeClassRef *NodeClassRef `pulumi:"nodeClassRef"`
+	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+	Taints []Taint `pulumi:"taints"`
 }
 
 // NodePoolInput is an input type that accepts NodePoolArgs and NodePoolOutput values.
@@ -1313,16 +1411,26 @@ type NodePoolInput interface {
 }
 
 type NodePoolArgs struct {
-	Accelerators     pulumi.StringArrayInput `pulumi:"accelerators"`
-	CapacityTypes    pulumi.StringArrayInput `pulumi:"capacityTypes"`
-	GpusPerNode      pulumi.IntInput         `pulumi:"gpusPerNode"`
+	// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+	Accelerators pulumi.StringArrayInput `pulumi:"accelerators"`
+	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+	CapacityTypes pulumi.StringArrayInput `pulumi:"capacityTypes"`
+	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+	GpusPerNode pulumi.IntInput `pulumi:"gpusPerNode"`
+	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
 	InstanceFamilies pulumi.StringArrayInput `pulumi:"instanceFamilies"`
-	InstanceTypes    pulumi.StringArrayInput `pulumi:"instanceTypes"`
-	Kind             pulumi.StringPtrInput   `pulumi:"kind"`
-	Labels           pulumi.StringMapInput   `pulumi:"labels"`
-	Name             pulumi.StringInput      `pulumi:"name"`
-	NodeClassRef     NodeClassRefPtrInput    `pulumi:"nodeClassRef"`
-	Taints           TaintArrayInput         `pulumi:"taints"`
+	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+	InstanceTypes pulumi.StringArrayInput `pulumi:"instanceTypes"`
+	// Kind is karpenter (default) or existing.
+	Kind pulumi.StringPtrInput `pulumi:"kind"`
+	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+	Labels pulumi.StringMapInput `pulumi:"labels"`
+	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+	Name pulumi.StringInput `pulumi:"name"`
+	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+	NodeClassRef NodeClassRefPtrInput `pulumi:"nodeClassRef"`
+	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+	Taints TaintArrayInput `pulumi:"taints"`
 }
 
 func (NodePoolArgs) ElementType() reflect.Type {
@@ -1376,42 +1484,52 @@ func (o NodePoolOutput) ToNodePoolOutputWithContext(ctx context.Context) NodePoo
 	return o
 }
 
+// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 func (o NodePoolOutput) Accelerators() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.Accelerators }).(pulumi.StringArrayOutput)
 }
 
+// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
 func (o NodePoolOutput) CapacityTypes() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.CapacityTypes }).(pulumi.StringArrayOutput)
 }
 
+// GPUsPerNode is the nvidia.com/gpu capacity of each node.
 func (o NodePoolOutput) GpusPerNode() pulumi.IntOutput {
 	return o.ApplyT(func(v NodePool) int { return v.GpusPerNode }).(pulumi.IntOutput)
 }
 
+// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
 func (o NodePoolOutput) InstanceFamilies() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.InstanceFamilies }).(pulumi.StringArrayOutput)
 }
 
+// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
 func (o NodePoolOutput) InstanceTypes() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.InstanceTypes }).(pulumi.StringArrayOutput)
 }
 
+// Kind is karpenter (default) or existing.
 func (o NodePoolOutput) Kind() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v NodePool) *string { return v.Kind }).(pulumi.StringPtrOutput)
 }
 
+// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
 func (o NodePoolOutput) Labels() pulumi.StringMapOutput {
 	return o.ApplyT(func(v NodePool) map[string]string { return v.Labels }).(pulumi.StringMapOutput)
 }
 
+// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
 func (o NodePoolOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v NodePool) string { return v.Name }).(pulumi.StringOutput)
 }
 
+// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
 func (o NodePoolOutput) NodeClassRef() NodeClassRefPtrOutput {
 	return o.ApplyT(func(v NodePool) *NodeClassRef { return v.NodeClassRef }).(NodeClassRefPtrOutput)
 }
 
+// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
 func (o NodePoolOutput) Taints() TaintArrayOutput {
 	return o.ApplyT(func(v NodePool) []Taint { return v.Taints }).(TaintArrayOutput)
 }
@@ -1437,7 +1555,9 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 }
 
 type Resources struct {
-	Limits   map[string]string `pulumi:"limits"`
+	// Limits cap what the container may use, per resource name.
+	Limits map[string]string `pulumi:"limits"`
+	// Requests are what the scheduler reserves, per resource name (cpu, memory).
 	Requests map[string]string `pulumi:"requests"`
 }
 
@@ -1453,7 +1573,9 @@ type ResourcesInput interface {
 }
 
 type ResourcesArgs struct {
-	Limits   pulumi.StringMapInput `pulumi:"limits"`
+	// Limits cap what the container may use, per resource name.
+	Limits pulumi.StringMapInput `pulumi:"limits"`
+	// Requests are what the scheduler reserves, per resource name (cpu, memory).
 	Requests pulumi.StringMapInput `pulumi:"requests"`
 }
 
@@ -1534,10 +1656,12 @@ func (o ResourcesOutput) ToResourcesPtrOutputWithContext(ctx context.Context) Re
 	}).(ResourcesPtrOutput)
 }
 
+// Limits cap what the container may use, per resource name.
 func (o ResourcesOutput) Limits() pulumi.StringMapOutput {
 	return o.ApplyT(func(v Resources) map[string]string { return v.Limits }).(pulumi.StringMapOutput)
 }
 
+// Requests are what the scheduler reserves, per resource name (cpu, memory).
 func (o ResourcesOutput) Requests() pulumi.StringMapOutput {
 	return o.ApplyT(func(v Resources) map[string]string { return v.Requests }).(pulumi.StringMapOutput)
 }
@@ -1566,6 +1690,7 @@ func (o ResourcesPtrOutput) Elem() ResourcesOutput {
 	}).(ResourcesOutput)
 }
 
+// Limits cap what the container may use, per resource name.
 func (o ResourcesPtrOutput) Limits() pulumi.StringMapOutput {
 	return o.ApplyT(func(v *Resources) map[string]string {
 		if v == nil {
@@ -1575,6 +1700,7 @@ func (o ResourcesPtrOutput) Limits() pulumi.StringMapOutput {
 	}).(pulumi.StringMapOutput)
 }
 
+// Requests are what the scheduler reserves, per resource name (cpu, memory).
 func (o ResourcesPtrOutput) Requests() pulumi.StringMapOutput {
 	return o.ApplyT(func(v *Resources) map[string]string {
 		if v == nil {
@@ -1585,23 +1711,40 @@ func (o ResourcesPtrOutput) Requests() pulumi.StringMapOutput {
 }
 
 type Role struct {
-	ComponentType        string                  `pulumi:"componentType"`
-	EndpointPicker       *EndpointPicker         `pulumi:"endpointPicker"`
-	EndpointPickerConfig *string                 `pulumi:"endpointPickerConfig"`
-	FailureMode          *string                 `pulumi:"failureMode"`
-	Httproute            map[string]interface{}  `pulumi:"httproute"`
-	ModelFlexibility     *ModelFlexibility       `pulumi:"modelFlexibility"`
-	Multinode            *Multinode              `pulumi:"multinode"`
-	Name                 string                  `pulumi:"name"`
-	NetworkTopology      *NetworkTopologyPolicy  `pulumi:"networkTopology"`
-	NodePool             *string                 `pulumi:"nodePool"`
-	PoolApiVersion       *string                 `pulumi:"poolApiVersion"`
-	Replicas             *int                    `pulumi:"replicas"`
-	RestartPolicy        *string                 `pulumi:"restartPolicy"`
-	ShadowService        *bool                   `pulumi:"shadowService"`
-	StartupPolicy        *string                 `pulumi:"startupPolicy"`
-	Strategy             *string                 `pulumi:"strategy"`
-	Template             *corev1.PodTemplateSpec `pulumi:"template"`
+	// ComponentType is worker, prefiller, decoder or router.
+	ComponentType string `pulumi:"componentType"`
+	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	EndpointPicker *EndpointPicker `pulumi:"endpointPicker"`
+	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+	EndpointPickerConfig *string `pulumi:"endpointPickerConfig"`
+	// FailureMode is FailClose (default) or FailOpen.
+	FailureMode *string `pulumi:"failureMode"`
+	// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+	Httproute map[string]interface{} `pulumi:"httproute"`
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+	ModelFlexibility *ModelFlexibility `pulumi:"modelFlexibility"`
+	// Multinode spreads each replica over several pods.
+	Multinode *Multinode `pulumi:"multinode"`
+	// Name is unique among the roles and a DNS label.
+	Name string `pulumi:"name"`
+	// NetworkTopology constrains the pods of each replica of this role.
+	NetworkTopology *NetworkTopologyPolicy `pulumi:"networkTopology"`
+	// NodePool names the nodePools entry the role's pods run on.
+	NodePool *string `pulumi:"nodePool"`
+	// PoolAPIVersion is v1 (default) or v1alpha2.
+	PoolApiVersion *string `pulumi:"poolApiVersion"`
+	// Replicas is the number of independent instances (default 1).
+	Replicas *int `pulumi:"replicas"`
+	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+	RestartPolicy *string `pulumi:"restartPolicy"`
+	// ShadowService adds a headless Service over the pool's pods.
+	ShadowService *bool `pulumi:"shadowService"`
+	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+	StartupPolicy *string `pulumi:"startupPolicy"`
+	// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+	Strategy *string `pulumi:"strategy"`
+	// Template is the pod template of the role's pods; its first container is the model server.
+	Template *corev1.PodTemplateSpec `pulumi:"template"`
 }
 
 // RoleInput is an input type that accepts RoleArgs and RoleOutput values.
@@ -1616,23 +1759,40 @@ type RoleInput interface {
 }
 
 type RoleArgs struct {
-	ComponentType        pulumi.StringInput             `pulumi:"componentType"`
-	EndpointPicker       EndpointPickerPtrInput         `pulumi:"endpointPicker"`
-	EndpointPickerConfig pulumi.StringPtrInput          `pulumi:"endpointPickerConfig"`
-	FailureMode          pulumi.StringPtrInput          `pulumi:"failureMode"`
-	Httproute            pulumi.MapInput                `pulumi:"httproute"`
-	ModelFlexibility     ModelFlexibilityPtrInput       `pulumi:"modelFlexibility"`
-	Multinode            MultinodePtrInput              `pulumi:"multinode"`
-	Name                 pulumi.StringInput             `pulumi:"name"`
-	NetworkTopology      NetworkTopologyPolicyPtrInput  `pulumi:"networkTopology"`
-	NodePool             pulumi.StringPtrInput          `pulumi:"nodePool"`
-	PoolApiVersion       pulumi.StringPtrInput          `pulumi:"poolApiVersion"`
-	Replicas             pulumi.IntPtrInput             `pulumi:"replicas"`
-	RestartPolicy        pulumi.StringPtrInput          `pulumi:"restartPolicy"`
-	ShadowService        pulumi.BoolPtrInput            `pulumi:"shadowService"`
-	StartupPolicy        pulumi.StringPtrInput          `pulumi:"startupPolicy"`
-	Strategy             pulumi.StringPtrInput          `pulumi:"strategy"`
-	Template             corev1.PodTemplateSpecPtrInput `pulumi:"template"`
+	// ComponentType is worker, prefiller, decoder or router.
+	ComponentType pulumi.StringInput `pulumi:"componentType"`
+	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	EndpointPicker EndpointPickerPtrInput `pulumi:"endpointPicker"`
+	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+	EndpointPickerConfig pulumi.StringPtrInput `pulumi:"endpointPickerConfig"`
+	// FailureMode is FailClose (default) or FailOpen.
+	FailureMode pulumi.StringPtrInput `pulumi:"failureMode"`
+	// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+	Httproute pulumi.MapInput `pulumi:"httproute"`
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+	ModelFlexibility ModelFlexibilityPtrInput `pulumi:"modelFlexibility"`
+	// Multinode spreads each replica over several pods.
+	Multinode MultinodePtrInput `pulumi:"multinode"`
+	// Name is unique among the roles and a DNS label.
+	Name pulumi.StringInput `pulumi:"name"`
+	// NetworkTopology constrains the pods of each replica of this role.
+	NetworkTopology NetworkTopologyPolicyPtrInput `pulumi:"networkTopology"`
+	// NodePool names the nodePools entry the role's pods run on.
+	NodePool pulumi.StringPtrInput `pulumi:"nodePool"`
+	// PoolAPIVersion is v1 (default) or v1alpha2.
+	PoolApiVersion pulumi.StringPtrInput `pulumi:"poolApiVersion"`
+	// Replicas is the number of independent instances (default 1).
+	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
+	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+	RestartPolicy pulumi.StringPtrInput `pulumi:"restartPolicy"`
+	// ShadowService adds a headless Service over the pool's pods.
+	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
+	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+	StartupPolicy pulumi.StringPtrInput `pulumi:"startupPolicy"`
+	// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+	Strategy pulumi.StringPtrInput `pulumi:"strategy"`
+	// Template is the pod template of the role's pods; its first container is the model server.
+	Template corev1.PodTemplateSpecPtrInput `pulumi:"template"`
 }
 
 func (RoleArgs) ElementType() reflect.Type {
@@ -1686,70 +1846,87 @@ func (o RoleOutput) ToRoleOutputWithContext(ctx context.Context) RoleOutput {
 	return o
 }
 
+// ComponentType is worker, prefiller, decoder or router.
 func (o RoleOutput) ComponentType() pulumi.StringOutput {
 	return o.ApplyT(func(v Role) string { return v.ComponentType }).(pulumi.StringOutput)
 }
 
+// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
 func (o RoleOutput) EndpointPicker() EndpointPickerPtrOutput {
 	return o.ApplyT(func(v Role) *EndpointPicker { return v.EndpointPicker }).(EndpointPickerPtrOutput)
 }
 
+// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 func (o RoleOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.EndpointPickerConfig }).(pulumi.StringPtrOutput)
 }
 
+// FailureMode is FailClose (default) or FailOpen.
 func (o RoleOutput) FailureMode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.FailureMode }).(pulumi.StringPtrOutput)
 }
 
+// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
 func (o RoleOutput) Httproute() pulumi.MapOutput {
 	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
 }
 
+// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
 func (o RoleOutput) ModelFlexibility() ModelFlexibilityPtrOutput {
 	return o.ApplyT(func(v Role) *ModelFlexibility { return v.ModelFlexibility }).(ModelFlexibilityPtrOutput)
 }
 
+// Multinode spreads each replica over several pods.
 func (o RoleOutput) Multinode() MultinodePtrOutput {
 	return o.ApplyT(func(v Role) *Multinode { return v.Multinode }).(MultinodePtrOutput)
 }
 
+// Name is unique among the roles and a DNS label.
 func (o RoleOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v Role) string { return v.Name }).(pulumi.StringOutput)
 }
 
+// NetworkTopology constrains the pods of each replica of this role.
 func (o RoleOutput) NetworkTopology() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v Role) *NetworkTopologyPolicy { return v.NetworkTopology }).(NetworkTopologyPolicyPtrOutput)
 }
 
+// NodePool names the nodePools entry the role's pods run on.
 func (o RoleOutput) NodePool() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.NodePool }).(pulumi.StringPtrOutput)
 }
 
+// PoolAPIVersion is v1 (default) or v1alpha2.
 func (o RoleOutput) PoolApiVersion() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.PoolApiVersion }).(pulumi.StringPtrOutput)
 }
 
+// Replicas is the number of independent instances (default 1).
 func (o RoleOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v Role) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
+// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
 }
 
+// ShadowService adds a headless Service over the pool's pods.
 func (o RoleOutput) ShadowService() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Role) *bool { return v.ShadowService }).(pulumi.BoolPtrOutput)
 }
 
+// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
 func (o RoleOutput) StartupPolicy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.StartupPolicy }).(pulumi.StringPtrOutput)
 }
 
+// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
 func (o RoleOutput) Strategy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.Strategy }).(pulumi.StringPtrOutput)
 }
 
+// Template is the pod template of the role's pods; its first container is the model server.
 func (o RoleOutput) Template() corev1.PodTemplateSpecPtrOutput {
 	return o.ApplyT(func(v Role) *corev1.PodTemplateSpec { return v.Template }).(corev1.PodTemplateSpecPtrOutput)
 }
@@ -1775,12 +1952,18 @@ func (o RoleArrayOutput) Index(i pulumi.IntInput) RoleOutput {
 }
 
 type RoleStatus struct {
-	DesiredReplicas int    `pulumi:"desiredReplicas"`
-	NodesPerReplica int    `pulumi:"nodesPerReplica"`
-	Phase           string `pulumi:"phase"`
-	ReadyPods       int    `pulumi:"readyPods"`
-	ReadyReplicas   int    `pulumi:"readyReplicas"`
-	TotalPods       int    `pulumi:"totalPods"`
+	// DesiredReplicas is the role's replicas.
+	DesiredReplicas int `pulumi:"desiredReplicas"`
+	// NodesPerReplica is multinode.nodeCount (1 when single-node).
+	NodesPerReplica int `pulumi:"nodesPerReplica"`
+	// Phase is Pending, Deploying, Running or Unknown.
+	Phase string `pulumi:"phase"`
+	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+	ReadyPods int `pulumi:"readyPods"`
+	// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+	ReadyReplicas int `pulumi:"readyReplicas"`
+	// TotalPods is desiredReplicas x nodesPerReplica.
+	TotalPods int `pulumi:"totalPods"`
 }
 
 type RoleStatusOutput struct{ *pulumi.OutputState }
@@ -1797,26 +1980,32 @@ func (o RoleStatusOutput) ToRoleStatusOutputWithContext(ctx context.Context) Rol
 	return o
 }
 
+// DesiredReplicas is the role's replicas.
 func (o RoleStatusOutput) DesiredReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.DesiredReplicas }).(pulumi.IntOutput)
 }
 
+// NodesPerReplica is multinode.nodeCount (1 when single-node).
 func (o RoleStatusOutput) NodesPerReplica() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.NodesPerReplica }).(pulumi.IntOutput)
 }
 
+// Phase is Pending, Deploying, Running or Unknown.
 func (o RoleStatusOutput) Phase() pulumi.StringOutput {
 	return o.ApplyT(func(v RoleStatus) string { return v.Phase }).(pulumi.StringOutput)
 }
 
+// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
 func (o RoleStatusOutput) ReadyPods() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.ReadyPods }).(pulumi.IntOutput)
 }
 
+// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
 func (o RoleStatusOutput) ReadyReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.ReadyReplicas }).(pulumi.IntOutput)
 }
 
+// TotalPods is desiredReplicas x nodesPerReplica.
 func (o RoleStatusOutput) TotalPods() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.TotalPods }).(pulumi.IntOutput)
 }
@@ -1842,11 +2031,16 @@ func (o RoleStatusMapOutput) MapIndex(k pulumi.StringInput) RoleStatusOutput {
 }
 
 type SchedulingStrategy struct {
-	MinResources      *string          `pulumi:"minResources"`
-	NetworkTopology   *NetworkTopology `pulumi:"networkTopology"`
-	PriorityClassName *string          `pulumi:"priorityClassName"`
-	Queue             *string          `pulumi:"queue"`
-	SchedulerName     *string          `pulumi:"schedulerName"`
+	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+	MinResources *string `pulumi:"minResources"`
+	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+	NetworkTopology *NetworkTopology `pulumi:"networkTopology"`
+	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+	PriorityClassName *string `pulumi:"priorityClassName"`
+	// Queue is the Volcano queue of the service's PodGroup.
+	Queue *string `pulumi:"queue"`
+	// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+	SchedulerName *string `pulumi:"schedulerName"`
 }
 
 // SchedulingStrategyInput is an input type that accepts SchedulingStrategyArgs and SchedulingStrategyOutput values.
@@ -1861,11 +2055,16 @@ type SchedulingStrategyInput interface {
 }
 
 type SchedulingStrategyArgs struct {
-	MinResources      pulumi.StringPtrInput   `pulumi:"minResources"`
-	NetworkTopology   NetworkTopologyPtrInput `pulumi:"networkTopology"`
-	PriorityClassName pulumi.StringPtrInput   `pulumi:"priorityClassName"`
-	Queue             pulumi.StringPtrInput   `pulumi:"queue"`
-	SchedulerName     pulumi.StringPtrInput   `pulumi:"schedulerName"`
+	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+	MinResources pulumi.StringPtrInput `pulumi:"minResources"`
+	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+	NetworkTopology NetworkTopologyPtrInput `pulumi:"networkTopology"`
+	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+	PriorityClassName pulumi.StringPtrInput `pulumi:"priorityClassName"`
+	// Queue is the Volcano queue of the service's PodGroup.
+	Queue pulumi.StringPtrInput `pulumi:"queue"`
+	// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+	SchedulerName pulumi.StringPtrInput `pulumi:"schedulerName"`
 }
 
 func (SchedulingStrategyArgs) ElementType() reflect.Type {
@@ -1945,22 +2144,27 @@ func (o SchedulingStrategyOutput) ToSchedulingStrategyPtrOutputWithContext(ctx c
 	}).(SchedulingStrategyPtrOutput)
 }
 
+// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 func (o SchedulingStrategyOutput) MinResources() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.MinResources }).(pulumi.StringPtrOutput)
 }
 
+// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
 func (o SchedulingStrategyOutput) NetworkTopology() NetworkTopologyPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *NetworkTopology { return v.NetworkTopology }).(NetworkTopologyPtrOutput)
 }
 
+// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
 func (o SchedulingStrategyOutput) PriorityClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.PriorityClassName }).(pulumi.StringPtrOutput)
 }
 
+// Queue is the Volcano queue of the service's PodGroup.
 func (o SchedulingStrategyOutput) Queue() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.Queue }).(pulumi.StringPtrOutput)
 }
 
+// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
 func (o SchedulingStrategyOutput) SchedulerName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.SchedulerName }).(pulumi.StringPtrOutput)
 }
@@ -1989,6 +2193,7 @@ func (o SchedulingStrategyPtrOutput) Elem() SchedulingStrategyOutput {
 	}).(SchedulingStrategyOutput)
 }
 
+// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 func (o SchedulingStrategyPtrOutput) MinResources() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -1998,6 +2203,7 @@ func (o SchedulingStrategyPtrOutput) MinResources() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
 func (o SchedulingStrategyPtrOutput) NetworkTopology() NetworkTopologyPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *NetworkTopology {
 		if v == nil {
@@ -2007,6 +2213,7 @@ func (o SchedulingStrategyPtrOutput) NetworkTopology() NetworkTopologyPtrOutput 
 	}).(NetworkTopologyPtrOutput)
 }
 
+// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
 func (o SchedulingStrategyPtrOutput) PriorityClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -2016,6 +2223,7 @@ func (o SchedulingStrategyPtrOutput) PriorityClassName() pulumi.StringPtrOutput 
 	}).(pulumi.StringPtrOutput)
 }
 
+// Queue is the Volcano queue of the service's PodGroup.
 func (o SchedulingStrategyPtrOutput) Queue() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -2025,6 +2233,7 @@ func (o SchedulingStrategyPtrOutput) Queue() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
 func (o SchedulingStrategyPtrOutput) SchedulerName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -2035,9 +2244,12 @@ func (o SchedulingStrategyPtrOutput) SchedulerName() pulumi.StringPtrOutput {
 }
 
 type Taint struct {
-	Effect string  `pulumi:"effect"`
-	Key    string  `pulumi:"key"`
-	Value  *string `pulumi:"value"`
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
+	Effect string `pulumi:"effect"`
+	// Key is the taint's key.
+	Key string `pulumi:"key"`
+	// Value is the taint's value, if any.
+	Value *string `pulumi:"value"`
 }
 
 // TaintInput is an input type that accepts TaintArgs and TaintOutput values.
@@ -2052,9 +2264,12 @@ type TaintInput interface {
 }
 
 type TaintArgs struct {
-	Effect pulumi.StringInput    `pulumi:"effect"`
-	Key    pulumi.StringInput    `pulumi:"key"`
-	Value  pulumi.StringPtrInput `pulumi:"value"`
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
+	Effect pulumi.StringInput `pulumi:"effect"`
+	// Key is the taint's key.
+	Key pulumi.StringInput `pulumi:"key"`
+	// Value is the taint's value, if any.
+	Value pulumi.StringPtrInput `pulumi:"value"`
 }
 
 func (TaintArgs) ElementType() reflect.Type {
@@ -2108,14 +2323,17 @@ func (o TaintOutput) ToTaintOutputWithContext(ctx context.Context) TaintOutput {
 	return o
 }
 
+// Effect is NoSchedule, PreferNoSchedule or NoExecute.
 func (o TaintOutput) Effect() pulumi.StringOutput {
 	return o.ApplyT(func(v Taint) string { return v.Effect }).(pulumi.StringOutput)
 }
 
+// Key is the taint's key.
 func (o TaintOutput) Key() pulumi.StringOutput {
 	return o.ApplyT(func(v Taint) string { return v.Key }).(pulumi.StringOutput)
 }
 
+// Value is the taint's value, if any.
 func (o TaintOutput) Value() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Taint) *string { return v.Value }).(pulumi.StringPtrOutput)
 }

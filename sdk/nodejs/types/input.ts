@@ -8,99 +8,276 @@ import * as outputs from "../types/output";
 import * as pulumiKubernetes from "@pulumi/kubernetes";
 
 export interface DualPodsControllerArgs {
+    /**
+     * Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+     */
     install?: pulumi.Input<boolean | undefined>;
+    /**
+     * Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+     */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+     */
     sleeperLimit?: pulumi.Input<number | undefined>;
+    /**
+     * Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+     */
     version?: pulumi.Input<string | undefined>;
 }
 
 export interface EndpointPickerArgs {
+    /**
+     * Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+     */
     image?: pulumi.Input<string | undefined>;
+    /**
+     * Replicas (default 1); more than one elect a leader.
+     */
     replicas?: pulumi.Input<number | undefined>;
+    /**
+     * Resources of the Endpoint Picker container.
+     */
     resources?: pulumi.Input<inputs.ResourcesArgs | undefined>;
 }
 
 export interface GangPolicyArgs {
+    /**
+     * MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+     */
     minRoleReplicas?: pulumi.Input<{[key: string]: pulumi.Input<number>} | undefined>;
+    /**
+     * Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+     */
     mode?: pulumi.Input<string | undefined>;
 }
 
 export interface ModelFlexibilityArgs {
+    /**
+     * AdminPort is the requester's SPI port, which the controller calls (default 8081).
+     */
     adminPort?: pulumi.Input<number | undefined>;
+    /**
+     * Mode is dualPods.
+     */
     mode: pulumi.Input<string>;
+    /**
+     * ProbesPort is the requester's probes port (default 8080).
+     */
     probesPort?: pulumi.Input<number | undefined>;
+    /**
+     * RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+     */
     requesterImage?: pulumi.Input<string | undefined>;
 }
 
 export interface MultinodeArgs {
+    /**
+     * NodeCount is the number of pods (on distinct nodes) per replica.
+     */
     nodeCount: pulumi.Input<number>;
 }
 
 export interface NetworkTopologyArgs {
+    /**
+     * GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+     */
     groupPolicy?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
+    /**
+     * RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+     */
     rolePolicy?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
 }
 
 export interface NetworkTopologyPolicyArgs {
+    /**
+     * HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+     */
     highestTierAllowed?: pulumi.Input<number | undefined>;
+    /**
+     * HighestTierName names that tier instead (Volcano HyperNode tier names).
+     */
     highestTierName?: pulumi.Input<string | undefined>;
+    /**
+     * Mode is hard (default: never cross the tier) or soft (prefer not to).
+     */
     mode?: pulumi.Input<string | undefined>;
 }
 
 export interface NodeClassRefArgs {
+    /**
+     * Group is the node class's API group, e.g. karpenter.k8s.aws.
+     */
     group: pulumi.Input<string>;
+    /**
+     * Kind is the node class's kind, e.g. EC2NodeClass.
+     */
     kind: pulumi.Input<string>;
+    /**
+     * Name is the node class's name.
+     */
     name: pulumi.Input<string>;
 }
 
 export interface NodePoolArgs {
+    /**
+     * Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+     */
     accelerators?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+     */
     capacityTypes?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * GPUsPerNode is the nvidia.com/gpu capacity of each node.
+     */
     gpusPerNode: pulumi.Input<number>;
+    /**
+     * InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+     */
     instanceFamilies?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+     */
     instanceTypes?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * Kind is karpenter (default) or existing.
+     */
     kind?: pulumi.Input<string | undefined>;
+    /**
+     * Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+     */
     labels?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
+    /**
+     * Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+     */
     name: pulumi.Input<string>;
+    /**
+     * NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+     */
     nodeClassRef?: pulumi.Input<inputs.NodeClassRefArgs | undefined>;
+    /**
+     * Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+     */
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
 export interface ResourcesArgs {
+    /**
+     * Limits cap what the container may use, per resource name.
+     */
     limits?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
+    /**
+     * Requests are what the scheduler reserves, per resource name (cpu, memory).
+     */
     requests?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
 }
 
 export interface RoleArgs {
+    /**
+     * ComponentType is worker, prefiller, decoder or router.
+     */
     componentType: pulumi.Input<string>;
+    /**
+     * EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+     */
     endpointPicker?: pulumi.Input<inputs.EndpointPickerArgs | undefined>;
+    /**
+     * EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+     */
     endpointPickerConfig?: pulumi.Input<string | undefined>;
+    /**
+     * FailureMode is FailClose (default) or FailOpen.
+     */
     failureMode?: pulumi.Input<string | undefined>;
+    /**
+     * HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+     */
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+     */
     modelFlexibility?: pulumi.Input<inputs.ModelFlexibilityArgs | undefined>;
+    /**
+     * Multinode spreads each replica over several pods.
+     */
     multinode?: pulumi.Input<inputs.MultinodeArgs | undefined>;
+    /**
+     * Name is unique among the roles and a DNS label.
+     */
     name: pulumi.Input<string>;
+    /**
+     * NetworkTopology constrains the pods of each replica of this role.
+     */
     networkTopology?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
+    /**
+     * NodePool names the nodePools entry the role's pods run on.
+     */
     nodePool?: pulumi.Input<string | undefined>;
+    /**
+     * PoolAPIVersion is v1 (default) or v1alpha2.
+     */
     poolApiVersion?: pulumi.Input<string | undefined>;
+    /**
+     * Replicas is the number of independent instances (default 1).
+     */
     replicas?: pulumi.Input<number | undefined>;
+    /**
+     * RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+     */
     restartPolicy?: pulumi.Input<string | undefined>;
+    /**
+     * ShadowService adds a headless Service over the pool's pods.
+     */
     shadowService?: pulumi.Input<boolean | undefined>;
+    /**
+     * StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+     */
     startupPolicy?: pulumi.Input<string | undefined>;
+    /**
+     * Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+     */
     strategy?: pulumi.Input<string | undefined>;
+    /**
+     * Template is the pod template of the role's pods; its first container is the model server.
+     */
     template?: pulumi.Input<pulumiKubernetes.types.input.core.v1.PodTemplateSpec | undefined>;
 }
 
 export interface SchedulingStrategyArgs {
+    /**
+     * MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+     */
     minResources?: pulumi.Input<string | undefined>;
+    /**
+     * NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+     */
     networkTopology?: pulumi.Input<inputs.NetworkTopologyArgs | undefined>;
+    /**
+     * PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+     */
     priorityClassName?: pulumi.Input<string | undefined>;
+    /**
+     * Queue is the Volcano queue of the service's PodGroup.
+     */
     queue?: pulumi.Input<string | undefined>;
+    /**
+     * SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+     */
     schedulerName?: pulumi.Input<string | undefined>;
 }
 
 export interface TaintArgs {
+    /**
+     * Effect is NoSchedule, PreferNoSchedule or NoExecute.
+     */
     effect: pulumi.Input<string>;
+    /**
+     * Key is the taint's key.
+     */
     key: pulumi.Input<string>;
+    /**
+     * Value is the taint's value, if any.
+     */
     value?: pulumi.Input<string | undefined>;
 }

@@ -8,11 +8,29 @@ import * as outputs from "../types/output";
 import * as pulumiKubernetes from "@pulumi/kubernetes";
 
 export interface RoleStatus {
+    /**
+     * DesiredReplicas is the role's replicas.
+     */
     desiredReplicas: number;
+    /**
+     * NodesPerReplica is multinode.nodeCount (1 when single-node).
+     */
     nodesPerReplica: number;
+    /**
+     * Phase is Pending, Deploying, Running or Unknown.
+     */
     phase: string;
+    /**
+     * ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+     */
     readyPods: number;
+    /**
+     * ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+     */
     readyReplicas: number;
+    /**
+     * TotalPods is desiredReplicas x nodesPerReplica.
+     */
     totalPods: number;
 }
 

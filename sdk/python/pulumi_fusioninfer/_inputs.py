@@ -46,9 +46,21 @@ __all__ = [
 
 class DualPodsControllerArgsDict(TypedDict):
     install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+    """
     namespace: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+    """
     sleeper_limit: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+    """
     version: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+    """
 
 @pulumi.input_type
 class DualPodsControllerArgs:
@@ -57,6 +69,12 @@ class DualPodsControllerArgs:
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  sleeper_limit: pulumi.Input[Optional[_builtins.int]] = None,
                  version: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.bool] install: Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+        :param pulumi.Input[_builtins.str] namespace: Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+        :param pulumi.Input[_builtins.int] sleeper_limit: SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+        :param pulumi.Input[_builtins.str] version: Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+        """
         if install is not None:
             pulumi.set(__self__, "install", install)
         if namespace is not None:
@@ -69,6 +87,9 @@ class DualPodsControllerArgs:
     @_builtins.property
     @pulumi.getter
     def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+        """
         return pulumi.get(self, "install")
 
     @install.setter
@@ -78,6 +99,9 @@ class DualPodsControllerArgs:
     @_builtins.property
     @pulumi.getter
     def namespace(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+        """
         return pulumi.get(self, "namespace")
 
     @namespace.setter
@@ -87,6 +111,9 @@ class DualPodsControllerArgs:
     @_builtins.property
     @pulumi.getter(name="sleeperLimit")
     def sleeper_limit(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+        """
         return pulumi.get(self, "sleeper_limit")
 
     @sleeper_limit.setter
@@ -96,6 +123,9 @@ class DualPodsControllerArgs:
     @_builtins.property
     @pulumi.getter
     def version(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+        """
         return pulumi.get(self, "version")
 
     @version.setter
@@ -105,8 +135,17 @@ class DualPodsControllerArgs:
 
 class EndpointPickerArgsDict(TypedDict):
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+    """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    Replicas (default 1); more than one elect a leader.
+    """
     resources: NotRequired[pulumi.Input[Optional['ResourcesArgsDict']]]
+    """
+    Resources of the Endpoint Picker container.
+    """
 
 @pulumi.input_type
 class EndpointPickerArgs:
@@ -114,6 +153,11 @@ class EndpointPickerArgs:
                  image: pulumi.Input[Optional[_builtins.str]] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  resources: pulumi.Input[Optional['ResourcesArgs']] = None):
+        """
+        :param pulumi.Input[_builtins.str] image: Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+        :param pulumi.Input[_builtins.int] replicas: Replicas (default 1); more than one elect a leader.
+        :param pulumi.Input['ResourcesArgs'] resources: Resources of the Endpoint Picker container.
+        """
         if image is not None:
             pulumi.set(__self__, "image", image)
         if replicas is not None:
@@ -124,6 +168,9 @@ class EndpointPickerArgs:
     @_builtins.property
     @pulumi.getter
     def image(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+        """
         return pulumi.get(self, "image")
 
     @image.setter
@@ -133,6 +180,9 @@ class EndpointPickerArgs:
     @_builtins.property
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        Replicas (default 1); more than one elect a leader.
+        """
         return pulumi.get(self, "replicas")
 
     @replicas.setter
@@ -142,6 +192,9 @@ class EndpointPickerArgs:
     @_builtins.property
     @pulumi.getter
     def resources(self) -> pulumi.Input[Optional['ResourcesArgs']]:
+        """
+        Resources of the Endpoint Picker container.
+        """
         return pulumi.get(self, "resources")
 
     @resources.setter
@@ -151,13 +204,23 @@ class EndpointPickerArgs:
 
 class GangPolicyArgsDict(TypedDict):
     min_role_replicas: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]]
+    """
+    MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+    """
     mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+    """
 
 @pulumi.input_type
 class GangPolicyArgs:
     def __init__(__self__, *,
                  min_role_replicas: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]] = None,
                  mode: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+        :param pulumi.Input[_builtins.str] mode: Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+        """
         if min_role_replicas is not None:
             pulumi.set(__self__, "min_role_replicas", min_role_replicas)
         if mode is not None:
@@ -166,6 +229,9 @@ class GangPolicyArgs:
     @_builtins.property
     @pulumi.getter(name="minRoleReplicas")
     def min_role_replicas(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]:
+        """
+        MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+        """
         return pulumi.get(self, "min_role_replicas")
 
     @min_role_replicas.setter
@@ -175,6 +241,9 @@ class GangPolicyArgs:
     @_builtins.property
     @pulumi.getter
     def mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+        """
         return pulumi.get(self, "mode")
 
     @mode.setter
@@ -184,9 +253,21 @@ class GangPolicyArgs:
 
 class ModelFlexibilityArgsDict(TypedDict):
     mode: pulumi.Input[_builtins.str]
+    """
+    Mode is dualPods.
+    """
     admin_port: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    AdminPort is the requester's SPI port, which the controller calls (default 8081).
+    """
     probes_port: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    ProbesPort is the requester's probes port (default 8080).
+    """
     requester_image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+    """
 
 @pulumi.input_type
 class ModelFlexibilityArgs:
@@ -195,6 +276,12 @@ class ModelFlexibilityArgs:
                  admin_port: pulumi.Input[Optional[_builtins.int]] = None,
                  probes_port: pulumi.Input[Optional[_builtins.int]] = None,
                  requester_image: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] mode: Mode is dualPods.
+        :param pulumi.Input[_builtins.int] admin_port: AdminPort is the requester's SPI port, which the controller calls (default 8081).
+        :param pulumi.Input[_builtins.int] probes_port: ProbesPort is the requester's probes port (default 8080).
+        :param pulumi.Input[_builtins.str] requester_image: RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+        """
         pulumi.set(__self__, "mode", mode)
         if admin_port is not None:
             pulumi.set(__self__, "admin_port", admin_port)
@@ -206,6 +293,9 @@ class ModelFlexibilityArgs:
     @_builtins.property
     @pulumi.getter
     def mode(self) -> pulumi.Input[_builtins.str]:
+        """
+        Mode is dualPods.
+        """
         return pulumi.get(self, "mode")
 
     @mode.setter
@@ -215,6 +305,9 @@ class ModelFlexibilityArgs:
     @_builtins.property
     @pulumi.getter(name="adminPort")
     def admin_port(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        AdminPort is the requester's SPI port, which the controller calls (default 8081).
+        """
         return pulumi.get(self, "admin_port")
 
     @admin_port.setter
@@ -224,6 +317,9 @@ class ModelFlexibilityArgs:
     @_builtins.property
     @pulumi.getter(name="probesPort")
     def probes_port(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        ProbesPort is the requester's probes port (default 8080).
+        """
         return pulumi.get(self, "probes_port")
 
     @probes_port.setter
@@ -233,6 +329,9 @@ class ModelFlexibilityArgs:
     @_builtins.property
     @pulumi.getter(name="requesterImage")
     def requester_image(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+        """
         return pulumi.get(self, "requester_image")
 
     @requester_image.setter
@@ -242,16 +341,25 @@ class ModelFlexibilityArgs:
 
 class MultinodeArgsDict(TypedDict):
     node_count: pulumi.Input[_builtins.int]
+    """
+    NodeCount is the number of pods (on distinct nodes) per replica.
+    """
 
 @pulumi.input_type
 class MultinodeArgs:
     def __init__(__self__, *,
                  node_count: pulumi.Input[_builtins.int]):
+        """
+        :param pulumi.Input[_builtins.int] node_count: NodeCount is the number of pods (on distinct nodes) per replica.
+        """
         pulumi.set(__self__, "node_count", node_count)
 
     @_builtins.property
     @pulumi.getter(name="nodeCount")
     def node_count(self) -> pulumi.Input[_builtins.int]:
+        """
+        NodeCount is the number of pods (on distinct nodes) per replica.
+        """
         return pulumi.get(self, "node_count")
 
     @node_count.setter
@@ -261,13 +369,23 @@ class MultinodeArgs:
 
 class NetworkTopologyArgsDict(TypedDict):
     group_policy: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
+    """
+    GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+    """
     role_policy: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
+    """
+    RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+    """
 
 @pulumi.input_type
 class NetworkTopologyArgs:
     def __init__(__self__, *,
                  group_policy: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None,
                  role_policy: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None):
+        """
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] group_policy: GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] role_policy: RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+        """
         if group_policy is not None:
             pulumi.set(__self__, "group_policy", group_policy)
         if role_policy is not None:
@@ -276,6 +394,9 @@ class NetworkTopologyArgs:
     @_builtins.property
     @pulumi.getter(name="groupPolicy")
     def group_policy(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
+        """
+        GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+        """
         return pulumi.get(self, "group_policy")
 
     @group_policy.setter
@@ -285,6 +406,9 @@ class NetworkTopologyArgs:
     @_builtins.property
     @pulumi.getter(name="rolePolicy")
     def role_policy(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
+        """
+        RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+        """
         return pulumi.get(self, "role_policy")
 
     @role_policy.setter
@@ -294,8 +418,17 @@ class NetworkTopologyArgs:
 
 class NetworkTopologyPolicyArgsDict(TypedDict):
     highest_tier_allowed: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+    """
     highest_tier_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    HighestTierName names that tier instead (Volcano HyperNode tier names).
+    """
     mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Mode is hard (default: never cross the tier) or soft (prefer not to).
+    """
 
 @pulumi.input_type
 class NetworkTopologyPolicyArgs:
@@ -303,6 +436,11 @@ class NetworkTopologyPolicyArgs:
                  highest_tier_allowed: pulumi.Input[Optional[_builtins.int]] = None,
                  highest_tier_name: pulumi.Input[Optional[_builtins.str]] = None,
                  mode: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.int] highest_tier_allowed: HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+        :param pulumi.Input[_builtins.str] highest_tier_name: HighestTierName names that tier instead (Volcano HyperNode tier names).
+        :param pulumi.Input[_builtins.str] mode: Mode is hard (default: never cross the tier) or soft (prefer not to).
+        """
         if highest_tier_allowed is not None:
             pulumi.set(__self__, "highest_tier_allowed", highest_tier_allowed)
         if highest_tier_name is not None:
@@ -313,6 +451,9 @@ class NetworkTopologyPolicyArgs:
     @_builtins.property
     @pulumi.getter(name="highestTierAllowed")
     def highest_tier_allowed(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+        """
         return pulumi.get(self, "highest_tier_allowed")
 
     @highest_tier_allowed.setter
@@ -322,6 +463,9 @@ class NetworkTopologyPolicyArgs:
     @_builtins.property
     @pulumi.getter(name="highestTierName")
     def highest_tier_name(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        HighestTierName names that tier instead (Volcano HyperNode tier names).
+        """
         return pulumi.get(self, "highest_tier_name")
 
     @highest_tier_name.setter
@@ -331,6 +475,9 @@ class NetworkTopologyPolicyArgs:
     @_builtins.property
     @pulumi.getter
     def mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Mode is hard (default: never cross the tier) or soft (prefer not to).
+        """
         return pulumi.get(self, "mode")
 
     @mode.setter
@@ -340,8 +487,17 @@ class NetworkTopologyPolicyArgs:
 
 class NodeClassRefArgsDict(TypedDict):
     group: pulumi.Input[_builtins.str]
+    """
+    Group is the node class's API group, e.g. karpenter.k8s.aws.
+    """
     kind: pulumi.Input[_builtins.str]
+    """
+    Kind is the node class's kind, e.g. EC2NodeClass.
+    """
     name: pulumi.Input[_builtins.str]
+    """
+    Name is the node class's name.
+    """
 
 @pulumi.input_type
 class NodeClassRefArgs:
@@ -349,6 +505,11 @@ class NodeClassRefArgs:
                  group: pulumi.Input[_builtins.str],
                  kind: pulumi.Input[_builtins.str],
                  name: pulumi.Input[_builtins.str]):
+        """
+        :param pulumi.Input[_builtins.str] group: Group is the node class's API group, e.g. karpenter.k8s.aws.
+        :param pulumi.Input[_builtins.str] kind: Kind is the node class's kind, e.g. EC2NodeClass.
+        :param pulumi.Input[_builtins.str] name: Name is the node class's name.
+        """
         pulumi.set(__self__, "group", group)
         pulumi.set(__self__, "kind", kind)
         pulumi.set(__self__, "name", name)
@@ -356,6 +517,9 @@ class NodeClassRefArgs:
     @_builtins.property
     @pulumi.getter
     def group(self) -> pulumi.Input[_builtins.str]:
+        """
+        Group is the node class's API group, e.g. karpenter.k8s.aws.
+        """
         return pulumi.get(self, "group")
 
     @group.setter
@@ -365,6 +529,9 @@ class NodeClassRefArgs:
     @_builtins.property
     @pulumi.getter
     def kind(self) -> pulumi.Input[_builtins.str]:
+        """
+        Kind is the node class's kind, e.g. EC2NodeClass.
+        """
         return pulumi.get(self, "kind")
 
     @kind.setter
@@ -374,6 +541,9 @@ class NodeClassRefArgs:
     @_builtins.property
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
+        """
+        Name is the node class's name.
+        """
         return pulumi.get(self, "name")
 
     @name.setter
@@ -383,15 +553,45 @@ class NodeClassRefArgs:
 
 class NodePoolArgsDict(TypedDict):
     gpus_per_node: pulumi.Input[_builtins.int]
+    """
+    GPUsPerNode is the nvidia.com/gpu capacity of each node.
+    """
     name: pulumi.Input[_builtins.str]
+    """
+    Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+    """
     accelerators: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    """
+    Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+    """
     capacity_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    """
+    CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+    """
     instance_families: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    """
+    InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+    """
     instance_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    """
+    InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+    """
     kind: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Kind is karpenter (default) or existing.
+    """
     labels: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
+    """
+    Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+    """
     node_class_ref: NotRequired[pulumi.Input[Optional['NodeClassRefArgsDict']]]
+    """
+    NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+    """
     taints: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgsDict']]]]]
+    """
+    Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+    """
 
 @pulumi.input_type
 class NodePoolArgs:
@@ -406,6 +606,18 @@ class NodePoolArgs:
                  labels: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  node_class_ref: pulumi.Input[Optional['NodeClassRefArgs']] = None,
                  taints: pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgs']]]] = None):
+        """
+        :param pulumi.Input[_builtins.int] gpus_per_node: GPUsPerNode is the nvidia.com/gpu capacity of each node.
+        :param pulumi.Input[_builtins.str] name: Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] accelerators: Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+        :param pulumi.Input[_builtins.str] kind: Kind is karpenter (default) or existing.
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] labels: Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+        :param pulumi.Input['NodeClassRefArgs'] node_class_ref: NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+        :param pulumi.Input[Sequence[pulumi.Input['TaintArgs']]] taints: Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+        """
         pulumi.set(__self__, "gpus_per_node", gpus_per_node)
         pulumi.set(__self__, "name", name)
         if accelerators is not None:
@@ -428,6 +640,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter(name="gpusPerNode")
     def gpus_per_node(self) -> pulumi.Input[_builtins.int]:
+        """
+        GPUsPerNode is the nvidia.com/gpu capacity of each node.
+        """
         return pulumi.get(self, "gpus_per_node")
 
     @gpus_per_node.setter
@@ -437,6 +652,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
+        """
+        Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+        """
         return pulumi.get(self, "name")
 
     @name.setter
@@ -446,6 +664,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter
     def accelerators(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+        """
         return pulumi.get(self, "accelerators")
 
     @accelerators.setter
@@ -455,6 +676,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter(name="capacityTypes")
     def capacity_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+        """
         return pulumi.get(self, "capacity_types")
 
     @capacity_types.setter
@@ -464,6 +688,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter(name="instanceFamilies")
     def instance_families(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+        """
         return pulumi.get(self, "instance_families")
 
     @instance_families.setter
@@ -473,6 +700,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter(name="instanceTypes")
     def instance_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+        """
         return pulumi.get(self, "instance_types")
 
     @instance_types.setter
@@ -482,6 +712,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter
     def kind(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Kind is karpenter (default) or existing.
+        """
         return pulumi.get(self, "kind")
 
     @kind.setter
@@ -491,6 +724,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter
     def labels(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
+        """
+        Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+        """
         return pulumi.get(self, "labels")
 
     @labels.setter
@@ -500,6 +736,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter(name="nodeClassRef")
     def node_class_ref(self) -> pulumi.Input[Optional['NodeClassRefArgs']]:
+        """
+        NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+        """
         return pulumi.get(self, "node_class_ref")
 
     @node_class_ref.setter
@@ -509,6 +748,9 @@ class NodePoolArgs:
     @_builtins.property
     @pulumi.getter
     def taints(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgs']]]]:
+        """
+        Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+        """
         return pulumi.get(self, "taints")
 
     @taints.setter
@@ -518,13 +760,23 @@ class NodePoolArgs:
 
 class ResourcesArgsDict(TypedDict):
     limits: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
+    """
+    Limits cap what the container may use, per resource name.
+    """
     requests: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
+    """
+    Requests are what the scheduler reserves, per resource name (cpu, memory).
+    """
 
 @pulumi.input_type
 class ResourcesArgs:
     def __init__(__self__, *,
                  limits: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  requests: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None):
+        """
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] limits: Limits cap what the container may use, per resource name.
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] requests: Requests are what the scheduler reserves, per resource name (cpu, memory).
+        """
         if limits is not None:
             pulumi.set(__self__, "limits", limits)
         if requests is not None:
@@ -533,6 +785,9 @@ class ResourcesArgs:
     @_builtins.property
     @pulumi.getter
     def limits(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
+        """
+        Limits cap what the container may use, per resource name.
+        """
         return pulumi.get(self, "limits")
 
     @limits.setter
@@ -542,6 +797,9 @@ class ResourcesArgs:
     @_builtins.property
     @pulumi.getter
     def requests(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
+        """
+        Requests are what the scheduler reserves, per resource name (cpu, memory).
+        """
         return pulumi.get(self, "requests")
 
     @requests.setter
@@ -551,22 +809,73 @@ class ResourcesArgs:
 
 class RoleArgsDict(TypedDict):
     component_type: pulumi.Input[_builtins.str]
+    """
+    ComponentType is worker, prefiller, decoder or router.
+    """
     name: pulumi.Input[_builtins.str]
+    """
+    Name is unique among the roles and a DNS label.
+    """
     endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
+    """
+    EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+    """
     endpoint_picker_config: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+    """
     failure_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    FailureMode is FailClose (default) or FailOpen.
+    """
     httproute: NotRequired[pulumi.Input[Optional[Mapping[str, Any]]]]
+    """
+    HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+    """
     model_flexibility: NotRequired[pulumi.Input[Optional['ModelFlexibilityArgsDict']]]
+    """
+    ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+    """
     multinode: NotRequired[pulumi.Input[Optional['MultinodeArgsDict']]]
+    """
+    Multinode spreads each replica over several pods.
+    """
     network_topology: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
+    """
+    NetworkTopology constrains the pods of each replica of this role.
+    """
     node_pool: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    NodePool names the nodePools entry the role's pods run on.
+    """
     pool_api_version: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    PoolAPIVersion is v1 (default) or v1alpha2.
+    """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    Replicas is the number of independent instances (default 1).
+    """
     restart_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+    """
     shadow_service: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    ShadowService adds a headless Service over the pool's pods.
+    """
     startup_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+    """
     strategy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+    """
     template: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgsDict']]]
+    """
+    Template is the pod template of the role's pods; its first container is the model server.
+    """
 
 @pulumi.input_type
 class RoleArgs:
@@ -588,6 +897,25 @@ class RoleArgs:
                  startup_policy: pulumi.Input[Optional[_builtins.str]] = None,
                  strategy: pulumi.Input[Optional[_builtins.str]] = None,
                  template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None):
+        """
+        :param pulumi.Input[_builtins.str] component_type: ComponentType is worker, prefiller, decoder or router.
+        :param pulumi.Input[_builtins.str] name: Name is unique among the roles and a DNS label.
+        :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+        :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+        :param pulumi.Input[_builtins.str] failure_mode: FailureMode is FailClose (default) or FailOpen.
+        :param pulumi.Input[Mapping[str, Any]] httproute: HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+        :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+        :param pulumi.Input['MultinodeArgs'] multinode: Multinode spreads each replica over several pods.
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: NetworkTopology constrains the pods of each replica of this role.
+        :param pulumi.Input[_builtins.str] node_pool: NodePool names the nodePools entry the role's pods run on.
+        :param pulumi.Input[_builtins.str] pool_api_version: PoolAPIVersion is v1 (default) or v1alpha2.
+        :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
+        :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+        :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service over the pool's pods.
+        :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+        :param pulumi.Input[_builtins.str] strategy: Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+        :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: Template is the pod template of the role's pods; its first container is the model server.
+        """
         pulumi.set(__self__, "component_type", component_type)
         pulumi.set(__self__, "name", name)
         if endpoint_picker is not None:
@@ -624,6 +952,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="componentType")
     def component_type(self) -> pulumi.Input[_builtins.str]:
+        """
+        ComponentType is worker, prefiller, decoder or router.
+        """
         return pulumi.get(self, "component_type")
 
     @component_type.setter
@@ -633,6 +964,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
+        """
+        Name is unique among the roles and a DNS label.
+        """
         return pulumi.get(self, "name")
 
     @name.setter
@@ -642,6 +976,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="endpointPicker")
     def endpoint_picker(self) -> pulumi.Input[Optional['EndpointPickerArgs']]:
+        """
+        EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+        """
         return pulumi.get(self, "endpoint_picker")
 
     @endpoint_picker.setter
@@ -651,6 +988,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="endpointPickerConfig")
     def endpoint_picker_config(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+        """
         return pulumi.get(self, "endpoint_picker_config")
 
     @endpoint_picker_config.setter
@@ -660,6 +1000,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="failureMode")
     def failure_mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        FailureMode is FailClose (default) or FailOpen.
+        """
         return pulumi.get(self, "failure_mode")
 
     @failure_mode.setter
@@ -669,6 +1012,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter
     def httproute(self) -> pulumi.Input[Optional[Mapping[str, Any]]]:
+        """
+        HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+        """
         return pulumi.get(self, "httproute")
 
     @httproute.setter
@@ -678,6 +1024,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="modelFlexibility")
     def model_flexibility(self) -> pulumi.Input[Optional['ModelFlexibilityArgs']]:
+        """
+        ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+        """
         return pulumi.get(self, "model_flexibility")
 
     @model_flexibility.setter
@@ -687,6 +1036,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter
     def multinode(self) -> pulumi.Input[Optional['MultinodeArgs']]:
+        """
+        Multinode spreads each replica over several pods.
+        """
         return pulumi.get(self, "multinode")
 
     @multinode.setter
@@ -696,6 +1048,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="networkTopology")
     def network_topology(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
+        """
+        NetworkTopology constrains the pods of each replica of this role.
+        """
         return pulumi.get(self, "network_topology")
 
     @network_topology.setter
@@ -705,6 +1060,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="nodePool")
     def node_pool(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        NodePool names the nodePools entry the role's pods run on.
+        """
         return pulumi.get(self, "node_pool")
 
     @node_pool.setter
@@ -714,6 +1072,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="poolApiVersion")
     def pool_api_version(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        PoolAPIVersion is v1 (default) or v1alpha2.
+        """
         return pulumi.get(self, "pool_api_version")
 
     @pool_api_version.setter
@@ -723,6 +1084,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        Replicas is the number of independent instances (default 1).
+        """
         return pulumi.get(self, "replicas")
 
     @replicas.setter
@@ -732,6 +1096,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="restartPolicy")
     def restart_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+        """
         return pulumi.get(self, "restart_policy")
 
     @restart_policy.setter
@@ -741,6 +1108,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="shadowService")
     def shadow_service(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        ShadowService adds a headless Service over the pool's pods.
+        """
         return pulumi.get(self, "shadow_service")
 
     @shadow_service.setter
@@ -750,6 +1120,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter(name="startupPolicy")
     def startup_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+        """
         return pulumi.get(self, "startup_policy")
 
     @startup_policy.setter
@@ -759,6 +1132,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter
     def strategy(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+        """
         return pulumi.get(self, "strategy")
 
     @strategy.setter
@@ -768,6 +1144,9 @@ class RoleArgs:
     @_builtins.property
     @pulumi.getter
     def template(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']]:
+        """
+        Template is the pod template of the role's pods; its first container is the model server.
+        """
         return pulumi.get(self, "template")
 
     @template.setter
@@ -777,10 +1156,25 @@ class RoleArgs:
 
 class SchedulingStrategyArgsDict(TypedDict):
     min_resources: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+    """
     network_topology: NotRequired[pulumi.Input[Optional['NetworkTopologyArgsDict']]]
+    """
+    NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+    """
     priority_class_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+    """
     queue: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Queue is the Volcano queue of the service's PodGroup.
+    """
     scheduler_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+    """
 
 @pulumi.input_type
 class SchedulingStrategyArgs:
@@ -790,6 +1184,13 @@ class SchedulingStrategyArgs:
                  priority_class_name: pulumi.Input[Optional[_builtins.str]] = None,
                  queue: pulumi.Input[Optional[_builtins.str]] = None,
                  scheduler_name: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] min_resources: MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+        :param pulumi.Input['NetworkTopologyArgs'] network_topology: NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+        :param pulumi.Input[_builtins.str] priority_class_name: PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+        :param pulumi.Input[_builtins.str] queue: Queue is the Volcano queue of the service's PodGroup.
+        :param pulumi.Input[_builtins.str] scheduler_name: SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+        """
         if min_resources is not None:
             pulumi.set(__self__, "min_resources", min_resources)
         if network_topology is not None:
@@ -804,6 +1205,9 @@ class SchedulingStrategyArgs:
     @_builtins.property
     @pulumi.getter(name="minResources")
     def min_resources(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+        """
         return pulumi.get(self, "min_resources")
 
     @min_resources.setter
@@ -813,6 +1217,9 @@ class SchedulingStrategyArgs:
     @_builtins.property
     @pulumi.getter(name="networkTopology")
     def network_topology(self) -> pulumi.Input[Optional['NetworkTopologyArgs']]:
+        """
+        NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+        """
         return pulumi.get(self, "network_topology")
 
     @network_topology.setter
@@ -822,6 +1229,9 @@ class SchedulingStrategyArgs:
     @_builtins.property
     @pulumi.getter(name="priorityClassName")
     def priority_class_name(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+        """
         return pulumi.get(self, "priority_class_name")
 
     @priority_class_name.setter
@@ -831,6 +1241,9 @@ class SchedulingStrategyArgs:
     @_builtins.property
     @pulumi.getter
     def queue(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Queue is the Volcano queue of the service's PodGroup.
+        """
         return pulumi.get(self, "queue")
 
     @queue.setter
@@ -840,6 +1253,9 @@ class SchedulingStrategyArgs:
     @_builtins.property
     @pulumi.getter(name="schedulerName")
     def scheduler_name(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+        """
         return pulumi.get(self, "scheduler_name")
 
     @scheduler_name.setter
@@ -849,8 +1265,17 @@ class SchedulingStrategyArgs:
 
 class TaintArgsDict(TypedDict):
     effect: pulumi.Input[_builtins.str]
+    """
+    Effect is NoSchedule, PreferNoSchedule or NoExecute.
+    """
     key: pulumi.Input[_builtins.str]
+    """
+    Key is the taint's key.
+    """
     value: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Value is the taint's value, if any.
+    """
 
 @pulumi.input_type
 class TaintArgs:
@@ -858,6 +1283,11 @@ class TaintArgs:
                  effect: pulumi.Input[_builtins.str],
                  key: pulumi.Input[_builtins.str],
                  value: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] effect: Effect is NoSchedule, PreferNoSchedule or NoExecute.
+        :param pulumi.Input[_builtins.str] key: Key is the taint's key.
+        :param pulumi.Input[_builtins.str] value: Value is the taint's value, if any.
+        """
         pulumi.set(__self__, "effect", effect)
         pulumi.set(__self__, "key", key)
         if value is not None:
@@ -866,6 +1296,9 @@ class TaintArgs:
     @_builtins.property
     @pulumi.getter
     def effect(self) -> pulumi.Input[_builtins.str]:
+        """
+        Effect is NoSchedule, PreferNoSchedule or NoExecute.
+        """
         return pulumi.get(self, "effect")
 
     @effect.setter
@@ -875,6 +1308,9 @@ class TaintArgs:
     @_builtins.property
     @pulumi.getter
     def key(self) -> pulumi.Input[_builtins.str]:
+        """
+        Key is the taint's key.
+        """
         return pulumi.get(self, "key")
 
     @key.setter
@@ -884,6 +1320,9 @@ class TaintArgs:
     @_builtins.property
     @pulumi.getter
     def value(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Value is the taint's value, if any.
+        """
         return pulumi.get(self, "value")
 
     @value.setter

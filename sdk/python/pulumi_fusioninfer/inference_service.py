@@ -33,6 +33,16 @@ class InferenceServiceArgs:
                  service_name: Optional[_builtins.str] = None):
         """
         The set of arguments for constructing a InferenceService resource.
+
+        :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: Roles are the logical components of the service.
+        :param _builtins.str await_: Await is what `pulumi up` waits for: all (default), minimal, or none.
+        :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+        :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup.
+        :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
+        :param _builtins.str namespace: Namespace of every child; defaults to "default".
+        :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+        :param pulumi.Input['SchedulingStrategyArgs'] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+        :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
         """
         pulumi.set(__self__, "roles", roles)
         if await_ is not None:
@@ -55,6 +65,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter
     def roles(self) -> pulumi.Input[Sequence[pulumi.Input['RoleArgs']]]:
+        """
+        Roles are the logical components of the service.
+        """
         return pulumi.get(self, "roles")
 
     @roles.setter
@@ -64,6 +77,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter(name="await")
     def await_(self) -> Optional[_builtins.str]:
+        """
+        Await is what `pulumi up` waits for: all (default), minimal, or none.
+        """
         return pulumi.get(self, "await_")
 
     @await_.setter
@@ -73,6 +89,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter(name="dualPodsController")
     def dual_pods_controller(self) -> pulumi.Input[Optional['DualPodsControllerArgs']]:
+        """
+        DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+        """
         return pulumi.get(self, "dual_pods_controller")
 
     @dual_pods_controller.setter
@@ -82,6 +101,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter(name="gangPolicy")
     def gang_policy(self) -> pulumi.Input[Optional['GangPolicyArgs']]:
+        """
+        GangPolicy shapes the shared Volcano PodGroup.
+        """
         return pulumi.get(self, "gang_policy")
 
     @gang_policy.setter
@@ -91,6 +113,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter
     def labels(self) -> pulumi.Input[Optional[Mapping[str, _builtins.str]]]:
+        """
+        Labels are added to every child object.
+        """
         return pulumi.get(self, "labels")
 
     @labels.setter
@@ -100,6 +125,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter
     def namespace(self) -> Optional[_builtins.str]:
+        """
+        Namespace of every child; defaults to "default".
+        """
         return pulumi.get(self, "namespace")
 
     @namespace.setter
@@ -109,6 +137,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter(name="nodePools")
     def node_pools(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]]:
+        """
+        NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+        """
         return pulumi.get(self, "node_pools")
 
     @node_pools.setter
@@ -118,6 +149,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter(name="schedulingStrategy")
     def scheduling_strategy(self) -> pulumi.Input[Optional['SchedulingStrategyArgs']]:
+        """
+        SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+        """
         return pulumi.get(self, "scheduling_strategy")
 
     @scheduling_strategy.setter
@@ -127,6 +161,9 @@ class InferenceServiceArgs:
     @_builtins.property
     @pulumi.getter(name="serviceName")
     def service_name(self) -> Optional[_builtins.str]:
+        """
+        ServiceName is the service's name (metadata.name); defaults to the component's name.
+        """
         return pulumi.get(self, "service_name")
 
     @service_name.setter
@@ -155,6 +192,15 @@ class InferenceService(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
+        :param _builtins.str await_: Await is what `pulumi up` waits for: all (default), minimal, or none.
+        :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+        :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup.
+        :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
+        :param _builtins.str namespace: Namespace of every child; defaults to "default".
+        :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+        :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service.
+        :param pulumi.Input[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+        :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
         """
         ...
     @overload
@@ -232,65 +278,104 @@ class InferenceService(pulumi.ComponentResource):
     @_builtins.property
     @pulumi.getter(name="endpointPickerServiceName")
     def endpoint_picker_service_name(self) -> pulumi.Output[_builtins.str]:
+        """
+        EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+        """
         return pulumi.get(self, "endpoint_picker_service_name")
 
     @_builtins.property
     @pulumi.getter(name="gangScheduled")
     def gang_scheduled(self) -> pulumi.Output[_builtins.bool]:
+        """
+        GangScheduled is true when the pods are gang scheduled by Volcano.
+        """
         return pulumi.get(self, "gang_scheduled")
 
     @_builtins.property
     @pulumi.getter(name="gpusAtFullSize")
     def gpus_at_full_size(self) -> pulumi.Output[_builtins.int]:
+        """
+        GPUsAtFullSize are the GPUs of every replica of every role.
+        """
         return pulumi.get(self, "gpus_at_full_size")
 
     @_builtins.property
     @pulumi.getter(name="gpusMinimal")
     def gpus_minimal(self) -> pulumi.Output[_builtins.int]:
+        """
+        GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+        """
         return pulumi.get(self, "gpus_minimal")
 
     @_builtins.property
     @pulumi.getter(name="httpRouteName")
     def http_route_name(self) -> pulumi.Output[_builtins.str]:
+        """
+        HTTPRouteName is the router's HTTPRoute, empty without a router.
+        """
         return pulumi.get(self, "http_route_name")
 
     @_builtins.property
     @pulumi.getter(name="leaderWorkerSetNames")
     def leader_worker_set_names(self) -> pulumi.Output[Mapping[str, Sequence[_builtins.str]]]:
+        """
+        LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+        """
         return pulumi.get(self, "leader_worker_set_names")
 
     @_builtins.property
     @pulumi.getter
     def namespace(self) -> pulumi.Output[_builtins.str]:
+        """
+        Namespace of every child.
+        """
         return pulumi.get(self, "namespace")
 
     @_builtins.property
     @pulumi.getter(name="nodePoolNames")
     def node_pool_names(self) -> pulumi.Output[Sequence[_builtins.str]]:
+        """
+        NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+        """
         return pulumi.get(self, "node_pool_names")
 
     @_builtins.property
     @pulumi.getter(name="podGroupName")
     def pod_group_name(self) -> pulumi.Output[_builtins.str]:
+        """
+        PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+        """
         return pulumi.get(self, "pod_group_name")
 
     @_builtins.property
     @pulumi.getter(name="poolName")
     def pool_name(self) -> pulumi.Output[_builtins.str]:
+        """
+        PoolName is the router's InferencePool, empty without a router.
+        """
         return pulumi.get(self, "pool_name")
 
     @_builtins.property
     @pulumi.getter(name="routerReady")
     def router_ready(self) -> pulumi.Output[_builtins.bool]:
+        """
+        RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+        """
         return pulumi.get(self, "router_ready")
 
     @_builtins.property
     @pulumi.getter(name="serviceName")
     def service_name(self) -> pulumi.Output[_builtins.str]:
+        """
+        ServiceName is the service's name (metadata.name of the manifest).
+        """
         return pulumi.get(self, "service_name")
 
     @_builtins.property
     @pulumi.getter
     def status(self) -> pulumi.Output[Mapping[str, 'outputs.RoleStatus']]:
+        """
+        Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+        """
         return pulumi.get(self, "status")
 

@@ -52,6 +52,14 @@ class RoleStatus(dict):
                  ready_pods: _builtins.int,
                  ready_replicas: _builtins.int,
                  total_pods: _builtins.int):
+        """
+        :param _builtins.int desired_replicas: DesiredReplicas is the role's replicas.
+        :param _builtins.int nodes_per_replica: NodesPerReplica is multinode.nodeCount (1 when single-node).
+        :param _builtins.str phase: Phase is Pending, Deploying, Running or Unknown.
+        :param _builtins.int ready_pods: ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+        :param _builtins.int ready_replicas: ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+        :param _builtins.int total_pods: TotalPods is desiredReplicas x nodesPerReplica.
+        """
         pulumi.set(__self__, "desired_replicas", desired_replicas)
         pulumi.set(__self__, "nodes_per_replica", nodes_per_replica)
         pulumi.set(__self__, "phase", phase)
@@ -62,31 +70,49 @@ class RoleStatus(dict):
     @_builtins.property
     @pulumi.getter(name="desiredReplicas")
     def desired_replicas(self) -> _builtins.int:
+        """
+        DesiredReplicas is the role's replicas.
+        """
         return pulumi.get(self, "desired_replicas")
 
     @_builtins.property
     @pulumi.getter(name="nodesPerReplica")
     def nodes_per_replica(self) -> _builtins.int:
+        """
+        NodesPerReplica is multinode.nodeCount (1 when single-node).
+        """
         return pulumi.get(self, "nodes_per_replica")
 
     @_builtins.property
     @pulumi.getter
     def phase(self) -> _builtins.str:
+        """
+        Phase is Pending, Deploying, Running or Unknown.
+        """
         return pulumi.get(self, "phase")
 
     @_builtins.property
     @pulumi.getter(name="readyPods")
     def ready_pods(self) -> _builtins.int:
+        """
+        ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+        """
         return pulumi.get(self, "ready_pods")
 
     @_builtins.property
     @pulumi.getter(name="readyReplicas")
     def ready_replicas(self) -> _builtins.int:
+        """
+        ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+        """
         return pulumi.get(self, "ready_replicas")
 
     @_builtins.property
     @pulumi.getter(name="totalPods")
     def total_pods(self) -> _builtins.int:
+        """
+        TotalPods is desiredReplicas x nodesPerReplica.
+        """
         return pulumi.get(self, "total_pods")
 
 

@@ -1,0 +1,96 @@
+// Package descriptions reads the doc comments of the Go types behind the provider's schema (the
+// component's Args, the api package's nested structs, the component's outputs), so the schema
+// describes every input and output in the words the Go code already uses. The provider cannot
+// read source files at run time: `make gen` writes them to provider/descriptions.json, which the
+// provider embeds, and a test fails when that file is stale.
+package descriptions
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Sources are the packages, relative to the repository root, whose types the schema shows; a type
+// name found in several is described by the first.
+var Sources = []string{"provider", "components/inferenceservice", "components/api"}
+
+// Table is, per Go type name, per pulumi property name, the field's doc comment.
+type Table map[string]map[string]string
+
+// Collect reads the doc comments of every struct field with a `pulumi` tag in the packages.
+func Collect(root string) (Table, error) {
+	table := Table{}
+	for _, dir := range Sources {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, root+"/"+dir, func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(pkgs))
+		for name := range pkgs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			for _, file := range pkgs[name].Files {
+				collectFile(file, table)
+			}
+		}
+	}
+	return table, nil
+}
+
+func collectFile(file *ast.File, table Table) {
+	ast.Inspect(file, func(n ast.Node) bool {
+		spec, ok := n.(*ast.TypeSpec)
+		if !ok {
+			return true
+		}
+		st, ok := spec.Type.(*ast.StructType)
+		if !ok {
+			return true
+		}
+		if _, seen := table[spec.Name.Name]; seen {
+			return true
+		}
+		fields := map[string]string{}
+		for _, f := range st.Fields.List {
+			if f.Tag == nil {
+				continue
+			}
+			tag, err := strconv.Unquote(f.Tag.Value)
+			if err != nil {
+				continue
+			}
+			prop, _, _ := strings.Cut(reflect.StructTag(tag).Get("pulumi"), ",")
+			if prop == "" {
+				continue
+			}
+			if doc := text(f.Doc); doc != "" {
+				fields[prop] = doc
+			} else if doc := text(f.Comment); doc != "" {
+				fields[prop] = doc
+			}
+		}
+		if len(fields) > 0 {
+			table[spec.Name.Name] = fields
+		}
+		return true
+	})
+}
+
+// text is a comment as one paragraph.
+func text(group *ast.CommentGroup) string {
+	if group == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(group.Text()), " ")
+}
