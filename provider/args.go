@@ -1,7 +1,10 @@
 package provider
 
 import (
+	"fmt"
+
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/mapper"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -29,7 +32,7 @@ type RoleArgs struct {
 	ComponentType        string                               `pulumi:"componentType"`
 	Replicas             *int                                 `pulumi:"replicas,optional"`
 	Multinode            *inferenceservice.MultinodeArgs      `pulumi:"multinode,optional"`
-	Template             *k8scorev1.PodTemplateSpec           `pulumi:"template,optional"`
+	Template             pulumi.AnyOutput                     `pulumi:"template,optional"`
 	NetworkTopology      *api.NetworkTopologyPolicy           `pulumi:"networkTopology,optional"`
 	NodePool             string                               `pulumi:"nodePool,optional"`
 	RestartPolicy        string                               `pulumi:"restartPolicy,optional"`
@@ -58,10 +61,26 @@ func (a *Args) componentArgs() *inferenceservice.Args {
 			EndpointPickerConfig: r.EndpointPickerConfig, PoolAPIVersion: r.PoolAPIVersion, FailureMode: r.FailureMode,
 			ShadowService: r.ShadowService, EndpointPicker: r.EndpointPicker,
 		}
-		if r.Template != nil {
-			role.Template = pulumi.ToOutput(*r.Template).(k8scorev1.PodTemplateSpecOutput)
+		if r.Template.OutputState != nil { // absent on a router
+			role.Template = podTemplate(r.Template)
 		}
 		out.Roles = append(out.Roles, role)
 	}
 	return out
 }
+
+// podTemplate is a template received as a map (which may hold values unknown at preview) as the
+// pulumi-kubernetes input the component takes.
+func podTemplate(in pulumi.AnyOutput) k8scorev1.PodTemplateSpecOutput {
+	return in.ApplyT(func(v any) (k8scorev1.PodTemplateSpec, error) {
+		var out k8scorev1.PodTemplateSpec
+		m, ok := v.(map[string]any)
+		if !ok {
+			return out, fmt.Errorf("template: want an object, got %T", v)
+		}
+		err := templateMapper.Decode(m, &out)
+		return out, err
+	}).(k8scorev1.PodTemplateSpecOutput)
+}
+
+var templateMapper = mapper.New(&mapper.Opts{IgnoreMissing: true})

@@ -51,3 +51,17 @@ func TestConstructEqualsTheCLIForEveryExample(t *testing.T) {
 		})
 	}
 }
+
+// TestConstructAtPreviewWithAnUnknownTemplate: at preview a template may be unknown (built from an
+// output of another resource in a TypeScript or Python program); the tree's shape is still laid out.
+func TestConstructAtPreviewWithAnUnknownTemplate(t *testing.T) {
+	inputs := property.NewMap(map[string]property.Value{"roles": property.New(property.NewArray([]property.Value{
+		property.New(property.NewMap(map[string]property.Value{
+			"name": property.New("inference"), "componentType": property.New("worker"), "replicas": property.New(2.0),
+			"template": property.New(property.Computed),
+		})),
+	}))})
+	names := frontdoor.ConstructedNames(t, "qwen", inputs, true)
+	assert.Contains(t, names, "qwen-inference-0")
+	assert.Contains(t, names, "qwen-inference-1", "the LWSs are laid out though the template is unknown")
+}

@@ -18,6 +18,9 @@ const KubernetesVersion = "4.33.0"
 // podTemplateRef is the kubernetes package's PodTemplateSpec, as a cross-package reference.
 const podTemplateRef = "/kubernetes/v" + KubernetesVersion + "/schema.json#/types/kubernetes:core/v1:PodTemplateSpec"
 
+// roleToken is the role's type as infer names it (after the Go struct provider.RoleArgs).
+const roleToken = "fusioninfer:index:RoleArgs"
+
 // inlinedKubernetesTypes is where infer puts the pulumi-kubernetes structs it walked (the Go
 // package of the plain PodTemplateSpec is core/v1).
 const inlinedKubernetesTypes = "fusioninfer:v1:"
@@ -49,22 +52,11 @@ func rewriteSchema(raw string) (string, error) {
 			delete(spec.Types, token)
 		}
 	}
-	refer := func(props map[string]pschema.PropertySpec) {
-		for name, prop := range props {
-			if prop.Ref == "#/types/"+inlinedKubernetesTypes+"PodTemplateSpec" {
-				prop.Ref = podTemplateRef
-				props[name] = prop
-			}
-		}
-	}
-	for token, t := range spec.Types {
-		refer(t.Properties)
-		spec.Types[token] = t
-	}
-	for token, r := range spec.Resources {
-		refer(r.InputProperties)
-		refer(r.Properties)
-		spec.Resources[token] = r
+	// The template reaches the provider as any value (so it may hold unknowns at preview); its type
+	// is the kubernetes package's.
+	if role, ok := spec.Types[roleToken]; ok {
+		role.Properties["template"] = pschema.PropertySpec{TypeSpec: pschema.TypeSpec{Ref: podTemplateRef}}
+		spec.Types[roleToken] = role
 	}
 	describe(&spec)
 	renamed := withoutArgsSuffix(&spec)

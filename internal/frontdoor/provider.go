@@ -20,27 +20,46 @@ import (
 // Python or YAML program gets.
 func Constructed(t *testing.T, name string, inputs property.Map) Objects {
 	t.Helper()
-	var mu sync.Mutex
 	registered := Objects{}
+	construct(t, name, inputs, false, func(args integration.MockResourceArgs) {
+		if args.Custom {
+			registered.Add(resource.ToResourcePropertyValue(property.New(args.Inputs)).ObjectValue().Mappable())
+		}
+	})
+	return registered
+}
+
+// ConstructedNames are the names of the resources the provider registers, at preview (dryRun)
+// or not; at preview some inputs may be unknown.
+func ConstructedNames(t *testing.T, name string, inputs property.Map, dryRun bool) []string {
+	t.Helper()
+	var names []string
+	construct(t, name, inputs, dryRun, func(args integration.MockResourceArgs) { names = append(names, args.Name) })
+	return names
+}
+
+// construct asks the provider, in-process under mocks, to construct an InferenceService; record
+// sees every registration, one at a time.
+func construct(t *testing.T, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) {
+	t.Helper()
+	var mu sync.Mutex
 	prov, err := provider.New()
 	require.NoError(t, err)
 	server, err := integration.NewServer(context.Background(), provider.Name, semver.MustParse("0.1.0"),
 		integration.WithProvider(prov),
 		integration.WithMocks(&integration.MockResourceMonitor{
 			NewResourceF: func(args integration.MockResourceArgs) (string, property.Map, error) {
-				if args.Custom {
-					mu.Lock()
-					registered.Add(resource.ToResourcePropertyValue(property.New(args.Inputs)).ObjectValue().Mappable())
-					mu.Unlock()
-				}
+				mu.Lock()
+				record(args)
+				mu.Unlock()
 				return args.Name + "-id", args.Inputs, nil
 			},
 		}))
 	require.NoError(t, err)
 	_, err = server.Construct(p.ConstructRequest{
 		Urn:    resource.CreateURN(name, "fusioninfer:index:InferenceService", "", "project", "stack"),
+		DryRun: dryRun,
 		Inputs: inputs,
 	})
 	require.NoError(t, err)
-	return registered
 }
