@@ -40,8 +40,10 @@ func withKubernetesReferences(prov p.Provider) p.Provider {
 	return prov
 }
 
-// rewriteSchema replaces the inlined copies of pulumi-kubernetes' types by references into the
-// kubernetes package and declares the dependency.
+// rewriteSchema makes the inferred schema the one SDKs are generated from: the role's template is
+// the kubernetes package's PodTemplateSpec (declared as a dependency; an inlined copy of a
+// kubernetes type, which infer makes from a plain pulumi-kubernetes struct, is refused), every
+// property is described, and types lose the Go "Args" suffix.
 func rewriteSchema(raw string) (string, error) {
 	var spec pschema.PackageSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
