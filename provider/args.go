@@ -35,6 +35,7 @@ type RoleArgs struct {
 	Template             pulumi.AnyOutput                     `pulumi:"template,optional"`
 	NetworkTopology      *api.NetworkTopologyPolicy           `pulumi:"networkTopology,optional"`
 	NodePool             string                               `pulumi:"nodePool,optional"`
+	RolloutStrategy      *api.RolloutStrategy                 `pulumi:"rolloutStrategy,optional"`
 	RestartPolicy        string                               `pulumi:"restartPolicy,optional"`
 	StartupPolicy        string                               `pulumi:"startupPolicy,optional"`
 	ModelFlexibility     *api.ModelFlexibility                `pulumi:"modelFlexibility,optional"`
@@ -56,7 +57,7 @@ func (a *Args) componentArgs() *inferenceservice.Args {
 	for _, r := range a.Roles {
 		role := inferenceservice.RoleArgs{
 			Name: r.Name, ComponentType: r.ComponentType, Replicas: r.Replicas, Multinode: r.Multinode,
-			NetworkTopology: r.NetworkTopology, NodePool: r.NodePool, RestartPolicy: r.RestartPolicy, StartupPolicy: r.StartupPolicy,
+			NetworkTopology: r.NetworkTopology, NodePool: r.NodePool, RestartPolicy: r.RestartPolicy, StartupPolicy: r.StartupPolicy, RolloutStrategy: r.RolloutStrategy,
 			ModelFlexibility: r.ModelFlexibility, Strategy: r.Strategy, HTTPRoute: r.HTTPRoute,
 			EndpointPickerConfig: r.EndpointPickerConfig, PoolAPIVersion: r.PoolAPIVersion, FailureMode: r.FailureMode,
 			ShadowService: r.ShadowService, EndpointPicker: r.EndpointPicker,

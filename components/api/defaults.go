@@ -208,3 +208,17 @@ func (r *Role) StartupPolicyOrDefault() lwsv1.StartupPolicyType {
 	}
 	return r.StartupPolicy
 }
+
+// MaxSurge is the role's per-replica surge, 0 when unset.
+func (r *Role) MaxSurge() int32 {
+	if r.RolloutStrategy == nil || r.RolloutStrategy.MaxSurge == nil {
+		return 0
+	}
+	return int32(*r.RolloutStrategy.MaxSurge)
+}
+
+// Pinned reports whether a replica keeps its current pod template (its index is below the
+// role's rolloutStrategy.partition).
+func (r *Role) Pinned(replica int32) bool {
+	return r.RolloutStrategy != nil && r.RolloutStrategy.Partition != nil && int(replica) < *r.RolloutStrategy.Partition
+}

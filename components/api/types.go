@@ -246,6 +246,8 @@ type Role struct {
 	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
 	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool string `json:"nodePool,omitempty"`
+	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart
 	// (default: the whole replica restarts, as a multi-node server needs) or None.
 	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty"`
@@ -321,4 +323,15 @@ type EndpointPicker struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// RolloutStrategy shapes how a changed pod template reaches a role's replicas.
+type RolloutStrategy struct {
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new
+	// group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it
+	// as rollingUpdateConfiguration.maxSurge.
+	MaxSurge *int `json:"maxSurge,omitempty" pulumi:"maxSurge,optional"`
+	// Partition keeps the replicas with an index below it on their current pod template (Pulumi
+	// ignores template changes on them): a canary on the others. Lower it to roll on.
+	Partition *int `json:"partition,omitempty" pulumi:"partition,optional"`
 }

@@ -52,6 +52,8 @@ type RoleArgs struct {
 	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
 	// NodePool names the nodePools entry the role's pods run on.
 	NodePool string `pulumi:"nodePool,optional"`
+	// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	RolloutStrategy *api.RolloutStrategy `pulumi:"rolloutStrategy,optional"`
 	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 	RestartPolicy string `pulumi:"restartPolicy,optional"`
 	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.

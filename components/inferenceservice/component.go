@@ -168,6 +168,9 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 	if len(dependsOn) > 0 {
 		opts = append(opts, pulumi.DependsOn(dependsOn))
 	}
+	if ref.Pinned {
+		opts = append(opts, pulumi.IgnoreChanges(topology.TemplateFields))
+	}
 	inputs := kubernetes.UntypedArgs{
 		"apiVersion": pulumi.String(ref.APIVersion),
 		"kind":       pulumi.String(ref.Kind),

@@ -381,3 +381,18 @@ func TestNodePoolChildren(t *testing.T) {
 	assert.Contains(t, decode.Dependencies, pools[0].URN(), "the pods go before their nodes on destroy")
 	assert.Equal(t, []string{"deepseek-r1-pools-h100"}, poolNames)
 }
+
+func TestPartitionPinsTheTemplatesOfLowReplicas(t *testing.T) {
+	args := story4Args()
+	args.Roles[1].RolloutStrategy = &api.RolloutStrategy{Partition: pulumi.IntRef(1)}
+	monitor := &pulumimock.Monitor{}
+	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
+		_, err := NewInferenceService(ctx, "deepseek-r1-disagg", args)
+		return err
+	}))
+	pinned, _ := monitor.Find("deepseek-r1-disagg-decode-0")
+	assert.Equal(t, []string{"spec.leaderWorkerTemplate.leaderTemplate", "spec.leaderWorkerTemplate.workerTemplate",
+		`metadata.labels["fusioninfer.io/revision"]`}, pinned.IgnoreChanges, "a template change leaves decode-0 as it is")
+	rolled, _ := monitor.Find("deepseek-r1-disagg-decode-1")
+	assert.Empty(t, rolled.IgnoreChanges)
+}

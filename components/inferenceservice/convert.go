@@ -43,7 +43,8 @@ func (a *Args) service(componentName string) (*api.InferenceService, field.Error
 	for i := range a.Roles {
 		r := &a.Roles[i]
 		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
-			ModelFlexibility: r.ModelFlexibility, RestartPolicy: lwsv1.RestartPolicyType(r.RestartPolicy), StartupPolicy: lwsv1.StartupPolicyType(r.StartupPolicy)}
+			ModelFlexibility: r.ModelFlexibility, RestartPolicy: lwsv1.RestartPolicyType(r.RestartPolicy), StartupPolicy: lwsv1.StartupPolicyType(r.StartupPolicy),
+			RolloutStrategy: r.RolloutStrategy}
 		errs = append(errs, routerToAPI(r, &role, field.NewPath("spec", "roles").Index(i))...)
 		if r.Replicas != nil {
 			role.Replicas = ptr.To(int32(*r.Replicas))
@@ -124,7 +125,8 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 	for i := range svc.Spec.Roles {
 		r := &svc.Spec.Roles[i]
 		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
-			ModelFlexibility: r.ModelFlexibility, RestartPolicy: string(r.RestartPolicy), StartupPolicy: string(r.StartupPolicy)}
+			ModelFlexibility: r.ModelFlexibility, RestartPolicy: string(r.RestartPolicy), StartupPolicy: string(r.StartupPolicy),
+			RolloutStrategy: r.RolloutStrategy}
 		if err := routerFromAPI(r, &role); err != nil {
 			return nil, fmt.Errorf("spec.roles[%d].httproute: %w", i, err)
 		}

@@ -40,6 +40,17 @@ type Ref struct {
 	Awaited bool
 	// DependsOn lists the suffixes of the objects that must exist before this one.
 	DependsOn []string
+	// Pinned is true for an LWS whose pod template a deployment leaves as it is (its replica is
+	// below the role's rolloutStrategy.partition): Pulumi ignores changes to TemplateFields.
+	Pinned bool
+}
+
+// TemplateFields are the paths of an LWS that a changed pod template changes: its templates and
+// the revision label that names them.
+var TemplateFields = []string{
+	"spec.leaderWorkerTemplate.leaderTemplate",
+	"spec.leaderWorkerTemplate.workerTemplate",
+	`metadata.labels["` + LabelRevision + `"]`,
 }
 
 // Object is one built object with its place in the tree.
@@ -108,6 +119,7 @@ func Plan(svc *api.InferenceService) []Ref {
 				Role:      role.Name,
 				Replica:   r,
 				DependsOn: roleDependsOn,
+				Pinned:    role.Pinned(r),
 			}
 			switch spec.AwaitMode() {
 			case api.AwaitAll:

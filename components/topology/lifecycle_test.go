@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -84,4 +85,35 @@ func sortedKeys(m map[string]*lwsv1.LeaderWorkerSet) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func TestRolloutStrategy(t *testing.T) {
+	tree := story4With(t, func(svc *api.InferenceService) {
+		svc.Spec.Roles[1].RolloutStrategy = &api.RolloutStrategy{MaxSurge: ptr.To(1), Partition: ptr.To(1)}
+	})
+	lwss := byName(tree)
+	assert.Equal(t, 1, lwss["deepseek-r1-disagg-decode-0"].Spec.RolloutStrategy.RollingUpdateConfiguration.MaxSurge.IntValue(),
+		"a decode replica brings its new group up before the old one goes")
+	assert.Equal(t, 0, lwss["deepseek-r1-disagg-prefill-0"].Spec.RolloutStrategy.RollingUpdateConfiguration.MaxSurge.IntValue())
+	pinned := map[string]bool{}
+	for _, o := range tree.Objects {
+		if o.TypeMeta == topology.KindLeaderWorkerSet {
+			pinned[o.Name] = o.Pinned
+		}
+	}
+	assert.Equal(t, map[string]bool{"deepseek-r1-disagg-prefill-0": false, "deepseek-r1-disagg-decode-0": true,
+		"deepseek-r1-disagg-decode-1": false}, pinned, "replicas below the partition keep their template")
+}
+
+func TestSurgeRaisesTheNodePoolLimit(t *testing.T) {
+	svc := story(t, "pd-gpu-node-pools.yaml").Service
+	svc.Spec.Roles = append([]api.Role{}, svc.Spec.Roles...)
+	for i := range svc.Spec.Roles {
+		if svc.Spec.Roles[i].Name == "decode" {
+			svc.Spec.Roles[i].RolloutStrategy = &api.RolloutStrategy{MaxSurge: ptr.To(1)}
+		}
+	}
+	np := build(t, svc).Objects[0].Object.(*karpv1.NodePool)
+	limit := np.Spec.Limits[api.GPUResourceName]
+	assert.Equal(t, "128", limit.String(), "2 decode replicas x (1 + a surge group) x 4 nodes x 8 GPUs: room for the new groups")
 }

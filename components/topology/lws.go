@@ -94,7 +94,7 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 			},
 			RolloutStrategy: lwsv1.RolloutStrategy{
 				Type:                       lwsv1.RollingUpdateStrategyType,
-				RollingUpdateConfiguration: defaultRollingUpdate(),
+				RollingUpdateConfiguration: rollingUpdate(role),
 			},
 			StartupPolicy: role.StartupPolicyOrDefault(),
 			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
@@ -106,14 +106,15 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 	return lws
 }
 
-// defaultRollingUpdate is LWS's default, set explicitly so that a re-apply changes nothing.
-// Partition too: the LWS v0.8 webhook dereferences it whenever rollingUpdateConfiguration is set,
-// and neither its defaulting nor the CRD fills it in (found by tests/conformance).
-func defaultRollingUpdate() *lwsv1.RollingUpdateConfiguration {
+// rollingUpdate is the rolling update of a replica's LWS: LWS's defaults, set explicitly so that a
+// re-apply changes nothing, with the role's maxSurge. Partition too: the LWS v0.8 webhook
+// dereferences it whenever rollingUpdateConfiguration is set, and neither its defaulting nor the
+// CRD fills it in (found by tests/conformance).
+func rollingUpdate(role *api.Role) *lwsv1.RollingUpdateConfiguration {
 	return &lwsv1.RollingUpdateConfiguration{
 		Partition:      ptr.To[int32](0),
 		MaxUnavailable: intstr.FromInt32(1),
-		MaxSurge:       intstr.FromInt32(0),
+		MaxSurge:       intstr.FromInt32(role.MaxSurge()),
 	}
 }
 

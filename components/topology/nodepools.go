@@ -91,9 +91,6 @@ func requirement(key string, values []string) karpv1.NodeSelectorRequirementWith
 	}}
 }
 
-// surgeReplicas is how many extra groups an LWS may run during a rollout (its maxSurge).
-func surgeReplicas() int64 { return int64(defaultRollingUpdate().MaxSurge.IntValue()) }
-
 // poolGPULimit is the node GPU capacity the pool's roles need at full size, plus the groups a
 // rollout may surge per replica: Karpenter limits count node capacity, not pod requests, so
 // whole nodes are counted (a multi-node pod takes a node; single-node pods pack).
@@ -108,7 +105,7 @@ func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
 		if gpus == 0 {
 			continue
 		}
-		replicas := int64(role.ReplicaCount()) * (1 + surgeReplicas())
+		replicas := int64(role.ReplicaCount()) * (1 + int64(role.MaxSurge())) // each replica may surge a group
 		if role.MultiNode() {
 			nodes += replicas * int64(role.NodeCount())
 			continue

@@ -18,7 +18,9 @@ type Resource struct {
 	Custom               bool
 	ParentURN            string
 	Dependencies         []string
-	Inputs               resource.PropertyMap
+	// IgnoreChanges are the input paths the resource option ignoreChanges names.
+	IgnoreChanges []string
+	Inputs        resource.PropertyMap
 }
 
 // Monitor is a pulumi.MockResourceMonitor that records registrations in order.
@@ -36,6 +38,7 @@ func (m *Monitor) NewResource(args pulumi.MockResourceArgs) (string, resource.Pr
 	if rpc := args.RegisterRPC; rpc != nil {
 		r.ParentURN = rpc.GetParent()
 		r.Dependencies = rpc.GetDependencies()
+		r.IgnoreChanges = rpc.GetIgnoreChanges()
 	}
 	r.URNValue = mockURN(r.ParentURN, r.Type, r.Name)
 	outputs := args.Inputs.Copy()

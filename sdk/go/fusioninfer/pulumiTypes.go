@@ -1737,6 +1737,8 @@ type Role struct {
 	Replicas *int `pulumi:"replicas"`
 	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 	RestartPolicy *string `pulumi:"restartPolicy"`
+	// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	RolloutStrategy *RolloutStrategy `pulumi:"rolloutStrategy"`
 	// ShadowService adds a headless Service over the pool's pods.
 	ShadowService *bool `pulumi:"shadowService"`
 	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
@@ -1785,6 +1787,8 @@ type RoleArgs struct {
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 	RestartPolicy pulumi.StringPtrInput `pulumi:"restartPolicy"`
+	// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	RolloutStrategy RolloutStrategyPtrInput `pulumi:"rolloutStrategy"`
 	// ShadowService adds a headless Service over the pool's pods.
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
 	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
@@ -1911,6 +1915,11 @@ func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
 }
 
+// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+func (o RoleOutput) RolloutStrategy() RolloutStrategyPtrOutput {
+	return o.ApplyT(func(v Role) *RolloutStrategy { return v.RolloutStrategy }).(RolloutStrategyPtrOutput)
+}
+
 // ShadowService adds a headless Service over the pool's pods.
 func (o RoleOutput) ShadowService() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Role) *bool { return v.ShadowService }).(pulumi.BoolPtrOutput)
@@ -2028,6 +2037,162 @@ func (o RoleStatusMapOutput) MapIndex(k pulumi.StringInput) RoleStatusOutput {
 	return pulumi.All(o, k).ApplyT(func(vs []interface{}) RoleStatus {
 		return vs[0].(map[string]RoleStatus)[vs[1].(string)]
 	}).(RoleStatusOutput)
+}
+
+type RolloutStrategy struct {
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+	MaxSurge *int `pulumi:"maxSurge"`
+	// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+	Partition *int `pulumi:"partition"`
+}
+
+// RolloutStrategyInput is an input type that accepts RolloutStrategyArgs and RolloutStrategyOutput values.
+// You can construct a concrete instance of `RolloutStrategyInput` via:
+//
+//	RolloutStrategyArgs{...}
+type RolloutStrategyInput interface {
+	pulumi.Input
+
+	ToRolloutStrategyOutput() RolloutStrategyOutput
+	ToRolloutStrategyOutputWithContext(context.Context) RolloutStrategyOutput
+}
+
+type RolloutStrategyArgs struct {
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+	MaxSurge pulumi.IntPtrInput `pulumi:"maxSurge"`
+	// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+	Partition pulumi.IntPtrInput `pulumi:"partition"`
+}
+
+func (RolloutStrategyArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*RolloutStrategy)(nil)).Elem()
+}
+
+func (i RolloutStrategyArgs) ToRolloutStrategyOutput() RolloutStrategyOutput {
+	return i.ToRolloutStrategyOutputWithContext(context.Background())
+}
+
+func (i RolloutStrategyArgs) ToRolloutStrategyOutputWithContext(ctx context.Context) RolloutStrategyOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RolloutStrategyOutput)
+}
+
+func (i RolloutStrategyArgs) ToRolloutStrategyPtrOutput() RolloutStrategyPtrOutput {
+	return i.ToRolloutStrategyPtrOutputWithContext(context.Background())
+}
+
+func (i RolloutStrategyArgs) ToRolloutStrategyPtrOutputWithContext(ctx context.Context) RolloutStrategyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RolloutStrategyOutput).ToRolloutStrategyPtrOutputWithContext(ctx)
+}
+
+// RolloutStrategyPtrInput is an input type that accepts RolloutStrategyArgs, RolloutStrategyPtr and RolloutStrategyPtrOutput values.
+// You can construct a concrete instance of `RolloutStrategyPtrInput` via:
+//
+//	        RolloutStrategyArgs{...}
+//
+//	or:
+//
+//	        nil
+type RolloutStrategyPtrInput interface {
+	pulumi.Input
+
+	ToRolloutStrategyPtrOutput() RolloutStrategyPtrOutput
+	ToRolloutStrategyPtrOutputWithContext(context.Context) RolloutStrategyPtrOutput
+}
+
+type rolloutStrategyPtrType RolloutStrategyArgs
+
+func RolloutStrategyPtr(v *RolloutStrategyArgs) RolloutStrategyPtrInput {
+	return (*rolloutStrategyPtrType)(v)
+}
+
+func (*rolloutStrategyPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**RolloutStrategy)(nil)).Elem()
+}
+
+func (i *rolloutStrategyPtrType) ToRolloutStrategyPtrOutput() RolloutStrategyPtrOutput {
+	return i.ToRolloutStrategyPtrOutputWithContext(context.Background())
+}
+
+func (i *rolloutStrategyPtrType) ToRolloutStrategyPtrOutputWithContext(ctx context.Context) RolloutStrategyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RolloutStrategyPtrOutput)
+}
+
+type RolloutStrategyOutput struct{ *pulumi.OutputState }
+
+func (RolloutStrategyOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RolloutStrategy)(nil)).Elem()
+}
+
+func (o RolloutStrategyOutput) ToRolloutStrategyOutput() RolloutStrategyOutput {
+	return o
+}
+
+func (o RolloutStrategyOutput) ToRolloutStrategyOutputWithContext(ctx context.Context) RolloutStrategyOutput {
+	return o
+}
+
+func (o RolloutStrategyOutput) ToRolloutStrategyPtrOutput() RolloutStrategyPtrOutput {
+	return o.ToRolloutStrategyPtrOutputWithContext(context.Background())
+}
+
+func (o RolloutStrategyOutput) ToRolloutStrategyPtrOutputWithContext(ctx context.Context) RolloutStrategyPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v RolloutStrategy) *RolloutStrategy {
+		return &v
+	}).(RolloutStrategyPtrOutput)
+}
+
+// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+func (o RolloutStrategyOutput) MaxSurge() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v RolloutStrategy) *int { return v.MaxSurge }).(pulumi.IntPtrOutput)
+}
+
+// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+func (o RolloutStrategyOutput) Partition() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v RolloutStrategy) *int { return v.Partition }).(pulumi.IntPtrOutput)
+}
+
+type RolloutStrategyPtrOutput struct{ *pulumi.OutputState }
+
+func (RolloutStrategyPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RolloutStrategy)(nil)).Elem()
+}
+
+func (o RolloutStrategyPtrOutput) ToRolloutStrategyPtrOutput() RolloutStrategyPtrOutput {
+	return o
+}
+
+func (o RolloutStrategyPtrOutput) ToRolloutStrategyPtrOutputWithContext(ctx context.Context) RolloutStrategyPtrOutput {
+	return o
+}
+
+func (o RolloutStrategyPtrOutput) Elem() RolloutStrategyOutput {
+	return o.ApplyT(func(v *RolloutStrategy) RolloutStrategy {
+		if v != nil {
+			return *v
+		}
+		var ret RolloutStrategy
+		return ret
+	}).(RolloutStrategyOutput)
+}
+
+// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+func (o RolloutStrategyPtrOutput) MaxSurge() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *RolloutStrategy) *int {
+		if v == nil {
+			return nil
+		}
+		return v.MaxSurge
+	}).(pulumi.IntPtrOutput)
+}
+
+// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+func (o RolloutStrategyPtrOutput) Partition() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *RolloutStrategy) *int {
+		if v == nil {
+			return nil
+		}
+		return v.Partition
+	}).(pulumi.IntPtrOutput)
 }
 
 type SchedulingStrategy struct {
@@ -2381,6 +2546,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesPtrInput)(nil)).Elem(), ResourcesArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleInput)(nil)).Elem(), RoleArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleArrayInput)(nil)).Elem(), RoleArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyInput)(nil)).Elem(), RolloutStrategyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyPtrInput)(nil)).Elem(), RolloutStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyPtrInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintInput)(nil)).Elem(), TaintArgs{})
@@ -2409,6 +2576,8 @@ func init() {
 	pulumi.RegisterOutputType(RoleArrayOutput{})
 	pulumi.RegisterOutputType(RoleStatusOutput{})
 	pulumi.RegisterOutputType(RoleStatusMapOutput{})
+	pulumi.RegisterOutputType(RolloutStrategyOutput{})
+	pulumi.RegisterOutputType(RolloutStrategyPtrOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyPtrOutput{})
 	pulumi.RegisterOutputType(TaintOutput{})

@@ -227,6 +227,10 @@ export interface RoleArgs {
      */
     restartPolicy?: pulumi.Input<string | undefined>;
     /**
+     * RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+     */
+    rolloutStrategy?: pulumi.Input<inputs.RolloutStrategyArgs | undefined>;
+    /**
      * ShadowService adds a headless Service over the pool's pods.
      */
     shadowService?: pulumi.Input<boolean | undefined>;
@@ -242,6 +246,17 @@ export interface RoleArgs {
      * Template is the pod template of the role's pods; its first container is the model server.
      */
     template?: pulumi.Input<pulumiKubernetes.types.input.core.v1.PodTemplateSpec | undefined>;
+}
+
+export interface RolloutStrategyArgs {
+    /**
+     * MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+     */
+    maxSurge?: pulumi.Input<number | undefined>;
+    /**
+     * Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+     */
+    partition?: pulumi.Input<number | undefined>;
 }
 
 export interface SchedulingStrategyArgs {

@@ -38,6 +38,8 @@ __all__ = [
     'ResourcesArgsDict',
     'RoleArgs',
     'RoleArgsDict',
+    'RolloutStrategyArgs',
+    'RolloutStrategyArgsDict',
     'SchedulingStrategyArgs',
     'SchedulingStrategyArgsDict',
     'TaintArgs',
@@ -860,6 +862,10 @@ class RoleArgsDict(TypedDict):
     """
     RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
     """
+    rollout_strategy: NotRequired[pulumi.Input[Optional['RolloutStrategyArgsDict']]]
+    """
+    RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+    """
     shadow_service: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
     ShadowService adds a headless Service over the pool's pods.
@@ -893,6 +899,7 @@ class RoleArgs:
                  pool_api_version: pulumi.Input[Optional[_builtins.str]] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  restart_policy: pulumi.Input[Optional[_builtins.str]] = None,
+                 rollout_strategy: pulumi.Input[Optional['RolloutStrategyArgs']] = None,
                  shadow_service: pulumi.Input[Optional[_builtins.bool]] = None,
                  startup_policy: pulumi.Input[Optional[_builtins.str]] = None,
                  strategy: pulumi.Input[Optional[_builtins.str]] = None,
@@ -911,6 +918,7 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] pool_api_version: PoolAPIVersion is v1 (default) or v1alpha2.
         :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
         :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
         :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service over the pool's pods.
         :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
         :param pulumi.Input[_builtins.str] strategy: Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
@@ -940,6 +948,8 @@ class RoleArgs:
             pulumi.set(__self__, "replicas", replicas)
         if restart_policy is not None:
             pulumi.set(__self__, "restart_policy", restart_policy)
+        if rollout_strategy is not None:
+            pulumi.set(__self__, "rollout_strategy", rollout_strategy)
         if shadow_service is not None:
             pulumi.set(__self__, "shadow_service", shadow_service)
         if startup_policy is not None:
@@ -1106,6 +1116,18 @@ class RoleArgs:
         pulumi.set(self, "restart_policy", value)
 
     @_builtins.property
+    @pulumi.getter(name="rolloutStrategy")
+    def rollout_strategy(self) -> pulumi.Input[Optional['RolloutStrategyArgs']]:
+        """
+        RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+        """
+        return pulumi.get(self, "rollout_strategy")
+
+    @rollout_strategy.setter
+    def rollout_strategy(self, value: pulumi.Input[Optional['RolloutStrategyArgs']]):
+        pulumi.set(self, "rollout_strategy", value)
+
+    @_builtins.property
     @pulumi.getter(name="shadowService")
     def shadow_service(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
@@ -1152,6 +1174,55 @@ class RoleArgs:
     @template.setter
     def template(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']]):
         pulumi.set(self, "template", value)
+
+
+class RolloutStrategyArgsDict(TypedDict):
+    max_surge: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+    """
+    partition: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+    """
+
+@pulumi.input_type
+class RolloutStrategyArgs:
+    def __init__(__self__, *,
+                 max_surge: pulumi.Input[Optional[_builtins.int]] = None,
+                 partition: pulumi.Input[Optional[_builtins.int]] = None):
+        """
+        :param pulumi.Input[_builtins.int] max_surge: MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+        :param pulumi.Input[_builtins.int] partition: Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+        """
+        if max_surge is not None:
+            pulumi.set(__self__, "max_surge", max_surge)
+        if partition is not None:
+            pulumi.set(__self__, "partition", partition)
+
+    @_builtins.property
+    @pulumi.getter(name="maxSurge")
+    def max_surge(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+        """
+        return pulumi.get(self, "max_surge")
+
+    @max_surge.setter
+    def max_surge(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "max_surge", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def partition(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+        """
+        return pulumi.get(self, "partition")
+
+    @partition.setter
+    def partition(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "partition", value)
 
 
 class SchedulingStrategyArgsDict(TypedDict):
