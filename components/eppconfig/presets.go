@@ -56,6 +56,10 @@ func Strategies() []string {
 	return out
 }
 
+func unknownStrategy(strategy string) error {
+	return fmt.Errorf("unknown strategy %q: one of %v", strategy, Strategies())
+}
+
 // Preset is the configuration of a strategy and the EPP flavor that runs it. A service with
 // prefillers and decoders always routes with pd-disaggregation: only its profiles send a request
 // to a prefill pod and then a decode pod.
@@ -65,7 +69,7 @@ func Preset(strategy string, disaggregated bool) (*configapi.EndpointPickerConfi
 	}
 	scorers, ok := singleProfile[strategy]
 	if !ok {
-		return nil, "", fmt.Errorf("unknown strategy %q: one of %v", strategy, Strategies())
+		return nil, "", unknownStrategy(strategy)
 	}
 	cfg := &configapi.EndpointPickerConfig{SchedulingProfiles: []configapi.SchedulingProfile{{Name: "default"}}}
 	for _, s := range scorers {

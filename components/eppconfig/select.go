@@ -87,7 +87,7 @@ func checkStrategy(strategy string, disaggregated bool) error {
 	case strategy == StrategyDefault:
 		return nil
 	case !knownStrategy(strategy):
-		return fmt.Errorf("unknown strategy %q: one of %v", strategy, Strategies())
+		return unknownStrategy(strategy)
 	case disaggregated && strategy != StrategyPDDisaggregation:
 		return fmt.Errorf("a service with prefillers and decoders routes with %s (a prefill pod, then a decode pod); "+
 			"remove the strategy or set it to %s", StrategyPDDisaggregation, StrategyPDDisaggregation)

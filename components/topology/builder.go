@@ -64,6 +64,8 @@ type Object struct {
 type Tree struct {
 	Service *api.InferenceService
 	Objects []Object
+	// routing is what the router's objects were built from; nil without a router.
+	routing *routing
 }
 
 // WithDefaults returns the service with its namespace defaulted; the caller's value is not changed.
@@ -179,7 +181,7 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 	for i := range svc.Spec.Roles {
 		roles[svc.Spec.Roles[i].Name] = &svc.Spec.Roles[i]
 	}
-	tree := &Tree{Service: svc}
+	tree := &Tree{Service: svc, routing: routing}
 	for _, ref := range Plan(svc) {
 		var obj runtime.Object
 		switch ref.TypeMeta {

@@ -92,7 +92,7 @@ func Summarize(t *Tree) Summary {
 }
 
 func summarizeRouter(t *Tree) *RouterSummary {
-	routing := newRouting(t.Service)
+	routing := t.routing
 	if routing == nil {
 		return nil
 	}
