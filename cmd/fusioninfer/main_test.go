@@ -58,8 +58,8 @@ func TestRenderFile(t *testing.T) {
 	assert.Empty(t, stderr)
 	assert.Equal(t, []string{
 		"PodGroup/default/deepseek-r1-disagg",
-		"LeaderWorkerSet/default/deepseek-r1-disagg-prefill-0",
-		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-0",
+		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-0",  // rollout order: the gang's minimal set first,
+		"LeaderWorkerSet/default/deepseek-r1-disagg-prefill-0", // decode before prefill
 		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-1",
 	}, objectNames(documents(t, stdout)))
 }
@@ -121,13 +121,13 @@ func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"0000-default-podgroup-deepseek-r1-disagg.yaml",
-		"0001-default-leaderworkerset-deepseek-r1-disagg-prefill-0.yaml",
-		"0002-default-leaderworkerset-deepseek-r1-disagg-decode-0.yaml",
+		"0001-default-leaderworkerset-deepseek-r1-disagg-decode-0.yaml",
+		"0002-default-leaderworkerset-deepseek-r1-disagg-prefill-0.yaml",
 		"0003-default-leaderworkerset-deepseek-r1-disagg-decode-1.yaml",
 	}, files)
 	data, err := os.ReadFile(filepath.Join(dir, files[1]))
 	require.NoError(t, err)
-	assert.Contains(t, string(data), "name: deepseek-r1-disagg-prefill-0")
+	assert.Contains(t, string(data), "name: deepseek-r1-disagg-decode-0")
 }
 
 const badServices = `apiVersion: fusioninfer.io/v1alpha1

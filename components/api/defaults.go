@@ -145,6 +145,16 @@ func (s *InferenceServiceSpec) NodePoolNamed(name string) *NodePool {
 // KarpenterNodePoolName is the name of a pool's Karpenter NodePool: {service}-{pool}.
 func KarpenterNodePoolName(serviceName, poolName string) string { return serviceName + "-" + poolName }
 
+// RoleNamed is the role with the name, or nil.
+func (s *InferenceServiceSpec) RoleNamed(name string) *Role {
+	for i := range s.Roles {
+		if s.Roles[i].Name == name {
+			return &s.Roles[i]
+		}
+	}
+	return nil
+}
+
 // Router is the service's router role, or nil.
 func (s *InferenceServiceSpec) Router() *Role {
 	for i := range s.Roles {
@@ -207,18 +217,4 @@ func (r *Role) StartupPolicyOrDefault() lwsv1.StartupPolicyType {
 		return lwsv1.LeaderCreatedStartupPolicy
 	}
 	return r.StartupPolicy
-}
-
-// MaxSurge is the role's per-replica surge, 0 when unset.
-func (r *Role) MaxSurge() int32 {
-	if r.RolloutStrategy == nil || r.RolloutStrategy.MaxSurge == nil {
-		return 0
-	}
-	return int32(*r.RolloutStrategy.MaxSurge)
-}
-
-// Pinned reports whether a replica keeps its current pod template (its index is below the
-// role's rolloutStrategy.partition).
-func (r *Role) Pinned(replica int32) bool {
-	return r.RolloutStrategy != nil && r.RolloutStrategy.Partition != nil && int(replica) < *r.RolloutStrategy.Partition
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
@@ -60,6 +61,9 @@ type InferenceServiceSpec struct {
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for
 	// roles with modelFlexibility.
 	DualPodsController *DualPodsController `json:"dualPodsController,omitempty"`
+	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow
+	// in the default order: decoders, prefillers, workers, then the router.
+	RolloutOrder []string `json:"rolloutOrder,omitempty"`
 }
 
 // NodePoolKind says who makes a pool's nodes.
@@ -327,6 +331,10 @@ type EndpointPicker struct {
 
 // RolloutStrategy shapes how a changed pod template reaches a role's replicas.
 type RolloutStrategy struct {
+	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a
+	// percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs
+	// update in batches of this size, each batch after the previous one is Available.
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new
 	// group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it
 	// as rollingUpdateConfiguration.maxSurge.

@@ -111,6 +111,7 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateScheduling(spec, fldPath)...)
 	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
 	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
+	errs = append(errs, validateRolloutOrder(spec, fldPath.Child("rolloutOrder"))...)
 	switch spec.Await {
 	case "", AwaitAll, AwaitMinimal, AwaitNone:
 	default:
@@ -180,7 +181,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
 	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)
 	errs = append(errs, validateLifecycle(role, withTemplates, rolePath)...)
-	errs = append(errs, validateRolloutStrategy(role, rolePath.Child("rolloutStrategy"))...)
+	errs = append(errs, validateRolloutStrategy(spec, role, rolePath.Child("rolloutStrategy"))...)
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
@@ -573,24 +574,6 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 	default:
 		errs = append(errs, field.NotSupported(rolePath.Child("startupPolicy"), role.StartupPolicy,
 			[]lwsv1.StartupPolicyType{lwsv1.LeaderCreatedStartupPolicy, lwsv1.LeaderReadyStartupPolicy}))
-	}
-	return errs
-}
-
-// validateRolloutStrategy checks a role's surge and partition.
-func validateRolloutStrategy(role *Role, path *field.Path) field.ErrorList {
-	rs := role.RolloutStrategy
-	if rs == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	if rs.MaxSurge != nil && (*rs.MaxSurge < 0 || *rs.MaxSurge > 1) {
-		errs = append(errs, field.Invalid(path.Child("maxSurge"), *rs.MaxSurge,
-			"must be 0 or 1: a replica is one group, so at most one new group comes up before the old one goes"))
-	}
-	if rs.Partition != nil && (*rs.Partition < 0 || *rs.Partition > int(role.ReplicaCount())) {
-		errs = append(errs, field.Invalid(path.Child("partition"), *rs.Partition,
-			fmt.Sprintf("must be >= 0 and <= replicas (%d)", role.ReplicaCount())))
 	}
 	return errs
 }

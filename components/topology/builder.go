@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	karpenter "sigs.k8s.io/karpenter/pkg/apis"
@@ -78,10 +76,12 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 }
 
 // Plan lays out the tree of a service whose shape validates (api.ValidateShape), in apply order:
-// the PodGroup first when gang scheduling is on, then one LeaderWorkerSet per replica, role by
-// role. In await mode minimal the gang's minimal set comes first and every other replica depends
-// on it, or Volcano may start an extra replica while the deployment waits for a minimal one.
-// Every DependsOn names an earlier object.
+// node pools, FMA's controller, the PodGroup when gang scheduling is on, one LeaderWorkerSet per
+// replica, the router's objects and its HTTPRoute. In await mode all (the default) the
+// LeaderWorkerSets and the router follow each other in rollout batches (rolloutPlan). In await
+// mode minimal the gang's minimal set comes first and every other replica depends on it, or
+// Volcano may start an extra replica while the deployment waits for a minimal one. Every
+// DependsOn names an earlier object.
 func Plan(svc *api.InferenceService) []Ref {
 	svc = WithDefaults(svc)
 	spec := &svc.Spec
@@ -99,7 +99,8 @@ func Plan(svc *api.InferenceService) []Ref {
 		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
 		lwsDependsOn = append(lwsDependsOn, podGroupSuffix)
 	}
-	var minimal, extra []Ref
+	replicas := map[string][]Ref{} // per serving role, its replicas' LWSs in index order
+	var roleOrder []string
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
 		if !role.ComponentType.Serving() {
@@ -112,8 +113,9 @@ func Plan(svc *api.InferenceService) []Ref {
 		if role.DualPods() && len(controller) > 0 {
 			roleDependsOn = append(append([]string{}, roleDependsOn...), suffixFMAController)
 		}
+		roleOrder = append(roleOrder, role.Name)
 		for r := int32(0); r < role.ReplicaCount(); r++ {
-			ref := Ref{
+			replicas[role.Name] = append(replicas[role.Name], Ref{
 				TypeMeta:  KindLeaderWorkerSet,
 				Name:      api.LeaderWorkerSetName(svc.Name, role.Name, r),
 				Namespace: svc.Namespace,
@@ -122,44 +124,42 @@ func Plan(svc *api.InferenceService) []Ref {
 				Replica:   r,
 				DependsOn: roleDependsOn,
 				Pinned:    role.Pinned(r),
-			}
-			switch spec.AwaitMode() {
-			case api.AwaitAll:
+			})
+		}
+	}
+	switch spec.AwaitMode() {
+	case api.AwaitAll:
+		return append(refs, rolloutPlan(svc, replicas)...)
+	case api.AwaitMinimal:
+		return append(refs, minimalFirstPlan(svc, roleOrder, replicas)...)
+	default: // none: nothing is awaited, so no order holds anything back
+		for _, name := range roleOrder {
+			refs = append(refs, replicas[name]...)
+		}
+		return append(append(refs, routerRefs(svc, nil)...), httpRouteRefs(svc, nil)...)
+	}
+}
+
+// minimalFirstPlan awaits the gang's minimal set, created first, and makes every other replica
+// depend on it without awaiting them.
+func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas map[string][]Ref) []Ref {
+	var minimal, extra []Ref
+	var minimalSuffixes []string
+	for _, name := range roleOrder {
+		role := svc.Spec.RoleNamed(name)
+		for _, ref := range replicas[name] {
+			if ref.Replica < svc.Spec.GangMinimum(role) {
 				ref.Awaited = true
-				refs = append(refs, ref)
-			case api.AwaitNone:
-				refs = append(refs, ref)
-			case api.AwaitMinimal:
-				if r < spec.GangMinimum(role) {
-					ref.Awaited = true
-					minimal = append(minimal, ref)
-				} else {
-					extra = append(extra, ref)
-				}
+				minimal = append(minimal, ref)
+				minimalSuffixes = append(minimalSuffixes, ref.Suffix)
+			} else {
+				extra = append(extra, ref)
 			}
 		}
 	}
-	var awaited []string
-	for _, ref := range append(append([]Ref{}, refs...), minimal...) {
-		if ref.TypeMeta == KindLeaderWorkerSet && ref.Awaited {
-			awaited = append(awaited, ref.Suffix)
-		}
-	}
-	router := routerRefs(svc, awaited)
-	if len(minimal)+len(extra) == 0 {
-		return append(refs, router...)
-	}
-	// The replicas beyond the minimum depend on every minimal one (and on what they already did).
-	minimalSuffixes := awaited
-	shared := map[string][]string{} // one read-only list per distinct base, not one per replica
-	for i := range extra {
-		key := strings.Join(extra[i].DependsOn, ",")
-		if _, ok := shared[key]; !ok {
-			shared[key] = append(append([]string{}, extra[i].DependsOn...), minimalSuffixes...)
-		}
-		extra[i].DependsOn = shared[key]
-	}
-	return append(append(append(refs, minimal...), extra...), router...)
+	dependOnBatch(extra, minimalSuffixes)
+	out := append(append(minimal, extra...), routerRefs(svc, nil)...)
+	return append(out, httpRouteRefs(svc, minimalSuffixes)...)
 }
 
 // Build validates the service and builds its whole tree. On invalid input it returns every

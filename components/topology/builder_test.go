@@ -72,9 +72,10 @@ func TestSeedStoriesTopology(t *testing.T) {
 		{"story1-monolithic.yaml", []string{"LeaderWorkerSet/qwen-inference-inference-0"}, []int32{1}, false, 0},
 		{"story2-disaggregated.yaml", []string{
 			"PodGroup/qwen-inference-service",
-			"LeaderWorkerSet/qwen-inference-service-prefill-0", "LeaderWorkerSet/qwen-inference-service-prefill-1",
-			"LeaderWorkerSet/qwen-inference-service-decode-0", "LeaderWorkerSet/qwen-inference-service-decode-1",
-			"LeaderWorkerSet/qwen-inference-service-decode-2", "LeaderWorkerSet/qwen-inference-service-decode-3",
+			// rollout order: the gang's minimal set, then decode's replicas, then prefill's
+			"LeaderWorkerSet/qwen-inference-service-decode-0", "LeaderWorkerSet/qwen-inference-service-prefill-0",
+			"LeaderWorkerSet/qwen-inference-service-decode-1", "LeaderWorkerSet/qwen-inference-service-decode-2",
+			"LeaderWorkerSet/qwen-inference-service-decode-3", "LeaderWorkerSet/qwen-inference-service-prefill-1",
 		}, []int32{1, 1, 1, 1, 1, 1}, true, 2},
 		{"story3-multinode.yaml", []string{
 			"PodGroup/deepseek-r1-inference",
@@ -82,9 +83,9 @@ func TestSeedStoriesTopology(t *testing.T) {
 		}, []int32{4, 4}, true, 4},
 		{"story4-disaggregated-multinode.yaml", []string{
 			"PodGroup/deepseek-r1-disagg",
-			"LeaderWorkerSet/deepseek-r1-disagg-prefill-0",
-			"LeaderWorkerSet/deepseek-r1-disagg-decode-0", "LeaderWorkerSet/deepseek-r1-disagg-decode-1",
-		}, []int32{2, 4, 4}, true, 6},
+			"LeaderWorkerSet/deepseek-r1-disagg-decode-0", "LeaderWorkerSet/deepseek-r1-disagg-prefill-0",
+			"LeaderWorkerSet/deepseek-r1-disagg-decode-1",
+		}, []int32{4, 2, 4}, true, 6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -292,7 +293,7 @@ func TestNodePools(t *testing.T) {
 	tree := story(t, "pd-gpu-node-pools.yaml")
 	assert.Equal(t, []string{
 		"NodePool/deepseek-r1-pools-h100", "PodGroup/deepseek-r1-pools",
-		"LeaderWorkerSet/deepseek-r1-pools-prefill-0", "LeaderWorkerSet/deepseek-r1-pools-decode-0", "LeaderWorkerSet/deepseek-r1-pools-decode-1",
+		"LeaderWorkerSet/deepseek-r1-pools-decode-0", "LeaderWorkerSet/deepseek-r1-pools-prefill-0", "LeaderWorkerSet/deepseek-r1-pools-decode-1",
 	}, names(tree), "one NodePool for the karpenter pool, none for the existing one")
 	np := tree.Objects[0].Object.(*karpv1.NodePool)
 	assert.Empty(t, np.Namespace, "NodePools are cluster-scoped")
@@ -356,7 +357,7 @@ func TestUserAffinityAndTolerationsAreKept(t *testing.T) {
 	}}}
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
-	spec := tree.Objects[2].Object.(*lwsv1.LeaderWorkerSet).Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	spec := objectOf[*lwsv1.LeaderWorkerSet](t, tree, "deepseek-r1-pools-prefill-0").Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
 	assert.Len(t, spec.Tolerations, 1, "a toleration of everything already tolerates the GPU taint")
 	for _, term := range spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 		assert.Len(t, term.MatchExpressions, 2, "the GPU product is required in every one of the user's alternatives")

@@ -113,7 +113,11 @@ func TestSurgeRaisesTheNodePoolLimit(t *testing.T) {
 			svc.Spec.Roles[i].RolloutStrategy = &api.RolloutStrategy{MaxSurge: ptr.To(1)}
 		}
 	}
-	np := build(t, svc).Objects[0].Object.(*karpv1.NodePool)
-	limit := np.Spec.Limits[api.GPUResourceName]
-	assert.Equal(t, "128", limit.String(), "2 decode replicas x (1 + a surge group) x 4 nodes x 8 GPUs: room for the new groups")
+	limit := func() string {
+		q := build(t, svc).Objects[0].Object.(*karpv1.NodePool).Spec.Limits[api.GPUResourceName]
+		return q.String()
+	}
+	assert.Equal(t, "96", limit(), "(2 decode replicas + 1 surge group, as batches of 1 update) x 4 nodes x 8 GPUs: room for the new group")
+	svc.Spec.Await = api.AwaitNone
+	assert.Equal(t, "128", limit(), "unawaited, every replica updates and surges at once")
 }

@@ -92,8 +92,8 @@ func requirement(key string, values []string) karpv1.NodeSelectorRequirementWith
 }
 
 // poolGPULimit is the node GPU capacity the pool's roles need at full size, plus the groups a
-// rollout may surge per replica: Karpenter limits count node capacity, not pod requests, so
-// whole nodes are counted (a multi-node pod takes a node; single-node pods pack).
+// rollout may surge at once: Karpenter limits count node capacity, not pod requests, so whole
+// nodes are counted (a multi-node pod takes a node; single-node pods pack).
 func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
 	var nodes int64
 	for i := range spec.Roles {
@@ -105,7 +105,7 @@ func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
 		if gpus == 0 {
 			continue
 		}
-		replicas := int64(role.ReplicaCount()) * (1 + int64(role.MaxSurge())) // each replica may surge a group
+		replicas := int64(role.ReplicaCount()) + int64(role.MaxSurge())*int64(updatedAtOnce(spec, role))
 		if role.MultiNode() {
 			nodes += replicas * int64(role.NodeCount())
 			continue
@@ -202,4 +202,17 @@ func karpenterPools(spec *api.InferenceServiceSpec) []*api.NodePool {
 		}
 	}
 	return out
+}
+
+// updatedAtOnce is how many of a role's replicas a rollout updates together: its largest batch
+// (the gang's minimal set may make the first larger), or every replica when nothing is awaited.
+func updatedAtOnce(spec *api.InferenceServiceSpec, role *api.Role) int32 {
+	if !spec.RolloutBatched() {
+		return role.ReplicaCount()
+	}
+	n := role.RolloutBatchSize()
+	if spec.GangScheduled() {
+		n = max(n, spec.GangMinimum(role))
+	}
+	return n
 }

@@ -70,42 +70,51 @@ const (
 	waitForOneReady = "jsonpath={.status.readyReplicas}=1"
 )
 
-// routerRefs lay out a router's objects after the service's LWSs. The Endpoint Picker starts
-// once its account, permissions and configuration exist; the route attaches to the gateway last,
-// after the pool and the replicas a deployment waits for, so traffic arrives when pods serve.
-func routerRefs(svc *api.InferenceService, awaitedLeaderWorkerSets []string) []Ref {
+// routerRefs lay out a router's objects but its HTTPRoute. The Endpoint Picker starts once its
+// account, permissions and configuration exist, and the rollout batch before it (after) is up.
+func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	router := svc.Spec.Router()
 	if router == nil {
 		return nil
 	}
 	eppName := api.EndpointPickerName(svc.Name)
-	ref := func(kind TypeMeta, name, suffix string, dependsOn ...string) Ref {
-		return Ref{TypeMeta: kind, Name: name, Namespace: svc.Namespace, Suffix: suffix, Role: router.Name, DependsOn: dependsOn}
-	}
 	poolKind := KindInferencePool
 	if router.PoolAPIVersion == api.PoolV1Alpha2 {
 		poolKind = KindInferencePoolV1Alpha2
 	}
 	// The Deployment and its Service (whose endpoints pulumi-kubernetes waits for) are awaited
 	// unless nothing is.
-	deployment := ref(KindDeployment, eppName, suffixEPPDeployment, suffixEPPRoleBinding, suffixEPPConfig)
+	deployment := routerRef(svc, KindDeployment, eppName, suffixEPPDeployment, append([]string{suffixEPPRoleBinding, suffixEPPConfig}, after...)...)
 	deployment.Awaited = svc.Spec.AwaitMode() != api.AwaitNone
-	service := ref(KindService, eppName, suffixEPPService)
+	service := routerRef(svc, KindService, eppName, suffixEPPService)
 	service.Awaited = deployment.Awaited
 	refs := []Ref{
-		ref(KindServiceAccount, eppName, suffixEPPServiceAccount),
-		ref(KindRole, eppName, suffixEPPRole),
-		ref(KindRoleBinding, eppName, suffixEPPRoleBinding, suffixEPPServiceAccount, suffixEPPRole),
-		ref(KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig),
+		routerRef(svc, KindServiceAccount, eppName, suffixEPPServiceAccount),
+		routerRef(svc, KindRole, eppName, suffixEPPRole),
+		routerRef(svc, KindRoleBinding, eppName, suffixEPPRoleBinding, suffixEPPServiceAccount, suffixEPPRole),
+		routerRef(svc, KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig),
 		deployment,
 		service,
-		ref(poolKind, api.PoolName(svc.Name), suffixPool),
+		routerRef(svc, poolKind, api.PoolName(svc.Name), suffixPool),
 	}
 	if router.ShadowService {
-		refs = append(refs, ref(KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
+		refs = append(refs, routerRef(svc, KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
+	}
+	return refs
+}
+
+// httpRouteRefs are the router's HTTPRoute, last: it attaches traffic once the pool, its Endpoint
+// Picker and every awaited replica are up.
+func httpRouteRefs(svc *api.InferenceService, awaitedLeaderWorkerSets []string) []Ref {
+	if svc.Spec.Router() == nil {
+		return nil
 	}
 	routeDependsOn := append([]string{suffixPool, suffixEPPDeployment}, awaitedLeaderWorkerSets...)
-	return append(refs, ref(KindHTTPRoute, api.HTTPRouteName(svc.Name), suffixHTTPRoute, routeDependsOn...))
+	return []Ref{routerRef(svc, KindHTTPRoute, api.HTTPRouteName(svc.Name), suffixHTTPRoute, routeDependsOn...)}
+}
+
+func routerRef(svc *api.InferenceService, kind TypeMeta, name, suffix string, dependsOn ...string) Ref {
+	return Ref{TypeMeta: kind, Name: name, Namespace: svc.Namespace, Suffix: suffix, Role: svc.Spec.Router().Name, DependsOn: dependsOn}
 }
 
 // routing builds a router's objects.

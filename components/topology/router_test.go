@@ -59,7 +59,8 @@ func TestRouterObjectsAndOrder(t *testing.T) {
 	assert.Equal(t, []string{"pool", "epp-deployment", "server-0", "server-1", "server-2", "server-3"}, route.DependsOn,
 		"the route attaches after the pool, the Endpoint Picker and the awaited replicas")
 	deployment := tree.Objects[8]
-	assert.Equal(t, []string{"epp-rolebinding", "epp-config"}, deployment.DependsOn)
+	assert.Equal(t, []string{"epp-rolebinding", "epp-config", "server-3"}, deployment.DependsOn,
+		"the router rolls out last, after the servers' last batch")
 	assert.True(t, deployment.Awaited)
 }
 
