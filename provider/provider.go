@@ -42,5 +42,9 @@ func New() (p.Provider, error) {
 }
 
 func construct(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*inferenceservice.InferenceService, error) {
-	return inferenceservice.NewInferenceService(ctx, name, args.componentArgs(), opts...)
+	componentArgs, err := args.componentArgs()
+	if err != nil {
+		return nil, err
+	}
+	return inferenceservice.NewInferenceService(ctx, name, componentArgs, opts...)
 }

@@ -21,6 +21,9 @@ const podTemplateRef = "/kubernetes/v" + KubernetesVersion + "/schema.json#/type
 // roleToken is the role's type as infer names it (after the Go struct provider.RoleArgs).
 const roleToken = "fusioninfer:index:RoleArgs"
 
+// rolloutStrategyToken is the role's rollout strategy, whose maxUnavailable is a count or a percent.
+const rolloutStrategyToken = "fusioninfer:index:RolloutStrategyArgs"
+
 // inlinedKubernetesTypes is where infer puts the pulumi-kubernetes structs it walked (the Go
 // package of the plain PodTemplateSpec is core/v1).
 const inlinedKubernetesTypes = "fusioninfer:v1:"
@@ -42,8 +45,9 @@ func withKubernetesReferences(prov p.Provider) p.Provider {
 
 // rewriteSchema makes the inferred schema the one SDKs are generated from: the role's template is
 // the kubernetes package's PodTemplateSpec (declared as a dependency; an inlined copy of a
-// kubernetes type, which infer makes from a plain pulumi-kubernetes struct, is refused), every
-// property is described, and types lose the Go "Args" suffix.
+// kubernetes type, which infer makes from a plain pulumi-kubernetes struct, is refused),
+// maxUnavailable is an integer or a string, every property is described, and types lose the Go
+// "Args" suffix.
 func rewriteSchema(raw string) (string, error) {
 	var spec pschema.PackageSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -59,6 +63,13 @@ func rewriteSchema(raw string) (string, error) {
 	if role, ok := spec.Types[roleToken]; ok {
 		role.Properties["template"] = pschema.PropertySpec{TypeSpec: pschema.TypeSpec{Ref: podTemplateRef}}
 		spec.Types[roleToken] = role
+	}
+	// maxUnavailable reaches the provider as any value; to the SDKs it is a number or a string, as
+	// the kubernetes package's IntOrString fields are.
+	if strategy, ok := spec.Types[rolloutStrategyToken]; ok {
+		strategy.Properties["maxUnavailable"] = pschema.PropertySpec{TypeSpec: pschema.TypeSpec{
+			OneOf: []pschema.TypeSpec{{Type: "integer"}, {Type: "string"}}}}
+		spec.Types[rolloutStrategyToken] = strategy
 	}
 	describe(&spec)
 	renamed := withoutArgsSuffix(&spec)

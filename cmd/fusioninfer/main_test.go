@@ -99,6 +99,20 @@ func TestSummaryIsYAMLComments(t *testing.T) {
 	assert.Len(t, documents(t, stdout), 4, "the stream still parses to the same objects")
 }
 
+func TestSummaryShowsTheRolloutBatches(t *testing.T) {
+	for file, want := range map[string]string{
+		"qwen-rollout.yaml":         "# rollout: 3 batches, each after the one before is Available: chat 0-1 -> chat 2-3 -> chat 4-5\n",
+		"story1-monolithic.yaml":    "# rollout: 1 batch: inference 0\n",
+		"qwen-pd-router.yaml":       "# rollout: every replica at once (spec.await is not all, so nothing holds a batch back)\n",
+		"llama-router.yaml":         "# rollout: 5 batches, each after the one before is Available: server 0 -> server 1 -> server 2 -> server 3 -> router\n",
+		"story2-disaggregated.yaml": "# rollout: 5 batches, each after the one before is Available: decode 0 + prefill 0 -> decode 1 -> decode 2 -> decode 3 -> prefill 1\n",
+	} {
+		stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/"+file, "--summary")
+		require.NoError(t, err)
+		assert.Contains(t, strings.Split(stdout, "---")[0], want, file)
+	}
+}
+
 func TestSummaryShowsTheRouter(t *testing.T) {
 	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/qwen-pd-router.yaml", "--summary")
 	require.NoError(t, err)

@@ -34,6 +34,9 @@ type Args struct {
 	NodePools []api.NodePool `pulumi:"nodePools,optional"`
 	// DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
 	DualPodsController *api.DualPodsController `pulumi:"dualPodsController,optional"`
+	// RolloutOrder names the roles in the order a rollout updates them (default: decoders,
+	// prefillers, workers, then the router); roles it leaves out follow in the default order.
+	RolloutOrder []string `pulumi:"rolloutOrder,optional"`
 }
 
 // RoleArgs describe one role.
@@ -52,7 +55,9 @@ type RoleArgs struct {
 	NetworkTopology *api.NetworkTopologyPolicy `pulumi:"networkTopology,optional"`
 	// NodePool names the nodePools entry the role's pods run on.
 	NodePool string `pulumi:"nodePool,optional"`
-	// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how
+	// many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas
+	// below it keep their template).
 	RolloutStrategy *api.RolloutStrategy `pulumi:"rolloutStrategy,optional"`
 	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 	RestartPolicy string `pulumi:"restartPolicy,optional"`

@@ -23,7 +23,8 @@ func (a *Args) service(componentName string) (*api.InferenceService, field.Error
 	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels},
-		Spec:       api.InferenceServiceSpec{Await: api.AwaitMode(a.Await), NodePools: a.NodePools, DualPodsController: a.DualPodsController},
+		Spec: api.InferenceServiceSpec{Await: api.AwaitMode(a.Await), NodePools: a.NodePools, DualPodsController: a.DualPodsController,
+			RolloutOrder: a.RolloutOrder},
 	}
 	if svc.Name == "" {
 		svc.Name = componentName
@@ -111,6 +112,7 @@ func ArgsFromService(svc *api.InferenceService) (*Args, error) {
 		NodePools:   svc.Spec.NodePools,
 
 		DualPodsController: svc.Spec.DualPodsController,
+		RolloutOrder:       svc.Spec.RolloutOrder,
 	}
 	args.SchedulingStrategy = svc.Spec.SchedulingStrategy
 	if g := svc.Spec.GangPolicy; g != nil {

@@ -41,6 +41,9 @@ type Ref struct {
 	// Pinned is true for an LWS whose pod template a deployment leaves as it is (its replica is
 	// below the role's rolloutStrategy.partition): Pulumi ignores changes to TemplateFields.
 	Pinned bool
+	// Batch is the place in the rollout chain (from 1) of an LWS or of the router's Endpoint
+	// Picker Deployment when rollouts are batched; 0 otherwise.
+	Batch int
 }
 
 // TemplateFields are the paths of an LWS that a changed pod template changes: its templates and

@@ -17,9 +17,12 @@ func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 	spec := &svc.Spec
 	var out []Ref
 	var previous, awaited []string // suffixes of the batch before, and of every LWS
+	batchNumber := 0
 	addBatch := func(batch []Ref) {
+		batchNumber++
 		for i := range batch {
 			batch[i].Awaited = true
+			batch[i].Batch = batchNumber
 		}
 		dependOnBatch(batch, previous)
 		out = append(out, batch...)
@@ -43,7 +46,14 @@ func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 	}
 	for _, role := range roles {
 		if role.ComponentType == api.ComponentTypeRouter {
-			out = append(out, routerRefs(svc, previous)...)
+			router := routerRefs(svc, previous)
+			batchNumber++
+			for i := range router {
+				if router[i].Suffix == suffixEPPDeployment {
+					router[i].Batch = batchNumber
+				}
+			}
+			out = append(out, router...)
 			previous = []string{suffixEPPDeployment}
 			continue
 		}

@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
@@ -34,6 +37,9 @@ type Summary struct {
 	Objects     map[string]int
 	// Router describes the routing stack; nil without a router role.
 	Router *RouterSummary
+	// Rollout lists the batches a rollout updates one after another ("chat 0-1", "decode 0 +
+	// prefill 0", "router"); empty when nothing is awaited and every replica updates at once.
+	Rollout []string
 }
 
 // RouterSummary is what a router role deploys in front of the serving roles.
@@ -88,7 +94,51 @@ func Summarize(t *Tree) Summary {
 		s.Objects[o.Kind]++
 	}
 	s.Router = summarizeRouter(t)
+	s.Rollout = summarizeRollout(t)
 	return s
+}
+
+// summarizeRollout names each batch by its roles' replica ranges, which are contiguous: a role's
+// replicas enter the chain lowest index first.
+func summarizeRollout(t *Tree) []string {
+	type span struct {
+		role        string
+		first, last int32
+	}
+	var batches [][]span
+	for _, o := range t.Objects {
+		if o.Batch == 0 {
+			continue
+		}
+		for len(batches) < o.Batch {
+			batches = append(batches, nil)
+		}
+		b := &batches[o.Batch-1]
+		switch {
+		case o.TypeMeta != KindLeaderWorkerSet:
+			*b = append(*b, span{role: o.Role, first: -1})
+		case len(*b) > 0 && (*b)[len(*b)-1].role == o.Role:
+			(*b)[len(*b)-1].last = o.Replica
+		default:
+			*b = append(*b, span{role: o.Role, first: o.Replica, last: o.Replica})
+		}
+	}
+	out := make([]string, len(batches))
+	for i, spans := range batches {
+		var parts []string
+		for _, sp := range spans {
+			switch {
+			case sp.first < 0:
+				parts = append(parts, sp.role)
+			case sp.first == sp.last:
+				parts = append(parts, fmt.Sprintf("%s %d", sp.role, sp.first))
+			default:
+				parts = append(parts, fmt.Sprintf("%s %d-%d", sp.role, sp.first, sp.last))
+			}
+		}
+		out[i] = strings.Join(parts, " + ")
+	}
+	return out
 }
 
 func summarizeRouter(t *Tree) *RouterSummary {

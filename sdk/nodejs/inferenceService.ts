@@ -97,6 +97,7 @@ export class InferenceService extends pulumi.ComponentResource {
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["nodePools"] = args?.nodePools;
             resourceInputs["roles"] = args?.roles;
+            resourceInputs["rolloutOrder"] = args?.rolloutOrder;
             resourceInputs["schedulingStrategy"] = args?.schedulingStrategy;
             resourceInputs["serviceName"] = args?.serviceName;
             resourceInputs["endpointPickerServiceName"] = undefined /*out*/;
@@ -162,6 +163,10 @@ export interface InferenceServiceArgs {
      * Roles are the logical components of the service.
      */
     roles: pulumi.Input<pulumi.Input<inputs.RoleArgs>[]>;
+    /**
+     * RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+     */
+    rolloutOrder?: pulumi.Input<string[] | undefined>;
     /**
      * SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
      */

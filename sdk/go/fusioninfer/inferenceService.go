@@ -77,6 +77,8 @@ type inferenceServiceArgs struct {
 	NodePools []NodePool `pulumi:"nodePools"`
 	// Roles are the logical components of the service.
 	Roles []Role `pulumi:"roles"`
+	// RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+	RolloutOrder []string `pulumi:"rolloutOrder"`
 	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
 	SchedulingStrategy *SchedulingStrategy `pulumi:"schedulingStrategy"`
 	// ServiceName is the service's name (metadata.name); defaults to the component's name.
@@ -99,6 +101,8 @@ type InferenceServiceArgs struct {
 	NodePools NodePoolArrayInput
 	// Roles are the logical components of the service.
 	Roles RoleArrayInput
+	// RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+	RolloutOrder pulumi.StringArrayInput
 	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
 	SchedulingStrategy SchedulingStrategyPtrInput
 	// ServiceName is the service's name (metadata.name); defaults to the component's name.

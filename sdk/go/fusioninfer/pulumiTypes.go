@@ -1737,7 +1737,7 @@ type Role struct {
 	Replicas *int `pulumi:"replicas"`
 	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 	RestartPolicy *string `pulumi:"restartPolicy"`
-	// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
 	RolloutStrategy *RolloutStrategy `pulumi:"rolloutStrategy"`
 	// ShadowService adds a headless Service over the pool's pods.
 	ShadowService *bool `pulumi:"shadowService"`
@@ -1787,7 +1787,7 @@ type RoleArgs struct {
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
 	RestartPolicy pulumi.StringPtrInput `pulumi:"restartPolicy"`
-	// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
 	RolloutStrategy RolloutStrategyPtrInput `pulumi:"rolloutStrategy"`
 	// ShadowService adds a headless Service over the pool's pods.
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
@@ -1915,7 +1915,7 @@ func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
 }
 
-// RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
 func (o RoleOutput) RolloutStrategy() RolloutStrategyPtrOutput {
 	return o.ApplyT(func(v Role) *RolloutStrategy { return v.RolloutStrategy }).(RolloutStrategyPtrOutput)
 }
@@ -2040,8 +2040,10 @@ func (o RoleStatusMapOutput) MapIndex(k pulumi.StringInput) RoleStatusOutput {
 }
 
 type RolloutStrategy struct {
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
 	MaxSurge *int `pulumi:"maxSurge"`
+	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+	MaxUnavailable interface{} `pulumi:"maxUnavailable"`
 	// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
 	Partition *int `pulumi:"partition"`
 }
@@ -2058,8 +2060,10 @@ type RolloutStrategyInput interface {
 }
 
 type RolloutStrategyArgs struct {
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
 	MaxSurge pulumi.IntPtrInput `pulumi:"maxSurge"`
+	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+	MaxUnavailable pulumi.Input `pulumi:"maxUnavailable"`
 	// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
 	Partition pulumi.IntPtrInput `pulumi:"partition"`
 }
@@ -2141,9 +2145,14 @@ func (o RolloutStrategyOutput) ToRolloutStrategyPtrOutputWithContext(ctx context
 	}).(RolloutStrategyPtrOutput)
 }
 
-// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
 func (o RolloutStrategyOutput) MaxSurge() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v RolloutStrategy) *int { return v.MaxSurge }).(pulumi.IntPtrOutput)
+}
+
+// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+func (o RolloutStrategyOutput) MaxUnavailable() pulumi.AnyOutput {
+	return o.ApplyT(func(v RolloutStrategy) interface{} { return v.MaxUnavailable }).(pulumi.AnyOutput)
 }
 
 // Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
@@ -2175,7 +2184,7 @@ func (o RolloutStrategyPtrOutput) Elem() RolloutStrategyOutput {
 	}).(RolloutStrategyOutput)
 }
 
-// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
 func (o RolloutStrategyPtrOutput) MaxSurge() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *RolloutStrategy) *int {
 		if v == nil {
@@ -2183,6 +2192,16 @@ func (o RolloutStrategyPtrOutput) MaxSurge() pulumi.IntPtrOutput {
 		}
 		return v.MaxSurge
 	}).(pulumi.IntPtrOutput)
+}
+
+// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+func (o RolloutStrategyPtrOutput) MaxUnavailable() pulumi.AnyOutput {
+	return o.ApplyT(func(v *RolloutStrategy) interface{} {
+		if v == nil {
+			return nil
+		}
+		return v.MaxUnavailable
+	}).(pulumi.AnyOutput)
 }
 
 // Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.

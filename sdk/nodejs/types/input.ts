@@ -227,7 +227,7 @@ export interface RoleArgs {
      */
     restartPolicy?: pulumi.Input<string | undefined>;
     /**
-     * RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+     * RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
      */
     rolloutStrategy?: pulumi.Input<inputs.RolloutStrategyArgs | undefined>;
     /**
@@ -250,9 +250,13 @@ export interface RoleArgs {
 
 export interface RolloutStrategyArgs {
     /**
-     * MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+     * MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
      */
     maxSurge?: pulumi.Input<number | undefined>;
+    /**
+     * MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+     */
+    maxUnavailable?: pulumi.Input<number | string | undefined>;
     /**
      * Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
      */

@@ -864,7 +864,7 @@ class RoleArgsDict(TypedDict):
     """
     rollout_strategy: NotRequired[pulumi.Input[Optional['RolloutStrategyArgsDict']]]
     """
-    RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+    RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
     """
     shadow_service: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
@@ -918,7 +918,7 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] pool_api_version: PoolAPIVersion is v1 (default) or v1alpha2.
         :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
         :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
-        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
         :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service over the pool's pods.
         :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
         :param pulumi.Input[_builtins.str] strategy: Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
@@ -1119,7 +1119,7 @@ class RoleArgs:
     @pulumi.getter(name="rolloutStrategy")
     def rollout_strategy(self) -> pulumi.Input[Optional['RolloutStrategyArgs']]:
         """
-        RolloutStrategy is the role's maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+        RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
         """
         return pulumi.get(self, "rollout_strategy")
 
@@ -1179,7 +1179,11 @@ class RoleArgs:
 class RolloutStrategyArgsDict(TypedDict):
     max_surge: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+    MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+    """
+    max_unavailable: NotRequired[pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]]]
+    """
+    MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
     """
     partition: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
@@ -1190,13 +1194,17 @@ class RolloutStrategyArgsDict(TypedDict):
 class RolloutStrategyArgs:
     def __init__(__self__, *,
                  max_surge: pulumi.Input[Optional[_builtins.int]] = None,
+                 max_unavailable: pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]] = None,
                  partition: pulumi.Input[Optional[_builtins.int]] = None):
         """
-        :param pulumi.Input[_builtins.int] max_surge: MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+        :param pulumi.Input[_builtins.int] max_surge: MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+        :param pulumi.Input[Union[_builtins.int, _builtins.str]] max_unavailable: MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
         :param pulumi.Input[_builtins.int] partition: Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
         """
         if max_surge is not None:
             pulumi.set(__self__, "max_surge", max_surge)
+        if max_unavailable is not None:
+            pulumi.set(__self__, "max_unavailable", max_unavailable)
         if partition is not None:
             pulumi.set(__self__, "partition", partition)
 
@@ -1204,13 +1212,25 @@ class RolloutStrategyArgs:
     @pulumi.getter(name="maxSurge")
     def max_surge(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+        MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
         """
         return pulumi.get(self, "max_surge")
 
     @max_surge.setter
     def max_surge(self, value: pulumi.Input[Optional[_builtins.int]]):
         pulumi.set(self, "max_surge", value)
+
+    @_builtins.property
+    @pulumi.getter(name="maxUnavailable")
+    def max_unavailable(self) -> pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]]:
+        """
+        MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+        """
+        return pulumi.get(self, "max_unavailable")
+
+    @max_unavailable.setter
+    def max_unavailable(self, value: pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]]):
+        pulumi.set(self, "max_unavailable", value)
 
     @_builtins.property
     @pulumi.getter

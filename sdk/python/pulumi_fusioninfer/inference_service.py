@@ -29,6 +29,7 @@ class InferenceServiceArgs:
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]] = None,
+                 rollout_order: pulumi.Input[Optional[Sequence[_builtins.str]]] = None,
                  scheduling_strategy: pulumi.Input[Optional['SchedulingStrategyArgs']] = None,
                  service_name: Optional[_builtins.str] = None):
         """
@@ -41,6 +42,7 @@ class InferenceServiceArgs:
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
         :param pulumi.Input['SchedulingStrategyArgs'] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
         :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
         """
@@ -57,6 +59,8 @@ class InferenceServiceArgs:
             pulumi.set(__self__, "namespace", namespace)
         if node_pools is not None:
             pulumi.set(__self__, "node_pools", node_pools)
+        if rollout_order is not None:
+            pulumi.set(__self__, "rollout_order", rollout_order)
         if scheduling_strategy is not None:
             pulumi.set(__self__, "scheduling_strategy", scheduling_strategy)
         if service_name is not None:
@@ -147,6 +151,18 @@ class InferenceServiceArgs:
         pulumi.set(self, "node_pools", value)
 
     @_builtins.property
+    @pulumi.getter(name="rolloutOrder")
+    def rollout_order(self) -> pulumi.Input[Optional[Sequence[_builtins.str]]]:
+        """
+        RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+        """
+        return pulumi.get(self, "rollout_order")
+
+    @rollout_order.setter
+    def rollout_order(self, value: pulumi.Input[Optional[Sequence[_builtins.str]]]):
+        pulumi.set(self, "rollout_order", value)
+
+    @_builtins.property
     @pulumi.getter(name="schedulingStrategy")
     def scheduling_strategy(self) -> pulumi.Input[Optional['SchedulingStrategyArgs']]:
         """
@@ -184,6 +200,7 @@ class InferenceService(pulumi.ComponentResource):
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
                  roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]]] = None,
+                 rollout_order: pulumi.Input[Optional[Sequence[_builtins.str]]] = None,
                  scheduling_strategy: pulumi.Input[Optional[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']]] = None,
                  service_name: Optional[_builtins.str] = None,
                  __props__=None):
@@ -199,6 +216,7 @@ class InferenceService(pulumi.ComponentResource):
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
         :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service.
+        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
         :param pulumi.Input[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
         :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
         """
@@ -233,6 +251,7 @@ class InferenceService(pulumi.ComponentResource):
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
                  roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]]] = None,
+                 rollout_order: pulumi.Input[Optional[Sequence[_builtins.str]]] = None,
                  scheduling_strategy: pulumi.Input[Optional[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']]] = None,
                  service_name: Optional[_builtins.str] = None,
                  __props__=None):
@@ -255,6 +274,7 @@ class InferenceService(pulumi.ComponentResource):
             if roles is None and not opts.urn:
                 raise TypeError("Missing required property 'roles'")
             __props__.__dict__["roles"] = roles
+            __props__.__dict__["rollout_order"] = rollout_order
             __props__.__dict__["scheduling_strategy"] = scheduling_strategy
             __props__.__dict__["service_name"] = service_name
             __props__.__dict__["endpoint_picker_service_name"] = None

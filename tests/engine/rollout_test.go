@@ -1,0 +1,226 @@
+// Package engine_test drives two successive deployments of an InferenceService through Pulumi's
+// engine in-process (pkg/v3's lifecycle test framework, with a fake kubernetes provider) and
+// checks the rollout the engine actually performs: how many replicas of a role update at once,
+// in which order, and which it leaves alone.
+package engine_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blang/semver"
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/pkg/v3/engine"
+	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
+	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
+	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+)
+
+// rolloutTime is how long the fake provider's update of an awaited LWS takes: the time its new
+// group needs to become Available. Long enough that updates the engine runs together overlap.
+const rolloutTime = 40 * time.Millisecond
+
+// update is one LWS update the engine ran.
+type update struct {
+	name       string // the LWS's metadata.name
+	start, end time.Time
+	awaited    bool // the update waited for the group to be Available (pulumi.com/waitFor)
+}
+
+// cluster is a fake kubernetes provider that records the LWS updates. An awaited update returns
+// once the replica is Available again (after rolloutTime); an update that is not awaited returns
+// at once, and its replica stays unavailable until its model has loaded, past the deployment's end.
+type cluster struct {
+	mu      sync.Mutex
+	updates []update
+}
+
+func (c *cluster) provider() *deploytest.Provider {
+	return &deploytest.Provider{
+		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
+			return plugin.CreateResponse{ID: resource.ID(req.URN.Name()), Properties: req.Properties, Status: resource.StatusOK}, nil
+		},
+		UpdateF: func(_ context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
+			u := update{start: time.Now()}
+			if req.URN.Type() == "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" {
+				meta := req.NewInputs["metadata"].ObjectValue()
+				u.name = meta["name"].StringValue()
+				if annotations, ok := meta["annotations"]; ok {
+					waitFor := annotations.ObjectValue()["pulumi.com/waitFor"]
+					u.awaited = waitFor.IsString() && waitFor.StringValue() == "condition=Available"
+				}
+				if u.awaited {
+					time.Sleep(rolloutTime)
+				}
+			}
+			u.end = time.Now()
+			if u.name != "" {
+				c.mu.Lock()
+				c.updates = append(c.updates, u)
+				c.mu.Unlock()
+			}
+			return plugin.UpdateResponse{Properties: req.NewInputs, Status: resource.StatusOK}, nil
+		},
+	}
+}
+
+// deploy runs `pulumi up` of the program built by args with the image, then again with a new
+// image (a template change), and returns the LWS updates of the second deployment.
+func deployTemplateChange(t *testing.T, args func(image string) *inferenceservice.Args) []update {
+	t.Helper()
+	fake := &cluster{}
+	image := "vllm/vllm-openai:v0.11.0"
+	program := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
+		ctx, err := pulumi.NewContext(context.Background(), pulumi.RunInfo{ //nolint:usetesting // the SDK context outlives the test's
+			Project: info.Project, Stack: info.Stack, Parallel: info.Parallel, DryRun: info.DryRun, MonitorAddr: info.MonitorAddress,
+		})
+		if err != nil {
+			return err
+		}
+		return pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
+			_, err := inferenceservice.NewInferenceService(ctx, "svc", args(image))
+			return err
+		})
+	})
+	kubernetes := deploytest.NewProviderLoader("kubernetes", semver.MustParse("4.33.0"), func() (plugin.Provider, error) {
+		return fake.provider(), nil
+	})
+	plan := &lt.TestPlan{Options: lt.TestUpdateOptions{
+		T: t, HostF: deploytest.NewPluginHostF(nil, nil, program, nil, nil, kubernetes), SkipDisplayTests: true,
+	}}
+	plan.Options.Parallel = 64 // nothing but the component's dependencies holds an update back
+
+	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "create")
+	require.NoError(t, err)
+	require.Empty(t, fake.updates, "the first deployment creates")
+	image = "vllm/vllm-openai:v0.11.1"
+	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "update")
+	require.NoError(t, err)
+	return fake.updates
+}
+
+// batches groups the updates as the engine ran them: an update that starts after every earlier
+// one has ended opens a new batch. Names are sorted within a batch.
+func batches(updates []update) [][]string {
+	sorted := append([]update{}, updates...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].start.Before(sorted[j].start) })
+	var out [][]string
+	var lastEnd time.Time
+	for _, u := range sorted {
+		if len(out) == 0 || !u.start.Before(lastEnd) {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], u.name)
+		if u.end.After(lastEnd) {
+			lastEnd = u.end
+		}
+	}
+	for _, b := range out {
+		sort.Strings(b)
+	}
+	return out
+}
+
+// mostUnavailable is the largest number of the role's replicas unavailable at one instant. A
+// replica is unavailable while its awaited update runs; one whose update is not awaited stays
+// unavailable after it, as its new group is still loading the model.
+func mostUnavailable(updates []update, role string) int {
+	most := 0
+	for _, at := range updates {
+		n := 0
+		for _, u := range updates {
+			if roleOf(u.name) == role && !at.start.Before(u.start) && (!u.awaited || at.start.Before(u.end)) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// roleOf is the role of the LWS svc-{role}-{replica}.
+func roleOf(name string) string {
+	return strings.TrimPrefix(name[:strings.LastIndex(name, "-")], "svc-")
+}
+
+func vllm(image string, args ...string) k8scorev1.PodTemplateSpecInput {
+	return &k8scorev1.PodTemplateSpecArgs{Spec: &k8scorev1.PodSpecArgs{Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
+		Name: pulumi.String("vllm"), Image: pulumi.String(image), Args: pulumi.ToStringArray(args),
+		Ports:     k8scorev1.ContainerPortArray{&k8scorev1.ContainerPortArgs{ContainerPort: pulumi.Int(8000), Name: pulumi.String("http")}},
+		Resources: &k8scorev1.ResourceRequirementsArgs{Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String("8")}},
+	}}}}
+}
+
+// chat is one worker role of replicas with a rollout strategy.
+func chat(replicas int, strategy *api.RolloutStrategy, await string) func(image string) *inferenceservice.Args {
+	return func(image string) *inferenceservice.Args {
+		return &inferenceservice.Args{Await: await, Roles: []inferenceservice.RoleArgs{{
+			Name: "chat", ComponentType: "worker", Replicas: ptr.To(replicas), RolloutStrategy: strategy,
+			Template: vllm(image, "--model", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "--tensor-parallel-size", "8"),
+		}}}
+	}
+}
+
+func TestSixReplicasWithMaxUnavailable2RollInThreeOrderedBatches(t *testing.T) {
+	updates := deployTemplateChange(t, chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, ""))
+	assert.Equal(t, [][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}}, batches(updates))
+	assert.Equal(t, 2, mostUnavailable(updates, "chat"))
+}
+
+func TestPartitionedReplicasAreLeftAlone(t *testing.T) {
+	updates := deployTemplateChange(t, chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: ptr.To(2)}, ""))
+	assert.Equal(t, [][]string{{"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}}, batches(updates),
+		"replicas 0 and 1 keep their template: the engine updates nothing of theirs")
+}
+
+// Without awaits nothing holds an update back: the cost the validation refuses maxUnavailable for.
+func TestUnawaitedReplicasRollAllAtOnce(t *testing.T) {
+	updates := deployTemplateChange(t, chat(6, nil, "none"))
+	assert.Len(t, updates, 6)
+	assert.Equal(t, 6, mostUnavailable(updates, "chat"), "every replica reloads its model at once")
+}
+
+// disaggregated is prefill and decode, 3 replicas each, single-node, with a rollout order.
+func disaggregated(rolloutOrder ...string) func(image string) *inferenceservice.Args {
+	kv := `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
+	return func(image string) *inferenceservice.Args {
+		return &inferenceservice.Args{RolloutOrder: rolloutOrder, Roles: []inferenceservice.RoleArgs{
+			{Name: "prefill", ComponentType: "prefiller", Replicas: ptr.To(3),
+				Template: vllm(image, "--model", "Qwen/Qwen3-32B", "--kv-transfer-config", kv)},
+			{Name: "decode", ComponentType: "decoder", Replicas: ptr.To(3),
+				Template: vllm(image, "--model", "Qwen/Qwen3-32B", "--kv-transfer-config", kv)},
+		}}
+	}
+}
+
+func TestPrefillDecodeRollInRoleOrder(t *testing.T) {
+	t.Run("default: decoders, then prefillers", func(t *testing.T) {
+		updates := deployTemplateChange(t, disaggregated())
+		assert.Equal(t, [][]string{
+			{"svc-decode-0", "svc-prefill-0"}, // the gang's minimal set, created and so updated together
+			{"svc-decode-1"}, {"svc-decode-2"}, {"svc-prefill-1"}, {"svc-prefill-2"},
+		}, batches(updates))
+		assert.Equal(t, 1, mostUnavailable(updates, "decode"), "25% of 3, at least 1")
+		assert.Equal(t, 1, mostUnavailable(updates, "prefill"))
+	})
+	t.Run("declared: prefillers first", func(t *testing.T) {
+		updates := deployTemplateChange(t, disaggregated("prefill"))
+		assert.Equal(t, [][]string{
+			{"svc-decode-0", "svc-prefill-0"},
+			{"svc-prefill-1"}, {"svc-prefill-2"}, {"svc-decode-1"}, {"svc-decode-2"},
+		}, batches(updates))
+	})
+}
