@@ -40,16 +40,7 @@ func writeSummary(w io.Writer, s topology.Summary) {
 		fmt.Fprintf(&body, "router: HTTPRoute %s -> InferencePool %s (%s, port %d) -> Endpoint Picker %s (%s, strategy %s)\n",
 			r.HTTPRoute, r.Pool, r.PoolAPIVersion, r.PoolPort, r.EndpointPicker, r.Image, r.Strategy)
 	}
-	if len(s.Rollout) > 0 {
-		switch len(s.Rollout) {
-		case 1:
-			fmt.Fprintf(&body, "rollout: 1 batch: %s\n", s.Rollout[0])
-		default:
-			fmt.Fprintf(&body, "rollout: %d batches, each after the one before is Available: %s\n", len(s.Rollout), rolloutChain(s.Rollout))
-		}
-	} else {
-		body.WriteString("rollout: every replica at once (spec.await is not all, so nothing holds a batch back)\n")
-	}
+	fmt.Fprintf(&body, "rollout: %s\n", topology.DescribeRollout(s.Rollout))
 	kinds := make([]string, 0, len(s.Objects))
 	for k := range s.Objects {
 		kinds = append(kinds, k)
@@ -74,14 +65,4 @@ func taskNames(names []string) string {
 	default:
 		return fmt.Sprintf("%s,%s ... %s (%d)", names[0], names[1], names[len(names)-1], len(names))
 	}
-}
-
-// maxBatchesShown keeps the rollout line to one line for services with many batches.
-const maxBatchesShown = 6
-
-func rolloutChain(batches []string) string {
-	if len(batches) > maxBatchesShown {
-		batches = append(append(append([]string{}, batches[:maxBatchesShown-2]...), "..."), batches[len(batches)-1])
-	}
-	return strings.Join(batches, " -> ")
 }

@@ -80,6 +80,11 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 		return nil, err
 	}
 	refs := topology.Plan(shape)
+	if ctx.DryRun() {
+		// Known from the shape alone, so a preview says how the change it shows will roll.
+		_ = ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+
+			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component})
+	}
 	for i, ref := range refs {
 		child, err := registerChild(ctx, name, component, tree, i, ref)
 		if err != nil {

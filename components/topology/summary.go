@@ -94,19 +94,41 @@ func Summarize(t *Tree) Summary {
 		s.Objects[o.Kind]++
 	}
 	s.Router = summarizeRouter(t)
-	s.Rollout = summarizeRollout(t)
+	refs := make([]Ref, len(t.Objects))
+	for i := range t.Objects {
+		refs[i] = t.Objects[i].Ref
+	}
+	s.Rollout = RolloutBatches(refs)
 	return s
 }
 
-// summarizeRollout names each batch by its roles' replica ranges, which are contiguous: a role's
-// replicas enter the chain lowest index first.
-func summarizeRollout(t *Tree) []string {
+// maxBatchesShown keeps a description of the rollout to one line for services with many batches.
+const maxBatchesShown = 6
+
+// DescribeRollout says in one line how a changed template rolls through the batches.
+func DescribeRollout(batches []string) string {
+	switch len(batches) {
+	case 0:
+		return "every replica at once (spec.await is not all, so nothing holds a batch back)"
+	case 1:
+		return "1 batch: " + batches[0]
+	}
+	shown := batches
+	if len(batches) > maxBatchesShown {
+		shown = append(append(append([]string{}, batches[:maxBatchesShown-2]...), "..."), batches[len(batches)-1])
+	}
+	return fmt.Sprintf("%d batches, each after the one before is Available: %s", len(batches), strings.Join(shown, " -> "))
+}
+
+// RolloutBatches names each batch of a plan by its roles' replica ranges, which are contiguous:
+// a role's replicas enter the chain lowest index first.
+func RolloutBatches(refs []Ref) []string {
 	type span struct {
 		role        string
 		first, last int32
 	}
 	var batches [][]span
-	for _, o := range t.Objects {
+	for _, o := range refs {
 		if o.Batch == 0 {
 			continue
 		}

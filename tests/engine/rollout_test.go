@@ -5,6 +5,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
@@ -77,32 +80,13 @@ func (c *cluster) provider() *deploytest.Provider {
 	}
 }
 
-// deploy runs `pulumi up` of the program built by args with the image, then again with a new
-// image (a template change), and returns the LWS updates of the second deployment.
+// deployTemplateChange runs `pulumi up` of the program built by args with an image, then again
+// with a new image (a template change), and returns the LWS updates of the second deployment.
 func deployTemplateChange(t *testing.T, args func(image string) *inferenceservice.Args) []update {
 	t.Helper()
 	fake := &cluster{}
 	image := "vllm/vllm-openai:v0.11.0"
-	program := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
-		ctx, err := pulumi.NewContext(context.Background(), pulumi.RunInfo{ //nolint:usetesting // the SDK context outlives the test's
-			Project: info.Project, Stack: info.Stack, Parallel: info.Parallel, DryRun: info.DryRun, MonitorAddr: info.MonitorAddress,
-		})
-		if err != nil {
-			return err
-		}
-		return pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
-			_, err := inferenceservice.NewInferenceService(ctx, "svc", args(image))
-			return err
-		})
-	})
-	kubernetes := deploytest.NewProviderLoader("kubernetes", semver.MustParse("4.33.0"), func() (plugin.Provider, error) {
-		return fake.provider(), nil
-	})
-	plan := &lt.TestPlan{Options: lt.TestUpdateOptions{
-		T: t, HostF: deploytest.NewPluginHostF(nil, nil, program, nil, nil, kubernetes), SkipDisplayTests: true,
-	}}
-	plan.Options.Parallel = 64 // nothing but the component's dependencies holds an update back
-
+	plan, _ := testPlan(t, fake, func() *inferenceservice.Args { return args(image) })
 	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "create")
 	require.NoError(t, err)
 	require.Empty(t, fake.updates, "the first deployment creates")
@@ -110,6 +94,70 @@ func deployTemplateChange(t *testing.T, args func(image string) *inferenceservic
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "update")
 	require.NoError(t, err)
 	return fake.updates
+}
+
+// programLog is what the program logged through the engine (ctx.Log), as the CLI would print it.
+type programLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *programLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *programLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// testPlan runs the component with the Args args returns at each run, against the fake cluster.
+func testPlan(t *testing.T, fake *cluster, args func() *inferenceservice.Args) (*lt.TestPlan, *programLog) {
+	t.Helper()
+	var mu sync.Mutex
+	var engineAddr string // the plugin host's engine service, which takes the program's log
+	program := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
+		mu.Lock()
+		run := pulumi.RunInfo{Project: info.Project, Stack: info.Stack, Parallel: info.Parallel, DryRun: info.DryRun,
+			MonitorAddr: info.MonitorAddress, EngineAddr: engineAddr}
+		mu.Unlock()
+		ctx, err := pulumi.NewContext(context.Background(), run) //nolint:usetesting // the SDK context outlives the test's
+		if err != nil {
+			return err
+		}
+		return pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
+			_, err := inferenceservice.NewInferenceService(ctx, "svc", args())
+			return err
+		})
+	})
+	kubernetes := deploytest.NewProviderLoader("kubernetes", semver.MustParse("4.33.0"), func() (plugin.Provider, error) {
+		return fake.provider(), nil
+	})
+	log := &programLog{}
+	sink := diag.DefaultSink(log, log, diag.FormatOptions{Color: colors.Never})
+	hostF := deploytest.NewPluginHostF(sink, sink, program, nil, nil, kubernetes)
+	plan := &lt.TestPlan{Options: lt.TestUpdateOptions{T: t, SkipDisplayTests: true, HostF: func() plugin.Host {
+		host := hostF()
+		mu.Lock()
+		engineAddr = host.ServerAddr()
+		mu.Unlock()
+		return host
+	}}}
+	plan.Options.Parallel = 64 // nothing but the component's dependencies holds an update back
+	return plan, log
+}
+
+// A preview says how the change it shows will roll, and that a renamed role is replaced.
+func TestPreviewSaysHowTheChangeRolls(t *testing.T) {
+	args := chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, "")
+	plan, log := testPlan(t, &cluster{}, func() *inferenceservice.Args { return args("vllm/vllm-openai:v0.11.0") })
+	_, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, true, nil, nil, "preview")
+	require.NoError(t, err)
+	assert.Contains(t, log.String(), "rollout: 3 batches, each after the one before is Available: chat 0-1 -> chat 2-3 -> chat 4-5.")
+	assert.Contains(t, log.String(), "A renamed role is not rolled: its replicas' LWSs are replaced")
 }
 
 // batches groups the updates as the engine ran them: an update that starts after every earlier
