@@ -49,11 +49,15 @@ type update struct {
 type cluster struct {
 	mu      sync.Mutex
 	updates []update
+	created []string // the Pulumi names of the resources created
 }
 
 func (c *cluster) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
+			c.mu.Lock()
+			c.created = append(c.created, req.URN.Name())
+			c.mu.Unlock()
 			return plugin.CreateResponse{ID: resource.ID(req.URN.Name()), Properties: req.Properties, Status: resource.StatusOK}, nil
 		},
 		UpdateF: func(_ context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
@@ -84,16 +88,35 @@ func (c *cluster) provider() *deploytest.Provider {
 // with a new image (a template change), and returns the LWS updates of the second deployment.
 func deployTemplateChange(t *testing.T, args func(image string) *inferenceservice.Args) []update {
 	t.Helper()
-	fake := &cluster{}
 	image := "vllm/vllm-openai:v0.11.0"
-	plan, _ := testPlan(t, fake, func() *inferenceservice.Args { return args(image) })
-	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "create")
+	fake := deployTwice(t, func() *inferenceservice.Args { return args(image) }, func() { image = "vllm/vllm-openai:v0.11.1" })
+	return fake.updates
+}
+
+// deployTwice runs `pulumi up` of the program, changes its Args, and runs it again; the cluster
+// holds what the second deployment did.
+func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func()) *cluster {
+	t.Helper()
+	fake := &cluster{}
+	plan, _ := testPlan(t, fake, args)
+	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
 	require.NoError(t, err)
 	require.Empty(t, fake.updates, "the first deployment creates")
-	image = "vllm/vllm-openai:v0.11.1"
-	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "update")
+	fake.created = nil
+	change()
+	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "second")
 	require.NoError(t, err)
-	return fake.updates
+	return fake
+}
+
+// Scaling up moves replicas to other batches (8 replicas at 25% make batches of 2, not 1), which
+// changes only their dependencies: the engine leaves the running replicas alone.
+func TestScalingUpCreatesAndUpdatesNothing(t *testing.T) {
+	replicas := 4
+	fake := deployTwice(t, func() *inferenceservice.Args { return chat(replicas, nil, "")("vllm/vllm-openai:v0.11.0") }, func() { replicas = 8 })
+	assert.Empty(t, fake.updates, "no running replica is touched")
+	sort.Strings(fake.created)
+	assert.Equal(t, []string{"svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}, fake.created)
 }
 
 // programLog is what the program logged through the engine (ctx.Log), as the CLI would print it.
