@@ -127,6 +127,7 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	checkDualPods(t, tree)
 	topology.Summarize(tree)
 	checkDependsOnEarlier(t, tree)
+	checkRolloutChain(t, tree)
 	prediction, err := planner.Predict(tree.Service, planner.Uniform(6, 8))
 	if err != nil {
 		return // a tier name the cluster does not define
@@ -149,5 +150,53 @@ func checkDependsOnEarlier(t *testing.T, tree *topology.Tree) {
 			}
 		}
 		seen[o.Suffix] = true
+	}
+}
+
+// checkRolloutChain: with every replica awaited, each LWS is in a batch, batches of one role hold
+// at most its batch size (the gang's minimal set may hold more), and an LWS depends on exactly the
+// LWSs of the batch before; without awaits no LWS is in a batch.
+func checkRolloutChain(t *testing.T, tree *topology.Tree) {
+	t.Helper()
+	spec := &tree.Service.Spec
+	byBatch := map[int][]topology.Object{}
+	for _, o := range tree.Objects {
+		if o.TypeMeta == topology.KindLeaderWorkerSet || o.Batch > 0 {
+			byBatch[o.Batch] = append(byBatch[o.Batch], o)
+		}
+	}
+	if !spec.RolloutBatched() {
+		for batch, objects := range byBatch {
+			if batch != 0 {
+				t.Fatalf("%s is in rollout batch %d of an unawaited service", objects[0].Suffix, batch)
+			}
+		}
+		return
+	}
+	for batch, objects := range byBatch {
+		if batch == 0 {
+			t.Fatalf("%s is in no batch", objects[0].Suffix)
+		}
+		perRole := map[string]int32{}
+		for _, o := range objects {
+			perRole[o.Role]++
+			var deps []string
+			for _, d := range o.DependsOn {
+				for _, before := range byBatch[batch-1] {
+					if before.Suffix == d {
+						deps = append(deps, d)
+					}
+				}
+			}
+			if len(deps) != len(byBatch[batch-1]) {
+				t.Fatalf("%s (batch %d) depends on %v of the %d objects of the batch before", o.Suffix, batch, deps, len(byBatch[batch-1]))
+			}
+		}
+		for name, n := range perRole {
+			role := spec.RoleNamed(name)
+			if role.ComponentType.Serving() && n > role.RolloutBatchSize() && (batch != 1 || !spec.GangScheduled() || n > spec.GangMinimum(role)) {
+				t.Fatalf("batch %d updates %d replicas of %s, more than its batch size %d", batch, n, name, role.RolloutBatchSize())
+			}
+		}
 	}
 }
