@@ -64,6 +64,17 @@ func resolveMaxUnavailable(v intstr.IntOrString, replicas int32) (int32, error) 
 // replica (spec.await all), since a batch holds the next one back only by being awaited.
 func (s *InferenceServiceSpec) RolloutBatched() bool { return s.AwaitMode() == AwaitAll }
 
+// RolloutFirstBatch is how many of the role's replicas go in the first rollout batch, ahead of
+// the role's own batches: in a gang-scheduled service the gang's minimal set, whole (batches
+// order creation too, and Volcano starts none of the gang's pods until all of them exist, so
+// holding one back behind another would deadlock the first deployment); none otherwise.
+func (s *InferenceServiceSpec) RolloutFirstBatch(role *Role) int32 {
+	if !s.GangScheduled() {
+		return 0
+	}
+	return s.GangMinimum(role)
+}
+
 // RolloutRoles are the serving roles and the router in the order a rollout updates them: those
 // spec.rolloutOrder names, in its order, then the others by component type (decoders,
 // prefillers, workers, router), each type in spec order.
@@ -77,10 +88,8 @@ func (s *InferenceServiceSpec) RolloutRoles() []*Role {
 		}
 	}
 	for _, name := range s.RolloutOrder {
-		for i := range s.Roles {
-			if s.Roles[i].Name == name {
-				add(&s.Roles[i])
-			}
+		if role := s.RoleNamed(name); role != nil {
+			add(role)
 		}
 	}
 	for _, componentType := range defaultRolloutOrder {
@@ -135,10 +144,10 @@ func validateMaxUnavailable(spec *InferenceServiceSpec, role *Role, v intstr.Int
 		return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
 			"batches need every replica awaited, and spec.await is %s: a rollout updates every replica at once; set spec.await all (the default)", spec.AwaitMode()))}
 	}
-	if spec.GangScheduled() && role.RolloutBatchSize() < spec.GangMinimum(role) {
+	if first := spec.RolloutFirstBatch(role); role.RolloutBatchSize() < first {
 		return field.ErrorList{field.Invalid(path, shown, fmt.Sprintf(
 			"the gang's minimal set holds %d replicas of this role (%s), which are created and so updated together: "+
-				"must be at least %d, or lower the minimum", spec.GangMinimum(role), gangMinimumSource(spec), spec.GangMinimum(role)))}
+				"must be at least %d, or lower the minimum", first, gangMinimumSource(spec), first))}
 	}
 	return nil
 }

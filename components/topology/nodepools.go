@@ -210,9 +210,5 @@ func updatedAtOnce(spec *api.InferenceServiceSpec, role *api.Role) int32 {
 	if !spec.RolloutBatched() {
 		return role.ReplicaCount()
 	}
-	n := role.RolloutBatchSize()
-	if spec.GangScheduled() {
-		n = max(n, spec.GangMinimum(role))
-	}
-	return n
+	return max(role.RolloutBatchSize(), spec.RolloutFirstBatch(role))
 }

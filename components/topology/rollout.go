@@ -11,8 +11,7 @@ import (
 // Available condition, so Pulumi updates (and first creates) one batch at a time. Roles follow
 // spec.RolloutRoles; a role's replicas go in batches of its RolloutBatchSize, lowest index first;
 // the router's stage is its Endpoint Picker Deployment. In a gang-scheduled service the gang's
-// minimal set is the first batch, whole: Volcano starts none of its pods until all of them
-// exist, so holding any back behind another would deadlock the first deployment.
+// minimal set of every role is the first batch (api's RolloutFirstBatch).
 func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 	spec := &svc.Spec
 	var out []Ref
@@ -34,15 +33,15 @@ func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 	}
 	roles := spec.RolloutRoles()
 	first := map[string]int32{} // per role, the first replica not yet in a batch
-	if spec.GangScheduled() {
-		var minimal []Ref
-		for _, role := range roles {
-			if role.ComponentType.Serving() {
-				first[role.Name] = spec.GangMinimum(role)
-				minimal = append(minimal, replicas[role.Name][:first[role.Name]]...)
-			}
+	var firstBatch []Ref
+	for _, role := range roles {
+		if role.ComponentType.Serving() {
+			first[role.Name] = spec.RolloutFirstBatch(role)
+			firstBatch = append(firstBatch, replicas[role.Name][:first[role.Name]]...)
 		}
-		addBatch(minimal)
+	}
+	if len(firstBatch) > 0 {
+		addBatch(firstBatch)
 	}
 	for _, role := range roles {
 		if role.ComponentType == api.ComponentTypeRouter {
