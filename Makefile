@@ -9,7 +9,7 @@ FUZZTIME    ?= 20s
 
 .PHONY: demo test test-typescript test-python conformance build vet fuzz bench golden gen clean
 
-## demo: render seed 000's story 4 with the CLI: a one-screen summary, then the YAML.
+## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/fusioninfer render -f $(DEMO_STORY) --summary
 
@@ -79,4 +79,4 @@ clean:
 gen:
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update
-	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes ../shared/pulumi-kubernetes/schema-v4.32.0.json -version $(PROVIDER_VERSION) -out sdk
+	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -version $(PROVIDER_VERSION) -out sdk

@@ -82,7 +82,7 @@ func (s *InferenceServiceSpec) Disaggregated() bool {
 	return false
 }
 
-// GangScheduled reports whether the service is gang scheduled by Volcano (DESIGN.md section 2):
+// GangScheduled reports whether the service is gang scheduled by Volcano (docs/design/0000-the-fusioninfer-design.md):
 // any multi-node serving role, prefill/decode disaggregation, or schedulerName volcano.
 func (s *InferenceServiceSpec) GangScheduled() bool {
 	if s.SchedulerName() == VolcanoSchedulerName || s.Disaggregated() {

@@ -13,7 +13,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
-// Names of a router's objects (DESIGN.md section 3, as the fusioninfer controller names them).
+// Names of a router's objects (as the fusioninfer controller names them: docs/design/0008-router.md).
 func PoolName(serviceName string) string           { return serviceName + "-pool" }
 func EndpointPickerName(serviceName string) string { return serviceName + "-epp" }
 func EndpointPickerConfigName(serviceName string) string {

@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	// Group and Version of the seed-format manifest (seed 000).
+	// Group and Version of the manifest (the fusioninfer InferenceService design, docs/design/0000-the-fusioninfer-design.md).
 	Group      = "fusioninfer.io"
 	Version    = "v1alpha1"
 	APIVersion = Group + "/" + Version
@@ -45,8 +45,8 @@ func (c ComponentType) Serving() bool {
 	return c == ComponentTypeWorker || c == ComponentTypePrefiller || c == ComponentTypeDecoder
 }
 
-// InferenceServiceSpec mirrors seed 000's spec, plus the gang policy and await setting
-// that DESIGN.md adds.
+// InferenceServiceSpec is the fusioninfer InferenceService design's spec (docs/design/0000-the-fusioninfer-design.md)
+// with what this project adds: gang policy, await, node pools, the router's and rollouts' fields.
 type InferenceServiceSpec struct {
 	// Roles are the logical components of the service, each with a unique name.
 	Roles []Role `json:"roles"`
@@ -145,7 +145,7 @@ const (
 	MinResourcesAuto MinResourcesMode = "auto"
 )
 
-// NetworkTopology holds the service-level and replica-level topology policies (seed 004).
+// NetworkTopology holds the service-level and replica-level topology policies (Kthena's subGroup network topology proposal).
 type NetworkTopology struct {
 	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
 	GroupPolicy *NetworkTopologyPolicy `json:"groupPolicy,omitempty" pulumi:"groupPolicy,optional"`
@@ -180,7 +180,7 @@ const (
 	// GangModeSubGroup (default, Volcano >= 1.14): each replica all-or-nothing, at least
 	// minRoleReplicas of every role together, extra replicas placed whole when room appears.
 	GangModeSubGroup GangMode = "subGroup"
-	// GangModeTaskMember is seed 000's literal minTaskMember PodGroup for Volcano < 1.14:
+	// GangModeTaskMember is the fusioninfer design's literal minTaskMember PodGroup for Volcano < 1.14:
 	// nothing is scheduled until the whole service fits.
 	GangModeTaskMember GangMode = "taskMember"
 )
@@ -232,7 +232,7 @@ type Role struct {
 	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode FailureMode `json:"failureMode,omitempty"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
-	// to Services but not to InferencePools (seed 001, option 1).
+	// to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService bool `json:"shadowService,omitempty"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
 	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty"`
@@ -258,7 +258,7 @@ type Role struct {
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty"`
-	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (seed 003): the
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty"`

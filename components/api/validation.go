@@ -31,7 +31,7 @@ const (
 	MaxNodeCount = 1024
 )
 
-// Validate checks every rule of the spec (DESIGN.md section 5) and returns all violations, each
+// Validate checks every rule of the spec (docs/reference.md, Bad input) and returns all violations, each
 // with its field path. Nothing may be built from a service that does not validate.
 func Validate(svc *InferenceService) field.ErrorList { return validate(svc, true) }
 
@@ -249,7 +249,7 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 }
 
 // validateRayLaunch checks that a multi-node server's command line can be wrapped by the Ray
-// launcher (DESIGN.md section 2).
+// launcher (docs/design/0000-the-fusioninfer-design.md).
 func validateRayLaunch(server *corev1.Container, serverPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if IsShellScript(server) {

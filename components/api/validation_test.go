@@ -20,7 +20,7 @@ func server(args ...string) *corev1.PodTemplateSpec {
 	}}}}
 }
 
-// validService is seed 000's story 4.
+// validService is story 4 of the fusioninfer InferenceService design.
 func validService() *InferenceService {
 	return &InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},

@@ -111,7 +111,7 @@ type MultinodeArgs struct {
 
 // GangPolicyArgs shape the shared PodGroup.
 type GangPolicyArgs struct {
-	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
 	Mode string `pulumi:"mode,optional"`
 	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas,optional"`

@@ -44,7 +44,7 @@ func vllmTemplate(tensorParallel string, kvRole string, gpus string) k8scorev1.P
 	}
 }
 
-// story4Args is seed 000's story 4 written with the Go API.
+// story4Args is story 4 of the fusioninfer InferenceService design written with the Go API.
 func story4Args() *Args {
 	one, two := 1, 2
 	return &Args{Roles: []RoleArgs{
@@ -140,7 +140,7 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		"prefill": {"deepseek-r1-disagg-prefill-0"},
 		"decode":  {"deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"},
 	}, names)
-	assert.Equal(t, 80, gpusFull, "seed 000: 80 GPUs at full size")
+	assert.Equal(t, 80, gpusFull, "story 4: 80 GPUs at full size")
 	assert.Equal(t, 48, gpusMinimal, "prefill-0 (16) + decode-0 (32)")
 	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, Phase: PhaseRunning}, status["prefill"])
 	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, Phase: PhaseDeploying}, status["decode"])

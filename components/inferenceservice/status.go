@@ -10,7 +10,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// Phase is a role's high-level lifecycle stage (seed 000's ComponentPhase).
+// Phase is a role's high-level lifecycle stage (the fusioninfer design's ComponentPhase).
 type Phase = string
 
 // Phases derived from the role's LeaderWorkerSets (see roleStatus).

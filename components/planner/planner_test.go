@@ -32,7 +32,7 @@ func scheduled(p *Prediction) []string {
 	return out
 }
 
-// TestSeedStory4Table reproduces seed 000's scheduling table for story 4 on 8-GPU nodes.
+// TestSeedStory4Table reproduces the scheduling table of story 4 (fusioninfer InferenceService design) on 8-GPU nodes.
 func TestSeedStory4Table(t *testing.T) {
 	svc := manifest(t, "story4-disaggregated-multinode.yaml")
 	cases := []struct {
@@ -112,7 +112,7 @@ func TestLegacyTaskMemberIsAllOrNothing(t *testing.T) {
 	svc := manifest(t, "legacy-taskmember.yaml") // 2 replicas x 4 nodes x 8 GPUs
 	p, err := Predict(svc, Uniform(7, 8))
 	require.NoError(t, err)
-	assert.Equal(t, Blocked, p.Status, "one replica would fit, but the seed's PodGroup wants every pod")
+	assert.Equal(t, Blocked, p.Status, "one replica would fit, but the fusioninfer design's PodGroup wants every pod")
 	p, err = Predict(svc, Uniform(8, 8))
 	require.NoError(t, err)
 	assert.Equal(t, Full, p.Status)

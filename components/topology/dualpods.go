@@ -15,7 +15,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// The dual-pods contract of FMA v0.6.4 (seed 003, with the annotation keys of the release).
+// The dual-pods contract of FMA v0.6.4 (llm-d's dual-pod architecture, with the annotation keys of the release).
 const (
 	AnnotationDualPodsAdminPort   = "dual-pods.llm-d.ai/admin-port"
 	AnnotationDualPodsServerPatch = "dual-pods.llm-d.ai/server-patch"

@@ -3,9 +3,7 @@ package topology
 import (
 	"bufio"
 	"bytes"
-	"embed"
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/third_party/fma"
 )
 
 // Kinds of the dual-pods controller's objects.
@@ -45,9 +44,6 @@ const (
 	fmaMetricsPort              = 8002
 )
 
-//go:embed fma/*.yaml
-var fmaFiles embed.FS
-
 // fmaManifest is one of FMA's CRDs, policies or bindings, parsed once.
 type fmaManifest struct {
 	TypeMeta
@@ -66,14 +62,14 @@ var (
 // into the upstream types.
 func fmaManifests() ([]fmaManifest, error) {
 	fmaManifestsOnce.Do(func() {
-		entries, err := fmaFiles.ReadDir("fma")
+		entries, err := fma.Files.ReadDir(".")
 		if err != nil {
 			fmaManifestsErr = err
 			return
 		}
 		rank := map[TypeMeta]int{KindCustomResourceDefinition: 0, KindValidatingAdmissionPolicy: 1, KindValidatingAdmissionPolicyBinding: 2}
 		for _, e := range entries {
-			data, err := fmaFiles.ReadFile(path.Join("fma", e.Name()))
+			data, err := fma.Files.ReadFile(e.Name())
 			if err != nil {
 				fmaManifestsErr = err
 				return

@@ -14,7 +14,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// story4With is seed 000's story 4 with a change, built.
+// story4With is story 4 of the fusioninfer InferenceService design with a change, built.
 func story4With(t *testing.T, change func(svc *api.InferenceService)) *topology.Tree {
 	t.Helper()
 	svc := story(t, "story4-disaggregated-multinode.yaml").Service

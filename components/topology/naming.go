@@ -9,7 +9,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// Labels the core sets on every LeaderWorkerSet and pod template (DESIGN.md section 2).
+// Labels the core sets on every LeaderWorkerSet and pod template (docs/design/0000-the-fusioninfer-design.md).
 const (
 	LabelService       = api.ReservedLabelPrefix + "service"
 	LabelComponentType = api.ReservedLabelPrefix + "component-type"

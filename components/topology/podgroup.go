@@ -8,7 +8,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// buildPodGroup is the service's one shared PodGroup (DESIGN.md section 2).
+// buildPodGroup is the service's one shared PodGroup (docs/design/0000-the-fusioninfer-design.md).
 func buildPodGroup(svc *api.InferenceService) *volcanov1beta1.PodGroup {
 	pg := &volcanov1beta1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: volcanov1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"},
@@ -75,7 +75,7 @@ func subGroupSpec(svc *api.InferenceService) volcanov1beta1.PodGroupSpec {
 	return spec
 }
 
-// taskMemberSpec is seed 000's literal PodGroup for Volcano < 1.14: every replica is a task and
+// taskMemberSpec is the fusioninfer design's literal PodGroup for Volcano < 1.14: every replica is a task and
 // every pod is required, so nothing is scheduled until the whole service fits.
 func taskMemberSpec(svc *api.InferenceService) volcanov1beta1.PodGroupSpec {
 	spec := volcanov1beta1.PodGroupSpec{MinTaskMember: map[string]int32{}}

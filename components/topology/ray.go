@@ -10,7 +10,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// Ray launch of a multi-node vLLM replica (DESIGN.md section 2): the leader starts the Ray head
+// Ray launch of a multi-node vLLM replica (docs/design/0000-the-fusioninfer-design.md): the leader starts the Ray head
 // and then the server with the Ray executor; the workers join the head and block.
 const (
 	RayPort     = 6379

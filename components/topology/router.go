@@ -412,7 +412,7 @@ func labelMap[K, V ~string](labels map[string]string) map[K]V {
 	return out
 }
 
-// shadowService is seed 001's option 1: a headless Service over the pool's pods for gateways
+// shadowService is the Inference Extension implementer's guide's option 1: a headless Service over the pool's pods for gateways
 // that route to Services only. On a prefill/decode service it selects the decode leaders, whose
 // routing sidecar serves the port: a request must never land on a prefill pod alone.
 func (r *routing) shadowService(ref Ref) *corev1.Service {

@@ -13,7 +13,7 @@ import (
 
 const (
 	repositoryRoot   = "../.."
-	kubernetesSchema = repositoryRoot + "/../shared/pulumi-kubernetes/schema-v4.32.0.json"
+	kubernetesSchema = repositoryRoot + "/third_party/pulumi-kubernetes/schema.json"
 )
 
 // TestCheckedInSDKsAreFresh: sdk/ is exactly what the generator makes from provider/schema.json;

@@ -22,7 +22,7 @@ import (
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// crdSource is a CRD file inside a Go module (from the module cache) or in ../shared.
+// crdSource is a CRD file inside a Go module (from the module cache) or in this repository (third_party/).
 type crdSource struct {
 	module string // empty: path is relative to the repository root
 	path   string
@@ -36,7 +36,7 @@ var crdSources = []crdSource{
 	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml"},
 	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"},
 	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml"},
-	{"", "../shared/crds/scheduling.volcano.sh_podgroups.yaml"},
+	{"", "third_party/volcano/scheduling.volcano.sh_podgroups.yaml"},
 }
 
 func repositoryRoot() string {

@@ -1,4 +1,4 @@
-// Package frontdoors proves DESIGN.md's "two front doors, one truth": for every example manifest,
+// Package frontdoors proves \"several front doors, one truth\" (docs/architecture.md): for every example manifest,
 // the children the Pulumi component registers (under mocks) are the objects the CLI renders.
 package frontdoors
 

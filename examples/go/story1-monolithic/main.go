@@ -1,4 +1,4 @@
-// Command story1-monolithic is a Pulumi program: Seed 000, story 1: Qwen3-8B as one single-GPU replica.
+// Command story1-monolithic is a Pulumi program: Story 1 of the fusioninfer InferenceService design: Qwen3-8B as one single-GPU replica.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 
 func main() { pulumi.Run(program) }
 
-// program deploys seed 000's story 1: Qwen3-8B as one single-GPU replica, no gang scheduling.
+// program deploys story 1 of the fusioninfer InferenceService design: Qwen3-8B as one single-GPU replica, no gang scheduling.
 func program(ctx *pulumi.Context) error {
 	svc, err := inferenceservice.NewInferenceService(ctx, "qwen-inference", &inferenceservice.Args{
 		Roles: []inferenceservice.RoleArgs{{

@@ -1,4 +1,4 @@
-// Command story2-disaggregated is a Pulumi program: Seed 000, story 2: Qwen3-8B as 2 prefill and 4 decode replicas, gang scheduled.
+// Command story2-disaggregated is a Pulumi program: Story 2 of the fusioninfer InferenceService design: Qwen3-8B as 2 prefill and 4 decode replicas, gang scheduled.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 
 func main() { pulumi.Run(program) }
 
-// program deploys seed 000's story 2: Qwen3-8B disaggregated into 2 prefill and 4 decode
+// program deploys story 2 of the fusioninfer InferenceService design: Qwen3-8B disaggregated into 2 prefill and 4 decode
 // replicas of one GPU each, gang scheduled through one Volcano PodGroup.
 func program(ctx *pulumi.Context) error {
 	svc, err := inferenceservice.NewInferenceService(ctx, "qwen-inference-service", &inferenceservice.Args{

@@ -1,4 +1,4 @@
-// Command story3-multinode is a Pulumi program: Seed 000, story 3: DeepSeek-R1, 2 replicas x 4 nodes x 8 GPUs on Ray.
+// Command story3-multinode is a Pulumi program: Story 3 of the fusioninfer InferenceService design: DeepSeek-R1, 2 replicas x 4 nodes x 8 GPUs on Ray.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 
 func main() { pulumi.Run(program) }
 
-// program deploys seed 000's story 3: DeepSeek-R1 with tensor parallelism 32 over 4 nodes of
+// program deploys story 3 of the fusioninfer InferenceService design: DeepSeek-R1 with tensor parallelism 32 over 4 nodes of
 // 8 GPUs, 2 replicas (8 pods, 64 GPUs); each replica runs vLLM on a Ray cluster of its own.
 func program(ctx *pulumi.Context) error {
 	svc, err := inferenceservice.NewInferenceService(ctx, "deepseek-r1-inference", &inferenceservice.Args{

@@ -1,4 +1,4 @@
-// Command story4-disaggregated-multinode is a Pulumi program: Seed 000, story 4: DeepSeek-R1 disaggregated and multi-node, 10 pods, 80 GPUs.
+// Command story4-disaggregated-multinode is a Pulumi program: Story 4 of the fusioninfer InferenceService design: DeepSeek-R1 disaggregated and multi-node, 10 pods, 80 GPUs.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 
 func main() { pulumi.Run(program) }
 
-// program deploys seed 000's story 4: DeepSeek-R1 disaggregated and multi-node, prefill
+// program deploys story 4 of the fusioninfer InferenceService design: DeepSeek-R1 disaggregated and multi-node, prefill
 // 1 replica x 2 nodes and decode 2 replicas x 4 nodes (10 pods, 80 GPUs).
 func program(ctx *pulumi.Context) error {
 	svc, err := inferenceservice.NewInferenceService(ctx, "deepseek-r1-disagg", &inferenceservice.Args{

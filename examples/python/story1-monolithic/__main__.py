@@ -1,4 +1,4 @@
-"""Seed 000, story 1, in Python: Qwen3-8B as one single-GPU replica.
+"""Story 1 of the fusioninfer InferenceService design, in Python: Qwen3-8B as one single-GPU replica.
 
 Through the multi-language provider; the same service as examples/go/story1-monolithic and
 examples/manifests/story1-monolithic.yaml, which tests/python proves build the same objects.

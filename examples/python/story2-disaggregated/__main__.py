@@ -1,4 +1,4 @@
-"""Seed 000, story 2, in Python: Qwen3-8B as 2 prefill and 4 decode replicas, gang scheduled.
+"""Story 2 of the fusioninfer InferenceService design, in Python: Qwen3-8B as 2 prefill and 4 decode replicas, gang scheduled.
 
 Through the multi-language provider; the same service as examples/go/story2-disaggregated and
 examples/manifests/story2-disaggregated.yaml, which tests/python proves build the same objects.

@@ -1,4 +1,4 @@
-"""Seed 000, story 3, in Python: DeepSeek-R1 as 2 replicas of 4 nodes x 8 GPUs on Ray.
+"""Story 3 of the fusioninfer InferenceService design, in Python: DeepSeek-R1 as 2 replicas of 4 nodes x 8 GPUs on Ray.
 
 Through the multi-language provider; the same service as examples/go/story3-multinode and
 examples/manifests/story3-multinode.yaml, which tests/python proves build the same objects.

@@ -1,4 +1,4 @@
-// Seed 000, story 1, in TypeScript: Qwen3-8B as one single-GPU replica, through the
+// Story 1 of the fusioninfer InferenceService design, in TypeScript: Qwen3-8B as one single-GPU replica, through the
 // multi-language provider. The same service as examples/go/story1-monolithic and
 // examples/manifests/story1-monolithic.yaml; tests/typescript proves they build the same objects.
 import * as fusioninfer from "@fusioninfer/pulumi-fusioninfer";

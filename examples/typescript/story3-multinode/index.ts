@@ -1,4 +1,4 @@
-// Seed 000, story 3, in TypeScript: DeepSeek-R1 as 2 replicas of 4 nodes x 8 GPUs on Ray.
+// Story 3 of the fusioninfer InferenceService design, in TypeScript: DeepSeek-R1 as 2 replicas of 4 nodes x 8 GPUs on Ray.
 // Through the multi-language provider; the same service as examples/go/story3-multinode and
 // examples/manifests/story3-multinode.yaml, which tests/typescript proves build the same objects.
 import * as fusioninfer from "@fusioninfer/pulumi-fusioninfer";

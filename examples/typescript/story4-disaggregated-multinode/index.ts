@@ -1,4 +1,4 @@
-// Seed 000, story 4, in TypeScript: DeepSeek-R1 disaggregated, prefill on 2 nodes and decode on 4 nodes per replica.
+// Story 4 of the fusioninfer InferenceService design, in TypeScript: DeepSeek-R1 disaggregated, prefill on 2 nodes and decode on 4 nodes per replica.
 // Through the multi-language provider; the same service as examples/go/story4-disaggregated-multinode and
 // examples/manifests/story4-disaggregated-multinode.yaml, which tests/typescript proves build the same objects.
 import * as fusioninfer from "@fusioninfer/pulumi-fusioninfer";

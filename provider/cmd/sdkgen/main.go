@@ -1,5 +1,5 @@
 // Command sdkgen regenerates sdk/nodejs, sdk/python and sdk/go from provider/schema.json
-// (`make gen`): fusioninfer-sdkgen -schema provider/schema.json -kubernetes ../shared/pulumi-kubernetes/schema-v4.32.0.json -out sdk
+// (`make gen`): fusioninfer-sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -out sdk
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 
 func main() {
 	schemaFile := flag.String("schema", "provider/schema.json", "the provider's schema")
-	kubernetes := flag.String("kubernetes", "../shared/pulumi-kubernetes/schema-v4.32.0.json", "the pulumi-kubernetes package schema")
+	kubernetes := flag.String("kubernetes", "third_party/pulumi-kubernetes/schema.json", "the pulumi-kubernetes package schema")
 	version := flag.String("version", "0.1.0", "the SDKs' version")
 	out := flag.String("out", "sdk", "where the SDKs go; every language folder is replaced")
 	flag.Parse()

@@ -386,7 +386,7 @@ func (o EndpointPickerPtrOutput) Resources() ResourcesPtrOutput {
 type GangPolicy struct {
 	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas"`
-	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
 	Mode *string `pulumi:"mode"`
 }
 
@@ -404,7 +404,7 @@ type GangPolicyInput interface {
 type GangPolicyArgs struct {
 	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
 	MinRoleReplicas pulumi.IntMapInput `pulumi:"minRoleReplicas"`
-	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
 	Mode pulumi.StringPtrInput `pulumi:"mode"`
 }
 
@@ -490,7 +490,7 @@ func (o GangPolicyOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v GangPolicy) map[string]int { return v.MinRoleReplicas }).(pulumi.IntMapOutput)
 }
 
-// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
 func (o GangPolicyOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v GangPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
 }
@@ -529,7 +529,7 @@ func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	}).(pulumi.IntMapOutput)
 }
 
-// Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
 func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *GangPolicy) *string {
 		if v == nil {

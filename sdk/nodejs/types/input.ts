@@ -47,7 +47,7 @@ export interface GangPolicyArgs {
      */
     minRoleReplicas?: pulumi.Input<{[key: string]: pulumi.Input<number>} | undefined>;
     /**
-     * Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+     * Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
      */
     mode?: pulumi.Input<string | undefined>;
 }

@@ -211,7 +211,7 @@ class GangPolicyArgsDict(TypedDict):
     """
     mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+    Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
     """
 
 @pulumi.input_type
@@ -221,7 +221,7 @@ class GangPolicyArgs:
                  mode: pulumi.Input[Optional[_builtins.str]] = None):
         """
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: MinRoleReplicas is, per role name, how many replicas must start together (default 1).
-        :param pulumi.Input[_builtins.str] mode: Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+        :param pulumi.Input[_builtins.str] mode: Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
         """
         if min_role_replicas is not None:
             pulumi.set(__self__, "min_role_replicas", min_role_replicas)
@@ -244,7 +244,7 @@ class GangPolicyArgs:
     @pulumi.getter
     def mode(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Mode is subGroup (default, Volcano >= 1.14) or taskMember (seed 000's literal PodGroup).
+        Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
         """
         return pulumi.get(self, "mode")
 
