@@ -3,9 +3,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -14,9 +16,26 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newRootCommand(os.Stdin, os.Stdout, os.Stderr).Execute(); err != nil {
-		os.Exit(1)
+	os.Exit(runMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// errReported means the error's message is already on stderr (a list of problems, or a flag
+// error with the usage); runMain prints it nowhere else.
+var errReported = errors.New("reported")
+
+// runMain is the whole command: its exit status is 0 on success and 1 otherwise, and it never fails
+// silently: an error not yet reported is printed on stderr as one line with what to do.
+func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdin, stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
 	}
+	if !errors.Is(err, errReported) {
+		fmt.Fprintf(stderr, "fusioninfer: %s (see '%s --help')\n", oneLine(err.Error()), cmd.CommandPath())
+	}
+	return 1
 }
 
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -47,8 +66,14 @@ size runs, before anything is deployed.`,
 	root.SetErr(stderr)
 	root.AddCommand(newRenderCommand(), newPlanCommand())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		fmt.Fprintf(c.ErrOrStderr(), "error: %v\n\n%s", err, c.UsageString())
-		return err
+		fmt.Fprintf(c.ErrOrStderr(), "fusioninfer: %v\n\n%s", err, c.UsageString())
+		return fmt.Errorf("%w: %w", errReported, err)
 	})
 	return root
+}
+
+// oneLine folds a multi-line message (cobra's "Did you mean this?" suggestions) into one line.
+func oneLine(msg string) string {
+	msg = strings.Replace(strings.TrimSpace(msg), "\n\nDid you mean this?\n", ": did you mean ", 1)
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " or ")), " ")
 }

@@ -19,12 +19,13 @@ import (
 
 const story4 = "../../examples/manifests/story4-disaggregated-multinode.yaml"
 
+// run runs the command as main does; err is set when it exits non-zero.
 func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := newRootCommand(strings.NewReader(stdin), &out, &errOut)
-	cmd.SetArgs(args)
-	err = cmd.Execute()
+	if code := runMain(args, strings.NewReader(stdin), &out, &errOut); code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
 	return out.String(), errOut.String(), err
 }
 
@@ -285,4 +286,39 @@ func TestPlanWithTopology(t *testing.T) {
 	require.NoError(t, err, stderr)
 	assert.Contains(t, stdout, "pending              pending             pending             Blocked",
 		"spine-1's leaves hold 3 nodes (a decode replica needs 4 in one leaf); spine-2 holds 4 (the minimal set needs 6)")
+}
+
+// TestNeverSilent runs the whole command as main does: every failure exits 1 with nothing on
+// stdout and one line on stderr that says what is wrong and what to do.
+func TestNeverSilent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // substrings of the first line on stderr
+	}{
+		{"render without -f", []string{"render"}, []string{`required flag(s) "filename" not set`, "fusioninfer render --help"}},
+		{"unknown command", []string{"rendr"}, []string{`unknown command "rendr"`, "did you mean render", "fusioninfer --help"}},
+		{"unknown flag", []string{"render", "--bogus"}, []string{"unknown flag: --bogus"}},
+		{"unreadable file", []string{"render", "-f", "/nonexistent/service.yaml"}, []string{"cannot read the manifest", "/nonexistent/service.yaml", "readable InferenceService file"}},
+		{"a directory", []string{"render", "-f", "."}, []string{"cannot read the manifest", "is a directory"}},
+		{"plan without a cluster", []string{"plan", "-f", story4}, []string{"--nodes", "--nodes-file", "fusioninfer plan --help"}},
+		{"unreadable nodes file", []string{"plan", "-f", story4, "--nodes-file", "/nonexistent/nodes.yaml"}, []string{"cannot read the nodes file", "/nonexistent/nodes.yaml"}},
+		{"plan without -f", []string{"plan", "--nodes", "8", "--gpus-per-node", "8"}, []string{`required flag(s) "filename" not set`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runMain(tc.args, strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out.String())
+			firstLine, _, _ := strings.Cut(errOut.String(), "\n")
+			assert.True(t, strings.HasPrefix(firstLine, "fusioninfer: "), "stderr: %q", errOut.String())
+			for _, want := range tc.want {
+				assert.Contains(t, firstLine, want)
+			}
+		})
+	}
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 0, runMain([]string{"render", "-f", story4}, strings.NewReader(""), &out, &errOut))
+	assert.Empty(t, errOut.String())
+	assert.NotEmpty(t, out.String())
 }

@@ -68,7 +68,7 @@ func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
 	case o.nodesFile != "":
 		data, err := os.ReadFile(o.nodesFile)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("cannot read the nodes file: %w; give --nodes-file a readable nodes file (see examples/nodes)", err)
 		}
 		cluster, err := planner.ParseNodesFile(data)
 		if err != nil {
@@ -96,10 +96,12 @@ func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
 func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error {
 	clusters, labels, err := opts.clusters()
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return errInvalidInput
+		return err
 	}
-	trees, problems := loadTrees(stdin, renderOptions{files: opts.files, namespace: opts.namespace})
+	trees, problems, err := loadTrees(stdin, renderOptions{files: opts.files, namespace: opts.namespace})
+	if err != nil {
+		return err
+	}
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(stderr, p)
@@ -108,8 +110,7 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error 
 	}
 	for _, tree := range trees {
 		if err := writePlan(stdout, tree, clusters, labels); err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return errInvalidInput
+			return err
 		}
 	}
 	return nil

@@ -24,7 +24,7 @@ type renderOptions struct {
 }
 
 // errInvalidInput means the input was refused; its problems were already printed.
-var errInvalidInput = errors.New("invalid input")
+var errInvalidInput = fmt.Errorf("invalid input: %w", errReported)
 
 func newRenderCommand() *cobra.Command {
 	var opts renderOptions
@@ -50,7 +50,10 @@ and exits non-zero.`,
 }
 
 func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) error {
-	trees, problems := loadTrees(stdin, opts)
+	trees, problems, err := loadTrees(stdin, opts)
+	if err != nil {
+		return err
+	}
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(stderr, p)
@@ -72,20 +75,20 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 		}
 		out.Write(doc)
 	}
-	_, err := stdout.Write(out.Bytes())
+	_, err = stdout.Write(out.Bytes())
 	return err
 }
 
 // loadTrees decodes, validates and builds every service of every input; it returns either all
 // trees or every problem found (in file and line order), never a mix.
-func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string) {
+// A file that cannot be read is an error of its own: nothing is checked after it.
+func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string, error) {
 	var trees []*topology.Tree
 	var problems []string
 	for _, file := range opts.files {
 		data, err := readInput(stdin, file)
 		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+			return nil, nil, err
 		}
 		fileTrees, fileProblems := loadFile(file, data, opts.namespace)
 		trees = append(trees, fileTrees...)
@@ -94,7 +97,7 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string)
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
-	return trees, problems
+	return trees, problems, nil
 }
 
 // loadFile builds the services of one file; its problems come in line order.
@@ -145,7 +148,11 @@ func readInput(stdin io.Reader, file string) ([]byte, error) {
 	if file == "-" {
 		return io.ReadAll(stdin)
 	}
-	return os.ReadFile(file)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the manifest: %w; give -f a readable InferenceService file, or - for stdin", err)
+	}
+	return data, nil
 }
 
 // writeObjectFiles writes each object to its own file, prefixed with its apply position so that
