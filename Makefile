@@ -77,6 +77,7 @@ clean:
 
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
 gen:
+	$(GO) generate ./components/inferenceservice
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update
 	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -version $(PROVIDER_VERSION) -out sdk

@@ -4,10 +4,14 @@
 package provider
 
 import (
+	"context"
+	"fmt"
+
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	comProvider "github.com/pulumi/pulumi/sdk/v3/go/pulumi/provider"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 )
@@ -38,13 +42,34 @@ func New() (p.Provider, error) {
 	if err != nil {
 		return p.Provider{}, err
 	}
-	return withKubernetesReferences(prov), nil
+	prov = withKubernetesReferences(prov)
+	prov.Construct = constructFromRawInputs
+	return prov, nil
 }
 
+// construct gives infer the component's schema (its Args and outputs); the provider's Construct is
+// constructFromRawInputs, which decodes the inputs itself.
 func construct(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*inferenceservice.InferenceService, error) {
-	componentArgs, err := args.componentArgs()
-	if err != nil {
-		return nil, err
+	return nil, fmt.Errorf("InferenceService %q: constructed through constructFromRawInputs", name)
+}
+
+// constructFromRawInputs constructs the component from the inputs as the engine sent them, so
+// that nothing is lost between a TypeScript, Python or YAML program and the Go component: the
+// spec goes through the manifest's strict decoding, the pod templates keep nested unknowns
+// (decodeInputs).
+func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.ConstructResponse, error) {
+	if req.Urn.Type() != inferenceservice.TypeToken {
+		return p.ConstructResponse{}, fmt.Errorf("unknown component type %s", req.Urn.Type())
 	}
-	return inferenceservice.NewInferenceService(ctx, name, componentArgs, opts...)
+	return p.ProgramConstruct(ctx, req, func(pctx *pulumi.Context, _, name string, inputs comProvider.ConstructInputs, opts pulumi.ResourceOption) (*comProvider.ConstructResult, error) {
+		svc, templates, err := decodeInputs(pctx, name, req.Inputs, inputs)
+		if err != nil {
+			return nil, err
+		}
+		component, err := inferenceservice.New(pctx, name, svc, templates, opts)
+		if err != nil {
+			return nil, err
+		}
+		return comProvider.NewConstructResult(component)
+	})
 }

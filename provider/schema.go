@@ -15,18 +15,17 @@ import (
 // KubernetesVersion is the pulumi-kubernetes release whose PodTemplateSpec the pod templates are.
 const KubernetesVersion = "4.33.0"
 
-// podTemplateRef is the kubernetes package's PodTemplateSpec, as a cross-package reference.
-const podTemplateRef = "/kubernetes/v" + KubernetesVersion + "/schema.json#/types/kubernetes:core/v1:PodTemplateSpec"
+// kubernetesTypesRef is where the kubernetes package's core/v1 types are, as a cross-package reference.
+const kubernetesTypesRef = "/kubernetes/v" + KubernetesVersion + "/schema.json#/types/kubernetes:core/v1:"
 
-// roleToken is the role's type as infer names it (after the Go struct provider.RoleArgs).
-const roleToken = "fusioninfer:index:RoleArgs"
-
-// rolloutStrategyToken is the role's rollout strategy, whose maxUnavailable is a count or a percent.
-const rolloutStrategyToken = "fusioninfer:index:RolloutStrategyArgs"
-
-// inlinedKubernetesTypes is where infer puts the pulumi-kubernetes structs it walked (the Go
-// package of the plain PodTemplateSpec is core/v1).
+// inlinedKubernetesTypes is where infer puts the Kubernetes structs of the input model it walked
+// (corev1.PodTemplateSpec, corev1.ResourceRequirements: Go package core/v1); the schema refers to
+// the kubernetes package's own types of the same names instead.
 const inlinedKubernetesTypes = "fusioninfer:v1:"
+
+// intOrStringToken is the upstream intstr.IntOrString as infer names it: a count or a percent,
+// which the schema gives as an integer or a string, as the kubernetes package does.
+const intOrStringToken = "fusioninfer:intstr:IntOrString"
 
 // withKubernetesReferences serves the inferred schema with pod templates that are the kubernetes
 // package's own type, so TypeScript and Python users pass the PodTemplateSpec they already know.
@@ -43,65 +42,66 @@ func withKubernetesReferences(prov p.Provider) p.Provider {
 	return prov
 }
 
-// rewriteSchema makes the inferred schema the one SDKs are generated from: the role's template is
-// the kubernetes package's PodTemplateSpec (declared as a dependency; an inlined copy of a
-// kubernetes type, which infer makes from a plain pulumi-kubernetes struct, is refused),
-// maxUnavailable is an integer or a string, every property is described, and types lose the Go
-// "Args" suffix.
+// rewriteSchema makes the inferred schema the one SDKs are generated from: the input model's
+// upstream Kubernetes types are the kubernetes package's (declared as a dependency; a schema that
+// still refers to an inlined copy is refused), IntOrString is an integer or a string, and every
+// property is described.
 func rewriteSchema(raw string) (string, error) {
 	var spec pschema.PackageSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		return "", err
 	}
 	for token := range spec.Types {
-		if strings.HasPrefix(token, inlinedKubernetesTypes) {
+		if strings.HasPrefix(token, inlinedKubernetesTypes) || token == intOrStringToken {
 			delete(spec.Types, token)
 		}
 	}
-	// The template reaches the provider as any value (so it may hold unknowns at preview); its type
-	// is the kubernetes package's.
-	if role, ok := spec.Types[roleToken]; ok {
-		role.Properties["template"] = pschema.PropertySpec{TypeSpec: pschema.TypeSpec{Ref: podTemplateRef}}
-		spec.Types[roleToken] = role
+	for token, t := range spec.Types {
+		for name, prop := range t.Properties {
+			prop.TypeSpec = upstreamType(prop.TypeSpec)
+			t.Properties[name] = prop
+		}
+		spec.Types[token] = t
 	}
-	// maxUnavailable reaches the provider as any value; to the SDKs it is a number or a string, as
-	// the kubernetes package's IntOrString fields are.
-	if strategy, ok := spec.Types[rolloutStrategyToken]; ok {
-		strategy.Properties["maxUnavailable"] = pschema.PropertySpec{TypeSpec: pschema.TypeSpec{
-			OneOf: []pschema.TypeSpec{{Type: "integer"}, {Type: "string"}}}}
-		spec.Types[rolloutStrategyToken] = strategy
+	for token, r := range spec.Resources {
+		for name, prop := range r.InputProperties {
+			prop.TypeSpec = upstreamType(prop.TypeSpec)
+			r.InputProperties[name] = prop
+		}
+		spec.Resources[token] = r
 	}
 	describe(&spec)
-	renamed := withoutArgsSuffix(&spec)
 	version := semver.MustParse(KubernetesVersion)
 	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
 	out, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	for from, to := range renamed {
-		out = []byte(strings.ReplaceAll(string(out), `"#/types/`+from+`"`, `"#/types/`+to+`"`))
-	}
-	if strings.Contains(string(out), "#/types/"+inlinedKubernetesTypes) {
-		return "", fmt.Errorf("the schema still refers to inlined kubernetes types (%s*): refer to the kubernetes package", inlinedKubernetesTypes)
+	if strings.Contains(string(out), "#/types/"+inlinedKubernetesTypes) || strings.Contains(string(out), "#/types/"+intOrStringToken) {
+		return "", fmt.Errorf("the schema still refers to an inlined upstream type (%s*, %s)", inlinedKubernetesTypes, intOrStringToken)
 	}
 	return string(out), nil
 }
 
-// withoutArgsSuffix names the object types after what they are: the Go structs are RoleArgs,
-// MultinodeArgs... (Args of a Go component), which the SDKs would call RoleArgsArgs. It returns
-// the renamed tokens; references are rewritten by the caller.
-func withoutArgsSuffix(spec *pschema.PackageSpec) map[string]string {
-	renamed := map[string]string{}
-	for token, t := range spec.Types {
-		if strings.HasSuffix(token, "Args") {
-			to := strings.TrimSuffix(token, "Args")
-			delete(spec.Types, token)
-			spec.Types[to] = t
-			renamed[token] = to
-		}
+// upstreamType is a property's type with the upstream Kubernetes types of the input model as the
+// SDKs should see them: the kubernetes package's types (a TypeScript or Python user passes the
+// PodTemplateSpec they already know), and IntOrString as an integer or a string.
+func upstreamType(t pschema.TypeSpec) pschema.TypeSpec {
+	switch {
+	case t.Ref == "#/types/"+intOrStringToken:
+		return pschema.TypeSpec{OneOf: []pschema.TypeSpec{{Type: "integer"}, {Type: "string"}}}
+	case strings.HasPrefix(t.Ref, "#/types/"+inlinedKubernetesTypes):
+		return pschema.TypeSpec{Ref: kubernetesTypesRef + strings.TrimPrefix(t.Ref, "#/types/"+inlinedKubernetesTypes)}
 	}
-	return renamed
+	if t.Items != nil {
+		items := upstreamType(*t.Items)
+		t.Items = &items
+	}
+	if t.AdditionalProperties != nil {
+		values := upstreamType(*t.AdditionalProperties)
+		t.AdditionalProperties = &values
+	}
+	return t
 }
 
 //go:embed descriptions.json
@@ -129,6 +129,7 @@ func describe(spec *pschema.PackageSpec) {
 	}
 	for token, r := range spec.Resources {
 		fill(r.InputProperties, "Args")
+		fill(r.InputProperties, "InferenceServiceSpec")
 		fill(r.Properties, token[strings.LastIndex(token, ":")+1:])
 		spec.Resources[token] = r
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -58,10 +59,29 @@ func decodeOne(text []byte, startLine int) (*InferenceService, error) {
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
 		return nil, nil
 	}
+	svc, problems := decodeJSON(jsonData)
+	if len(problems) > 0 {
+		return nil, &DecodeError{Line: startLine, Problems: problems}
+	}
+	return svc, nil
+}
+
+// DecodeService decodes one InferenceService given as JSON, as strictly as a manifest: the
+// provider decodes every language's inputs with it, so all front doors read the same model.
+func DecodeService(jsonData []byte) (*InferenceService, error) {
+	svc, problems := decodeJSON(jsonData)
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return svc, nil
+}
+
+// decodeJSON is strict decoding: an unknown or duplicated field is a problem naming its path.
+func decodeJSON(jsonData []byte) (*InferenceService, []string) {
 	var svc InferenceService
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &svc)
 	if err != nil {
-		return nil, &DecodeError{Line: startLine, Problems: []string{err.Error()}}
+		return nil, []string{err.Error()}
 	}
 	var problems []string
 	for _, e := range strictErrs {
@@ -72,7 +92,7 @@ func decodeOne(text []byte, startLine int) (*InferenceService, error) {
 			svc.APIVersion, svc.Kind, APIVersion, Kind))
 	}
 	if len(problems) > 0 {
-		return nil, &DecodeError{Line: startLine, Problems: problems}
+		return nil, problems
 	}
 	return &svc, nil
 }

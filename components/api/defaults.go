@@ -9,12 +9,13 @@ const (
 	VolcanoSchedulerName = "volcano"
 )
 
-// ReplicaCount is the role's replicas, 1 when unset.
+// ReplicaCount is the role's replicas, 1 when unset. Narrowed to the int32 of the Kubernetes
+// fields it ends in: validation bounds the given value (MaxReplicas) before anything calls this.
 func (r *Role) ReplicaCount() int32 {
 	if r.Replicas == nil {
 		return 1
 	}
-	return *r.Replicas
+	return int32(*r.Replicas)
 }
 
 // NodeCount is the pods per replica, 1 when multinode is unset.
@@ -22,7 +23,7 @@ func (r *Role) NodeCount() int32 {
 	if r.Multinode == nil {
 		return 1
 	}
-	return r.Multinode.NodeCount
+	return int32(r.Multinode.NodeCount) // bounded by MaxNodeCount in validation
 }
 
 // MultiNode reports whether each replica spans several pods.
@@ -40,7 +41,7 @@ func (s *InferenceServiceSpec) GangMode() GangMode {
 func (s *InferenceServiceSpec) MinRoleReplicas(roleName string) int32 {
 	if s.GangPolicy != nil {
 		if n, ok := s.GangPolicy.MinRoleReplicas[roleName]; ok {
-			return n
+			return int32(n) // bounded by the role's replicas in validation
 		}
 	}
 	return 1
@@ -192,7 +193,7 @@ func (r *Role) EndpointPickerReplicas() int32 {
 	if r.EndpointPicker == nil || r.EndpointPicker.Replicas == nil {
 		return 1
 	}
-	return *r.EndpointPicker.Replicas
+	return int32(*r.EndpointPicker.Replicas) // bounded by MaxEndpointPickerReplicas in validation
 }
 
 // EndpointPickerImage is the image the user chose for the Endpoint Picker, empty for the default.

@@ -22,7 +22,7 @@ func dualPodsService() *InferenceService {
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "granite", Namespace: "llm"},
 		Spec: InferenceServiceSpec{
-			Roles: []Role{{Name: "server", ComponentType: ComponentTypeWorker, Replicas: ptr.To[int32](3), Template: tpl,
+			Roles: []Role{{Name: "server", ComponentType: ComponentTypeWorker, Replicas: ptr.To(3), Template: tpl,
 				ModelFlexibility: &ModelFlexibility{Mode: DualPods}}},
 			DualPodsController: &DualPodsController{Install: true},
 		},

@@ -35,7 +35,7 @@ func TestRolloutRules(t *testing.T) {
 			s.Spec.Roles[1].RolloutStrategy = maxUnavailable(intstr.FromInt32(1))
 		}, "spec.roles[1].rolloutStrategy.maxUnavailable: Forbidden: batches need every replica awaited, and spec.await is none"},
 		{"batches smaller than the gang's minimal set", func(s *InferenceService) {
-			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 2}}
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int{"decode": 2}}
 			s.Spec.Roles[1].RolloutStrategy = maxUnavailable(intstr.FromInt32(1))
 		}, "spec.roles[1].rolloutStrategy.maxUnavailable: Invalid value: \"1\": the gang's minimal set holds 2 replicas of this role (spec.gangPolicy.minRoleReplicas)"},
 		{"taskMember gangs every replica", func(s *InferenceService) {
@@ -92,7 +92,7 @@ func TestRolloutBatchSize(t *testing.T) {
 		{replicas: 6, maxUnavailable: ptr.To(intstr.FromString("100%")), want: 6},
 	}
 	for _, tc := range cases {
-		role := Role{Replicas: ptr.To(tc.replicas)}
+		role := Role{Replicas: ptr.To(int(tc.replicas))}
 		if tc.maxUnavailable != nil {
 			role.RolloutStrategy = &RolloutStrategy{MaxUnavailable: tc.maxUnavailable, MaxSurge: ptr.To(1)}
 		}

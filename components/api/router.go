@@ -3,8 +3,8 @@ package api
 import (
 	"fmt"
 
+	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -126,19 +126,23 @@ func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.Erro
 
 // DecodeHTTPRoute decodes a router's httproute strictly into the Gateway API type: an unknown
 // field is an error, never dropped.
-func DecodeHTTPRoute(raw *runtime.RawExtension) (*gatewayv1.HTTPRouteSpec, error) {
+func DecodeHTTPRoute(route map[string]any) (*gatewayv1.HTTPRouteSpec, error) {
 	var spec gatewayv1.HTTPRouteSpec
-	if raw == nil {
+	if route == nil {
 		return &spec, nil
 	}
-	if err := yaml.UnmarshalStrict(raw.Raw, &spec); err != nil {
+	data, err := json.Marshal(route)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalStrict(data, &spec); err != nil {
 		return nil, err
 	}
 	return &spec, nil
 }
 
-func validateHTTPRoute(raw *runtime.RawExtension, routePath *field.Path) field.ErrorList {
-	spec, err := DecodeHTTPRoute(raw)
+func validateHTTPRoute(route map[string]any, routePath *field.Path) field.ErrorList {
+	spec, err := DecodeHTTPRoute(route)
 	if err != nil {
 		return field.ErrorList{field.Invalid(routePath, "(the route)", "not a Gateway API HTTPRouteSpec: "+err.Error())}
 	}

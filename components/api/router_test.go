@@ -4,15 +4,22 @@ import (
 	"strings"
 	"testing"
 
+	"encoding/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
 
-func httpRoute(yaml string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(yaml)} }
+// httpRoute is a route written as JSON, as a manifest or an SDK gives it.
+func httpRoute(text string) map[string]any {
+	var route map[string]any
+	if err := json.Unmarshal([]byte(text), &route); err != nil {
+		panic(err)
+	}
+	return route
+}
 
 // routedService is story 4 with a router in front.
 func routedService() *InferenceService {
@@ -30,7 +37,7 @@ func TestRoutedServicesPass(t *testing.T) {
 	monolithic.Spec.Roles[1].PoolAPIVersion = PoolV1Alpha2
 	monolithic.Spec.Roles[1].FailureMode = FailOpen
 	monolithic.Spec.Roles[1].ShadowService = true
-	monolithic.Spec.Roles[1].EndpointPicker = &EndpointPicker{Replicas: ptr.To[int32](2), Image: "mirror.example.com/gateway-api-inference-extension/epp:v1.2.0"}
+	monolithic.Spec.Roles[1].EndpointPicker = &EndpointPicker{Replicas: ptr.To(2), Image: "mirror.example.com/gateway-api-inference-extension/epp:v1.2.0"}
 	assert.Empty(t, Validate(monolithic))
 }
 
@@ -56,7 +63,7 @@ func TestRouterRules(t *testing.T) {
 		{"a reference EPP image cannot route prefill/decode", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Image: "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"}
 		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\""},
-		{"endpointPicker replicas bounded", func(s *InferenceService) { routerOf(s).EndpointPicker = &EndpointPicker{Replicas: ptr.To[int32](0)} },
+		{"endpointPicker replicas bounded", func(s *InferenceService) { routerOf(s).EndpointPicker = &EndpointPicker{Replicas: ptr.To(0)} },
 			"spec.roles[2].endpointPicker.replicas: Invalid value: 0: must be >= 1 and <= 5"},
 		{"endpointPicker requests within limits", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Resources: &corev1.ResourceRequirements{

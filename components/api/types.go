@@ -7,7 +7,6 @@ package api
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
@@ -27,7 +26,7 @@ const (
 type InferenceService struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              InferenceServiceSpec `json:"spec"`
+	Spec              InferenceServiceSpec `json:"spec" pulumi:"spec"`
 }
 
 // ComponentType is the semantic role of a component in the inference pipeline.
@@ -49,21 +48,21 @@ func (c ComponentType) Serving() bool {
 // with what this project adds: gang policy, await, node pools, the router's and rollouts' fields.
 type InferenceServiceSpec struct {
 	// Roles are the logical components of the service, each with a unique name.
-	Roles []Role `json:"roles"`
+	Roles []Role `json:"roles" pulumi:"roles"`
 	// SchedulingStrategy applies service-wide scheduling policies.
-	SchedulingStrategy *SchedulingStrategy `json:"schedulingStrategy,omitempty"`
+	SchedulingStrategy *SchedulingStrategy `json:"schedulingStrategy,omitempty" pulumi:"schedulingStrategy,optional"`
 	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
-	GangPolicy *GangPolicy `json:"gangPolicy,omitempty"`
+	GangPolicy *GangPolicy `json:"gangPolicy,omitempty" pulumi:"gangPolicy,optional"`
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
-	Await AwaitMode `json:"await,omitempty"`
+	Await AwaitMode `json:"await,omitempty" pulumi:"await,optional"`
 	// NodePools are the GPU node pools the roles run on.
-	NodePools []NodePool `json:"nodePools,omitempty"`
+	NodePools []NodePool `json:"nodePools,omitempty" pulumi:"nodePools,optional"`
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for
 	// roles with modelFlexibility.
-	DualPodsController *DualPodsController `json:"dualPodsController,omitempty"`
+	DualPodsController *DualPodsController `json:"dualPodsController,omitempty" pulumi:"dualPodsController,optional"`
 	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow
 	// in the default order: decoders, prefillers, workers, then the router.
-	RolloutOrder []string `json:"rolloutOrder,omitempty"`
+	RolloutOrder []string `json:"rolloutOrder,omitempty" pulumi:"rolloutOrder,optional"`
 }
 
 // NodePoolKind says who makes a pool's nodes.
@@ -188,10 +187,10 @@ const (
 // GangPolicy configures gang scheduling.
 type GangPolicy struct {
 	// Mode is subGroup (default) or taskMember.
-	Mode GangMode `json:"mode,omitempty"`
+	Mode GangMode `json:"mode,omitempty" pulumi:"mode,optional"`
 	// MinRoleReplicas is, per serving role name, how many replicas must be placed together
 	// before any runs (default 1 for each serving role).
-	MinRoleReplicas map[string]int32 `json:"minRoleReplicas,omitempty"`
+	MinRoleReplicas map[string]int `json:"minRoleReplicas,omitempty" pulumi:"minRoleReplicas,optional"`
 }
 
 // AwaitMode chooses what a deployment waits for.
@@ -210,58 +209,58 @@ const (
 // Role describes one logical component of the inference pipeline.
 type Role struct {
 	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
-	Name string `json:"name"`
+	Name string `json:"name" pulumi:"name"`
 	// ComponentType is worker, prefiller, decoder or router.
-	ComponentType ComponentType `json:"componentType"`
+	ComponentType ComponentType `json:"componentType" pulumi:"componentType"`
 
 	// Router fields (componentType: router).
 
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
-	Strategy string `json:"strategy,omitempty"`
+	Strategy string `json:"strategy,omitempty" pulumi:"strategy,optional"`
 	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs,
 	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
-	HTTPRoute *runtime.RawExtension `json:"httproute,omitempty"`
+	HTTPRoute map[string]any `json:"httproute,omitempty" pulumi:"httproute,optional"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
-	EndpointPickerConfig string `json:"endpointPickerConfig,omitempty"`
+	EndpointPickerConfig string `json:"endpointPickerConfig,omitempty" pulumi:"endpointPickerConfig,optional"`
 	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io)
 	// or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty"`
+	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty" pulumi:"poolApiVersion,optional"`
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose
 	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-	FailureMode FailureMode `json:"failureMode,omitempty"`
+	FailureMode FailureMode `json:"failureMode,omitempty" pulumi:"failureMode,optional"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
 	// to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
-	ShadowService bool `json:"shadowService,omitempty"`
+	ShadowService bool `json:"shadowService,omitempty" pulumi:"shadowService,optional"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
-	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty"`
+	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty" pulumi:"endpointPicker,optional"`
 
 	// Serving fields (worker, prefiller, decoder).
 
 	// Replicas is the number of independent instances (default 1).
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional"`
 	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
-	Multinode *Multinode `json:"multinode,omitempty"`
+	Multinode *Multinode `json:"multinode,omitempty" pulumi:"multinode,optional"`
 	// Template is the pod template of every pod of the role.
-	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+	Template *corev1.PodTemplateSpec `json:"template,omitempty" pulumi:"template,optional"`
 	// NetworkTopology constrains the pods of each replica of this role, overriding
 	// schedulingStrategy.networkTopology.rolePolicy.
-	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
+	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty" pulumi:"networkTopology,optional"`
 	// NodePool names the spec.nodePools entry the role's pods run on.
-	NodePool string `json:"nodePool,omitempty"`
+	NodePool string `json:"nodePool,omitempty" pulumi:"nodePool,optional"`
 	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
-	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty" pulumi:"rolloutStrategy,optional"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart
 	// (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty"`
+	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty" pulumi:"restartPolicy,optional"`
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty"`
+	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
-	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty"`
+	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty" pulumi:"modelFlexibility,optional"`
 }
 
 // ModelFlexibilityMode is how a role's servers run.
@@ -299,7 +298,7 @@ type DualPodsController struct {
 // Multinode enables multi-node distributed inference.
 type Multinode struct {
 	// NodeCount is the number of pods (on distinct nodes) per replica.
-	NodeCount int32 `json:"nodeCount"`
+	NodeCount int `json:"nodeCount" pulumi:"nodeCount"`
 }
 
 // PoolAPIVersion is the version of the InferencePool a router creates.
@@ -322,11 +321,11 @@ const (
 type EndpointPicker struct {
 	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's
 	// inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" pulumi:"image,optional"`
 	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional"`
 	// Resources of the Endpoint Picker container.
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
 }
 
 // RolloutStrategy shapes how a changed pod template reaches a role's replicas.
@@ -334,7 +333,7 @@ type RolloutStrategy struct {
 	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a
 	// percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs
 	// update in batches of this size, each batch after the previous one is Available.
-	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty" pulumi:"maxUnavailable,optional"`
 	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new
 	// group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it
 	// as rollingUpdateConfiguration.maxSurge.

@@ -171,8 +171,8 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	for _, fld := range routerFields(role) {
 		errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
 	}
-	if n := role.ReplicaCount(); n < 1 || n > MaxReplicas {
-		errs = append(errs, field.Invalid(rolePath.Child("replicas"), n, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
+	if role.Replicas != nil && (*role.Replicas < 1 || *role.Replicas > MaxReplicas) {
+		errs = append(errs, field.Invalid(rolePath.Child("replicas"), *role.Replicas, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
 	}
 	if role.Multinode != nil && (role.Multinode.NodeCount < 1 || role.Multinode.NodeCount > MaxNodeCount) {
 		errs = append(errs, field.Invalid(rolePath.Child("multinode", "nodeCount"), role.Multinode.NodeCount,
@@ -192,7 +192,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 // validateLeaderWorkerSetName checks that the longest name the role produces fits the limits of
 // LWS and of the StatefulSets and pods LWS derives from it.
 func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field.Path) field.ErrorList {
-	if serviceName == "" || role.Name == "" || role.ReplicaCount() < 1 || role.ReplicaCount() > MaxReplicas {
+	if serviceName == "" || role.Name == "" || (role.Replicas != nil && (*role.Replicas < 1 || *role.Replicas > MaxReplicas)) {
 		return nil
 	}
 	longest := LeaderWorkerSetName(serviceName, role.Name, role.ReplicaCount()-1)
@@ -422,7 +422,7 @@ func validateGangPolicy(spec *InferenceServiceSpec, fldPath *field.Path) field.E
 			errs = append(errs, field.NotFound(p, name))
 		case n < 1:
 			errs = append(errs, field.Invalid(p, n, "must be >= 1"))
-		case n > role.ReplicaCount():
+		case n > int(role.ReplicaCount()):
 			errs = append(errs, field.Invalid(p, n, fmt.Sprintf("must be <= the role's replicas (%d)", role.ReplicaCount())))
 		}
 	}

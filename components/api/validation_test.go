@@ -26,9 +26,9 @@ func validService() *InferenceService {
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deepseek-r1-disagg"},
 		Spec: InferenceServiceSpec{Roles: []Role{
-			{Name: "prefill", ComponentType: ComponentTypePrefiller, Replicas: ptr.To[int32](1), Multinode: &Multinode{NodeCount: 2},
+			{Name: "prefill", ComponentType: ComponentTypePrefiller, Replicas: ptr.To(1), Multinode: &Multinode{NodeCount: 2},
 				Template: server("--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16")},
-			{Name: "decode", ComponentType: ComponentTypeDecoder, Replicas: ptr.To[int32](2), Multinode: &Multinode{NodeCount: 4},
+			{Name: "decode", ComponentType: ComponentTypeDecoder, Replicas: ptr.To(2), Multinode: &Multinode{NodeCount: 4},
 				Template: server("--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32")},
 		}},
 	}
@@ -72,7 +72,7 @@ func TestValidationRules(t *testing.T) {
 			"spec.roles: Required value: a router needs a serving role"},
 		{"router has no replicas", func(s *InferenceService) {
 			r := router
-			r.Replicas = ptr.To[int32](2)
+			r.Replicas = ptr.To(2)
 			s.Spec.Roles = append(s.Spec.Roles, r)
 		},
 			"spec.roles[2].replicas: Forbidden: a router runs the Endpoint Picker, not model servers: only serving roles have replicas"},
@@ -84,8 +84,8 @@ func TestValidationRules(t *testing.T) {
 			"spec.roles[2].multinode: Forbidden"},
 		{"serving roles have no router fields", func(s *InferenceService) { s.Spec.Roles[0].Strategy = "prefix-cache" },
 			"spec.roles[0].strategy: Forbidden: only a router role has strategy"},
-		{"replicas >= 1", func(s *InferenceService) { s.Spec.Roles[1].Replicas = ptr.To[int32](0) }, "spec.roles[1].replicas: Invalid value: 0: must be >= 1 and <= 10000"},
-		{"replicas bounded", func(s *InferenceService) { s.Spec.Roles[1].Replicas = ptr.To[int32](2147483647) },
+		{"replicas >= 1", func(s *InferenceService) { s.Spec.Roles[1].Replicas = ptr.To(0) }, "spec.roles[1].replicas: Invalid value: 0: must be >= 1 and <= 10000"},
+		{"replicas bounded", func(s *InferenceService) { s.Spec.Roles[1].Replicas = ptr.To(2147483647) },
 			"spec.roles[1].replicas: Invalid value: 2147483647: must be >= 1 and <= 10000"},
 		{"nodeCount bounded", func(s *InferenceService) { s.Spec.Roles[1].Multinode.NodeCount = 4096 },
 			"spec.roles[1].multinode.nodeCount: Invalid value: 4096: must be >= 1 and <= 1024"},
@@ -103,7 +103,7 @@ func TestValidationRules(t *testing.T) {
 		{"LWS name counts the last replica", func(s *InferenceService) {
 			s.Spec.Roles[0].Name = "p"
 			s.Name = strings.Repeat("d", 50-len("-decode-9"))
-			s.Spec.Roles[1].Replicas = ptr.To[int32](11)
+			s.Spec.Roles[1].Replicas = ptr.To(11)
 		}, `"` + strings.Repeat("d", 41) + `-decode-10" is 51 characters; it must be at most 50`},
 		{"template required", func(s *InferenceService) { s.Spec.Roles[0].Template = nil }, "spec.roles[0].template: Required value"},
 		{"a container required", func(s *InferenceService) { s.Spec.Roles[0].Template.Spec.Containers = nil },
@@ -144,18 +144,18 @@ func TestValidationRules(t *testing.T) {
 		{"gang mode known", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{Mode: "all"} },
 			`spec.gangPolicy.mode: Unsupported value: "all": supported values: "subGroup", "taskMember"`},
 		{"minRoleReplicas names a serving role", func(s *InferenceService) {
-			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decoder": 1}}
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int{"decoder": 1}}
 		}, `spec.gangPolicy.minRoleReplicas[decoder]: Not found: "decoder"`},
 		{"minRoleReplicas >= 1", func(s *InferenceService) {
-			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 0}}
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int{"decode": 0}}
 		},
 			"spec.gangPolicy.minRoleReplicas[decode]: Invalid value: 0: must be >= 1"},
 		{"minRoleReplicas <= replicas", func(s *InferenceService) {
-			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int32{"decode": 3}}
+			s.Spec.GangPolicy = &GangPolicy{MinRoleReplicas: map[string]int{"decode": 3}}
 		},
 			"spec.gangPolicy.minRoleReplicas[decode]: Invalid value: 3: must be <= the role's replicas (2)"},
 		{"minRoleReplicas needs subGroup mode", func(s *InferenceService) {
-			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember, MinRoleReplicas: map[string]int32{"decode": 1}}
+			s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember, MinRoleReplicas: map[string]int{"decode": 1}}
 		}, "spec.gangPolicy.minRoleReplicas: Forbidden: taskMember mode gangs the whole service"},
 		{"await known", func(s *InferenceService) { s.Spec.Await = "ready" }, `spec.await: Unsupported value: "ready"`},
 		{"queue needs gang scheduling", func(s *InferenceService) {
@@ -275,7 +275,7 @@ func TestLongestNamesThatFitPass(t *testing.T) {
 	svc := validService()
 	svc.Spec.Roles[0].Name = "p"
 	svc.Name = strings.Repeat("d", 50-len("-decode-9"))
-	svc.Spec.Roles[1].Replicas = ptr.To[int32](10)
+	svc.Spec.Roles[1].Replicas = ptr.To(10)
 	assert.Empty(t, Validate(svc), "multi-node LWS names of exactly 50 characters fit")
 	svc.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}}
 	svc.Name = strings.Repeat("w", 52-len("-w-0"))

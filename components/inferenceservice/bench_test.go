@@ -2,6 +2,7 @@ package inferenceservice
 
 import (
 	"fmt"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -20,7 +21,7 @@ func BenchmarkComponent(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					n := replicas
 					args := &Args{Roles: []RoleArgs{{
-						Name: "inference", ComponentType: "worker", Replicas: &n, Multinode: &MultinodeArgs{NodeCount: 4},
+						Name: "inference", ComponentType: "worker", Replicas: &n, Multinode: &api.Multinode{NodeCount: 4},
 						Template: vllmTemplate("32", "kv_both", "8"),
 					}}}
 					want := replicas + 2

@@ -2,6 +2,7 @@ package inferenceservice
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -64,11 +65,26 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 	if args == nil {
 		return nil, fmt.Errorf("InferenceService %q: args are required", name)
 	}
-	shape, errs := args.service(name)
-	if errs = append(errs, api.ValidateShape(shape)...); len(errs) > 0 {
+	svc, templates := args.service(name)
+	return New(ctx, name, svc, templates, opts...)
+}
+
+// New registers the InferenceService a decoded spec describes, as NewInferenceService does. A
+// role's pod template is the Input in templates (by role index) where there is one, else the
+// spec's own. The provider calls it with the spec it decoded from any language's inputs.
+func New(ctx *pulumi.Context, name string, svc *api.InferenceService, templates map[int]k8scorev1.PodTemplateSpecInput, opts ...pulumi.ResourceOption) (*InferenceService, error) {
+	shape := &api.InferenceService{TypeMeta: svc.TypeMeta, ObjectMeta: svc.ObjectMeta, Spec: svc.Spec}
+	shape.Spec.Roles = append([]api.Role(nil), svc.Spec.Roles...)
+	for i := range templates {
+		if i < 0 || i >= len(shape.Spec.Roles) {
+			return nil, fmt.Errorf("InferenceService %q: a template for role %d of %d", shape.Name, i, len(shape.Spec.Roles))
+		}
+		shape.Spec.Roles[i].Template = nil
+	}
+	if errs := api.ValidateShape(shape); len(errs) > 0 {
 		return nil, &api.ValidationError{Service: shape.Name, Errors: errs}
 	}
-	tree := buildTree(ctx, shape, args)
+	tree := buildTree(ctx, shape, templates)
 	// Resolving the tree validates the templates; at preview it may stay unknown, and the
 	// children's contents with it.
 	if _, err := internals.UnsafeAwaitOutput(ctx.Context(), tree); err != nil {
@@ -114,14 +130,15 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 
 // buildTree is the core's tree as an Output: it resolves when every pod template does, and
 // fails with every violation when the completed spec does not validate.
-func buildTree(ctx *pulumi.Context, shape *api.InferenceService, args *Args) pulumi.AnyOutput {
-	var templates []any
-	var templateRoles []int
-	for i, r := range args.Roles {
-		if r.Template != nil {
-			templates = append(templates, r.Template.ToPodTemplateSpecOutputWithContext(ctx.Context()))
-			templateRoles = append(templateRoles, i)
-		}
+func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]k8scorev1.PodTemplateSpecInput) pulumi.AnyOutput {
+	templateRoles := make([]int, 0, len(inputs))
+	for i := range inputs {
+		templateRoles = append(templateRoles, i)
+	}
+	sort.Ints(templateRoles)
+	templates := make([]any, len(templateRoles))
+	for j, i := range templateRoles {
+		templates[j] = inputs[i].ToPodTemplateSpecOutputWithContext(ctx.Context())
 	}
 	return pulumi.All(templates...).ApplyT(func(values []any) (any, error) {
 		svc := *shape

@@ -48,9 +48,9 @@ func vllmTemplate(tensorParallel string, kvRole string, gpus string) k8scorev1.P
 func story4Args() *Args {
 	one, two := 1, 2
 	return &Args{Roles: []RoleArgs{
-		{Name: "prefill", ComponentType: "prefiller", Replicas: &one, Multinode: &MultinodeArgs{NodeCount: 2},
+		{Name: "prefill", ComponentType: "prefiller", Replicas: &one, Multinode: &api.Multinode{NodeCount: 2},
 			Template: vllmTemplate("16", "kv_producer", "8")},
-		{Name: "decode", ComponentType: "decoder", Replicas: &two, Multinode: &MultinodeArgs{NodeCount: 4},
+		{Name: "decode", ComponentType: "decoder", Replicas: &two, Multinode: &api.Multinode{NodeCount: 4},
 			Template: vllmTemplate("32", "kv_consumer", "8")},
 	}}
 }
@@ -234,16 +234,6 @@ func TestBadInputRegistersNothing(t *testing.T) {
 			want: []string{"spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to",
 				"spec.roles: Required value: a prefiller role needs a decoder role"},
 		},
-		"router: an endpoint picker quantity that does not parse": {
-			args: func() *Args {
-				a := story4Args()
-				a.Roles = append(a.Roles, RoleArgs{Name: "router", ComponentType: "router",
-					HTTPRoute:      map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}},
-					EndpointPicker: &EndpointPickerArgs{Resources: &ResourcesArgs{Requests: map[string]string{"cpu": "lots"}}}})
-				return a
-			},
-			want: []string{`spec.roles[2].endpointPicker.resources.requests[cpu]: Invalid value: "lots": quantities must match`},
-		},
 		"router: an unknown strategy": {
 			args: func() *Args {
 				a := story4Args()
@@ -276,7 +266,7 @@ func TestAwaitModes(t *testing.T) {
 		args := story4Args()
 		three := 3
 		args.Roles[1].Replicas = &three
-		args.Await = await
+		args.Await = api.AwaitMode(await)
 		require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
 			_, err := NewInferenceService(ctx, "ds", args)
 			return err

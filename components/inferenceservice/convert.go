@@ -9,53 +9,29 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// service is the spec the Args describe, without pod templates.
-// Conversion errors (a quantity that does not parse) carry their field paths.
-func (a *Args) service(componentName string) (*api.InferenceService, field.ErrorList) {
+// service is the InferenceService the Args describe, without pod templates, and the templates
+// by role index (an Input each; absent where a role has none).
+func (a *Args) service(componentName string) (*api.InferenceService, map[int]k8scorev1.PodTemplateSpecInput) {
 	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels},
-		Spec: api.InferenceServiceSpec{Await: api.AwaitMode(a.Await), NodePools: a.NodePools, DualPodsController: a.DualPodsController,
-			RolloutOrder: a.RolloutOrder},
+		Spec:       a.spec(),
 	}
 	if svc.Name == "" {
 		svc.Name = componentName
 	}
-	svc.Spec.SchedulingStrategy = a.SchedulingStrategy
-	if a.GangPolicy != nil {
-		gp := &api.GangPolicy{Mode: api.GangMode(a.GangPolicy.Mode)}
-		for role, n := range a.GangPolicy.MinRoleReplicas {
-			if gp.MinRoleReplicas == nil {
-				gp.MinRoleReplicas = map[string]int32{}
-			}
-			gp.MinRoleReplicas[role] = int32(n)
-		}
-		svc.Spec.GangPolicy = gp
-	}
-	var errs field.ErrorList
+	templates := map[int]k8scorev1.PodTemplateSpecInput{}
 	for i := range a.Roles {
-		r := &a.Roles[i]
-		role := api.Role{Name: r.Name, ComponentType: api.ComponentType(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
-			ModelFlexibility: r.ModelFlexibility, RestartPolicy: lwsv1.RestartPolicyType(r.RestartPolicy), StartupPolicy: lwsv1.StartupPolicyType(r.StartupPolicy),
-			RolloutStrategy: r.RolloutStrategy}
-		errs = append(errs, routerToAPI(r, &role, field.NewPath("spec", "roles").Index(i))...)
-		if r.Replicas != nil {
-			role.Replicas = ptr.To(int32(*r.Replicas))
+		if a.Roles[i].Template != nil {
+			templates[i] = a.Roles[i].Template
 		}
-		if r.Multinode != nil {
-			role.Multinode = &api.Multinode{NodeCount: int32(r.Multinode.NodeCount)}
-		}
-		svc.Spec.Roles = append(svc.Spec.Roles, role)
 	}
-	return svc, errs
+	return svc, templates
 }
 
 // templateMapper encodes pulumi-kubernetes structs by their `pulumi` tags, which are the
@@ -69,6 +45,12 @@ func templateToAPI(tpl k8scorev1.PodTemplateSpec) (*corev1.PodTemplateSpec, erro
 	if mapErr != nil {
 		return nil, mapErr
 	}
+	return TemplateFromMap(m)
+}
+
+// TemplateFromMap decodes a pod template given as a plain map (JSON names) into the upstream
+// API type, strictly: a field the API type does not know is an error, never dropped.
+func TemplateFromMap(m map[string]any) (*corev1.PodTemplateSpec, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -104,48 +86,16 @@ func templateFromAPI(tpl *corev1.PodTemplateSpec) (k8scorev1.PodTemplateSpecInpu
 // ArgsFromService builds component Args from a decoded manifest, so a program can deploy the
 // same file the CLI renders.
 func ArgsFromService(svc *api.InferenceService) (*Args, error) {
-	args := &Args{
-		ServiceName: svc.Name,
-		Namespace:   svc.Namespace,
-		Labels:      svc.Labels,
-		Await:       string(svc.Spec.Await),
-		NodePools:   svc.Spec.NodePools,
-
-		DualPodsController: svc.Spec.DualPodsController,
-		RolloutOrder:       svc.Spec.RolloutOrder,
-	}
-	args.SchedulingStrategy = svc.Spec.SchedulingStrategy
-	if g := svc.Spec.GangPolicy; g != nil {
-		args.GangPolicy = &GangPolicyArgs{Mode: string(g.Mode)}
-		for role, n := range g.MinRoleReplicas {
-			if args.GangPolicy.MinRoleReplicas == nil {
-				args.GangPolicy.MinRoleReplicas = map[string]int{}
-			}
-			args.GangPolicy.MinRoleReplicas[role] = int(n)
-		}
-	}
+	args := argsFromSpec(&svc.Spec)
+	args.ServiceName, args.Namespace, args.Labels = svc.Name, svc.Namespace, svc.Labels
 	for i := range svc.Spec.Roles {
-		r := &svc.Spec.Roles[i]
-		role := RoleArgs{Name: r.Name, ComponentType: string(r.ComponentType), NetworkTopology: r.NetworkTopology, NodePool: r.NodePool,
-			ModelFlexibility: r.ModelFlexibility, RestartPolicy: string(r.RestartPolicy), StartupPolicy: string(r.StartupPolicy),
-			RolloutStrategy: r.RolloutStrategy}
-		if err := routerFromAPI(r, &role); err != nil {
-			return nil, fmt.Errorf("spec.roles[%d].httproute: %w", i, err)
-		}
-		if r.Replicas != nil {
-			role.Replicas = ptr.To(int(*r.Replicas))
-		}
-		if r.Multinode != nil {
-			role.Multinode = &MultinodeArgs{NodeCount: int(r.Multinode.NodeCount)}
-		}
-		if r.Template != nil {
-			tpl, err := templateFromAPI(r.Template)
+		if tpl := svc.Spec.Roles[i].Template; tpl != nil {
+			input, err := templateFromAPI(tpl)
 			if err != nil {
 				return nil, fmt.Errorf("spec.roles[%d].template: %w", i, err)
 			}
-			role.Template = tpl
+			args.Roles[i].Template = input
 		}
-		args.Roles = append(args.Roles, role)
 	}
 	return args, nil
 }

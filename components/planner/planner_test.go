@@ -121,7 +121,7 @@ func TestLegacyTaskMemberIsAllOrNothing(t *testing.T) {
 
 func TestWithoutGangEveryReplicaIsOnItsOwn(t *testing.T) {
 	svc := manifest(t, "story1-monolithic.yaml")
-	svc.Spec.Roles[0].Replicas = ptr.To[int32](3)
+	svc.Spec.Roles[0].Replicas = ptr.To(3)
 	p, err := Predict(svc, Uniform(2, 1))
 	require.NoError(t, err)
 	assert.Equal(t, Partial, p.Status)

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -21,7 +20,7 @@ func benchService(replicas int32, routed bool) *api.InferenceService {
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 		Spec: api.InferenceServiceSpec{Roles: []api.Role{{
-			Name: "inference", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(replicas),
+			Name: "inference", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(int(replicas)),
 			Multinode: &api.Multinode{NodeCount: 4},
 			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 				Name: "vllm", Image: "vllm/vllm-openai:v0.11.0",
@@ -35,7 +34,7 @@ func benchService(replicas int32, routed bool) *api.InferenceService {
 	}
 	if routed {
 		svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
-			HTTPRoute: &runtime.RawExtension{Raw: []byte(`{"parentRefs":[{"name":"inference-gateway"}]}`)}})
+			HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}})
 	}
 	return svc
 }

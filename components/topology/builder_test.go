@@ -220,7 +220,7 @@ func TestRevisionChangesExactlyWhenTheTemplateChanges(t *testing.T) {
 	assert.Equal(t, base["deepseek-r1-disagg-prefill-0"], imageBump["deepseek-r1-disagg-prefill-0"], "other roles keep theirs")
 	assert.NotEqual(t, base["deepseek-r1-disagg-decode-0"], imageBump["deepseek-r1-disagg-decode-0"])
 
-	moreReplicas := revisions(func(svc *api.InferenceService) { n := int32(3); svc.Spec.Roles[1].Replicas = &n })
+	moreReplicas := revisions(func(svc *api.InferenceService) { n := 3; svc.Spec.Roles[1].Replicas = &n })
 	assert.Equal(t, base["deepseek-r1-disagg-decode-1"], moreReplicas["deepseek-r1-disagg-decode-1"], "scaling does not change the template")
 }
 
@@ -336,7 +336,7 @@ func TestNodePoolLimitPacksSingleNodePods(t *testing.T) {
 	svc := trees[0].Service
 	svc.Spec.NodePools = []api.NodePool{{Name: "l4", GPUsPerNode: 4, NodeClassRef: &api.NodeClassRef{Group: "g", Kind: "k", Name: "n"}}}
 	svc.Spec.Roles[0].NodePool, svc.Spec.Roles[1].NodePool = "l4", "l4"
-	svc.Spec.Roles[0].Replicas = ptr.To[int32](5)
+	svc.Spec.Roles[0].Replicas = ptr.To(5)
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
 	np := tree.Objects[0].Object.(*karpv1.NodePool)

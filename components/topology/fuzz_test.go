@@ -177,7 +177,7 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 		if batch == 0 {
 			t.Fatalf("%s is in no batch", objects[0].Suffix)
 		}
-		perRole := map[string]int32{}
+		perRole := map[string]int{}
 		for _, o := range objects {
 			perRole[o.Role]++
 			var deps []string
@@ -194,7 +194,7 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 		}
 		for name, n := range perRole {
 			role := spec.RoleNamed(name)
-			if role.ComponentType.Serving() && n > role.RolloutBatchSize() && (batch != 1 || !spec.GangScheduled() || n > spec.GangMinimum(role)) {
+			if role.ComponentType.Serving() && n > int(role.RolloutBatchSize()) && (batch != 1 || !spec.GangScheduled() || n > int(spec.GangMinimum(role))) {
 				t.Fatalf("batch %d updates %d replicas of %s, more than its batch size %d", batch, n, name, role.RolloutBatchSize())
 			}
 		}

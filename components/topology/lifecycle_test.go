@@ -48,8 +48,8 @@ func TestRestartAndStartupPolicies(t *testing.T) {
 // adds or removes whole LWSs at the end and does not touch the others (Pulumi sees no diff).
 func TestScalingLeavesExistingReplicasAlone(t *testing.T) {
 	base := byName(story4With(t, func(*api.InferenceService) {}))
-	up := byName(story4With(t, func(svc *api.InferenceService) { svc.Spec.Roles[1].Replicas = ptr.To[int32](4) }))
-	down := byName(story4With(t, func(svc *api.InferenceService) { svc.Spec.Roles[1].Replicas = ptr.To[int32](1) }))
+	up := byName(story4With(t, func(svc *api.InferenceService) { svc.Spec.Roles[1].Replicas = ptr.To(4) }))
+	down := byName(story4With(t, func(svc *api.InferenceService) { svc.Spec.Roles[1].Replicas = ptr.To(1) }))
 	require.Len(t, up, 5)
 	for name, lws := range base {
 		assert.Equal(t, lws, up[name], "scaling up leaves %s as it was", name)

@@ -49,7 +49,7 @@ func workers(t *testing.T, replicas int32, strategy *api.RolloutStrategy) *topol
 	t.Helper()
 	svc := story(t, "story1-monolithic.yaml").Service
 	svc.Spec.Roles = append([]api.Role{}, svc.Spec.Roles...)
-	svc.Spec.Roles[0].Replicas = ptr.To(replicas)
+	svc.Spec.Roles[0].Replicas = ptr.To(int(replicas))
 	svc.Spec.Roles[0].RolloutStrategy = strategy
 	return build(t, svc)
 }
@@ -105,7 +105,7 @@ func TestRolloutOrderAcrossRoles(t *testing.T) {
 		svc.Spec.Roles = append([]api.Role{}, svc.Spec.Roles...)
 		for i := range svc.Spec.Roles {
 			if svc.Spec.Roles[i].ComponentType.Serving() {
-				svc.Spec.Roles[i].Replicas = ptr.To[int32](3)
+				svc.Spec.Roles[i].Replicas = ptr.To(3)
 			}
 		}
 		svc.Spec.Await = api.AwaitAll // the example awaits its minimal set only
@@ -128,7 +128,7 @@ func TestRolloutOrderAcrossRoles(t *testing.T) {
 	})
 	t.Run("a larger minimal set", func(t *testing.T) {
 		tree := pd(t, func(svc *api.InferenceService) {
-			svc.Spec.GangPolicy = &api.GangPolicy{MinRoleReplicas: map[string]int32{"decode": 2}}
+			svc.Spec.GangPolicy = &api.GangPolicy{MinRoleReplicas: map[string]int{"decode": 2}}
 		})
 		assert.Equal(t, [][]string{{"decode-0", "decode-1", "prefill-0"}, {"decode-2"}, {"prefill-1"}, {"prefill-2"}, {"epp-deployment"}}, waves(t, tree))
 	})

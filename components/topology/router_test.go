@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestRouterAwaitNone(t *testing.T) {
 func TestEndpointPickerLeaderElection(t *testing.T) {
 	single := story(t, "llama-router.yaml")
 	ha := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
-		r.EndpointPicker = &api.EndpointPicker{Replicas: ptr.To[int32](3)}
+		r.EndpointPicker = &api.EndpointPicker{Replicas: ptr.To(3)}
 	})
 	resourcesOf := func(tree *topology.Tree) []string {
 		var out []string
@@ -151,7 +152,7 @@ func argsAfter(args []string, flag string) []string {
 
 func TestHTTPRouteMerge(t *testing.T) {
 	route := objectOf[*gatewayv1.HTTPRoute](t, routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
-		r.HTTPRoute = &runtime.RawExtension{Raw: []byte(`{
+		require.NoError(t, json.Unmarshal([]byte(`{
 			"parentRefs": [{"name": "gw", "sectionName": "https"}],
 			"hostnames": ["llm.example.com"],
 			"rules": [
@@ -159,7 +160,7 @@ func TestHTTPRouteMerge(t *testing.T) {
 				 "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"add": [{"name": "x-route", "value": "chat"}]}}],
 				 "timeouts": {"request": "900s"}},
 				{"matches": [{"path": {"type": "PathPrefix", "value": "/v1/completions"}}]}
-			]}`)}
+			]}`), &r.HTTPRoute))
 	}), "")
 	assert.Equal(t, gatewayv1.SectionName("https"), *route.Spec.ParentRefs[0].SectionName)
 	assert.Equal(t, []gatewayv1.Hostname{"llm.example.com"}, route.Spec.Hostnames)
@@ -214,7 +215,7 @@ func TestPrefillDecodeRouting(t *testing.T) {
 func TestRoutedMultiNodeDecoder(t *testing.T) {
 	svc := story(t, "story4-disaggregated-multinode.yaml").Service
 	svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
-		HTTPRoute: &runtime.RawExtension{Raw: []byte(`{"parentRefs":[{"name":"gw"}]}`)}})
+		HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}})
 	svc.Spec.Roles[1].Template.Spec.Containers[0].Args = append(svc.Spec.Roles[1].Template.Spec.Containers[0].Args,
 		"--kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}`, "--port=8000")
 	tree := build(t, svc)

@@ -136,15 +136,15 @@ export class InferenceService extends pulumi.ComponentResource {
  */
 export interface InferenceServiceArgs {
     /**
-     * Await is what `pulumi up` waits for: all (default), minimal, or none.
+     * Await chooses what `pulumi up` waits for: all (default), minimal or none.
      */
     await?: string;
     /**
-     * DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+     * DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
      */
     dualPodsController?: pulumi.Input<inputs.DualPodsControllerArgs | undefined>;
     /**
-     * GangPolicy shapes the shared Volcano PodGroup.
+     * GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
      */
     gangPolicy?: pulumi.Input<inputs.GangPolicyArgs | undefined>;
     /**
@@ -156,19 +156,19 @@ export interface InferenceServiceArgs {
      */
     namespace?: string;
     /**
-     * NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+     * NodePools are the GPU node pools the roles run on.
      */
     nodePools?: pulumi.Input<pulumi.Input<inputs.NodePoolArgs>[] | undefined>;
     /**
-     * Roles are the logical components of the service.
+     * Roles are the logical components of the service, each with a unique name.
      */
     roles: pulumi.Input<pulumi.Input<inputs.RoleArgs>[]>;
     /**
-     * RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+     * RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
      */
     rolloutOrder?: pulumi.Input<string[] | undefined>;
     /**
-     * SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+     * SchedulingStrategy applies service-wide scheduling policies.
      */
     schedulingStrategy?: pulumi.Input<inputs.SchedulingStrategyArgs | undefined>;
     /**

@@ -238,7 +238,7 @@ func vllm(image string, args ...string) k8scorev1.PodTemplateSpecInput {
 // chat is one worker role of replicas with a rollout strategy.
 func chat(replicas int, strategy *api.RolloutStrategy, await string) func(image string) *inferenceservice.Args {
 	return func(image string) *inferenceservice.Args {
-		return &inferenceservice.Args{Await: await, Roles: []inferenceservice.RoleArgs{{
+		return &inferenceservice.Args{Await: api.AwaitMode(await), Roles: []inferenceservice.RoleArgs{{
 			Name: "chat", ComponentType: "worker", Replicas: ptr.To(replicas), RolloutStrategy: strategy,
 			Template: vllm(image, "--model", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "--tensor-parallel-size", "8"),
 		}}}

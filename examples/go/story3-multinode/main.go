@@ -4,6 +4,7 @@ package main
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/examples/go/internal/vllm"
 )
@@ -18,7 +19,7 @@ func program(ctx *pulumi.Context) error {
 			Name:          "inference",
 			ComponentType: "worker",
 			Replicas:      pulumi.IntRef(2),
-			Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 4},
+			Multinode:     &api.Multinode{NodeCount: 4},
 			Template:      vllm.Template("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32"),
 		}},
 	})

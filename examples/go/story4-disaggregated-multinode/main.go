@@ -4,6 +4,7 @@ package main
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/examples/go/internal/vllm"
 )
@@ -19,7 +20,7 @@ func program(ctx *pulumi.Context) error {
 				Name:          "prefill",
 				ComponentType: "prefiller",
 				Replicas:      pulumi.IntRef(1),
-				Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 2},
+				Multinode:     &api.Multinode{NodeCount: 2},
 				Template: vllm.Template("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "16",
 					"--kv-transfer-config", `{"kv_connector":"PyNcclConnector","kv_role":"kv_producer"}`),
 			},
@@ -27,7 +28,7 @@ func program(ctx *pulumi.Context) error {
 				Name:          "decode",
 				ComponentType: "decoder",
 				Replicas:      pulumi.IntRef(2),
-				Multinode:     &inferenceservice.MultinodeArgs{NodeCount: 4},
+				Multinode:     &api.Multinode{NodeCount: 4},
 				Template: vllm.Template("8", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32",
 					"--kv-transfer-config", `{"kv_connector":"PyNcclConnector","kv_role":"kv_consumer"}`),
 			},

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/examples/go/internal/vllm"
 )
@@ -24,7 +25,7 @@ func program(ctx *pulumi.Context) error {
 	svc, err := inferenceservice.NewInferenceService(ctx, "qwen3-32b-pd", &inferenceservice.Args{
 		Namespace:  "llm",
 		Await:      "minimal",
-		GangPolicy: &inferenceservice.GangPolicyArgs{MinRoleReplicas: map[string]int{"prefill": 1, "decode": 1}},
+		GangPolicy: &api.GangPolicy{MinRoleReplicas: map[string]int{"prefill": 1, "decode": 1}},
 		Roles: []inferenceservice.RoleArgs{
 			{Name: "prefill", ComponentType: "prefiller", Replicas: pulumi.IntRef(2), Template: vllm.NixlTemplate("2", serverArgs...)},
 			{Name: "decode", ComponentType: "decoder", Replicas: pulumi.IntRef(2), Template: vllm.NixlTemplate("2", serverArgs...)},

@@ -63,23 +63,23 @@ func NewInferenceService(ctx *pulumi.Context,
 }
 
 type inferenceServiceArgs struct {
-	// Await is what `pulumi up` waits for: all (default), minimal, or none.
+	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await *string `pulumi:"await"`
-	// DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
 	DualPodsController *DualPodsController `pulumi:"dualPodsController"`
-	// GangPolicy shapes the shared Volcano PodGroup.
+	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
 	GangPolicy *GangPolicy `pulumi:"gangPolicy"`
 	// Labels are added to every child object.
 	Labels map[string]string `pulumi:"labels"`
 	// Namespace of every child; defaults to "default".
 	Namespace *string `pulumi:"namespace"`
-	// NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+	// NodePools are the GPU node pools the roles run on.
 	NodePools []NodePool `pulumi:"nodePools"`
-	// Roles are the logical components of the service.
+	// Roles are the logical components of the service, each with a unique name.
 	Roles []Role `pulumi:"roles"`
-	// RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder []string `pulumi:"rolloutOrder"`
-	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+	// SchedulingStrategy applies service-wide scheduling policies.
 	SchedulingStrategy *SchedulingStrategy `pulumi:"schedulingStrategy"`
 	// ServiceName is the service's name (metadata.name); defaults to the component's name.
 	ServiceName *string `pulumi:"serviceName"`
@@ -87,23 +87,23 @@ type inferenceServiceArgs struct {
 
 // The set of arguments for constructing a InferenceService resource.
 type InferenceServiceArgs struct {
-	// Await is what `pulumi up` waits for: all (default), minimal, or none.
+	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await *string
-	// DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
 	DualPodsController DualPodsControllerPtrInput
-	// GangPolicy shapes the shared Volcano PodGroup.
+	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
 	GangPolicy GangPolicyPtrInput
 	// Labels are added to every child object.
 	Labels pulumi.StringMapInput
 	// Namespace of every child; defaults to "default".
 	Namespace *string
-	// NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+	// NodePools are the GPU node pools the roles run on.
 	NodePools NodePoolArrayInput
-	// Roles are the logical components of the service.
+	// Roles are the logical components of the service, each with a unique name.
 	Roles RoleArrayInput
-	// RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder pulumi.StringArrayInput
-	// SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+	// SchedulingStrategy applies service-wide scheduling policies.
 	SchedulingStrategy SchedulingStrategyPtrInput
 	// ServiceName is the service's name (metadata.name); defaults to the component's name.
 	ServiceName *string

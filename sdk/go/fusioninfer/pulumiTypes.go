@@ -209,12 +209,12 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 }
 
 type EndpointPicker struct {
-	// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
-	// Replicas (default 1); more than one elect a leader.
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 	Replicas *int `pulumi:"replicas"`
 	// Resources of the Endpoint Picker container.
-	Resources *Resources `pulumi:"resources"`
+	Resources *corev1.ResourceRequirements `pulumi:"resources"`
 }
 
 // EndpointPickerInput is an input type that accepts EndpointPickerArgs and EndpointPickerOutput values.
@@ -229,12 +229,12 @@ type EndpointPickerInput interface {
 }
 
 type EndpointPickerArgs struct {
-	// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
-	// Replicas (default 1); more than one elect a leader.
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// Resources of the Endpoint Picker container.
-	Resources ResourcesPtrInput `pulumi:"resources"`
+	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
 }
 
 func (EndpointPickerArgs) ElementType() reflect.Type {
@@ -314,19 +314,19 @@ func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.C
 	}).(EndpointPickerPtrOutput)
 }
 
-// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
 func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
 }
 
-// Replicas (default 1); more than one elect a leader.
+// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 func (o EndpointPickerOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
 // Resources of the Endpoint Picker container.
-func (o EndpointPickerOutput) Resources() ResourcesPtrOutput {
-	return o.ApplyT(func(v EndpointPicker) *Resources { return v.Resources }).(ResourcesPtrOutput)
+func (o EndpointPickerOutput) Resources() corev1.ResourceRequirementsPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *corev1.ResourceRequirements { return v.Resources }).(corev1.ResourceRequirementsPtrOutput)
 }
 
 type EndpointPickerPtrOutput struct{ *pulumi.OutputState }
@@ -353,7 +353,7 @@ func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
 	}).(EndpointPickerOutput)
 }
 
-// Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
 func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *string {
 		if v == nil {
@@ -363,7 +363,7 @@ func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Replicas (default 1); more than one elect a leader.
+// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *int {
 		if v == nil {
@@ -374,19 +374,19 @@ func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 }
 
 // Resources of the Endpoint Picker container.
-func (o EndpointPickerPtrOutput) Resources() ResourcesPtrOutput {
-	return o.ApplyT(func(v *EndpointPicker) *Resources {
+func (o EndpointPickerPtrOutput) Resources() corev1.ResourceRequirementsPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *corev1.ResourceRequirements {
 		if v == nil {
 			return nil
 		}
 		return v.Resources
-	}).(ResourcesPtrOutput)
+	}).(corev1.ResourceRequirementsPtrOutput)
 }
 
 type GangPolicy struct {
-	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+	// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas"`
-	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+	// Mode is subGroup (default) or taskMember.
 	Mode *string `pulumi:"mode"`
 }
 
@@ -402,9 +402,9 @@ type GangPolicyInput interface {
 }
 
 type GangPolicyArgs struct {
-	// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+	// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 	MinRoleReplicas pulumi.IntMapInput `pulumi:"minRoleReplicas"`
-	// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+	// Mode is subGroup (default) or taskMember.
 	Mode pulumi.StringPtrInput `pulumi:"mode"`
 }
 
@@ -485,12 +485,12 @@ func (o GangPolicyOutput) ToGangPolicyPtrOutputWithContext(ctx context.Context) 
 	}).(GangPolicyPtrOutput)
 }
 
-// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 func (o GangPolicyOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v GangPolicy) map[string]int { return v.MinRoleReplicas }).(pulumi.IntMapOutput)
 }
 
-// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+// Mode is subGroup (default) or taskMember.
 func (o GangPolicyOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v GangPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
 }
@@ -519,7 +519,7 @@ func (o GangPolicyPtrOutput) Elem() GangPolicyOutput {
 	}).(GangPolicyOutput)
 }
 
-// MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v *GangPolicy) map[string]int {
 		if v == nil {
@@ -529,7 +529,7 @@ func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	}).(pulumi.IntMapOutput)
 }
 
-// Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+// Mode is subGroup (default) or taskMember.
 func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *GangPolicy) *string {
 		if v == nil {
@@ -1554,162 +1554,6 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 	}).(NodePoolOutput)
 }
 
-type Resources struct {
-	// Limits cap what the container may use, per resource name.
-	Limits map[string]string `pulumi:"limits"`
-	// Requests are what the scheduler reserves, per resource name (cpu, memory).
-	Requests map[string]string `pulumi:"requests"`
-}
-
-// ResourcesInput is an input type that accepts ResourcesArgs and ResourcesOutput values.
-// You can construct a concrete instance of `ResourcesInput` via:
-//
-//	ResourcesArgs{...}
-type ResourcesInput interface {
-	pulumi.Input
-
-	ToResourcesOutput() ResourcesOutput
-	ToResourcesOutputWithContext(context.Context) ResourcesOutput
-}
-
-type ResourcesArgs struct {
-	// Limits cap what the container may use, per resource name.
-	Limits pulumi.StringMapInput `pulumi:"limits"`
-	// Requests are what the scheduler reserves, per resource name (cpu, memory).
-	Requests pulumi.StringMapInput `pulumi:"requests"`
-}
-
-func (ResourcesArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*Resources)(nil)).Elem()
-}
-
-func (i ResourcesArgs) ToResourcesOutput() ResourcesOutput {
-	return i.ToResourcesOutputWithContext(context.Background())
-}
-
-func (i ResourcesArgs) ToResourcesOutputWithContext(ctx context.Context) ResourcesOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ResourcesOutput)
-}
-
-func (i ResourcesArgs) ToResourcesPtrOutput() ResourcesPtrOutput {
-	return i.ToResourcesPtrOutputWithContext(context.Background())
-}
-
-func (i ResourcesArgs) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ResourcesOutput).ToResourcesPtrOutputWithContext(ctx)
-}
-
-// ResourcesPtrInput is an input type that accepts ResourcesArgs, ResourcesPtr and ResourcesPtrOutput values.
-// You can construct a concrete instance of `ResourcesPtrInput` via:
-//
-//	        ResourcesArgs{...}
-//
-//	or:
-//
-//	        nil
-type ResourcesPtrInput interface {
-	pulumi.Input
-
-	ToResourcesPtrOutput() ResourcesPtrOutput
-	ToResourcesPtrOutputWithContext(context.Context) ResourcesPtrOutput
-}
-
-type resourcesPtrType ResourcesArgs
-
-func ResourcesPtr(v *ResourcesArgs) ResourcesPtrInput {
-	return (*resourcesPtrType)(v)
-}
-
-func (*resourcesPtrType) ElementType() reflect.Type {
-	return reflect.TypeOf((**Resources)(nil)).Elem()
-}
-
-func (i *resourcesPtrType) ToResourcesPtrOutput() ResourcesPtrOutput {
-	return i.ToResourcesPtrOutputWithContext(context.Background())
-}
-
-func (i *resourcesPtrType) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ResourcesPtrOutput)
-}
-
-type ResourcesOutput struct{ *pulumi.OutputState }
-
-func (ResourcesOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*Resources)(nil)).Elem()
-}
-
-func (o ResourcesOutput) ToResourcesOutput() ResourcesOutput {
-	return o
-}
-
-func (o ResourcesOutput) ToResourcesOutputWithContext(ctx context.Context) ResourcesOutput {
-	return o
-}
-
-func (o ResourcesOutput) ToResourcesPtrOutput() ResourcesPtrOutput {
-	return o.ToResourcesPtrOutputWithContext(context.Background())
-}
-
-func (o ResourcesOutput) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
-	return o.ApplyTWithContext(ctx, func(_ context.Context, v Resources) *Resources {
-		return &v
-	}).(ResourcesPtrOutput)
-}
-
-// Limits cap what the container may use, per resource name.
-func (o ResourcesOutput) Limits() pulumi.StringMapOutput {
-	return o.ApplyT(func(v Resources) map[string]string { return v.Limits }).(pulumi.StringMapOutput)
-}
-
-// Requests are what the scheduler reserves, per resource name (cpu, memory).
-func (o ResourcesOutput) Requests() pulumi.StringMapOutput {
-	return o.ApplyT(func(v Resources) map[string]string { return v.Requests }).(pulumi.StringMapOutput)
-}
-
-type ResourcesPtrOutput struct{ *pulumi.OutputState }
-
-func (ResourcesPtrOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((**Resources)(nil)).Elem()
-}
-
-func (o ResourcesPtrOutput) ToResourcesPtrOutput() ResourcesPtrOutput {
-	return o
-}
-
-func (o ResourcesPtrOutput) ToResourcesPtrOutputWithContext(ctx context.Context) ResourcesPtrOutput {
-	return o
-}
-
-func (o ResourcesPtrOutput) Elem() ResourcesOutput {
-	return o.ApplyT(func(v *Resources) Resources {
-		if v != nil {
-			return *v
-		}
-		var ret Resources
-		return ret
-	}).(ResourcesOutput)
-}
-
-// Limits cap what the container may use, per resource name.
-func (o ResourcesPtrOutput) Limits() pulumi.StringMapOutput {
-	return o.ApplyT(func(v *Resources) map[string]string {
-		if v == nil {
-			return nil
-		}
-		return v.Limits
-	}).(pulumi.StringMapOutput)
-}
-
-// Requests are what the scheduler reserves, per resource name (cpu, memory).
-func (o ResourcesPtrOutput) Requests() pulumi.StringMapOutput {
-	return o.ApplyT(func(v *Resources) map[string]string {
-		if v == nil {
-			return nil
-		}
-		return v.Requests
-	}).(pulumi.StringMapOutput)
-}
-
 type Role struct {
 	// ComponentType is worker, prefiller, decoder or router.
 	ComponentType string `pulumi:"componentType"`
@@ -1717,35 +1561,35 @@ type Role struct {
 	EndpointPicker *EndpointPicker `pulumi:"endpointPicker"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig *string `pulumi:"endpointPickerConfig"`
-	// FailureMode is FailClose (default) or FailOpen.
+	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode *string `pulumi:"failureMode"`
-	// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
-	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `pulumi:"modelFlexibility"`
-	// Multinode spreads each replica over several pods.
+	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 	Multinode *Multinode `pulumi:"multinode"`
-	// Name is unique among the roles and a DNS label.
+	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
 	Name string `pulumi:"name"`
-	// NetworkTopology constrains the pods of each replica of this role.
+	// NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
 	NetworkTopology *NetworkTopologyPolicy `pulumi:"networkTopology"`
-	// NodePool names the nodePools entry the role's pods run on.
+	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool *string `pulumi:"nodePool"`
-	// PoolAPIVersion is v1 (default) or v1alpha2.
+	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolApiVersion *string `pulumi:"poolApiVersion"`
 	// Replicas is the number of independent instances (default 1).
 	Replicas *int `pulumi:"replicas"`
-	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
 	RestartPolicy *string `pulumi:"restartPolicy"`
-	// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy *RolloutStrategy `pulumi:"rolloutStrategy"`
-	// ShadowService adds a headless Service over the pool's pods.
+	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService *bool `pulumi:"shadowService"`
-	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy *string `pulumi:"startupPolicy"`
-	// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy *string `pulumi:"strategy"`
-	// Template is the pod template of the role's pods; its first container is the model server.
+	// Template is the pod template of every pod of the role.
 	Template *corev1.PodTemplateSpec `pulumi:"template"`
 }
 
@@ -1767,35 +1611,35 @@ type RoleArgs struct {
 	EndpointPicker EndpointPickerPtrInput `pulumi:"endpointPicker"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig pulumi.StringPtrInput `pulumi:"endpointPickerConfig"`
-	// FailureMode is FailClose (default) or FailOpen.
+	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode pulumi.StringPtrInput `pulumi:"failureMode"`
-	// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
-	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 	ModelFlexibility ModelFlexibilityPtrInput `pulumi:"modelFlexibility"`
-	// Multinode spreads each replica over several pods.
+	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 	Multinode MultinodePtrInput `pulumi:"multinode"`
-	// Name is unique among the roles and a DNS label.
+	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
 	Name pulumi.StringInput `pulumi:"name"`
-	// NetworkTopology constrains the pods of each replica of this role.
+	// NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
 	NetworkTopology NetworkTopologyPolicyPtrInput `pulumi:"networkTopology"`
-	// NodePool names the nodePools entry the role's pods run on.
+	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool pulumi.StringPtrInput `pulumi:"nodePool"`
-	// PoolAPIVersion is v1 (default) or v1alpha2.
+	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolApiVersion pulumi.StringPtrInput `pulumi:"poolApiVersion"`
 	// Replicas is the number of independent instances (default 1).
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
-	// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
 	RestartPolicy pulumi.StringPtrInput `pulumi:"restartPolicy"`
-	// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy RolloutStrategyPtrInput `pulumi:"rolloutStrategy"`
-	// ShadowService adds a headless Service over the pool's pods.
+	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
-	// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy pulumi.StringPtrInput `pulumi:"startupPolicy"`
-	// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy pulumi.StringPtrInput `pulumi:"strategy"`
-	// Template is the pod template of the role's pods; its first container is the model server.
+	// Template is the pod template of every pod of the role.
 	Template corev1.PodTemplateSpecPtrInput `pulumi:"template"`
 }
 
@@ -1865,42 +1709,42 @@ func (o RoleOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.EndpointPickerConfig }).(pulumi.StringPtrOutput)
 }
 
-// FailureMode is FailClose (default) or FailOpen.
+// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 func (o RoleOutput) FailureMode() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.FailureMode }).(pulumi.StringPtrOutput)
 }
 
-// HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 func (o RoleOutput) Httproute() pulumi.MapOutput {
 	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
 }
 
-// ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 func (o RoleOutput) ModelFlexibility() ModelFlexibilityPtrOutput {
 	return o.ApplyT(func(v Role) *ModelFlexibility { return v.ModelFlexibility }).(ModelFlexibilityPtrOutput)
 }
 
-// Multinode spreads each replica over several pods.
+// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 func (o RoleOutput) Multinode() MultinodePtrOutput {
 	return o.ApplyT(func(v Role) *Multinode { return v.Multinode }).(MultinodePtrOutput)
 }
 
-// Name is unique among the roles and a DNS label.
+// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
 func (o RoleOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v Role) string { return v.Name }).(pulumi.StringOutput)
 }
 
-// NetworkTopology constrains the pods of each replica of this role.
+// NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
 func (o RoleOutput) NetworkTopology() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v Role) *NetworkTopologyPolicy { return v.NetworkTopology }).(NetworkTopologyPolicyPtrOutput)
 }
 
-// NodePool names the nodePools entry the role's pods run on.
+// NodePool names the spec.nodePools entry the role's pods run on.
 func (o RoleOutput) NodePool() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.NodePool }).(pulumi.StringPtrOutput)
 }
 
-// PoolAPIVersion is v1 (default) or v1alpha2.
+// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 func (o RoleOutput) PoolApiVersion() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.PoolApiVersion }).(pulumi.StringPtrOutput)
 }
@@ -1910,32 +1754,32 @@ func (o RoleOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v Role) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
-// RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
 func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
 }
 
-// RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
 func (o RoleOutput) RolloutStrategy() RolloutStrategyPtrOutput {
 	return o.ApplyT(func(v Role) *RolloutStrategy { return v.RolloutStrategy }).(RolloutStrategyPtrOutput)
 }
 
-// ShadowService adds a headless Service over the pool's pods.
+// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 func (o RoleOutput) ShadowService() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Role) *bool { return v.ShadowService }).(pulumi.BoolPtrOutput)
 }
 
-// StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
 func (o RoleOutput) StartupPolicy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.StartupPolicy }).(pulumi.StringPtrOutput)
 }
 
-// Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 func (o RoleOutput) Strategy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.Strategy }).(pulumi.StringPtrOutput)
 }
 
-// Template is the pod template of the role's pods; its first container is the model server.
+// Template is the pod template of every pod of the role.
 func (o RoleOutput) Template() corev1.PodTemplateSpecPtrOutput {
 	return o.ApplyT(func(v Role) *corev1.PodTemplateSpec { return v.Template }).(corev1.PodTemplateSpecPtrOutput)
 }
@@ -2040,7 +1884,7 @@ func (o RoleStatusMapOutput) MapIndex(k pulumi.StringInput) RoleStatusOutput {
 }
 
 type RolloutStrategy struct {
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 	MaxSurge *int `pulumi:"maxSurge"`
 	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
 	MaxUnavailable interface{} `pulumi:"maxUnavailable"`
@@ -2060,7 +1904,7 @@ type RolloutStrategyInput interface {
 }
 
 type RolloutStrategyArgs struct {
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 	MaxSurge pulumi.IntPtrInput `pulumi:"maxSurge"`
 	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
 	MaxUnavailable pulumi.Input `pulumi:"maxUnavailable"`
@@ -2145,7 +1989,7 @@ func (o RolloutStrategyOutput) ToRolloutStrategyPtrOutputWithContext(ctx context
 	}).(RolloutStrategyPtrOutput)
 }
 
-// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 func (o RolloutStrategyOutput) MaxSurge() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v RolloutStrategy) *int { return v.MaxSurge }).(pulumi.IntPtrOutput)
 }
@@ -2184,7 +2028,7 @@ func (o RolloutStrategyPtrOutput) Elem() RolloutStrategyOutput {
 	}).(RolloutStrategyOutput)
 }
 
-// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 func (o RolloutStrategyPtrOutput) MaxSurge() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *RolloutStrategy) *int {
 		if v == nil {
@@ -2561,8 +2405,6 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*NodeClassRefPtrInput)(nil)).Elem(), NodeClassRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolInput)(nil)).Elem(), NodePoolArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolArrayInput)(nil)).Elem(), NodePoolArray{})
-	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesInput)(nil)).Elem(), ResourcesArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*ResourcesPtrInput)(nil)).Elem(), ResourcesArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleInput)(nil)).Elem(), RoleArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleArrayInput)(nil)).Elem(), RoleArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyInput)(nil)).Elem(), RolloutStrategyArgs{})
@@ -2589,8 +2431,6 @@ func init() {
 	pulumi.RegisterOutputType(NodeClassRefPtrOutput{})
 	pulumi.RegisterOutputType(NodePoolOutput{})
 	pulumi.RegisterOutputType(NodePoolArrayOutput{})
-	pulumi.RegisterOutputType(ResourcesOutput{})
-	pulumi.RegisterOutputType(ResourcesPtrOutput{})
 	pulumi.RegisterOutputType(RoleOutput{})
 	pulumi.RegisterOutputType(RoleArrayOutput{})
 	pulumi.RegisterOutputType(RoleStatusOutput{})

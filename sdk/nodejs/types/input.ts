@@ -28,26 +28,26 @@ export interface DualPodsControllerArgs {
 
 export interface EndpointPickerArgs {
     /**
-     * Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+     * Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
      */
     image?: pulumi.Input<string | undefined>;
     /**
-     * Replicas (default 1); more than one elect a leader.
+     * Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
      */
     replicas?: pulumi.Input<number | undefined>;
     /**
      * Resources of the Endpoint Picker container.
      */
-    resources?: pulumi.Input<inputs.ResourcesArgs | undefined>;
+    resources?: pulumi.Input<pulumiKubernetes.types.input.core.v1.ResourceRequirements | undefined>;
 }
 
 export interface GangPolicyArgs {
     /**
-     * MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+     * MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
      */
     minRoleReplicas?: pulumi.Input<{[key: string]: pulumi.Input<number>} | undefined>;
     /**
-     * Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+     * Mode is subGroup (default) or taskMember.
      */
     mode?: pulumi.Input<string | undefined>;
 }
@@ -162,17 +162,6 @@ export interface NodePoolArgs {
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
-export interface ResourcesArgs {
-    /**
-     * Limits cap what the container may use, per resource name.
-     */
-    limits?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
-    /**
-     * Requests are what the scheduler reserves, per resource name (cpu, memory).
-     */
-    requests?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
-}
-
 export interface RoleArgs {
     /**
      * ComponentType is worker, prefiller, decoder or router.
@@ -187,35 +176,35 @@ export interface RoleArgs {
      */
     endpointPickerConfig?: pulumi.Input<string | undefined>;
     /**
-     * FailureMode is FailClose (default) or FailOpen.
+     * FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
      */
     failureMode?: pulumi.Input<string | undefined>;
     /**
-     * HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+     * HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
      */
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
     /**
-     * ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+     * ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
      */
     modelFlexibility?: pulumi.Input<inputs.ModelFlexibilityArgs | undefined>;
     /**
-     * Multinode spreads each replica over several pods.
+     * Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
      */
     multinode?: pulumi.Input<inputs.MultinodeArgs | undefined>;
     /**
-     * Name is unique among the roles and a DNS label.
+     * Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
      */
     name: pulumi.Input<string>;
     /**
-     * NetworkTopology constrains the pods of each replica of this role.
+     * NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
      */
     networkTopology?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
     /**
-     * NodePool names the nodePools entry the role's pods run on.
+     * NodePool names the spec.nodePools entry the role's pods run on.
      */
     nodePool?: pulumi.Input<string | undefined>;
     /**
-     * PoolAPIVersion is v1 (default) or v1alpha2.
+     * PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
      */
     poolApiVersion?: pulumi.Input<string | undefined>;
     /**
@@ -223,34 +212,34 @@ export interface RoleArgs {
      */
     replicas?: pulumi.Input<number | undefined>;
     /**
-     * RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+     * RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
      */
     restartPolicy?: pulumi.Input<string | undefined>;
     /**
-     * RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+     * RolloutStrategy shapes how a changed pod template reaches the role's replicas.
      */
     rolloutStrategy?: pulumi.Input<inputs.RolloutStrategyArgs | undefined>;
     /**
-     * ShadowService adds a headless Service over the pool's pods.
+     * ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
      */
     shadowService?: pulumi.Input<boolean | undefined>;
     /**
-     * StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+     * StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
      */
     startupPolicy?: pulumi.Input<string | undefined>;
     /**
-     * Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+     * Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
      */
     strategy?: pulumi.Input<string | undefined>;
     /**
-     * Template is the pod template of the role's pods; its first container is the model server.
+     * Template is the pod template of every pod of the role.
      */
     template?: pulumi.Input<pulumiKubernetes.types.input.core.v1.PodTemplateSpec | undefined>;
 }
 
 export interface RolloutStrategyArgs {
     /**
-     * MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+     * MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
      */
     maxSurge?: pulumi.Input<number | undefined>;
     /**

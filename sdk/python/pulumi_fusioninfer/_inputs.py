@@ -34,8 +34,6 @@ __all__ = [
     'NodeClassRefArgsDict',
     'NodePoolArgs',
     'NodePoolArgsDict',
-    'ResourcesArgs',
-    'ResourcesArgsDict',
     'RoleArgs',
     'RoleArgsDict',
     'RolloutStrategyArgs',
@@ -138,13 +136,13 @@ class DualPodsControllerArgs:
 class EndpointPickerArgsDict(TypedDict):
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+    Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    Replicas (default 1); more than one elect a leader.
+    Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
     """
-    resources: NotRequired[pulumi.Input[Optional['ResourcesArgsDict']]]
+    resources: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgsDict']]]
     """
     Resources of the Endpoint Picker container.
     """
@@ -154,11 +152,11 @@ class EndpointPickerArgs:
     def __init__(__self__, *,
                  image: pulumi.Input[Optional[_builtins.str]] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
-                 resources: pulumi.Input[Optional['ResourcesArgs']] = None):
+                 resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
-        :param pulumi.Input[_builtins.str] image: Image replaces the strategy's image with a mirror or a patched build of the same EPP.
-        :param pulumi.Input[_builtins.int] replicas: Replicas (default 1); more than one elect a leader.
-        :param pulumi.Input['ResourcesArgs'] resources: Resources of the Endpoint Picker container.
+        :param pulumi.Input[_builtins.str] image: Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+        :param pulumi.Input[_builtins.int] replicas: Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+        :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: Resources of the Endpoint Picker container.
         """
         if image is not None:
             pulumi.set(__self__, "image", image)
@@ -171,7 +169,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def image(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Image replaces the strategy's image with a mirror or a patched build of the same EPP.
+        Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
         """
         return pulumi.get(self, "image")
 
@@ -183,7 +181,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        Replicas (default 1); more than one elect a leader.
+        Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
         """
         return pulumi.get(self, "replicas")
 
@@ -193,25 +191,25 @@ class EndpointPickerArgs:
 
     @_builtins.property
     @pulumi.getter
-    def resources(self) -> pulumi.Input[Optional['ResourcesArgs']]:
+    def resources(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]:
         """
         Resources of the Endpoint Picker container.
         """
         return pulumi.get(self, "resources")
 
     @resources.setter
-    def resources(self, value: pulumi.Input[Optional['ResourcesArgs']]):
+    def resources(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]):
         pulumi.set(self, "resources", value)
 
 
 class GangPolicyArgsDict(TypedDict):
     min_role_replicas: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]]
     """
-    MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+    MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
     """
     mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+    Mode is subGroup (default) or taskMember.
     """
 
 @pulumi.input_type
@@ -220,8 +218,8 @@ class GangPolicyArgs:
                  min_role_replicas: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]] = None,
                  mode: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: MinRoleReplicas is, per role name, how many replicas must start together (default 1).
-        :param pulumi.Input[_builtins.str] mode: Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+        :param pulumi.Input[_builtins.str] mode: Mode is subGroup (default) or taskMember.
         """
         if min_role_replicas is not None:
             pulumi.set(__self__, "min_role_replicas", min_role_replicas)
@@ -232,7 +230,7 @@ class GangPolicyArgs:
     @pulumi.getter(name="minRoleReplicas")
     def min_role_replicas(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]:
         """
-        MinRoleReplicas is, per role name, how many replicas must start together (default 1).
+        MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
         """
         return pulumi.get(self, "min_role_replicas")
 
@@ -244,7 +242,7 @@ class GangPolicyArgs:
     @pulumi.getter
     def mode(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Mode is subGroup (default, Volcano >= 1.14) or taskMember (the fusioninfer design's literal PodGroup).
+        Mode is subGroup (default) or taskMember.
         """
         return pulumi.get(self, "mode")
 
@@ -760,55 +758,6 @@ class NodePoolArgs:
         pulumi.set(self, "taints", value)
 
 
-class ResourcesArgsDict(TypedDict):
-    limits: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
-    """
-    Limits cap what the container may use, per resource name.
-    """
-    requests: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
-    """
-    Requests are what the scheduler reserves, per resource name (cpu, memory).
-    """
-
-@pulumi.input_type
-class ResourcesArgs:
-    def __init__(__self__, *,
-                 limits: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
-                 requests: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None):
-        """
-        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] limits: Limits cap what the container may use, per resource name.
-        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] requests: Requests are what the scheduler reserves, per resource name (cpu, memory).
-        """
-        if limits is not None:
-            pulumi.set(__self__, "limits", limits)
-        if requests is not None:
-            pulumi.set(__self__, "requests", requests)
-
-    @_builtins.property
-    @pulumi.getter
-    def limits(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
-        """
-        Limits cap what the container may use, per resource name.
-        """
-        return pulumi.get(self, "limits")
-
-    @limits.setter
-    def limits(self, value: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]):
-        pulumi.set(self, "limits", value)
-
-    @_builtins.property
-    @pulumi.getter
-    def requests(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
-        """
-        Requests are what the scheduler reserves, per resource name (cpu, memory).
-        """
-        return pulumi.get(self, "requests")
-
-    @requests.setter
-    def requests(self, value: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]):
-        pulumi.set(self, "requests", value)
-
-
 class RoleArgsDict(TypedDict):
     component_type: pulumi.Input[_builtins.str]
     """
@@ -816,7 +765,7 @@ class RoleArgsDict(TypedDict):
     """
     name: pulumi.Input[_builtins.str]
     """
-    Name is unique among the roles and a DNS label.
+    Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
     """
     endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
     """
@@ -828,31 +777,31 @@ class RoleArgsDict(TypedDict):
     """
     failure_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    FailureMode is FailClose (default) or FailOpen.
+    FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
     """
     httproute: NotRequired[pulumi.Input[Optional[Mapping[str, Any]]]]
     """
-    HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+    HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
     """
     model_flexibility: NotRequired[pulumi.Input[Optional['ModelFlexibilityArgsDict']]]
     """
-    ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+    ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
     """
     multinode: NotRequired[pulumi.Input[Optional['MultinodeArgsDict']]]
     """
-    Multinode spreads each replica over several pods.
+    Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
     """
     network_topology: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
     """
-    NetworkTopology constrains the pods of each replica of this role.
+    NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
     """
     node_pool: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    NodePool names the nodePools entry the role's pods run on.
+    NodePool names the spec.nodePools entry the role's pods run on.
     """
     pool_api_version: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    PoolAPIVersion is v1 (default) or v1alpha2.
+    PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
@@ -860,27 +809,27 @@ class RoleArgsDict(TypedDict):
     """
     restart_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+    RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
     """
     rollout_strategy: NotRequired[pulumi.Input[Optional['RolloutStrategyArgsDict']]]
     """
-    RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+    RolloutStrategy shapes how a changed pod template reaches the role's replicas.
     """
     shadow_service: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    ShadowService adds a headless Service over the pool's pods.
+    ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
     """
     startup_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+    StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
     """
     strategy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+    Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
     """
     template: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgsDict']]]
     """
-    Template is the pod template of the role's pods; its first container is the model server.
+    Template is the pod template of every pod of the role.
     """
 
 @pulumi.input_type
@@ -906,23 +855,23 @@ class RoleArgs:
                  template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None):
         """
         :param pulumi.Input[_builtins.str] component_type: ComponentType is worker, prefiller, decoder or router.
-        :param pulumi.Input[_builtins.str] name: Name is unique among the roles and a DNS label.
+        :param pulumi.Input[_builtins.str] name: Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
         :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: EndpointPicker sets the Endpoint Picker's image, replicas and resources.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
-        :param pulumi.Input[_builtins.str] failure_mode: FailureMode is FailClose (default) or FailOpen.
-        :param pulumi.Input[Mapping[str, Any]] httproute: HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
-        :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
-        :param pulumi.Input['MultinodeArgs'] multinode: Multinode spreads each replica over several pods.
-        :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: NetworkTopology constrains the pods of each replica of this role.
-        :param pulumi.Input[_builtins.str] node_pool: NodePool names the nodePools entry the role's pods run on.
-        :param pulumi.Input[_builtins.str] pool_api_version: PoolAPIVersion is v1 (default) or v1alpha2.
+        :param pulumi.Input[_builtins.str] failure_mode: FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+        :param pulumi.Input[Mapping[str, Any]] httproute: HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+        :param pulumi.Input['MultinodeArgs'] multinode: Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+        :param pulumi.Input[_builtins.str] node_pool: NodePool names the spec.nodePools entry the role's pods run on.
+        :param pulumi.Input[_builtins.str] pool_api_version: PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
-        :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
-        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
-        :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service over the pool's pods.
-        :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
-        :param pulumi.Input[_builtins.str] strategy: Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
-        :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: Template is the pod template of the role's pods; its first container is the model server.
+        :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+        :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+        :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+        :param pulumi.Input[_builtins.str] strategy: Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+        :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: Template is the pod template of every pod of the role.
         """
         pulumi.set(__self__, "component_type", component_type)
         pulumi.set(__self__, "name", name)
@@ -975,7 +924,7 @@ class RoleArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
         """
-        Name is unique among the roles and a DNS label.
+        Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
         """
         return pulumi.get(self, "name")
 
@@ -1011,7 +960,7 @@ class RoleArgs:
     @pulumi.getter(name="failureMode")
     def failure_mode(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        FailureMode is FailClose (default) or FailOpen.
+        FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
         """
         return pulumi.get(self, "failure_mode")
 
@@ -1023,7 +972,7 @@ class RoleArgs:
     @pulumi.getter
     def httproute(self) -> pulumi.Input[Optional[Mapping[str, Any]]]:
         """
-        HTTPRoute is a Gateway API HTTPRouteSpec (parentRefs required); every rule's backend is the pool.
+        HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
         """
         return pulumi.get(self, "httproute")
 
@@ -1035,7 +984,7 @@ class RoleArgs:
     @pulumi.getter(name="modelFlexibility")
     def model_flexibility(self) -> pulumi.Input[Optional['ModelFlexibilityArgs']]:
         """
-        ModelFlexibility runs a worker role's servers through llm-d's dual pods (sleep/wake).
+        ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
         """
         return pulumi.get(self, "model_flexibility")
 
@@ -1047,7 +996,7 @@ class RoleArgs:
     @pulumi.getter
     def multinode(self) -> pulumi.Input[Optional['MultinodeArgs']]:
         """
-        Multinode spreads each replica over several pods.
+        Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
         """
         return pulumi.get(self, "multinode")
 
@@ -1059,7 +1008,7 @@ class RoleArgs:
     @pulumi.getter(name="networkTopology")
     def network_topology(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
         """
-        NetworkTopology constrains the pods of each replica of this role.
+        NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
         """
         return pulumi.get(self, "network_topology")
 
@@ -1071,7 +1020,7 @@ class RoleArgs:
     @pulumi.getter(name="nodePool")
     def node_pool(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        NodePool names the nodePools entry the role's pods run on.
+        NodePool names the spec.nodePools entry the role's pods run on.
         """
         return pulumi.get(self, "node_pool")
 
@@ -1083,7 +1032,7 @@ class RoleArgs:
     @pulumi.getter(name="poolApiVersion")
     def pool_api_version(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        PoolAPIVersion is v1 (default) or v1alpha2.
+        PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         """
         return pulumi.get(self, "pool_api_version")
 
@@ -1107,7 +1056,7 @@ class RoleArgs:
     @pulumi.getter(name="restartPolicy")
     def restart_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        RestartPolicy is RecreateGroupOnPodRestart (default: a replica restarts whole) or None.
+        RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
         """
         return pulumi.get(self, "restart_policy")
 
@@ -1119,7 +1068,7 @@ class RoleArgs:
     @pulumi.getter(name="rolloutStrategy")
     def rollout_strategy(self) -> pulumi.Input[Optional['RolloutStrategyArgs']]:
         """
-        RolloutStrategy is how a changed template reaches the role's replicas: maxUnavailable (how many update at once, default 25%), maxSurge (0 or 1 per replica) and partition (replicas below it keep their template).
+        RolloutStrategy shapes how a changed pod template reaches the role's replicas.
         """
         return pulumi.get(self, "rollout_strategy")
 
@@ -1131,7 +1080,7 @@ class RoleArgs:
     @pulumi.getter(name="shadowService")
     def shadow_service(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        ShadowService adds a headless Service over the pool's pods.
+        ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
         """
         return pulumi.get(self, "shadow_service")
 
@@ -1143,7 +1092,7 @@ class RoleArgs:
     @pulumi.getter(name="startupPolicy")
     def startup_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        StartupPolicy is LeaderCreated (default) or LeaderReady: when a replica's workers are created.
+        StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
         """
         return pulumi.get(self, "startup_policy")
 
@@ -1155,7 +1104,7 @@ class RoleArgs:
     @pulumi.getter
     def strategy(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Strategy is prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation on prefill/decode).
+        Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
         """
         return pulumi.get(self, "strategy")
 
@@ -1167,7 +1116,7 @@ class RoleArgs:
     @pulumi.getter
     def template(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']]:
         """
-        Template is the pod template of the role's pods; its first container is the model server.
+        Template is the pod template of every pod of the role.
         """
         return pulumi.get(self, "template")
 
@@ -1179,7 +1128,7 @@ class RoleArgs:
 class RolloutStrategyArgsDict(TypedDict):
     max_surge: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+    MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
     """
     max_unavailable: NotRequired[pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]]]
     """
@@ -1197,7 +1146,7 @@ class RolloutStrategyArgs:
                  max_unavailable: pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]] = None,
                  partition: pulumi.Input[Optional[_builtins.int]] = None):
         """
-        :param pulumi.Input[_builtins.int] max_surge: MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+        :param pulumi.Input[_builtins.int] max_surge: MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
         :param pulumi.Input[Union[_builtins.int, _builtins.str]] max_unavailable: MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
         :param pulumi.Input[_builtins.int] partition: Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
         """
@@ -1212,7 +1161,7 @@ class RolloutStrategyArgs:
     @pulumi.getter(name="maxSurge")
     def max_surge(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving).
+        MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
         """
         return pulumi.get(self, "max_surge")
 

@@ -35,15 +35,15 @@ class InferenceServiceArgs:
         """
         The set of arguments for constructing a InferenceService resource.
 
-        :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: Roles are the logical components of the service.
-        :param _builtins.str await_: Await is what `pulumi up` waits for: all (default), minimal, or none.
-        :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
-        :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup.
+        :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: Roles are the logical components of the service, each with a unique name.
+        :param _builtins.str await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+        :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
-        :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
-        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
-        :param pulumi.Input['SchedulingStrategyArgs'] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+        :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on.
+        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+        :param pulumi.Input['SchedulingStrategyArgs'] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies.
         :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
         """
         pulumi.set(__self__, "roles", roles)
@@ -70,7 +70,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def roles(self) -> pulumi.Input[Sequence[pulumi.Input['RoleArgs']]]:
         """
-        Roles are the logical components of the service.
+        Roles are the logical components of the service, each with a unique name.
         """
         return pulumi.get(self, "roles")
 
@@ -82,7 +82,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="await")
     def await_(self) -> Optional[_builtins.str]:
         """
-        Await is what `pulumi up` waits for: all (default), minimal, or none.
+        Await chooses what `pulumi up` waits for: all (default), minimal or none.
         """
         return pulumi.get(self, "await_")
 
@@ -94,7 +94,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="dualPodsController")
     def dual_pods_controller(self) -> pulumi.Input[Optional['DualPodsControllerArgs']]:
         """
-        DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
+        DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         """
         return pulumi.get(self, "dual_pods_controller")
 
@@ -106,7 +106,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="gangPolicy")
     def gang_policy(self) -> pulumi.Input[Optional['GangPolicyArgs']]:
         """
-        GangPolicy shapes the shared Volcano PodGroup.
+        GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         """
         return pulumi.get(self, "gang_policy")
 
@@ -142,7 +142,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="nodePools")
     def node_pools(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]]:
         """
-        NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
+        NodePools are the GPU node pools the roles run on.
         """
         return pulumi.get(self, "node_pools")
 
@@ -154,7 +154,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="rolloutOrder")
     def rollout_order(self) -> pulumi.Input[Optional[Sequence[_builtins.str]]]:
         """
-        RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
+        RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
         """
         return pulumi.get(self, "rollout_order")
 
@@ -166,7 +166,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="schedulingStrategy")
     def scheduling_strategy(self) -> pulumi.Input[Optional['SchedulingStrategyArgs']]:
         """
-        SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+        SchedulingStrategy applies service-wide scheduling policies.
         """
         return pulumi.get(self, "scheduling_strategy")
 
@@ -209,15 +209,15 @@ class InferenceService(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
-        :param _builtins.str await_: Await is what `pulumi up` waits for: all (default), minimal, or none.
-        :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs FMA's dual-pods controller for roles with modelFlexibility.
-        :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup.
+        :param _builtins.str await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+        :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
-        :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on; a karpenter pool becomes a Karpenter NodePool sized for the service.
-        :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service.
-        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them (default: decoders, prefillers, workers, then the router); roles it leaves out follow in the default order.
-        :param pulumi.Input[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies: scheduler, Volcano queue, priority class, minResources, network topology.
+        :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on.
+        :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service, each with a unique name.
+        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+        :param pulumi.Input[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies.
         :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
         """
         ...
