@@ -65,3 +65,36 @@ func TestConstructAtPreviewWithAnUnknownTemplate(t *testing.T) {
 	assert.Contains(t, names, "qwen-inference-0")
 	assert.Contains(t, names, "qwen-inference-1", "the LWSs are laid out though the template is unknown")
 }
+
+// TestPreviewKeepsAnUnknownInsideATemplate: a TypeScript or Python template whose env value comes
+// from another resource's output is unknown at preview only in that field. The LWS is previewed
+// unknown where it is, never with the value silently dropped (what the SDK's input copy did), and
+// is written whole at update.
+func TestPreviewKeepsAnUnknownInsideATemplate(t *testing.T) {
+	withEnv := func(value property.Value) property.Map {
+		container := property.NewMap(map[string]property.Value{
+			"name": property.New("vllm"), "image": property.New("vllm/vllm-openai:v0.11.0"),
+			"args": property.New(property.NewArray([]property.Value{property.New("--model"), property.New("Qwen/Qwen3-8B")})),
+			"env":  property.New(property.NewArray([]property.Value{property.New(property.NewMap(map[string]property.Value{"name": property.New("MODEL_CONFIGMAP"), "value": value}))})),
+			"resources": property.New(property.NewMap(map[string]property.Value{"limits": property.New(property.NewMap(map[string]property.Value{
+				"nvidia.com/gpu": property.New("1")}))})),
+		})
+		template := property.NewMap(map[string]property.Value{"spec": property.New(property.NewMap(map[string]property.Value{
+			"containers": property.New(property.NewArray([]property.Value{property.New(container)}))}))})
+		return property.NewMap(map[string]property.Value{"roles": property.New(property.NewArray([]property.Value{
+			property.New(property.NewMap(map[string]property.Value{
+				"name": property.New("inference"), "componentType": property.New("worker"), "template": property.New(template),
+			})),
+		}))})
+	}
+	preview := frontdoor.ConstructedInputs(t, "qwen", withEnv(property.New(property.Computed)), true)
+	lws, ok := preview["qwen-inference-0"]
+	require.True(t, ok, "the LWS is laid out at preview")
+	assert.True(t, lws.Get("spec").IsComputed(), "the LWS's spec is unknown at preview, not written without the env value: %v", lws.Get("spec"))
+
+	update := frontdoor.ConstructedInputs(t, "qwen", withEnv(property.New("qwen-config")), false)
+	spec := resource.ToResourcePropertyValue(update["qwen-inference-0"].Get("spec")).Mappable()
+	data, err := json.Marshal(spec)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `{"name":"MODEL_CONFIGMAP","value":"qwen-config"}`)
+}

@@ -65,7 +65,7 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 	if args == nil {
 		return nil, fmt.Errorf("InferenceService %q: args are required", name)
 	}
-	svc, templates := args.service(name)
+	svc, templates := args.Service(name)
 	return New(ctx, name, svc, templates, opts...)
 }
 

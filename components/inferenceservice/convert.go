@@ -14,9 +14,9 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// service is the InferenceService the Args describe, without pod templates, and the templates
+// Service is the InferenceService the Args describe, without pod templates, and the templates
 // by role index (an Input each; absent where a role has none).
-func (a *Args) service(componentName string) (*api.InferenceService, map[int]k8scorev1.PodTemplateSpecInput) {
+func (a *Args) Service(componentName string) (*api.InferenceService, map[int]k8scorev1.PodTemplateSpecInput) {
 	svc := &api.InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.APIVersion, Kind: api.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceName, Namespace: a.Namespace, Labels: a.Labels},

@@ -38,6 +38,15 @@ func ConstructedNames(t *testing.T, name string, inputs property.Map, dryRun boo
 	return names
 }
 
+// ConstructedInputs are the inputs of every resource the provider registers, by name, at preview
+// (dryRun) or not.
+func ConstructedInputs(t *testing.T, name string, inputs property.Map, dryRun bool) map[string]property.Map {
+	t.Helper()
+	out := map[string]property.Map{}
+	construct(t, name, inputs, dryRun, func(args integration.MockResourceArgs) { out[args.Name] = args.Inputs })
+	return out
+}
+
 // construct asks the provider, in-process under mocks, to construct an InferenceService; record
 // sees every registration, one at a time.
 func construct(t *testing.T, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) {
