@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
@@ -114,7 +116,8 @@ func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.Erro
 			fmt.Sprintf("must be >= 1 and <= %d (one Endpoint Picker serves, the others stand by as leader-election candidates)", MaxEndpointPickerReplicas)))
 	}
 	if r := epp.Resources; r != nil {
-		for name, q := range r.Limits {
+		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+			q := r.Limits[name]
 			if req, ok := r.Requests[name]; ok && req.Cmp(q) > 0 {
 				errs = append(errs, field.Invalid(eppPath.Child("resources", "requests").Key(string(name)), req.String(),
 					fmt.Sprintf("must be less than or equal to the %s limit (%s)", name, q.String())))

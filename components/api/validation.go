@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,8 +66,8 @@ func validateMetadata(svc *InferenceService) field.ErrorList {
 		}
 	}
 	errs = append(errs, apivalidation.ValidateAnnotations(svc.Annotations, meta.Child("annotations"))...)
-	for k, v := range svc.Labels {
-		errs = append(errs, validateLabel(k, v, meta.Child("labels"))...)
+	for _, k := range slices.Sorted(maps.Keys(svc.Labels)) {
+		errs = append(errs, validateLabel(k, svc.Labels[k], meta.Child("labels"))...)
 	}
 	return errs
 }
@@ -219,8 +221,8 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	if role.Template == nil {
 		return field.ErrorList{field.Required(tplPath, "the pod template of the model server")}
 	}
-	for k, v := range role.Template.Labels {
-		errs = append(errs, validateLabel(k, v, tplPath.Child("metadata", "labels"))...)
+	for _, k := range slices.Sorted(maps.Keys(role.Template.Labels)) {
+		errs = append(errs, validateLabel(k, role.Template.Labels[k], tplPath.Child("metadata", "labels"))...)
 	}
 	errs = append(errs, apivalidation.ValidateAnnotations(role.Template.Annotations, tplPath.Child("metadata", "annotations"))...)
 	podSpec := &role.Template.Spec
@@ -285,7 +287,19 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 	}
 	gpus := GPUsPerPod(server)
 	// An invalid nodeCount is reported on its own field; comparing against it would only echo it.
-	if len(errs) > 0 || len(given) == 0 || gpus == 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
+	if len(errs) > 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
+		return errs
+	}
+	if gpus == 0 && (role.MultiNode() || product > 1) {
+		// Without a GPU request the scheduler places the pods anywhere and vLLM finds no GPU.
+		need := "a multi-node replica spreads one model over the GPUs of its pods"
+		if len(given) > 0 {
+			need = fmt.Sprintf("%s needs %d GPUs a replica", strings.Join(given, " x "), product)
+		}
+		return append(errs, field.Required(serverPath.Child("resources", "limits").Key(string(GPUResourceName)),
+			need+": give each pod's GPUs as a "+string(GPUResourceName)+" limit"))
+	}
+	if len(given) == 0 || gpus == 0 {
 		return errs
 	}
 	if want := int64(role.NodeCount()) * gpus; product != want {
@@ -492,7 +506,8 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 				errs = append(errs, field.NotSupported(tp.Child("effect"), taint.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
 			}
 		}
-		for k, v := range pool.Labels {
+		for _, k := range slices.Sorted(maps.Keys(pool.Labels)) {
+			v := pool.Labels[k]
 			for _, msg := range validation.IsQualifiedName(k) {
 				errs = append(errs, field.Invalid(p.Child("labels"), k, msg))
 			}
@@ -507,10 +522,13 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 					"the cloud node class the nodes are made from: group, kind and name (e.g. karpenter.k8s.aws, EC2NodeClass, default)"))
 			}
 		case NodePoolExisting:
-			for fld, set := range map[string]bool{"nodeClassRef": pool.NodeClassRef != nil, "capacityTypes": len(pool.CapacityTypes) > 0,
-				"instanceFamilies": len(pool.InstanceFamilies) > 0, "taints": len(pool.Taints) > 0} {
-				if set {
-					errs = append(errs, field.Forbidden(p.Child(fld), "only a karpenter pool makes nodes; an existing pool only selects them"))
+			for _, f := range []struct {
+				name string
+				set  bool
+			}{{"nodeClassRef", pool.NodeClassRef != nil}, {"capacityTypes", len(pool.CapacityTypes) > 0},
+				{"instanceFamilies", len(pool.InstanceFamilies) > 0}, {"taints", len(pool.Taints) > 0}} {
+				if f.set {
+					errs = append(errs, field.Forbidden(p.Child(f.name), "only a karpenter pool makes nodes; an existing pool only selects them"))
 				}
 			}
 			if len(pool.Labels) == 0 && len(pool.InstanceTypes) == 0 && len(pool.Accelerators) == 0 {

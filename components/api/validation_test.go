@@ -132,6 +132,19 @@ func TestValidationRules(t *testing.T) {
 		{"tensor parallel matches the GPUs", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "16")
 		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--tensor-parallel-size 16": tensor x pipeline x data parallel size is 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
+		{"multi-node pods request GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--model", "m")
+			s.Spec.Roles[1].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Required value: a multi-node replica spreads one model over the GPUs of its pods`},
+		{"tensor parallel needs GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "16")
+			s.Spec.Roles[1].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		}, `resources.limits[nvidia.com/gpu]: Required value: --tensor-parallel-size 16 needs 16 GPUs a replica`},
+		{"single-node tensor parallel needs GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Multinode = nil
+			s.Spec.Roles[1].Template = server("-tp", "2")
+			s.Spec.Roles[1].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Required value: --tensor-parallel-size 2 needs 2 GPUs a replica`},
 		{"tensor x pipeline matches the GPUs", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("-tp=8", "--pipeline-parallel-size=2")
 		}, `Invalid value: "--tensor-parallel-size 8 x --pipeline-parallel-size 2": tensor x pipeline x data parallel size is 16`},
@@ -303,4 +316,19 @@ func TestValidateShapeIgnoresTemplates(t *testing.T) {
 	assert.Empty(t, ValidateShape(svc))
 	svc.Spec.Roles[0].Multinode.NodeCount = 0
 	assert.Len(t, ValidateShape(svc), 1)
+}
+
+// TestErrorsComeInADeterministicOrder: errors from maps (labels, resources) come in key order, so
+// the same input always prints the same list.
+func TestErrorsComeInADeterministicOrder(t *testing.T) {
+	svc := validService()
+	svc.Labels = map[string]string{}
+	for _, k := range []string{"b!", "a!", "d!", "c!", "f!", "e!"} {
+		svc.Labels[k] = "v"
+	}
+	first := Validate(svc).ToAggregate().Error()
+	for i := 0; i < 20; i++ {
+		assert.Equal(t, first, Validate(svc).ToAggregate().Error())
+	}
+	assert.Less(t, strings.Index(first, `"a!"`), strings.Index(first, `"f!"`))
 }
