@@ -1,8 +1,15 @@
 package topology_test
 
 import (
+	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
@@ -38,22 +45,92 @@ func FuzzBuild(f *testing.F) {
 		}
 		docs, _ := api.Decode(data)
 		for _, doc := range docs {
-			if len(api.ValidateShape(doc.Service)) == 0 {
-				topology.Plan(doc.Service)
-			}
-			tree, errs := topology.Build(doc.Service)
-			if len(errs) > 0 {
-				if tree != nil {
-					t.Fatalf("invalid input produced a tree: %v", errs)
-				}
-				continue
-			}
-			if replicaCount(tree) > maxCheckedReplicas {
-				continue // built without panic; rendering and planning thousands of replicas only slows the fuzzer
-			}
-			checkTree(t, tree)
+			buildAndCheck(t, doc.Service)
 		}
 	})
+}
+
+// buildAndCheck builds a service and checks whatever the core accepts (the fuzzers' property);
+// it reports whether the service was valid.
+func buildAndCheck(t *testing.T, svc *api.InferenceService) bool {
+	t.Helper()
+	if len(api.ValidateShape(svc)) == 0 {
+		topology.Plan(svc)
+	}
+	tree, errs := topology.Build(svc)
+	if len(errs) > 0 {
+		if tree != nil {
+			t.Fatalf("invalid input produced a tree: %v", errs)
+		}
+		return false
+	}
+	if replicaCount(tree) <= maxCheckedReplicas { // rendering and planning thousands of replicas only slows the fuzzer
+		checkTree(t, tree)
+	}
+	return true
+}
+
+// TestBuildMutatedExamples is the fuzzer's property on structured mutations of every example and
+// case, as a plain test (make test): byte-level fuzzing mostly makes YAML that does not parse, and
+// its instrumented build of every package costs more CI time than it finds. Each mutation changes
+// the fields that shape the tree (replicas, nodes, gang, await, rollout, roles), so most mutants are
+// valid services the core must build whole, and the rest must be refused without a tree.
+// `make fuzz` runs the coverage-guided fuzzer for longer sessions.
+func TestBuildMutatedExamples(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	valid, total := 0, 0
+	for _, input := range goldenInputs(t) {
+		data, err := os.ReadFile(input)
+		require.NoError(t, err)
+		for i := 0; i < mutantsPerInput; i++ {
+			docs, errs := api.Decode(data)
+			require.Empty(t, errs)
+			for _, doc := range docs {
+				mutate(rng, doc.Service)
+				if buildAndCheck(t, doc.Service) {
+					valid++
+				}
+				total++
+			}
+		}
+	}
+	t.Logf("%d of %d mutants were valid services, built and checked whole", valid, total)
+	assert.Greater(t, valid, total/4, "most mutants must be services the core builds, or the test checks little")
+}
+
+const mutantsPerInput = 150
+
+// mutate changes one to three shape fields of a service at random.
+func mutate(rng *rand.Rand, svc *api.InferenceService) {
+	spec := &svc.Spec
+	for n := 1 + rng.IntN(3); n > 0 && len(spec.Roles) > 0; n-- {
+		role := &spec.Roles[rng.IntN(len(spec.Roles))]
+		switch rng.IntN(10) {
+		case 0:
+			role.Replicas = ptr.To(rng.IntN(12))
+		case 1:
+			role.Multinode = &api.Multinode{NodeCount: rng.IntN(6)}
+		case 2:
+			role.Multinode = nil
+		case 3:
+			spec.GangPolicy = &api.GangPolicy{Mode: []api.GangMode{api.GangModeSubGroup, api.GangModeTaskMember, ""}[rng.IntN(3)],
+				MinRoleReplicas: map[string]int{role.Name: rng.IntN(4)}}
+		case 4:
+			spec.Await = []api.AwaitMode{api.AwaitAll, api.AwaitMinimal, api.AwaitNone}[rng.IntN(3)]
+		case 5:
+			role.RolloutStrategy = &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(int32(rng.IntN(5)))),
+				MaxSurge: ptr.To(rng.IntN(2)), Partition: ptr.To(rng.IntN(4))}
+		case 6:
+			role.RolloutStrategy = &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString([]string{"25%", "50%", "100%", "0%"}[rng.IntN(4)]))}
+		case 7:
+			i := rng.IntN(len(spec.Roles))
+			spec.Roles = append(spec.Roles[:i:i], spec.Roles[i+1:]...)
+		case 8:
+			role.ComponentType = []api.ComponentType{api.ComponentTypeWorker, api.ComponentTypePrefiller, api.ComponentTypeDecoder}[rng.IntN(3)]
+		case 9:
+			spec.RolloutOrder = []string{role.Name}
+		}
+	}
 }
 
 // maxCheckedReplicas bounds the work per input: inputs near the 10,000-replica bound are valid but
@@ -88,7 +165,11 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 		case *karpv1.NodePool:
 			nodePools++
 		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *corev1.ConfigMap, *appsv1.Deployment, *corev1.Service:
-			routerObjects++
+			if isDualPodsControllerObject(tree.Objects[i].Suffix) {
+				controllerObjects++ // FMA's controller has an account, permissions and a Deployment too
+			} else {
+				routerObjects++
+			}
 		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute:
 			routerObjects++
 		case *unstructured.Unstructured, *admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding,
@@ -199,4 +280,9 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 			}
 		}
 	}
+}
+
+// isDualPodsControllerObject tells FMA's controller objects from the router's of the same kinds.
+func isDualPodsControllerObject(suffix string) bool {
+	return strings.HasPrefix(suffix, "fma-") || suffix == "dual-pods-controller"
 }
