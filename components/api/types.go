@@ -257,6 +257,10 @@ type Role struct {
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional"`
+	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
+	// they are generating when they stop (a rollout, a scale-down): long generations need more than
+	// Kubernetes' 30 s. Unset, the template's own value holds.
+	TerminationGracePeriodSeconds *int `json:"terminationGracePeriodSeconds,omitempty" pulumi:"terminationGracePeriodSeconds,optional"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.

@@ -33,6 +33,9 @@ const (
 	MaxNodeCount = 1024
 )
 
+// MaxTerminationGracePeriodSeconds bounds a model server's drain time.
+const MaxTerminationGracePeriodSeconds = 3600
+
 // Validate checks every rule of the spec (docs/reference.md, Bad input) and returns all violations, each
 // with its field path. Nothing may be built from a service that does not validate.
 func Validate(svc *InferenceService) field.ErrorList { return validate(svc, true) }
@@ -179,6 +182,10 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	if role.Multinode != nil && (role.Multinode.NodeCount < 1 || role.Multinode.NodeCount > MaxNodeCount) {
 		errs = append(errs, field.Invalid(rolePath.Child("multinode", "nodeCount"), role.Multinode.NodeCount,
 			fmt.Sprintf("must be >= 1 and <= %d", MaxNodeCount)))
+	}
+	if g := role.TerminationGracePeriodSeconds; g != nil && (*g < 0 || *g > MaxTerminationGracePeriodSeconds) {
+		errs = append(errs, field.Invalid(rolePath.Child("terminationGracePeriodSeconds"), *g,
+			fmt.Sprintf("must be >= 0 and <= %d (one hour)", MaxTerminationGracePeriodSeconds)))
 	}
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
 	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)

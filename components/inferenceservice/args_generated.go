@@ -81,6 +81,10 @@ type RoleArgs struct {
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType
+	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
+	// they are generating when they stop (a rollout, a scale-down): long generations need more than
+	// Kubernetes' 30 s. Unset, the template's own value holds.
+	TerminationGracePeriodSeconds *int
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
@@ -106,23 +110,24 @@ func (a *Args) spec() api.InferenceServiceSpec {
 // role is the api.Role the RoleArgs describe, without its pod template.
 func (r *RoleArgs) role() api.Role {
 	return api.Role{
-		Name:                 r.Name,
-		ComponentType:        r.ComponentType,
-		Strategy:             r.Strategy,
-		HTTPRoute:            r.HTTPRoute,
-		EndpointPickerConfig: r.EndpointPickerConfig,
-		PoolAPIVersion:       r.PoolAPIVersion,
-		FailureMode:          r.FailureMode,
-		ShadowService:        r.ShadowService,
-		EndpointPicker:       r.EndpointPicker,
-		Replicas:             r.Replicas,
-		Multinode:            r.Multinode,
-		NetworkTopology:      r.NetworkTopology,
-		NodePool:             r.NodePool,
-		RolloutStrategy:      r.RolloutStrategy,
-		RestartPolicy:        r.RestartPolicy,
-		StartupPolicy:        r.StartupPolicy,
-		ModelFlexibility:     r.ModelFlexibility,
+		Name:                          r.Name,
+		ComponentType:                 r.ComponentType,
+		Strategy:                      r.Strategy,
+		HTTPRoute:                     r.HTTPRoute,
+		EndpointPickerConfig:          r.EndpointPickerConfig,
+		PoolAPIVersion:                r.PoolAPIVersion,
+		FailureMode:                   r.FailureMode,
+		ShadowService:                 r.ShadowService,
+		EndpointPicker:                r.EndpointPicker,
+		Replicas:                      r.Replicas,
+		Multinode:                     r.Multinode,
+		NetworkTopology:               r.NetworkTopology,
+		NodePool:                      r.NodePool,
+		RolloutStrategy:               r.RolloutStrategy,
+		RestartPolicy:                 r.RestartPolicy,
+		StartupPolicy:                 r.StartupPolicy,
+		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+		ModelFlexibility:              r.ModelFlexibility,
 	}
 }
 
@@ -139,23 +144,24 @@ func argsFromSpec(spec *api.InferenceServiceSpec) *Args {
 	for i := range spec.Roles {
 		r := &spec.Roles[i]
 		out.Roles = append(out.Roles, RoleArgs{
-			Name:                 r.Name,
-			ComponentType:        r.ComponentType,
-			Strategy:             r.Strategy,
-			HTTPRoute:            r.HTTPRoute,
-			EndpointPickerConfig: r.EndpointPickerConfig,
-			PoolAPIVersion:       r.PoolAPIVersion,
-			FailureMode:          r.FailureMode,
-			ShadowService:        r.ShadowService,
-			EndpointPicker:       r.EndpointPicker,
-			Replicas:             r.Replicas,
-			Multinode:            r.Multinode,
-			NetworkTopology:      r.NetworkTopology,
-			NodePool:             r.NodePool,
-			RolloutStrategy:      r.RolloutStrategy,
-			RestartPolicy:        r.RestartPolicy,
-			StartupPolicy:        r.StartupPolicy,
-			ModelFlexibility:     r.ModelFlexibility,
+			Name:                          r.Name,
+			ComponentType:                 r.ComponentType,
+			Strategy:                      r.Strategy,
+			HTTPRoute:                     r.HTTPRoute,
+			EndpointPickerConfig:          r.EndpointPickerConfig,
+			PoolAPIVersion:                r.PoolAPIVersion,
+			FailureMode:                   r.FailureMode,
+			ShadowService:                 r.ShadowService,
+			EndpointPicker:                r.EndpointPicker,
+			Replicas:                      r.Replicas,
+			Multinode:                     r.Multinode,
+			NetworkTopology:               r.NetworkTopology,
+			NodePool:                      r.NodePool,
+			RolloutStrategy:               r.RolloutStrategy,
+			RestartPolicy:                 r.RestartPolicy,
+			StartupPolicy:                 r.StartupPolicy,
+			TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+			ModelFlexibility:              r.ModelFlexibility,
 		})
 	}
 	return out

@@ -44,6 +44,20 @@ func TestRestartAndStartupPolicies(t *testing.T) {
 	assert.Equal(t, lwsv1.LeaderCreatedStartupPolicy, decode.Spec.StartupPolicy, "default: workers with the leader")
 }
 
+// TestTerminationGracePeriod: a role's drain time reaches the leader and worker pods of each of
+// its replicas; other roles keep their templates' value.
+func TestTerminationGracePeriod(t *testing.T) {
+	lwss := byName(story4With(t, func(svc *api.InferenceService) {
+		svc.Spec.Roles[1].TerminationGracePeriodSeconds = ptr.To(600)
+	}))
+	for _, name := range []string{"deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"} {
+		tpl := lwss[name].Spec.LeaderWorkerTemplate
+		assert.Equal(t, ptr.To[int64](600), tpl.LeaderTemplate.Spec.TerminationGracePeriodSeconds, name)
+		assert.Equal(t, ptr.To[int64](600), tpl.WorkerTemplate.Spec.TerminationGracePeriodSeconds, name)
+	}
+	assert.Nil(t, lwss["deepseek-r1-disagg-prefill-0"].Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.TerminationGracePeriodSeconds)
+}
+
 // TestScalingLeavesExistingReplicasAlone: each replica is its own LWS, so a change of replicas
 // adds or removes whole LWSs at the end and does not touch the others (Pulumi sees no diff).
 func TestScalingLeavesExistingReplicasAlone(t *testing.T) {

@@ -34,6 +34,9 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	if s := spec.SchedulingStrategy; s != nil && s.PriorityClassName != "" {
 		base.Spec.PriorityClassName = s.PriorityClassName
 	}
+	if g := role.TerminationGracePeriodSeconds; g != nil {
+		base.Spec.TerminationGracePeriodSeconds = ptr.To(int64(*g))
+	}
 	if pool := spec.NodePoolNamed(role.NodePool); pool != nil {
 		placeOnPool(serviceName, pool, &base.Spec)
 	}

@@ -1591,6 +1591,8 @@ type Role struct {
 	Strategy *string `pulumi:"strategy"`
 	// Template is the pod template of every pod of the role.
 	Template *corev1.PodTemplateSpec `pulumi:"template"`
+	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+	TerminationGracePeriodSeconds *int `pulumi:"terminationGracePeriodSeconds"`
 }
 
 // RoleInput is an input type that accepts RoleArgs and RoleOutput values.
@@ -1641,6 +1643,8 @@ type RoleArgs struct {
 	Strategy pulumi.StringPtrInput `pulumi:"strategy"`
 	// Template is the pod template of every pod of the role.
 	Template corev1.PodTemplateSpecPtrInput `pulumi:"template"`
+	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+	TerminationGracePeriodSeconds pulumi.IntPtrInput `pulumi:"terminationGracePeriodSeconds"`
 }
 
 func (RoleArgs) ElementType() reflect.Type {
@@ -1782,6 +1786,11 @@ func (o RoleOutput) Strategy() pulumi.StringPtrOutput {
 // Template is the pod template of every pod of the role.
 func (o RoleOutput) Template() corev1.PodTemplateSpecPtrOutput {
 	return o.ApplyT(func(v Role) *corev1.PodTemplateSpec { return v.Template }).(corev1.PodTemplateSpecPtrOutput)
+}
+
+// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+func (o RoleOutput) TerminationGracePeriodSeconds() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Role) *int { return v.TerminationGracePeriodSeconds }).(pulumi.IntPtrOutput)
 }
 
 type RoleArrayOutput struct{ *pulumi.OutputState }

@@ -235,6 +235,10 @@ export interface RoleArgs {
      * Template is the pod template of every pod of the role.
      */
     template?: pulumi.Input<pulumiKubernetes.types.input.core.v1.PodTemplateSpec | undefined>;
+    /**
+     * TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+     */
+    terminationGracePeriodSeconds?: pulumi.Input<number | undefined>;
 }
 
 export interface RolloutStrategyArgs {

@@ -831,6 +831,10 @@ class RoleArgsDict(TypedDict):
     """
     Template is the pod template of every pod of the role.
     """
+    termination_grace_period_seconds: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+    """
 
 @pulumi.input_type
 class RoleArgs:
@@ -852,7 +856,8 @@ class RoleArgs:
                  shadow_service: pulumi.Input[Optional[_builtins.bool]] = None,
                  startup_policy: pulumi.Input[Optional[_builtins.str]] = None,
                  strategy: pulumi.Input[Optional[_builtins.str]] = None,
-                 template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None):
+                 template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None,
+                 termination_grace_period_seconds: pulumi.Input[Optional[_builtins.int]] = None):
         """
         :param pulumi.Input[_builtins.str] component_type: ComponentType is worker, prefiller, decoder or router.
         :param pulumi.Input[_builtins.str] name: Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
@@ -872,6 +877,7 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
         :param pulumi.Input[_builtins.str] strategy: Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
         :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: Template is the pod template of every pod of the role.
+        :param pulumi.Input[_builtins.int] termination_grace_period_seconds: TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
         """
         pulumi.set(__self__, "component_type", component_type)
         pulumi.set(__self__, "name", name)
@@ -907,6 +913,8 @@ class RoleArgs:
             pulumi.set(__self__, "strategy", strategy)
         if template is not None:
             pulumi.set(__self__, "template", template)
+        if termination_grace_period_seconds is not None:
+            pulumi.set(__self__, "termination_grace_period_seconds", termination_grace_period_seconds)
 
     @_builtins.property
     @pulumi.getter(name="componentType")
@@ -1123,6 +1131,18 @@ class RoleArgs:
     @template.setter
     def template(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']]):
         pulumi.set(self, "template", value)
+
+    @_builtins.property
+    @pulumi.getter(name="terminationGracePeriodSeconds")
+    def termination_grace_period_seconds(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+        """
+        return pulumi.get(self, "termination_grace_period_seconds")
+
+    @termination_grace_period_seconds.setter
+    def termination_grace_period_seconds(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "termination_grace_period_seconds", value)
 
 
 class RolloutStrategyArgsDict(TypedDict):
