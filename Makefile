@@ -25,14 +25,20 @@ TS_INPUTS := $(CURDIR)/tests/typescript/out/inputs
 PY_VENV   := $(CURDIR)/tests/python/.venv
 PY_INPUTS := $(CURDIR)/tests/python/out/inputs
 
-## test-python: install pulumi, pulumi-kubernetes and sdk/python (a copy, so the SDK folder stays
-## clean) into a virtual environment, run every Python example under Pulumi's Python mocks with
-## pytest, and construct what they registered through the provider (tests/crosslang).
+PY_TREE   := $(CURDIR)/tests/python/out/tree
+
+## test-python: in a virtual environment, install every Python example's requirements.txt as its
+## README says (pip install -r requirements.txt, from the example's folder, in a copy of the
+## repository's examples and SDK so the SDK folder stays clean), run every example under Pulumi's
+## Python mocks with pytest, and construct what they registered through the provider (tests/crosslang).
 test-python:
 	test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check "pulumi>=3.142.0,<4.0.0" pulumi-kubernetes==4.33.0 pytest pyyaml
-	rm -rf tests/python/out && mkdir -p $(PY_INPUTS) && cp -r sdk/python tests/python/out/sdk
-	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps tests/python/out/sdk
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check pytest pyyaml
+	rm -rf tests/python/out && mkdir -p $(PY_INPUTS) $(PY_TREE)/sdk $(PY_TREE)/examples
+	cp -r sdk/python $(PY_TREE)/sdk/python && cp -r examples/python $(PY_TREE)/examples/python
+	for example in $(PY_TREE)/examples/python/*/; do \
+		(cd $$example && $(PY_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt) || exit 1; \
+	done
 	FUSIONINFER_PY_INPUTS=$(PY_INPUTS) $(PY_VENV)/bin/python -m pytest -q tests/python
 	FUSIONINFER_PY_INPUTS=$(PY_INPUTS) $(GO) test ./tests/crosslang -count=1 -run Python
 
