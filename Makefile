@@ -1,12 +1,13 @@
 # pulumi-fusioninfer. `make demo` and `make test` are the two commands the README promises.
 GO          ?= go
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The one place the version is set: the CLI, the plugin, the SDKs (make gen) and the release
+# archives all take it from the VERSION file.
+VERSION     := $(shell cat VERSION)
 LDFLAGS     := -X main.version=$(VERSION)
-# The provider's version is a semantic version: Pulumi puts it in the schema and the SDKs.
-PROVIDER_VERSION ?= 0.1.0
+PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: demo test test-typescript test-python conformance build vet fuzz bench golden gen clean
+.PHONY: release demo test test-typescript test-python conformance build vet fuzz bench golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -59,7 +60,7 @@ conformance:
 ## build: the CLI in bin/, with its version stamped.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/fusioninfer ./cmd/fusioninfer
-	$(GO) build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/pulumi-resource-fusioninfer ./provider/cmd/pulumi-resource-fusioninfer
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/pulumi-resource-fusioninfer ./provider/cmd/pulumi-resource-fusioninfer
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
@@ -79,11 +80,27 @@ golden:
 	$(GO) test ./components/topology -run TestGoldenTrees -update
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
+
+## release: the CLI and the provider plugin for every platform, as the archives Pulumi downloads
+## (pulumi-resource-fusioninfer-vVERSION-OS-ARCH.tar.gz, from the GitHub release the SDKs name),
+## and the npm and Python SDK packages, all in dist/ and all of version VERSION.
+release:
+	rm -rf dist && mkdir -p dist
+	for platform in $(PLATFORMS); do \
+		os=$${platform%/*}; arch=$${platform#*/}; out=dist/$$os-$$arch; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$out/fusioninfer ./cmd/fusioninfer && \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$out/pulumi-resource-fusioninfer ./provider/cmd/pulumi-resource-fusioninfer && \
+		tar -czf dist/fusioninfer-v$(VERSION)-$$os-$$arch.tar.gz -C $$out fusioninfer && \
+		tar -czf dist/pulumi-resource-fusioninfer-v$(VERSION)-$$os-$$arch.tar.gz -C $$out pulumi-resource-fusioninfer || exit 1; \
+	done
+	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
+	npm pack ./sdk/nodejs/bin --pack-destination dist --loglevel=error
+	python3 -m pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir dist ./sdk/python
 
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
 gen:
 	$(GO) generate ./components/inferenceservice
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update
-	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -version $(PROVIDER_VERSION) -out sdk
+	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -version $(VERSION) -out sdk

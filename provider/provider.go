@@ -26,6 +26,8 @@ func New() (p.Provider, error) {
 		WithDisplayName("FusionInfer").
 		WithDescription("LLM inference on Kubernetes: LeaderWorkerSets, Volcano gang scheduling, the Gateway API Inference Extension.").
 		WithLicense("Apache-2.0").
+		// The SDKs name where Pulumi downloads the plugin: the GitHub release of their version (make release).
+		WithPluginDownloadURL("github://api.github.com/fusioninfer/pulumi-fusioninfer").
 		WithRepository("https://github.com/fusioninfer/pulumi-fusioninfer").
 		// The Go package is inferenceservice; its token is fusioninfer:index:InferenceService.
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"inferenceservice": "index", "provider": "index", "api": "index"}).
