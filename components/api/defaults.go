@@ -143,9 +143,6 @@ func (s *InferenceServiceSpec) NodePoolNamed(name string) *NodePool {
 	return nil
 }
 
-// KarpenterNodePoolName is the name of a pool's Karpenter NodePool: {service}-{pool}.
-func KarpenterNodePoolName(serviceName, poolName string) string { return serviceName + "-" + poolName }
-
 // RoleNamed is the role with the name, or nil.
 func (s *InferenceServiceSpec) RoleNamed(name string) *Role {
 	for i := range s.Roles {

@@ -82,12 +82,6 @@ func (d *DualPodsController) SleeperLimitOrDefault() int {
 	return *d.SleeperLimit
 }
 
-// DualPodsControllerName names the controller's Deployment: {service}-dual-pods-controller.
-func DualPodsControllerName(serviceName string) string { return serviceName + "-dual-pods-controller" }
-
-// FMAServiceAccountName names the controller's account: {service}-fma-controllers.
-func FMAServiceAccountName(serviceName string) string { return serviceName + FMAServiceAccountSuffix }
-
 // validateModelFlexibility checks a role's dual pods against what FMA v0.6.4 can run.
 func validateModelFlexibility(spec *InferenceServiceSpec, role *Role, rolePath *field.Path) field.ErrorList {
 	mf := role.ModelFlexibility

@@ -15,15 +15,6 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
-// Names of a router's objects (as the fusioninfer controller names them: docs/design/0008-router.md).
-func PoolName(serviceName string) string           { return serviceName + "-pool" }
-func EndpointPickerName(serviceName string) string { return serviceName + "-epp" }
-func EndpointPickerConfigName(serviceName string) string {
-	return serviceName + "-epp-config"
-}
-func HTTPRouteName(serviceName string) string     { return serviceName + "-httproute" }
-func ShadowServiceName(serviceName string) string { return serviceName + "-shadow" }
-
 // Routing on prefill/decode services: llm-d's routing sidecar takes the serving port of every
 // decode leader and its vLLM server moves to this port.
 const (

@@ -218,11 +218,6 @@ func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field
 	return nil
 }
 
-// LeaderWorkerSetName is the name of the LWS of one replica of a role: {service}-{role}-{i}.
-func LeaderWorkerSetName(serviceName, roleName string, replica int32) string {
-	return fmt.Sprintf("%s-%s-%d", serviceName, roleName, replica)
-}
-
 func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if role.Template == nil {

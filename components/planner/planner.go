@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
 // Node is a node pods can be placed on.
@@ -73,7 +72,7 @@ type Replica struct {
 func (r Replica) GPUs() int64 { return int64(r.Pods) * r.GPUsPerPod }
 
 // Name is the replica's Volcano task key.
-func (r Replica) Name() string { return topology.TaskName(r.Role, r.Index) }
+func (r Replica) Name() string { return api.TaskName(r.Role, r.Index) }
 
 // Prediction is the outcome for one service on one cluster.
 type Prediction struct {

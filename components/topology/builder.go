@@ -99,7 +99,7 @@ func Plan(svc *api.InferenceService) []Ref {
 	refs = append(refs, controller...)
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
-		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
+		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: api.PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
 		lwsDependsOn = append(lwsDependsOn, podGroupSuffix)
 	}
 	replicas := map[string][]Ref{} // per serving role, its replicas' LWSs in index order

@@ -70,8 +70,8 @@ func replicaTemplate(svc *api.InferenceService, role *api.Role, replica int32, b
 	tpl.Labels = merged(tpl.Labels, labels)
 	if svc.Spec.GangScheduled() {
 		tpl.Annotations = merged(tpl.Annotations, map[string]string{
-			volcanov1beta1.KubeGroupNameAnnotationKey: PodGroupName(svc.Name),
-			volcanobatch.TaskSpecKey:                  TaskName(role.Name, replica),
+			volcanov1beta1.KubeGroupNameAnnotationKey: api.PodGroupName(svc.Name),
+			volcanobatch.TaskSpecKey:                  api.TaskName(role.Name, replica),
 		})
 	}
 	return tpl

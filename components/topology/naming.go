@@ -4,8 +4,6 @@
 package topology
 
 import (
-	"strconv"
-
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
@@ -35,15 +33,7 @@ const (
 	WaitForAvailable = "condition=Available"
 )
 
-// PodGroupName is the name of the service's shared PodGroup: the service name.
-func PodGroupName(serviceName string) string { return serviceName }
-
-// TaskName is a replica's Volcano task key: {role}-{i}.
-func TaskName(roleName string, replica int32) string {
-	return roleName + "-" + strconv.Itoa(int(replica))
-}
-
 // Suffixes name children relative to the service (Pulumi names children "{component}-{suffix}").
 const podGroupSuffix = "podgroup"
 
-func leaderWorkerSetSuffix(roleName string, replica int32) string { return TaskName(roleName, replica) }
+func leaderWorkerSetSuffix(roleName string, replica int32) string { return api.TaskName(roleName, replica) }

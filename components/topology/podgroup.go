@@ -13,7 +13,7 @@ func buildPodGroup(svc *api.InferenceService) *volcanov1beta1.PodGroup {
 	pg := &volcanov1beta1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: volcanov1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      PodGroupName(svc.Name),
+			Name:      api.PodGroupName(svc.Name),
 			Namespace: svc.Namespace,
 			Labels:    serviceObjectLabels(svc),
 			// A PodGroup has no readiness to wait for; per-role status comes from the LWSs.
@@ -85,7 +85,7 @@ func taskMemberSpec(svc *api.InferenceService) volcanov1beta1.PodGroupSpec {
 			continue
 		}
 		for r := int32(0); r < role.ReplicaCount(); r++ {
-			spec.MinTaskMember[TaskName(role.Name, r)] = role.NodeCount()
+			spec.MinTaskMember[api.TaskName(role.Name, r)] = role.NodeCount()
 			spec.MinMember += role.NodeCount()
 		}
 	}

@@ -71,7 +71,7 @@ func Summarize(t *Tree) Summary {
 		if s.Gang {
 			rs.MinReplicas = spec.GangMinimum(role)
 			for r := int32(0); r < rs.Replicas; r++ {
-				rs.TaskNames = append(rs.TaskNames, TaskName(role.Name, r))
+				rs.TaskNames = append(rs.TaskNames, api.TaskName(role.Name, r))
 			}
 		}
 		s.Pods += rs.Pods
@@ -83,7 +83,7 @@ func Summarize(t *Tree) Summary {
 	}
 	if s.Gang {
 		s.GangMode = spec.GangMode()
-		s.PodGroup = PodGroupName(t.Service.Name)
+		s.PodGroup = api.PodGroupName(t.Service.Name)
 		for _, o := range t.Objects {
 			if o.TypeMeta == KindPodGroup {
 				s.MinMember = podGroupMinMember(o)

@@ -1,0 +1,36 @@
+package api
+
+import "strconv"
+
+// The names of every object a service creates, in one place: validation checks their lengths, the
+// core gives them. They follow the fusioninfer controller's names
+// (docs/design/0000-the-fusioninfer-design.md, docs/design/0008-router.md).
+
+// LeaderWorkerSetName is the name of the LWS of one replica of a role: {service}-{role}-{i}.
+func LeaderWorkerSetName(serviceName, roleName string, replica int32) string {
+	return serviceName + "-" + TaskName(roleName, replica)
+}
+
+// TaskName is a replica's Volcano task key: {role}-{i}.
+func TaskName(roleName string, replica int32) string {
+	return roleName + "-" + strconv.Itoa(int(replica))
+}
+
+// PodGroupName is the name of the service's shared PodGroup: the service name.
+func PodGroupName(serviceName string) string { return serviceName }
+
+// KarpenterNodePoolName is the name of a pool's Karpenter NodePool: {service}-{pool}.
+func KarpenterNodePoolName(serviceName, poolName string) string { return serviceName + "-" + poolName }
+
+// Names of a router's objects.
+func PoolName(serviceName string) string                 { return serviceName + "-pool" }
+func EndpointPickerName(serviceName string) string       { return serviceName + "-epp" }
+func EndpointPickerConfigName(serviceName string) string { return serviceName + "-epp-config" }
+func HTTPRouteName(serviceName string) string            { return serviceName + "-httproute" }
+func ShadowServiceName(serviceName string) string        { return serviceName + "-shadow" }
+
+// DualPodsControllerName names FMA's controller Deployment: {service}-dual-pods-controller.
+func DualPodsControllerName(serviceName string) string { return serviceName + "-dual-pods-controller" }
+
+// FMAServiceAccountName names FMA's controller account: {service}-fma-controllers.
+func FMAServiceAccountName(serviceName string) string { return serviceName + FMAServiceAccountSuffix }
