@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // FMA (llm-d fast model actuation) v0.6.4: the dual-pods contract this project emits.
@@ -148,7 +150,7 @@ func validateDualPodsServer(role *Role, tplPath *field.Path) field.ErrorList {
 				"FMA's server pod does not inherit the requester's small requests: give the server's own"))
 		}
 	}
-	if IsShellScript(server) {
+	if vllm.IsShellScript(server) {
 		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command,
 			"a dual-pods server gets --enable-sleep-mode: give the server's own command and args, not a shell script"))
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // Routing on prefill/decode services: llm-d's routing sidecar takes the serving port of every
@@ -190,7 +191,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path) fi
 func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
-	if IsShellScript(server) {
+	if vllm.IsShellScript(server) {
 		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command, fmt.Sprintf(
 			"behind a router, a decode server moves to port %d for llm-d's routing sidecar: give the server's own command and args, not a shell script",
 			DecodeVLLMPort)))

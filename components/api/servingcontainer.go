@@ -2,11 +2,11 @@ package api
 
 import (
 	"fmt"
-	"path"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // GPUResourceName is the extended resource of NVIDIA GPUs.
@@ -55,7 +55,7 @@ func ServingPort(c *corev1.Container) (int32, error) {
 
 // portFlag is the server's --port flag, if given.
 func portFlag(c *corev1.Container) (int32, bool, error) {
-	v, found := FlagValue(append(append([]string{}, c.Command...), c.Args...), "--port")
+	v, found := vllm.FlagValue(vllm.CommandLine(c), "--port")
 	if !found {
 		return 0, false, nil
 	}
@@ -75,65 +75,4 @@ func GPUsPerPod(c *corev1.Container) int64 {
 		return q.Value()
 	}
 	return 0
-}
-
-// IsShellScript reports whether the container runs a shell script (`sh -c "..."`), whose
-// server command line cannot be safely extended with more flags.
-func IsShellScript(c *corev1.Container) bool {
-	if len(c.Command) == 0 {
-		return false
-	}
-	switch path.Base(c.Command[0]) {
-	case "sh", "bash", "dash", "ash", "zsh":
-	default:
-		return false
-	}
-	for _, a := range append(append([]string{}, c.Command[1:]...), c.Args...) {
-		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
-			return true
-		}
-	}
-	return false
-}
-
-// ParallelFlags are vLLM's parallelism flags, each with its short alias.
-var ParallelFlags = struct{ Tensor, Pipeline, Data [2]string }{
-	Tensor:   [2]string{"--tensor-parallel-size", "-tp"},
-	Pipeline: [2]string{"--pipeline-parallel-size", "-pp"},
-	Data:     [2]string{"--data-parallel-size", "-dp"},
-}
-
-// FlagValue finds a command-line flag in args, in the forms `--flag value` and `--flag=value`,
-// under any of its names. The last occurrence wins, as in Python's argparse.
-func FlagValue(args []string, names ...string) (value string, found bool) {
-	for i := 0; i < len(args); i++ {
-		for _, name := range names {
-			switch {
-			case args[i] == name && i+1 < len(args):
-				value, found = args[i+1], true
-			case strings.HasPrefix(args[i], name+"="):
-				value, found = strings.TrimPrefix(args[i], name+"="), true
-			}
-		}
-	}
-	return value, found
-}
-
-// parallelSize reads one vLLM parallelism flag: (1, false, nil) when absent.
-func parallelSize(args []string, names [2]string) (int64, bool, error) {
-	v, found := FlagValue(args, names[:]...)
-	if !found {
-		return 1, false, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 1 {
-		return 0, true, &parallelSizeError{flag: names[0], value: v}
-	}
-	return n, true, nil
-}
-
-type parallelSizeError struct{ flag, value string }
-
-func (e *parallelSizeError) Error() string {
-	return e.flag + " " + strconv.Quote(e.value) + ": must be a positive integer"
 }

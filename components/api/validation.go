@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // ReservedLabelPrefix marks the labels the project sets; users may not set them.
@@ -256,12 +258,12 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 // launcher (docs/design/0000-the-fusioninfer-design.md).
 func validateRayLaunch(server *corev1.Container, serverPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if IsShellScript(server) {
+	if vllm.IsShellScript(server) {
 		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command,
 			"a multi-node role wraps the server command in a Ray launcher; give the server's own command and args "+
 				"(or none, for the vllm/vllm-openai image), not a shell script"))
 	}
-	if backend, found := FlagValue(append(server.Command, server.Args...), "--distributed-executor-backend"); found && backend != "ray" {
+	if backend, found := vllm.FlagValue(vllm.CommandLine(server), "--distributed-executor-backend"); found && backend != "ray" {
 		errs = append(errs, field.Invalid(serverPath.Child("args"), backend,
 			"a multi-node role runs vLLM on Ray: --distributed-executor-backend must be ray or unset"))
 	}
@@ -271,15 +273,15 @@ func validateRayLaunch(server *corev1.Container, serverPath *field.Path) field.E
 // validateParallelism checks tensor x pipeline x data parallel size against the GPUs of one
 // replica, when the flags and the GPU count are both given.
 func validateParallelism(role *Role, server *corev1.Container, serverPath *field.Path) field.ErrorList {
-	args := append(append([]string{}, server.Command...), server.Args...)
+	args := vllm.CommandLine(server)
 	argsPath := serverPath.Child("args")
 	var errs field.ErrorList
 	product := int64(1)
 	var given []string
-	for _, names := range [][2]string{ParallelFlags.Tensor, ParallelFlags.Pipeline, ParallelFlags.Data} {
-		n, found, err := parallelSize(args, names)
+	for _, names := range [][2]string{vllm.ParallelFlags.Tensor, vllm.ParallelFlags.Pipeline, vllm.ParallelFlags.Data} {
+		n, found, err := vllm.ParallelSize(args, names)
 		if err != nil {
-			errs = append(errs, field.Invalid(argsPath, err.(*parallelSizeError).value, err.Error()))
+			errs = append(errs, field.Invalid(argsPath, err.(*vllm.ParallelSizeError).Value, err.Error()))
 			continue
 		}
 		if found {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // The dual-pods contract of FMA v0.6.4 (llm-d's dual-pod architecture, with the annotation keys of the release).
@@ -90,7 +91,7 @@ func dualPodsTemplate(role *api.Role, tpl *corev1.PodTemplateSpec) {
 func serverPatch(server *corev1.Container, volumes []corev1.Volume, probesPort, adminPort int32) string {
 	c := server.DeepCopy()
 	c.Name = DualPodsContainerName
-	if !hasFlag(c, sleepModeFlag) {
+	if !vllm.HasFlag(c, sleepModeFlag) {
 		c.Args = append(c.Args, sleepModeFlag)
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: envVLLMServerDevMode, Value: "1"})
@@ -143,16 +144,6 @@ func serverResources(server *corev1.Container) corev1.ResourceRequirements {
 		out.Limits = nil
 	}
 	return out
-}
-
-// hasFlag reports whether a boolean flag is on the command line ("--flag" or "--flag=value").
-func hasFlag(c *corev1.Container, flag string) bool {
-	for _, w := range append(append([]string{}, c.Command...), c.Args...) {
-		if w == flag || strings.HasPrefix(w, flag+"=") {
-			return true
-		}
-	}
-	return false
 }
 
 // toMap is an API value as the plain map its JSON is.

@@ -36,4 +36,6 @@ const (
 // Suffixes name children relative to the service (Pulumi names children "{component}-{suffix}").
 const podGroupSuffix = "podgroup"
 
-func leaderWorkerSetSuffix(roleName string, replica int32) string { return api.TaskName(roleName, replica) }
+func leaderWorkerSetSuffix(roleName string, replica int32) string {
+	return api.TaskName(roleName, replica)
+}

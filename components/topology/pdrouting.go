@@ -10,6 +10,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // LabelPDRole is the label llm-d's prefill and decode filters select pods by.
@@ -75,7 +76,7 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, poolPort int32) {
 // routingConnector is the sidecar's name for the KV connector the server uses: lmcache for
 // LMCache, else nixlv2 (vLLM's NixlConnector).
 func routingConnector(server *corev1.Container) string {
-	config, _ := api.FlagValue(append(append([]string{}, server.Command...), server.Args...), kvTransferConfigFlag)
+	config, _ := vllm.FlagValue(vllm.CommandLine(server), kvTransferConfigFlag)
 	if strings.Contains(config, "LMCache") {
 		return "lmcache"
 	}

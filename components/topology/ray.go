@@ -8,6 +8,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // Ray launch of a multi-node vLLM replica (docs/design/0000-the-fusioninfer-design.md): the leader starts the Ray head
@@ -36,7 +37,7 @@ func RayLeaderScript(server *corev1.Container) string {
 		serve = defaultServeCommand
 	}
 	words := append(append([]string{}, serve...), server.Args...)
-	if _, found := api.FlagValue(words, rayBackendFlag); !found {
+	if _, found := vllm.FlagValue(words, rayBackendFlag); !found {
 		words = append(words, rayBackendFlag, "ray")
 	}
 	return rayHeadCommand + " && exec " + shellescape.QuoteCommand(words)

@@ -1,0 +1,89 @@
+// Package vllm reads vLLM's command line as a pod template gives it: flags in their argparse
+// forms, the parallelism sizes, and whether the command is a shell script. Validation and the core
+// both read the server's flags through it.
+package vllm
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CommandLine is a container's command and args, as one list.
+func CommandLine(c *corev1.Container) []string {
+	return append(append([]string{}, c.Command...), c.Args...)
+}
+
+// IsShellScript reports whether the container runs a shell script (`sh -c "..."`), whose
+// server command line cannot be safely extended with more flags.
+func IsShellScript(c *corev1.Container) bool {
+	if len(c.Command) == 0 {
+		return false
+	}
+	switch path.Base(c.Command[0]) {
+	case "sh", "bash", "dash", "ash", "zsh":
+	default:
+		return false
+	}
+	for _, a := range append(append([]string{}, c.Command[1:]...), c.Args...) {
+		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasFlag reports whether a boolean flag is on the command line ("--flag" or "--flag=value").
+func HasFlag(c *corev1.Container, flag string) bool {
+	for _, w := range CommandLine(c) {
+		if w == flag || strings.HasPrefix(w, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// ParallelFlags are vLLM's parallelism flags, each with its short alias.
+var ParallelFlags = struct{ Tensor, Pipeline, Data [2]string }{
+	Tensor:   [2]string{"--tensor-parallel-size", "-tp"},
+	Pipeline: [2]string{"--pipeline-parallel-size", "-pp"},
+	Data:     [2]string{"--data-parallel-size", "-dp"},
+}
+
+// FlagValue finds a command-line flag in args, in the forms `--flag value` and `--flag=value`,
+// under any of its names. The last occurrence wins, as in Python's argparse.
+func FlagValue(args []string, names ...string) (value string, found bool) {
+	for i := 0; i < len(args); i++ {
+		for _, name := range names {
+			switch {
+			case args[i] == name && i+1 < len(args):
+				value, found = args[i+1], true
+			case strings.HasPrefix(args[i], name+"="):
+				value, found = strings.TrimPrefix(args[i], name+"="), true
+			}
+		}
+	}
+	return value, found
+}
+
+// ParallelSize reads one vLLM parallelism flag: (1, false, nil) when absent.
+func ParallelSize(args []string, names [2]string) (int64, bool, error) {
+	v, found := FlagValue(args, names[:]...)
+	if !found {
+		return 1, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 {
+		return 0, true, &ParallelSizeError{Flag: names[0], Value: v}
+	}
+	return n, true, nil
+}
+
+// ParallelSizeError is a parallelism flag whose value is not a positive integer.
+type ParallelSizeError struct{ Flag, Value string }
+
+func (e *ParallelSizeError) Error() string {
+	return e.Flag + " " + strconv.Quote(e.Value) + ": must be a positive integer"
+}
