@@ -1,6 +1,9 @@
 package api
 
-import lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+import (
+	"k8s.io/apimachinery/pkg/util/intstr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+)
 
 const (
 	// DefaultNamespace is used when neither the manifest nor the caller names one.
@@ -215,4 +218,62 @@ func (r *Role) StartupPolicyOrDefault() lwsv1.StartupPolicyType {
 		return lwsv1.LeaderCreatedStartupPolicy
 	}
 	return r.StartupPolicy
+}
+
+// DefaultMaxUnavailable is a role's maxUnavailable when unset: a quarter of its replicas, as a
+// Kubernetes Deployment's.
+var DefaultMaxUnavailable = intstr.FromString("25%")
+
+// MaxSurge is the role's per-replica surge, 0 when unset.
+func (r *Role) MaxSurge() int32 {
+	if r.RolloutStrategy == nil || r.RolloutStrategy.MaxSurge == nil {
+		return 0
+	}
+	return int32(*r.RolloutStrategy.MaxSurge)
+}
+
+// Pinned reports whether a replica keeps its current pod template (its index is below the
+// role's rolloutStrategy.partition).
+func (r *Role) Pinned(replica int32) bool {
+	return r.RolloutStrategy != nil && r.RolloutStrategy.Partition != nil && int(replica) < *r.RolloutStrategy.Partition
+}
+
+// MaxUnavailableOrDefault is the role's maxUnavailable, 25% when unset.
+func (r *Role) MaxUnavailableOrDefault() intstr.IntOrString {
+	if r.RolloutStrategy == nil || r.RolloutStrategy.MaxUnavailable == nil {
+		return DefaultMaxUnavailable
+	}
+	return *r.RolloutStrategy.MaxUnavailable
+}
+
+// RolloutBatchSize is how many of the role's replicas a rollout updates at once: maxUnavailable
+// resolved against the replicas (a percent rounded down), at least 1 (with maxUnavailable 0 and
+// maxSurge 1 each replica of the batch surges, so none is unavailable) and at most the replicas.
+func (r *Role) RolloutBatchSize() int32 {
+	n, err := resolveMaxUnavailable(r.MaxUnavailableOrDefault(), r.ReplicaCount())
+	if err != nil {
+		panic("rolloutStrategy of a validated role: " + err.Error())
+	}
+	return min(max(n, 1), r.ReplicaCount())
+}
+
+// resolveMaxUnavailable is a count as it is, or a percent of replicas rounded down.
+func resolveMaxUnavailable(v intstr.IntOrString, replicas int32) (int32, error) {
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(replicas), false)
+	return int32(n), err
+}
+
+// RolloutBatched reports whether rollouts go in batches: only when `pulumi up` awaits every
+// replica (spec.await all), since a batch holds the next one back only by being awaited.
+func (s *InferenceServiceSpec) RolloutBatched() bool { return s.AwaitMode() == AwaitAll }
+
+// RolloutFirstBatch is how many of the role's replicas go in the first rollout batch, ahead of
+// the role's own batches: in a gang-scheduled service the gang's minimal set, whole (batches
+// order creation too, and Volcano starts none of the gang's pods until all of them exist, so
+// holding one back behind another would deadlock the first deployment); none otherwise.
+func (s *InferenceServiceSpec) RolloutFirstBatch(role *Role) int32 {
+	if !s.GangScheduled() {
+		return 0
+	}
+	return s.GangMinimum(role)
 }

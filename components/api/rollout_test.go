@@ -99,22 +99,3 @@ func TestRolloutBatchSize(t *testing.T) {
 		assert.Equal(t, tc.want, role.RolloutBatchSize(), "replicas %d maxUnavailable %v", tc.replicas, tc.maxUnavailable)
 	}
 }
-
-func TestRolloutRoles(t *testing.T) {
-	spec := InferenceServiceSpec{Roles: []Role{
-		{Name: "router", ComponentType: ComponentTypeRouter},
-		{Name: "prefill", ComponentType: ComponentTypePrefiller},
-		{Name: "decode-a", ComponentType: ComponentTypeDecoder},
-		{Name: "decode-b", ComponentType: ComponentTypeDecoder},
-	}}
-	names := func() []string {
-		var out []string
-		for _, r := range spec.RolloutRoles() {
-			out = append(out, r.Name)
-		}
-		return out
-	}
-	assert.Equal(t, []string{"decode-a", "decode-b", "prefill", "router"}, names(), "decoders, prefillers, router")
-	spec.RolloutOrder = []string{"router", "decode-b"}
-	assert.Equal(t, []string{"router", "decode-b", "decode-a", "prefill"}, names(), "the named roles first, the rest in the default order")
-}

@@ -3,13 +3,15 @@ package topology
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
 // rolloutPlan lays out the LWSs and the router of a service that awaits everything as a chain of
 // batches: each batch depends on every object of the batch before, and each LWS waits for its
 // Available condition, so Pulumi updates (and first creates) one batch at a time. Roles follow
-// spec.RolloutRoles; a role's replicas go in batches of its RolloutBatchSize, lowest index first;
+// rolloutRoles; a role's replicas go in batches of its RolloutBatchSize, lowest index first;
 // the router's stage is its Endpoint Picker Deployment. In a gang-scheduled service the gang's
 // minimal set of every role is the first batch (api's RolloutFirstBatch).
 func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
@@ -31,7 +33,7 @@ func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 			awaited = append(awaited, ref.Suffix)
 		}
 	}
-	roles := spec.RolloutRoles()
+	roles := rolloutRoles(spec)
 	first := map[string]int32{} // per role, the first replica not yet in a batch
 	var firstBatch []Ref
 	for _, role := range roles {
@@ -81,4 +83,36 @@ func dependOnBatch(refs []Ref, batchBefore []string) {
 		}
 		refs[i].DependsOn = shared[key]
 	}
+}
+
+// defaultRolloutOrder is the order of component types a rollout follows for the roles
+// spec.rolloutOrder leaves out: decoders first, so prefill keeps every replica until decode is
+// done; the router last, once the servers it routes to run the new revision.
+var defaultRolloutOrder = []api.ComponentType{api.ComponentTypeDecoder, api.ComponentTypePrefiller, api.ComponentTypeWorker, api.ComponentTypeRouter}
+
+// rolloutRoles are the serving roles and the router in the order a rollout updates them: those
+// spec.rolloutOrder names, in its order, then the others by component type (decoders,
+// prefillers, workers, router), each type in spec order.
+func rolloutRoles(s *api.InferenceServiceSpec) []*api.Role {
+	var ordered []*api.Role
+	seen := sets.New[string]()
+	add := func(role *api.Role) {
+		if !seen.Has(role.Name) {
+			seen.Insert(role.Name)
+			ordered = append(ordered, role)
+		}
+	}
+	for _, name := range s.RolloutOrder {
+		if role := s.RoleNamed(name); role != nil {
+			add(role)
+		}
+	}
+	for _, componentType := range defaultRolloutOrder {
+		for i := range s.Roles {
+			if s.Roles[i].ComponentType == componentType {
+				add(&s.Roles[i])
+			}
+		}
+	}
+	return ordered
 }
