@@ -54,3 +54,40 @@ func assertLanguage(t *testing.T, env, language string) {
 		})
 	}
 }
+
+// unknownMarker is the engine's marker of a value unknown at preview, as every language's SDK
+// writes it.
+const unknownMarker = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+func TestTypeScriptPreviewKeepsAnUnknownInsideATemplate(t *testing.T) {
+	assertPreviewKeepsUnknown(t, "FUSIONINFER_TS_INPUTS", "typescript")
+}
+
+func TestPythonPreviewKeepsAnUnknownInsideATemplate(t *testing.T) {
+	assertPreviewKeepsUnknown(t, "FUSIONINFER_PY_INPUTS", "python")
+}
+
+// assertPreviewKeepsUnknown: a program whose template takes an env value from another resource's
+// output, unknown at preview, previews the LeaderWorkerSet's contents as unknown through the
+// provider, never the LWS with the value dropped.
+func assertPreviewKeepsUnknown(t *testing.T, env, language string) {
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skipf("%s is not set: `make test` sets it after running the %s preview program under its mocks", env, language)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "preview-unknown-env.json"))
+	require.NoError(t, err, "the %s run recorded no preview inputs", language)
+	var reg capturedRegistration
+	require.NoError(t, json.Unmarshal(data, &reg))
+	require.Contains(t, string(data), unknownMarker, "the %s program's env value is unknown at preview", language)
+	inputs := resource.FromResourcePropertyMap(resource.NewPropertyMapFromMapRepl(reg.Inputs, nil, func(v any) (resource.PropertyValue, bool) {
+		if v == unknownMarker {
+			return resource.MakeComputed(resource.NewStringProperty("")), true
+		}
+		return resource.PropertyValue{}, false
+	}))
+	preview := frontdoor.ConstructedInputs(t, reg.Name, inputs, true)
+	lws, ok := preview[reg.Name+"-inference-0"]
+	require.True(t, ok, "the LWS is laid out at preview: %v", preview)
+	assert.True(t, lws.Get("spec").IsComputed(), "the LWS's spec previews unknown, not without the env value: %v", lws.Get("spec"))
+}
