@@ -142,27 +142,31 @@ func argsFromSpec(spec *api.InferenceServiceSpec) *Args {
 		RolloutOrder:       spec.RolloutOrder,
 	}
 	for i := range spec.Roles {
-		r := &spec.Roles[i]
-		out.Roles = append(out.Roles, RoleArgs{
-			Name:                          r.Name,
-			ComponentType:                 r.ComponentType,
-			Strategy:                      r.Strategy,
-			HTTPRoute:                     r.HTTPRoute,
-			EndpointPickerConfig:          r.EndpointPickerConfig,
-			PoolAPIVersion:                r.PoolAPIVersion,
-			FailureMode:                   r.FailureMode,
-			ShadowService:                 r.ShadowService,
-			EndpointPicker:                r.EndpointPicker,
-			Replicas:                      r.Replicas,
-			Multinode:                     r.Multinode,
-			NetworkTopology:               r.NetworkTopology,
-			NodePool:                      r.NodePool,
-			RolloutStrategy:               r.RolloutStrategy,
-			RestartPolicy:                 r.RestartPolicy,
-			StartupPolicy:                 r.StartupPolicy,
-			TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
-			ModelFlexibility:              r.ModelFlexibility,
-		})
+		out.Roles = append(out.Roles, roleArgs(&spec.Roles[i]))
 	}
 	return out
+}
+
+// roleArgs are the RoleArgs of a role, without its pod template.
+func roleArgs(r *api.Role) RoleArgs {
+	return RoleArgs{
+		Name:                          r.Name,
+		ComponentType:                 r.ComponentType,
+		Strategy:                      r.Strategy,
+		HTTPRoute:                     r.HTTPRoute,
+		EndpointPickerConfig:          r.EndpointPickerConfig,
+		PoolAPIVersion:                r.PoolAPIVersion,
+		FailureMode:                   r.FailureMode,
+		ShadowService:                 r.ShadowService,
+		EndpointPicker:                r.EndpointPicker,
+		Replicas:                      r.Replicas,
+		Multinode:                     r.Multinode,
+		NetworkTopology:               r.NetworkTopology,
+		NodePool:                      r.NodePool,
+		RolloutStrategy:               r.RolloutStrategy,
+		RestartPolicy:                 r.RestartPolicy,
+		StartupPolicy:                 r.StartupPolicy,
+		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+		ModelFlexibility:              r.ModelFlexibility,
+	}
 }

@@ -205,36 +205,30 @@ func (g *generator) write(specFields, roleFields []field) ([]byte, error) {
 		p("%s\t%s %s\n", comment(f.doc), f.name, typ)
 	}
 	p("}\n\n")
-	p("// spec is the InferenceServiceSpec the Args describe, without pod templates.\n")
-	p("func (a *Args) spec() api.InferenceServiceSpec {\n\tout := api.InferenceServiceSpec{\n")
-	for _, f := range specFields {
-		if f.name != "Roles" {
-			p("\t\t%s: a.%s,\n", f.name, f.name)
+	// copies writes "Field: from.Field," for each field but the one each side holds its own way.
+	copies := func(fields []field, except, from, indent string) {
+		for _, f := range fields {
+			if f.name != except {
+				p("%s%s: %s.%s,\n", indent, f.name, from, f.name)
+			}
 		}
 	}
+	p("// spec is the InferenceServiceSpec the Args describe, without pod templates.\n")
+	p("func (a *Args) spec() api.InferenceServiceSpec {\n\tout := api.InferenceServiceSpec{\n")
+	copies(specFields, "Roles", "a", "\t\t")
 	p("\t}\n\tfor i := range a.Roles {\n\t\tout.Roles = append(out.Roles, a.Roles[i].role())\n\t}\n\treturn out\n}\n\n")
 	p("// role is the api.Role the RoleArgs describe, without its pod template.\n")
 	p("func (r *RoleArgs) role() api.Role {\n\treturn api.Role{\n")
-	for _, f := range roleFields {
-		if f.name != "Template" {
-			p("\t\t%s: r.%s,\n", f.name, f.name)
-		}
-	}
+	copies(roleFields, "Template", "r", "\t\t")
 	p("\t}\n}\n\n")
 	p("// argsFromSpec are the Args of a spec, without pod templates.\n")
 	p("func argsFromSpec(spec *api.InferenceServiceSpec) *Args {\n\tout := &Args{\n")
-	for _, f := range specFields {
-		if f.name != "Roles" {
-			p("\t\t%s: spec.%s,\n", f.name, f.name)
-		}
-	}
-	p("\t}\n\tfor i := range spec.Roles {\n\t\tr := &spec.Roles[i]\n\t\tout.Roles = append(out.Roles, RoleArgs{\n")
-	for _, f := range roleFields {
-		if f.name != "Template" {
-			p("\t\t\t%s: r.%s,\n", f.name, f.name)
-		}
-	}
-	p("\t\t})\n\t}\n\treturn out\n}\n")
+	copies(specFields, "Roles", "spec", "\t\t")
+	p("\t}\n\tfor i := range spec.Roles {\n\t\tout.Roles = append(out.Roles, roleArgs(&spec.Roles[i]))\n\t}\n\treturn out\n}\n\n")
+	p("// roleArgs are the RoleArgs of a role, without its pod template.\n")
+	p("func roleArgs(r *api.Role) RoleArgs {\n\treturn RoleArgs{\n")
+	copies(roleFields, "Template", "r", "\t\t")
+	p("\t}\n}\n")
 	return format.Source(b.Bytes())
 }
 
