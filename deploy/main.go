@@ -42,11 +42,7 @@ func program(ctx *pulumi.Context) error {
 		if doc.Service.Namespace == "" {
 			doc.Service.Namespace = namespace
 		}
-		args, err := inferenceservice.ArgsFromService(doc.Service)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", manifest, doc.Line, err)
-		}
-		svc, err := inferenceservice.NewInferenceService(ctx, doc.Service.Name, args)
+		svc, err := inferenceservice.NewFromService(ctx, doc.Service.Name, doc.Service, nil)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", manifest, doc.Line, err)
 		}

@@ -68,7 +68,7 @@ func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.Cons
 		if err != nil {
 			return nil, err
 		}
-		component, err := inferenceservice.New(pctx, name, svc, templates, opts)
+		component, err := inferenceservice.NewFromService(pctx, name, svc, templates, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -66,13 +66,13 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 		return nil, fmt.Errorf("InferenceService %q: args are required", name)
 	}
 	svc, templates := args.Service(name)
-	return New(ctx, name, svc, templates, opts...)
+	return NewFromService(ctx, name, svc, templates, opts...)
 }
 
-// New registers the InferenceService a decoded spec describes, as NewInferenceService does. A
+// NewFromService registers the InferenceService a decoded manifest or spec describes, as NewInferenceService does. A
 // role's pod template is the Input in templates (by role index) where there is one, else the
 // spec's own. The provider calls it with the spec it decoded from any language's inputs.
-func New(ctx *pulumi.Context, name string, svc *api.InferenceService, templates map[int]k8scorev1.PodTemplateSpecInput, opts ...pulumi.ResourceOption) (*InferenceService, error) {
+func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService, templates map[int]k8scorev1.PodTemplateSpecInput, opts ...pulumi.ResourceOption) (*InferenceService, error) {
 	shape := &api.InferenceService{TypeMeta: svc.TypeMeta, ObjectMeta: svc.ObjectMeta, Spec: svc.Spec}
 	shape.Spec.Roles = append([]api.Role(nil), svc.Spec.Roles...)
 	for i := range templates {
