@@ -70,11 +70,15 @@ type templateInputs struct {
 // metadataInputs are the inputs that are the manifest's metadata, not its spec.
 var metadataInputs = map[string]string{"serviceName": "name", "namespace": "namespace", "labels": "labels"}
 
+// metadata moves the metadata inputs out of the spec: the service's name (the component's unless
+// serviceName is given), namespace and labels.
 func metadata(plain map[string]any, name string) map[string]any {
 	out := map[string]any{"name": name}
 	for input, key := range metadataInputs {
 		if v, ok := plain[input]; ok {
-			out[key] = v
+			if v != "" {
+				out[key] = v
+			}
 			delete(plain, input)
 		}
 	}

@@ -69,9 +69,10 @@ func NewInferenceService(ctx *pulumi.Context, name string, args *Args, opts ...p
 	return NewFromService(ctx, name, svc, templates, opts...)
 }
 
-// NewFromService registers the InferenceService a decoded manifest or spec describes, as NewInferenceService does. A
-// role's pod template is the Input in templates (by role index) where there is one, else the
-// spec's own. The provider calls it with the spec it decoded from any language's inputs.
+// NewFromService registers the InferenceService a decoded manifest or spec describes, as
+// NewInferenceService does. A role's pod template is the Input in templates (by role index) where
+// there is one, else the spec's own. The root program calls it with a manifest's services, the
+// provider with the spec it decoded from a TypeScript, Python or YAML program's inputs.
 func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService, templates map[int]k8scorev1.PodTemplateSpecInput, opts ...pulumi.ResourceOption) (*InferenceService, error) {
 	shape := &api.InferenceService{TypeMeta: svc.TypeMeta, ObjectMeta: svc.ObjectMeta, Spec: svc.Spec}
 	shape.Spec.Roles = append([]api.Role(nil), svc.Spec.Roles...)
