@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
@@ -58,6 +60,24 @@ func (s *InferenceServiceSpec) GangMinimum(role *Role) int32 {
 		return role.ReplicaCount()
 	}
 	return s.MinRoleReplicas(role.Name)
+}
+
+// DefaultAwaitTimeout is how long `pulumi up` waits for a replica when spec.awaitTimeout is unset:
+// long enough for a large model to download and load, where the kubernetes provider waits 10 minutes.
+const DefaultAwaitTimeout = 60 * time.Minute
+
+// MaxAwaitTimeout bounds awaitTimeout: beyond a day a replica is not loading, it is stuck.
+const MaxAwaitTimeout = 24 * time.Hour
+
+// RoleAwaitTimeout is how long `pulumi up` waits for one of the role's replicas: the role's
+// awaitTimeout, else the spec's, else DefaultAwaitTimeout. Validation refuses what does not parse.
+func (s *InferenceServiceSpec) RoleAwaitTimeout(role *Role) time.Duration {
+	for _, v := range []string{role.AwaitTimeout, s.AwaitTimeout} {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return DefaultAwaitTimeout
 }
 
 // AwaitMode is the await setting, all when unset.

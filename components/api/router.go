@@ -52,7 +52,8 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		set  bool
 	}{{"replicas", role.Replicas != nil}, {"multinode", role.Multinode != nil}, {"template", role.Template != nil}, {"nodePool", role.NodePool != ""},
 		{"modelFlexibility", role.ModelFlexibility != nil}, {"restartPolicy", role.RestartPolicy != ""}, {"startupPolicy", role.StartupPolicy != ""},
-		{"rolloutStrategy", role.RolloutStrategy != nil}, {"terminationGracePeriodSeconds", role.TerminationGracePeriodSeconds != nil}} {
+		{"rolloutStrategy", role.RolloutStrategy != nil}, {"terminationGracePeriodSeconds", role.TerminationGracePeriodSeconds != nil},
+		{"awaitTimeout", role.AwaitTimeout != ""}} {
 		if f.set {
 			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router runs the Endpoint Picker, not model servers: "+
 				"only serving roles have "+f.name+" (size the Endpoint Picker with endpointPicker)"))

@@ -55,6 +55,10 @@ type InferenceServiceSpec struct {
 	GangPolicy *GangPolicy `json:"gangPolicy,omitempty" pulumi:"gangPolicy,optional"`
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await AwaitMode `json:"await,omitempty" pulumi:"await,optional"`
+	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
+	// fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and
+	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional"`
 	// NodePools are the GPU node pools the roles run on.
 	NodePools []NodePool `json:"nodePools,omitempty" pulumi:"nodePools,optional"`
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for
@@ -257,6 +261,9 @@ type Role struct {
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional"`
+	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads
+	// slower than the others').
+	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional"`
 	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -119,6 +120,7 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
 	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
 	errs = append(errs, validateRolloutOrder(spec, fldPath.Child("rolloutOrder"))...)
+	errs = append(errs, validateAwaitTimeout(spec.AwaitTimeout, fldPath.Child("awaitTimeout"))...)
 	switch spec.Await {
 	case "", AwaitAll, AwaitMinimal, AwaitNone:
 	default:
@@ -189,6 +191,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 		errs = append(errs, field.Invalid(rolePath.Child("terminationGracePeriodSeconds"), *g,
 			fmt.Sprintf("must be >= 0 and <= %d (one hour)", MaxTerminationGracePeriodSeconds)))
 	}
+	errs = append(errs, validateAwaitTimeout(role.AwaitTimeout, rolePath.Child("awaitTimeout"))...)
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
 	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)
 	errs = append(errs, validateLifecycle(role, withTemplates, rolePath)...)
@@ -598,4 +601,20 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 			[]lwsv1.StartupPolicyType{lwsv1.LeaderCreatedStartupPolicy, lwsv1.LeaderReadyStartupPolicy}))
 	}
 	return errs
+}
+
+// validateAwaitTimeout checks a wait's length: a Go duration of whole seconds (what
+// pulumi-kubernetes' pulumi.com/timeoutSeconds takes), from a second to MaxAwaitTimeout.
+func validateAwaitTimeout(v string, path *field.Path) field.ErrorList {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(path, v, `must be a duration such as "90m" or "2h"`)}
+	case d < time.Second || d > MaxAwaitTimeout || d%time.Second != 0:
+		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("must be whole seconds from 1s to %s", MaxAwaitTimeout))}
+	}
+	return nil
 }

@@ -26,6 +26,10 @@ type Args struct {
 	GangPolicy *api.GangPolicy
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await api.AwaitMode
+	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
+	// fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and
+	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	AwaitTimeout string
 	// NodePools are the GPU node pools the roles run on.
 	NodePools []api.NodePool
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for
@@ -81,6 +85,9 @@ type RoleArgs struct {
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType
+	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads
+	// slower than the others').
+	AwaitTimeout string
 	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.
@@ -97,6 +104,7 @@ func (a *Args) spec() api.InferenceServiceSpec {
 		SchedulingStrategy: a.SchedulingStrategy,
 		GangPolicy:         a.GangPolicy,
 		Await:              a.Await,
+		AwaitTimeout:       a.AwaitTimeout,
 		NodePools:          a.NodePools,
 		DualPodsController: a.DualPodsController,
 		RolloutOrder:       a.RolloutOrder,
@@ -126,6 +134,7 @@ func (r *RoleArgs) role() api.Role {
 		RolloutStrategy:               r.RolloutStrategy,
 		RestartPolicy:                 r.RestartPolicy,
 		StartupPolicy:                 r.StartupPolicy,
+		AwaitTimeout:                  r.AwaitTimeout,
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
 		ModelFlexibility:              r.ModelFlexibility,
 	}
@@ -137,6 +146,7 @@ func argsFromSpec(spec *api.InferenceServiceSpec) *Args {
 		SchedulingStrategy: spec.SchedulingStrategy,
 		GangPolicy:         spec.GangPolicy,
 		Await:              spec.Await,
+		AwaitTimeout:       spec.AwaitTimeout,
 		NodePools:          spec.NodePools,
 		DualPodsController: spec.DualPodsController,
 		RolloutOrder:       spec.RolloutOrder,
@@ -166,6 +176,7 @@ func roleArgs(r *api.Role) RoleArgs {
 		RolloutStrategy:               r.RolloutStrategy,
 		RestartPolicy:                 r.RestartPolicy,
 		StartupPolicy:                 r.StartupPolicy,
+		AwaitTimeout:                  r.AwaitTimeout,
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
 		ModelFlexibility:              r.ModelFlexibility,
 	}

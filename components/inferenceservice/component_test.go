@@ -124,7 +124,8 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		meta := lws.Inputs["metadata"].Mappable().(map[string]any)
 		assert.Equal(t, name, meta["name"])
 		assert.Equal(t, "default", meta["namespace"])
-		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available"}, meta["annotations"])
+		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600"}, meta["annotations"],
+			"awaited for an hour by default: a model loads for longer than the provider's 10 minutes")
 	}
 	decode0, _ := monitor.Find("deepseek-r1-disagg-decode-0")
 	spec := decode0.Inputs["spec"].Mappable().(map[string]any)
@@ -283,7 +284,7 @@ func TestAwaitModes(t *testing.T) {
 		decode0, _ := monitor.Find("ds-decode-0")
 		for _, name := range []string{"ds-prefill-0", "ds-decode-0"} {
 			r, _ := monitor.Find(name)
-			assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available"}, annotations(r), name)
+			assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600"}, annotations(r), name)
 			assert.Equal(t, []string{podGroup.URN()}, r.Dependencies, name)
 		}
 		for _, name := range []string{"ds-decode-1", "ds-decode-2"} {

@@ -44,6 +44,24 @@ func TestRestartAndStartupPolicies(t *testing.T) {
 	assert.Equal(t, lwsv1.LeaderCreatedStartupPolicy, decode.Spec.StartupPolicy, "default: workers with the leader")
 }
 
+// TestAwaitTimeout: every awaited LWS tells the kubernetes provider how long to wait for it: the
+// role's awaitTimeout, else the spec's, else an hour; replicas nobody awaits carry none.
+func TestAwaitTimeout(t *testing.T) {
+	timeouts := func(change func(svc *api.InferenceService)) map[string]string {
+		out := map[string]string{}
+		for name, lws := range byName(story4With(t, change)) {
+			out[name] = lws.Annotations[topology.AnnotationPulumiTimeoutSeconds]
+		}
+		return out
+	}
+	assert.Equal(t, map[string]string{"deepseek-r1-disagg-prefill-0": "3600", "deepseek-r1-disagg-decode-0": "3600", "deepseek-r1-disagg-decode-1": "3600"},
+		timeouts(func(*api.InferenceService) {}), "an hour by default")
+	assert.Equal(t, map[string]string{"deepseek-r1-disagg-prefill-0": "5400", "deepseek-r1-disagg-decode-0": "7200", "deepseek-r1-disagg-decode-1": "7200"},
+		timeouts(func(svc *api.InferenceService) { svc.Spec.AwaitTimeout = "90m"; svc.Spec.Roles[1].AwaitTimeout = "2h" }))
+	assert.Equal(t, map[string]string{"deepseek-r1-disagg-prefill-0": "3600", "deepseek-r1-disagg-decode-0": "3600", "deepseek-r1-disagg-decode-1": ""},
+		timeouts(func(svc *api.InferenceService) { svc.Spec.Await = api.AwaitMinimal }), "the replicas beyond the minimal set are not awaited")
+}
+
 // TestTerminationGracePeriod: a role's drain time reaches the leader and worker pods of each of
 // its replicas; other roles keep their templates' value.
 func TestTerminationGracePeriod(t *testing.T) {

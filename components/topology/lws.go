@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"strconv"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -86,7 +89,7 @@ func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int
 			Name:        api.LeaderWorkerSetName(svc.Name, role.Name, replica),
 			Namespace:   svc.Namespace,
 			Labels:      merged(svc.Labels, labels),
-			Annotations: awaitAnnotations(awaited),
+			Annotations: awaitAnnotations(awaited, svc.Spec.RoleAwaitTimeout(role)),
 		},
 		Spec: lwsv1.LeaderWorkerSetSpec{
 			Replicas: ptr.To[int32](1),
@@ -122,9 +125,10 @@ func rollingUpdate(role *api.Role) *lwsv1.RollingUpdateConfiguration {
 }
 
 // awaitAnnotations tell pulumi-kubernetes whether to wait for the LWS's Available condition.
-func awaitAnnotations(awaited bool) map[string]string {
+func awaitAnnotations(awaited bool, timeout time.Duration) map[string]string {
 	if awaited {
-		return map[string]string{AnnotationPulumiWaitFor: WaitForAvailable}
+		return map[string]string{AnnotationPulumiWaitFor: WaitForAvailable,
+			AnnotationPulumiTimeoutSeconds: strconv.Itoa(int(timeout / time.Second))}
 	}
 	return map[string]string{AnnotationPulumiSkipAwait: "true"}
 }

@@ -29,6 +29,9 @@ const (
 const (
 	AnnotationPulumiWaitFor   = "pulumi.com/waitFor"
 	AnnotationPulumiSkipAwait = "pulumi.com/skipAwait"
+	// AnnotationPulumiTimeoutSeconds replaces the kubernetes provider's 10-minute wait for an
+	// object (provider/pkg/metadata/overrides.go TimeoutDuration in pulumi-kubernetes).
+	AnnotationPulumiTimeoutSeconds = "pulumi.com/timeoutSeconds"
 	// WaitForAvailable makes `pulumi up` wait for a LeaderWorkerSet's Available condition.
 	WaitForAvailable = "condition=Available"
 )

@@ -91,6 +91,7 @@ export class InferenceService extends pulumi.ComponentResource {
                 throw new Error("Missing required property 'roles'");
             }
             resourceInputs["await"] = args?.await;
+            resourceInputs["awaitTimeout"] = args?.awaitTimeout;
             resourceInputs["dualPodsController"] = args?.dualPodsController;
             resourceInputs["gangPolicy"] = args?.gangPolicy;
             resourceInputs["labels"] = args?.labels;
@@ -139,6 +140,10 @@ export interface InferenceServiceArgs {
      * Await chooses what `pulumi up` waits for: all (default), minimal or none.
      */
     await?: string;
+    /**
+     * AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+     */
+    awaitTimeout?: string;
     /**
      * DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
      */

@@ -1555,6 +1555,8 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 }
 
 type Role struct {
+	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// ComponentType is worker, prefiller, decoder or router.
 	ComponentType string `pulumi:"componentType"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
@@ -1607,6 +1609,8 @@ type RoleInput interface {
 }
 
 type RoleArgs struct {
+	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+	AwaitTimeout pulumi.StringPtrInput `pulumi:"awaitTimeout"`
 	// ComponentType is worker, prefiller, decoder or router.
 	ComponentType pulumi.StringInput `pulumi:"componentType"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
@@ -1696,6 +1700,11 @@ func (o RoleOutput) ToRoleOutput() RoleOutput {
 
 func (o RoleOutput) ToRoleOutputWithContext(ctx context.Context) RoleOutput {
 	return o
+}
+
+// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+func (o RoleOutput) AwaitTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Role) *string { return v.AwaitTimeout }).(pulumi.StringPtrOutput)
 }
 
 // ComponentType is worker, prefiller, decoder or router.

@@ -164,6 +164,10 @@ export interface NodePoolArgs {
 
 export interface RoleArgs {
     /**
+     * AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+     */
+    awaitTimeout?: pulumi.Input<string | undefined>;
+    /**
      * ComponentType is worker, prefiller, decoder or router.
      */
     componentType: pulumi.Input<string>;

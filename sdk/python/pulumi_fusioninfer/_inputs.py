@@ -767,6 +767,10 @@ class RoleArgsDict(TypedDict):
     """
     Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
     """
+    await_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+    """
     endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
     """
     EndpointPicker sets the Endpoint Picker's image, replicas and resources.
@@ -841,6 +845,7 @@ class RoleArgs:
     def __init__(__self__, *,
                  component_type: pulumi.Input[_builtins.str],
                  name: pulumi.Input[_builtins.str],
+                 await_timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint_picker: pulumi.Input[Optional['EndpointPickerArgs']] = None,
                  endpoint_picker_config: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_mode: pulumi.Input[Optional[_builtins.str]] = None,
@@ -861,6 +866,7 @@ class RoleArgs:
         """
         :param pulumi.Input[_builtins.str] component_type: ComponentType is worker, prefiller, decoder or router.
         :param pulumi.Input[_builtins.str] name: Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+        :param pulumi.Input[_builtins.str] await_timeout: AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
         :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: EndpointPicker sets the Endpoint Picker's image, replicas and resources.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
         :param pulumi.Input[_builtins.str] failure_mode: FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
@@ -881,6 +887,8 @@ class RoleArgs:
         """
         pulumi.set(__self__, "component_type", component_type)
         pulumi.set(__self__, "name", name)
+        if await_timeout is not None:
+            pulumi.set(__self__, "await_timeout", await_timeout)
         if endpoint_picker is not None:
             pulumi.set(__self__, "endpoint_picker", endpoint_picker)
         if endpoint_picker_config is not None:
@@ -939,6 +947,18 @@ class RoleArgs:
     @name.setter
     def name(self, value: pulumi.Input[_builtins.str]):
         pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter(name="awaitTimeout")
+    def await_timeout(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+        """
+        return pulumi.get(self, "await_timeout")
+
+    @await_timeout.setter
+    def await_timeout(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "await_timeout", value)
 
     @_builtins.property
     @pulumi.getter(name="endpointPicker")

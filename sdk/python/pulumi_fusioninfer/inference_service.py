@@ -24,6 +24,7 @@ class InferenceServiceArgs:
     def __init__(__self__, *,
                  roles: pulumi.Input[Sequence[pulumi.Input['RoleArgs']]],
                  await_: Optional[_builtins.str] = None,
+                 await_timeout: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional['DualPodsControllerArgs']] = None,
                  gang_policy: pulumi.Input[Optional['GangPolicyArgs']] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
@@ -37,6 +38,7 @@ class InferenceServiceArgs:
 
         :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: Roles are the logical components of the service, each with a unique name.
         :param _builtins.str await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param _builtins.str await_timeout: AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
         :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
@@ -49,6 +51,8 @@ class InferenceServiceArgs:
         pulumi.set(__self__, "roles", roles)
         if await_ is not None:
             pulumi.set(__self__, "await_", await_)
+        if await_timeout is not None:
+            pulumi.set(__self__, "await_timeout", await_timeout)
         if dual_pods_controller is not None:
             pulumi.set(__self__, "dual_pods_controller", dual_pods_controller)
         if gang_policy is not None:
@@ -89,6 +93,18 @@ class InferenceServiceArgs:
     @await_.setter
     def await_(self, value: Optional[_builtins.str]):
         pulumi.set(self, "await_", value)
+
+    @_builtins.property
+    @pulumi.getter(name="awaitTimeout")
+    def await_timeout(self) -> Optional[_builtins.str]:
+        """
+        AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        """
+        return pulumi.get(self, "await_timeout")
+
+    @await_timeout.setter
+    def await_timeout(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "await_timeout", value)
 
     @_builtins.property
     @pulumi.getter(name="dualPodsController")
@@ -194,6 +210,7 @@ class InferenceService(pulumi.ComponentResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  await_: Optional[_builtins.str] = None,
+                 await_timeout: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
@@ -210,6 +227,7 @@ class InferenceService(pulumi.ComponentResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param _builtins.str await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param _builtins.str await_timeout: AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
         :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
@@ -245,6 +263,7 @@ class InferenceService(pulumi.ComponentResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  await_: Optional[_builtins.str] = None,
+                 await_timeout: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
@@ -266,6 +285,7 @@ class InferenceService(pulumi.ComponentResource):
             __props__ = InferenceServiceArgs.__new__(InferenceServiceArgs)
 
             __props__.__dict__["await_"] = await_
+            __props__.__dict__["await_timeout"] = await_timeout
             __props__.__dict__["dual_pods_controller"] = dual_pods_controller
             __props__.__dict__["gang_policy"] = gang_policy
             __props__.__dict__["labels"] = labels
