@@ -1,7 +1,8 @@
-// Package api holds the InferenceService spec: the types users write (in YAML for the CLI, through
-// the Pulumi component's Args in Go), their defaults, strict decoding and validation. It imports
-// Kubernetes and Gateway API types and the Endpoint Picker's configuration checks (eppconfig),
-// nothing of ours above it, so every other package can depend on it.
+// Package api is the input model: the InferenceService spec users write (YAML for the CLI, the Go
+// component's Args, a TypeScript, Python or YAML program's inputs through the provider), its
+// defaults, the name of every object, strict decoding and validation. It imports Kubernetes and
+// Gateway API types, vllm (the server's command line) and the Endpoint Picker's configuration
+// checks (eppconfig), nothing of ours above it, so every other package can depend on it.
 package api
 
 import (
@@ -19,8 +20,10 @@ const (
 	Kind       = "InferenceService"
 )
 
-// The plain structs below that carry `pulumi` tags beside their `json` tags are used as they are
-// by the Pulumi component's Args: one definition, so a new field reaches both front doors.
+// Every field carries a `pulumi` tag beside its `json` tag: this is the only hand-written
+// definition of the inputs. The Go component's Args are generated from it (make gen), the
+// provider's schema is made from it, and every front door decodes into it
+// (docs/design/0012-one-input-model.md).
 
 // InferenceService is one LLM inference service: the document the CLI reads.
 type InferenceService struct {
