@@ -33,21 +33,35 @@ func TestPythonProgramsBuildTheGoProgramsObjects(t *testing.T) {
 	assertLanguage(t, "FUSIONINFER_PY_INPUTS", "python")
 }
 
-func assertLanguage(t *testing.T, env, language string) {
+// capturedDir is where `make test` wrote what a language's programs registered under its mocks.
+func capturedDir(t *testing.T, env, language string) string {
+	t.Helper()
 	dir := os.Getenv(env)
 	if dir == "" {
-		t.Skipf("%s is not set: `make test` sets it after running the %s examples under their mocks", env, language)
+		t.Skipf("%s is not set: `make test` sets it after running the %s programs under their mocks", env, language)
 	}
+	return dir
+}
+
+// captured is one program's InferenceService registration, as its language's run recorded it.
+func captured(t *testing.T, dir, program, language string) capturedRegistration {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, program+".json"))
+	require.NoError(t, err, "the %s run recorded no inputs for %s", language, program)
+	var reg capturedRegistration
+	require.NoError(t, json.Unmarshal(data, &reg))
+	return reg
+}
+
+func assertLanguage(t *testing.T, env, language string) {
+	dir := capturedDir(t, env, language)
 	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", language, "*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, examples)
 	for _, example := range examples {
 		story := filepath.Base(example)
 		t.Run(story, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dir, story+".json"))
-			require.NoError(t, err, "the %s run recorded no inputs for %s", language, story)
-			var reg capturedRegistration
-			require.NoError(t, json.Unmarshal(data, &reg))
+			reg := captured(t, dir, story, language)
 			inputs := resource.FromResourcePropertyMap(resource.NewPropertyMapFromMap(reg.Inputs))
 			manifest := filepath.Join("..", "..", "examples", "manifests", strings.TrimSuffix(story, "-ts")+".yaml")
 			assert.Equal(t, frontdoor.Rendered(t, manifest), frontdoor.Constructed(t, reg.Name, inputs))
@@ -71,14 +85,9 @@ func TestPythonPreviewKeepsAnUnknownInsideATemplate(t *testing.T) {
 // output, unknown at preview, previews the LeaderWorkerSet's contents as unknown through the
 // provider, never the LWS with the value dropped.
 func assertPreviewKeepsUnknown(t *testing.T, env, language string) {
-	dir := os.Getenv(env)
-	if dir == "" {
-		t.Skipf("%s is not set: `make test` sets it after running the %s preview program under its mocks", env, language)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "preview-unknown-env.json"))
-	require.NoError(t, err, "the %s run recorded no preview inputs", language)
-	var reg capturedRegistration
-	require.NoError(t, json.Unmarshal(data, &reg))
+	reg := captured(t, capturedDir(t, env, language), "preview-unknown-env", language)
+	data, err := json.Marshal(reg.Inputs)
+	require.NoError(t, err)
 	require.Contains(t, string(data), unknownMarker, "the %s program's env value is unknown at preview", language)
 	inputs := resource.FromResourcePropertyMap(resource.NewPropertyMapFromMapRepl(reg.Inputs, nil, func(v any) (resource.PropertyValue, bool) {
 		if v == unknownMarker {
