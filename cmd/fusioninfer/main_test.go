@@ -322,3 +322,19 @@ func TestNeverSilent(t *testing.T) {
 	assert.Empty(t, errOut.String())
 	assert.NotEmpty(t, out.String())
 }
+
+// TestPlanSaysWhy: a Blocked or Partial row is followed by its reason; a service without a gang is
+// not described with one.
+func TestPlanSaysWhy(t *testing.T) {
+	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes", "20,6", "--gpus-per-node", "4")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "  80 GPUs (20 x 4): each prefill pod needs 8 nvidia.com/gpu on one node; the largest node has 4\n")
+	assert.Contains(t, stdout, "  24 GPUs (6 x 4): each decode pod needs 8 nvidia.com/gpu on one node; the largest node has 4\n")
+	stdout, stderr, err = run(t, "", "plan", "-f", story4, "--nodes", "6", "--gpus-per-node", "8")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "  48 GPUs (6 x 8): decode-1 waits: it needs 4 pods of 8 GPUs, and 0 GPUs are free beside the placed replicas\n")
+	stdout, stderr, err = run(t, "", "plan", "-f", "../../examples/manifests/story1-monolithic.yaml", "--nodes", "0", "--gpus-per-node", "8")
+	require.NoError(t, err, stderr)
+	assert.NotContains(t, stdout, "gang")
+	assert.Contains(t, stdout, "each replica is placed on its own (no PodGroup)")
+}

@@ -126,9 +126,15 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 		predictions = append(predictions, p)
 	}
 	first := predictions[0]
-	fmt.Fprintf(w, "InferenceService %s: %d GPUs at full size, %d GPUs for the gang's minimal set\n",
-		tree.Service.Name, first.GPUsFull, first.GPUsMinimal)
-	fmt.Fprintln(w, "A prediction of Volcano's gang rules for the PodGroup this service emits, counting GPUs; not of every scheduler plugin.")
+	if tree.Service.Spec.GangScheduled() {
+		fmt.Fprintf(w, "InferenceService %s: %d GPUs at full size, %d GPUs for the gang's minimal set\n",
+			tree.Service.Name, first.GPUsFull, first.GPUsMinimal)
+		fmt.Fprintln(w, "A prediction of Volcano's gang rules for the PodGroup this service emits, counting GPUs; not of every scheduler plugin.")
+	} else {
+		fmt.Fprintf(w, "InferenceService %s: %d GPUs at full size; each replica is placed on its own (no PodGroup)\n",
+			tree.Service.Name, first.GPUsFull)
+		fmt.Fprintln(w, "A prediction of where the replicas' pods fit, counting GPUs; not of every scheduler plugin.")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	perReplica := len(first.Replicas) <= maxReplicaColumns
 	header := []string{"CLUSTER"}
@@ -165,6 +171,11 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 		fmt.Fprintln(tw, strings.Join(append(row, serviceCell(p, perReplica)), "\t"))
 	}
 	tw.Flush()
+	for i, p := range predictions {
+		for _, reason := range p.Reasons {
+			fmt.Fprintf(w, "  %s: %s\n", labels[i], reason)
+		}
+	}
 	fmt.Fprintln(w)
 	return nil
 }

@@ -80,6 +80,8 @@ type Prediction struct {
 	Status   ServiceStatus
 	// GPUsFull and GPUsMinimal are what the whole service and the gang's minimal set need.
 	GPUsFull, GPUsMinimal int64
+	// Reasons say what holds the service back when it is not Full, in plain words.
+	Reasons []string
 }
 
 // Predict places a validated service on a cluster.
@@ -138,6 +140,7 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 	default:
 		p.Status = Partial
 	}
+	p.Reasons = reasons(spec, cluster, p)
 	return p, nil
 }
 
