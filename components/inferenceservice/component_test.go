@@ -143,8 +143,8 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 	}, names)
 	assert.Equal(t, 80, gpusFull, "story 4: 80 GPUs at full size")
 	assert.Equal(t, 48, gpusMinimal, "prefill-0 (16) + decode-0 (32)")
-	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, Phase: PhaseRunning}, status["prefill"])
-	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, Phase: PhaseDeploying}, status["decode"])
+	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, ObservedReplicas: 1, Phase: PhaseRunning}, status["prefill"])
+	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, ObservedReplicas: 2, Phase: PhaseDeploying}, status["decode"])
 }
 
 // unknownAtPreview: the SDK's mocks drop unknown values, so an unknown input arrives absent.
@@ -326,13 +326,22 @@ func TestRoleStatusPhases(t *testing.T) {
 		{"none ready", []lwsObservation{starting, starting}, PhasePending, 0},
 		{"some ready", []lwsObservation{ready, starting}, PhaseDeploying, 1},
 		{"all ready but one updating", []lwsObservation{ready, updating}, PhaseDeploying, 2},
-		{"one not yet observed", []lwsObservation{ready, unobserved}, PhaseUnknown, 1},
+		{"one ready, one not yet observed (await minimal)", []lwsObservation{ready, unobserved}, PhaseDeploying, 1},
+		{"one starting, one not yet observed", []lwsObservation{starting, unobserved}, PhasePending, 0},
+		{"none observed", []lwsObservation{unobserved, unobserved}, PhaseUnknown, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := roleStatus(4, tc.replicas)
 			assert.Equal(t, tc.phase, s.Phase)
 			assert.Equal(t, tc.readyReps, s.ReadyReplicas)
+			observed := 0
+			for _, r := range tc.replicas {
+				if r.Observed {
+					observed++
+				}
+			}
+			assert.Equal(t, observed, s.ObservedReplicas)
 			assert.Equal(t, tc.readyReps*4, s.ReadyPods)
 			assert.Equal(t, len(tc.replicas)*4, s.TotalPods)
 		})
@@ -386,4 +395,34 @@ func TestPartitionPinsTheTemplatesOfLowReplicas(t *testing.T) {
 		`metadata.labels["fusioninfer.io/revision"]`}, pinned.IgnoreChanges, "a template change leaves decode-0 as it is")
 	rolled, _ := monitor.Find("deepseek-r1-disagg-decode-1")
 	assert.Empty(t, rolled.IgnoreChanges)
+}
+
+// TestStatusAfterAwaitMinimal: with await minimal the replicas beyond the minimal set are not
+// awaited, and their LWSs are read before any controller has seen them. The role reports what is
+// known, the minimal set ready and the rest not yet observed (Deploying), not Unknown.
+func TestStatusAfterAwaitMinimal(t *testing.T) {
+	monitor := &pulumimock.Monitor{Outputs: func(r pulumimock.Resource) resource.PropertyMap {
+		if r.Type != typeLWS {
+			return nil
+		}
+		annotations, _ := r.Inputs["metadata"].Mappable().(map[string]any)["annotations"].(map[string]any)
+		if annotations["pulumi.com/waitFor"] == nil {
+			return nil // not awaited: no status when it is read at creation
+		}
+		return lwsStatus(1, "Available")
+	}}
+	var status any
+	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
+		args := story4Args()
+		args.Await = api.AwaitMinimal
+		svc, err := NewInferenceService(ctx, "ds", args)
+		if err != nil {
+			return err
+		}
+		status, _, _ = pulumimock.Await(ctx.Context(), svc.Status)
+		return nil
+	}))
+	roles := status.(map[string]RoleStatus)
+	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, ObservedReplicas: 1, Phase: PhaseRunning}, roles["prefill"])
+	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, ObservedReplicas: 1, Phase: PhaseDeploying}, roles["decode"])
 }

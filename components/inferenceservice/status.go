@@ -35,6 +35,10 @@ type RoleStatus struct {
 	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica
 	// that is only partly up, so those are not counted.
 	ReadyPods int `pulumi:"readyPods"`
+	// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every
+	// awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it
+	// is created, before its controller has seen it, and again at `pulumi up --refresh`.
+	ObservedReplicas int `pulumi:"observedReplicas"`
 	// Phase is Pending, Deploying, Running or Unknown.
 	Phase string `pulumi:"phase"`
 }
@@ -87,26 +91,29 @@ func asInt(v any) int {
 
 // roleStatus derives a role's status from its LWSs (one per replica, each with replicas 1).
 // The phase rules:
-//   - Unknown: some LWS has no status yet (its controller has not observed it).
-//   - Running: every replica is ready and none is being updated.
+//   - Unknown: no LWS has a status yet (no controller has observed any).
+//   - Running: every replica is observed and ready, and none is being updated.
 //   - Pending: no replica is ready and none is being updated.
-//   - Deploying: anything in between (some replicas ready, or a rolling update under way).
+//   - Deploying: anything in between: some replicas ready, a rolling update under way, or replicas
+//     not yet observed beside ready ones (await minimal: the minimal set serves, the rest come).
 //
 // LWS v0.8 reports no failure condition, so Failed is never derived from status: a replica that
 // cannot start shows as Pending, and `pulumi up` fails when its waitFor times out.
 func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
 	s := RoleStatus{DesiredReplicas: len(replicas), NodesPerReplica: nodesPerReplica, TotalPods: len(replicas) * nodesPerReplica}
-	observed, updating := true, false
+	updating := false
 	for _, r := range replicas {
-		observed = observed && r.Observed
 		updating = updating || r.Updating
+		if r.Observed {
+			s.ObservedReplicas++
+		}
 		if r.ReadyReplicas > 0 {
 			s.ReadyReplicas++
 		}
 	}
 	s.ReadyPods = s.ReadyReplicas * nodesPerReplica
 	switch {
-	case !observed:
+	case s.ObservedReplicas == 0:
 		s.Phase = PhaseUnknown
 	case s.ReadyReplicas == s.DesiredReplicas && !updating:
 		s.Phase = PhaseRunning

@@ -1827,6 +1827,8 @@ type RoleStatus struct {
 	DesiredReplicas int `pulumi:"desiredReplicas"`
 	// NodesPerReplica is multinode.nodeCount (1 when single-node).
 	NodesPerReplica int `pulumi:"nodesPerReplica"`
+	// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+	ObservedReplicas int `pulumi:"observedReplicas"`
 	// Phase is Pending, Deploying, Running or Unknown.
 	Phase string `pulumi:"phase"`
 	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
@@ -1859,6 +1861,11 @@ func (o RoleStatusOutput) DesiredReplicas() pulumi.IntOutput {
 // NodesPerReplica is multinode.nodeCount (1 when single-node).
 func (o RoleStatusOutput) NodesPerReplica() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.NodesPerReplica }).(pulumi.IntOutput)
+}
+
+// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+func (o RoleStatusOutput) ObservedReplicas() pulumi.IntOutput {
+	return o.ApplyT(func(v RoleStatus) int { return v.ObservedReplicas }).(pulumi.IntOutput)
 }
 
 // Phase is Pending, Deploying, Running or Unknown.

@@ -17,6 +17,10 @@ export interface RoleStatus {
      */
     nodesPerReplica: number;
     /**
+     * ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+     */
+    observedReplicas: number;
+    /**
      * Phase is Pending, Deploying, Running or Unknown.
      */
     phase: string;

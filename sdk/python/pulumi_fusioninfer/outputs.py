@@ -27,6 +27,8 @@ class RoleStatus(dict):
             suggest = "desired_replicas"
         elif key == "nodesPerReplica":
             suggest = "nodes_per_replica"
+        elif key == "observedReplicas":
+            suggest = "observed_replicas"
         elif key == "readyPods":
             suggest = "ready_pods"
         elif key == "readyReplicas":
@@ -48,6 +50,7 @@ class RoleStatus(dict):
     def __init__(__self__, *,
                  desired_replicas: _builtins.int,
                  nodes_per_replica: _builtins.int,
+                 observed_replicas: _builtins.int,
                  phase: _builtins.str,
                  ready_pods: _builtins.int,
                  ready_replicas: _builtins.int,
@@ -55,6 +58,7 @@ class RoleStatus(dict):
         """
         :param _builtins.int desired_replicas: DesiredReplicas is the role's replicas.
         :param _builtins.int nodes_per_replica: NodesPerReplica is multinode.nodeCount (1 when single-node).
+        :param _builtins.int observed_replicas: ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
         :param _builtins.str phase: Phase is Pending, Deploying, Running or Unknown.
         :param _builtins.int ready_pods: ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
         :param _builtins.int ready_replicas: ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
@@ -62,6 +66,7 @@ class RoleStatus(dict):
         """
         pulumi.set(__self__, "desired_replicas", desired_replicas)
         pulumi.set(__self__, "nodes_per_replica", nodes_per_replica)
+        pulumi.set(__self__, "observed_replicas", observed_replicas)
         pulumi.set(__self__, "phase", phase)
         pulumi.set(__self__, "ready_pods", ready_pods)
         pulumi.set(__self__, "ready_replicas", ready_replicas)
@@ -82,6 +87,14 @@ class RoleStatus(dict):
         NodesPerReplica is multinode.nodeCount (1 when single-node).
         """
         return pulumi.get(self, "nodes_per_replica")
+
+    @_builtins.property
+    @pulumi.getter(name="observedReplicas")
+    def observed_replicas(self) -> _builtins.int:
+        """
+        ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+        """
+        return pulumi.get(self, "observed_replicas")
 
     @_builtins.property
     @pulumi.getter
