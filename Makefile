@@ -100,7 +100,7 @@ release:
 	done
 	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
 	npm pack ./sdk/nodejs/bin --pack-destination dist --loglevel=error
-	python3 -m pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir dist ./sdk/python
+	python3 -m venv dist/.venv && dist/.venv/bin/pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir dist ./sdk/python && rm -rf dist/.venv
 
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
 gen:
