@@ -3,8 +3,10 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,7 +83,7 @@ func decodeJSON(jsonData []byte) (*InferenceService, []string) {
 	var svc InferenceService
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &svc)
 	if err != nil {
-		return nil, []string{err.Error()}
+		return nil, []string{typeProblem(err)}
 	}
 	var problems []string
 	for _, e := range strictErrs {
@@ -154,4 +156,28 @@ func absoluteYAMLLines(msg string, startLine int) string {
 		}
 		return fmt.Sprintf("line %d", n+startLine-1)
 	})
+}
+
+// typeProblem says which field has a value of the wrong type and what it must be, in the field
+// path form of every other problem ("spec.roles.replicas: must be an integer, not string "two"").
+// JSON decoding does not track list indexes, so a field in a list is named without its index.
+func typeProblem(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) || typeErr.Field == "" {
+		return err.Error()
+	}
+	want := "a " + typeErr.Type.String()
+	switch typeErr.Type.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		want = "an integer"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice:
+		want = "a list"
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	}
+	return fmt.Sprintf("%s: must be %s, not %s", typeErr.Field, want, typeErr.Value)
 }

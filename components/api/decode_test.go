@@ -99,3 +99,18 @@ func TestDecodeReportsEveryBadDocument(t *testing.T) {
 	require.Len(t, errs, 2)
 	assert.Contains(t, errs[1].Error(), "document at line 6")
 }
+
+// TestWrongTypesNameTheFieldAndWhatItMustBe: a value of the wrong type (a Python program can send
+// one) is refused with the field's path and the type it must have, as every other problem is.
+func TestWrongTypesNameTheFieldAndWhatItMustBe(t *testing.T) {
+	for doc, want := range map[string]string{
+		"spec: {roles: [{name: b, componentType: worker, replicas: two}]}":               "spec.roles.replicas: must be an integer, not string",
+		"spec: {roles: [{name: b, componentType: worker, multinode: {nodeCount: 2.5}}]}": "spec.roles.multinode.nodeCount: must be an integer, not number 2.5",
+		"spec: {roles: {a: 1}}": "spec.roles: must be a list, not object",
+		"spec: {roles: [{name: b, componentType: worker, shadowService: yes-please}]}": "spec.roles.shadowService: must be true or false, not string",
+	} {
+		_, errs := Decode([]byte("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\n" + doc + "\n"))
+		require.Len(t, errs, 1, doc)
+		assert.Contains(t, errs[0].Error(), want, doc)
+	}
+}
