@@ -78,7 +78,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		},
 		"wrong type": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: [{name: a, componentType: worker, replicas: two}]}\n",
-			want: []string{"replicas", "cannot unmarshal string"},
+			want: []string{"spec.roles.replicas: must be an integer, not string"},
 		},
 	}
 	for name, tc := range cases {
