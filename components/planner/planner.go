@@ -63,7 +63,9 @@ type Replica struct {
 	Index      int32
 	Pods       int32
 	GPUsPerPod int64
-	Scheduled  bool
+	// Minimal is true for a replica of the gang's minimal set (every replica in taskMember mode).
+	Minimal   bool
+	Scheduled bool
 	// Nodes hold the replica's pods, one entry per pod, when scheduled.
 	Nodes []string
 }
@@ -96,12 +98,13 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 		}
 		gpus := api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex])
 		for r := int32(0); r < role.ReplicaCount(); r++ {
-			if spec.GangScheduled() && r < spec.GangMinimum(role) {
+			inMinimalSet := spec.GangScheduled() && r < spec.GangMinimum(role)
+			if inMinimalSet {
 				minimal = append(minimal, len(replicas))
 			} else {
 				extra = append(extra, len(replicas))
 			}
-			replicas = append(replicas, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus})
+			replicas = append(replicas, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, Minimal: inMinimalSet})
 		}
 	}
 	p := &Prediction{Replicas: replicas}

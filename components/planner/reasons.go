@@ -74,7 +74,7 @@ func gangReason(spec *api.InferenceServiceSpec, cluster Cluster, p *Prediction) 
 	var parts []string
 	pods := map[int64]int32{} // GPUs a pod -> pods of that size in the set
 	for _, r := range p.Replicas {
-		if spec.GangMode() == api.GangModeTaskMember || r.Index < spec.GangMinimum(spec.RoleNamed(r.Role)) {
+		if r.Minimal {
 			parts = append(parts, fmt.Sprintf("%s %s", r.Name(), podsText(r.Pods, r.GPUsPerPod)))
 			pods[r.GPUsPerPod] += r.Pods
 		}
