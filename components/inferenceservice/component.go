@@ -2,7 +2,8 @@ package inferenceservice
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -132,11 +133,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 // buildTree is the core's tree as an Output: it resolves when every pod template does, and
 // fails with every violation when the completed spec does not validate.
 func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]k8scorev1.PodTemplateSpecInput) pulumi.AnyOutput {
-	templateRoles := make([]int, 0, len(inputs))
-	for i := range inputs {
-		templateRoles = append(templateRoles, i)
-	}
-	sort.Ints(templateRoles)
+	templateRoles := slices.Sorted(maps.Keys(inputs))
 	templates := make([]any, len(templateRoles))
 	for j, i := range templateRoles {
 		templates[j] = inputs[i].ToPodTemplateSpecOutputWithContext(ctx.Context())
