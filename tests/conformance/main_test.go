@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
 var (
@@ -29,27 +31,15 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	kubeAPIServer, err := buildKubeAPIServer()
-	if err != nil {
-		progress("%v", err)
-		return 1
-	}
-	etcd, err := ensureEtcd()
-	if err != nil {
-		progress("%v", err)
-		return 1
-	}
-	testCluster, err = startCluster(kubeAPIServer, etcd)
-	defer testCluster.stop()
-	if err != nil {
-		progress("%v", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if kinds, err = testCluster.installCRDs(ctx); err != nil {
+	c, err := testcluster.Start(ctx, testcluster.Options{})
+	defer c.Stop(false)
+	if err != nil {
 		progress("%v", err)
 		return 1
 	}
+	testCluster = &cluster{Cluster: c, client: c.Dynamic, config: c.Config}
+	kinds = testCluster.kinds()
 	return m.Run()
 }

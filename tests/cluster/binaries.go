@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// A binary is a program built from one of the wrapper modules in modules/.
+type binary struct {
+	name    string // the cached file's name
+	module  string // the folder in modules/
+	pkg     string // the Go package of its main
+	version string
+}
+
+var (
+	kubeAPIServer         = binary{"kube-apiserver", "kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver", KubernetesVersion}
+	kubeControllerManager = binary{"kube-controller-manager", "kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager", KubernetesVersion}
+	kubeScheduler         = binary{"kube-scheduler", "kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", KubernetesVersion}
+	lwsController         = binary{"lws-controller-manager", "lws", "sigs.k8s.io/lws/cmd", LWSVersion}
+	volcanoScheduler      = binary{"vc-scheduler", "volcano", "volcano.sh/volcano/cmd/scheduler", VolcanoVersion}
+	volcanoControllers    = binary{"vc-controller-manager", "volcano", "volcano.sh/volcano/cmd/controller-manager", VolcanoVersion}
+	kwok                  = binary{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", KwokVersion}
+)
+
+// The versions the wrapper modules pin.
+const (
+	KubernetesVersion = "v1.35.1"
+	LWSVersion        = "v0.9.0"
+	VolcanoVersion    = "v1.14.1"
+	KwokVersion       = "v0.8.0"
+)
+
+// moduleDir is the folder of a wrapper module.
+func moduleDir(module string) string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "modules", module)
+}
+
+// build builds the binary once: it is kept in the user cache under the hash of its module's
+// go.sum, and the Go build cache makes a rebuild after a change cheap.
+func (b binary) build() (string, error) {
+	dir := moduleDir(b.module)
+	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+	if err != nil {
+		return "", err
+	}
+	hash := sha256.Sum256(sum)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cache, "pulumi-fusioninfer", b.name+"-"+b.version+"-"+hex.EncodeToString(hash[:6]))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	Progress("building %s %s (a cold build takes minutes)", b.pkg, b.version)
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", path+".tmp", b.pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
+	}
+	Progress("built %s in %s", b.pkg, time.Since(start).Round(time.Second))
+	return path, os.Rename(path+".tmp", path)
+}
+
+// moduleFile is a file inside a dependency of a wrapper module, from the module cache (CRDs,
+// webhook manifests, the scheduler's configuration, kwok's stages).
+func moduleFile(module, dependency, path string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", dependency)
+	cmd.Dir = moduleDir(module)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s in modules/%s: %w", dependency, module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" { // listed but not downloaded yet
+		download := exec.Command("go", "mod", "download", dependency)
+		download.Dir = moduleDir(module)
+		if out, err := download.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go mod download %s: %v\n%s", dependency, err, out)
+		}
+		return moduleFile(module, dependency, path)
+	}
+	return filepath.Join(dir, path), nil
+}
+
+// ensureEtcd finds etcd, installing Debian's etcd-server when it is missing.
+func ensureEtcd() (string, error) {
+	if path, err := exec.LookPath("etcd"); err == nil {
+		return path, nil
+	}
+	Progress("etcd not found: installing Debian's etcd-server with apt-get")
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "etcd-server"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return exec.LookPath("etcd")
+}

@@ -1,0 +1,32 @@
+package cluster
+
+import "fmt"
+
+// kubeControllers are the kube-controller-manager controllers the suites need: the garbage
+// collector (pulumi-kubernetes deletes with foreground propagation, which only it completes),
+// the workload controllers under LWS and the Endpoint Picker, Jobs, namespaces and endpoints.
+// No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict their pods.
+var kubeControllers = "garbage-collector-controller,namespace-controller,statefulset-controller," +
+	"deployment-controller,replicaset-controller,job-controller,endpoints-controller,endpointslice-controller"
+
+// startKubeControllers starts kube-controller-manager and kube-scheduler.
+func (c *Cluster) startKubeControllers() error {
+	controllerManager, err := kubeControllerManager.build()
+	if err != nil {
+		return err
+	}
+	scheduler, err := kubeScheduler.build()
+	if err != nil {
+		return err
+	}
+	Progress("starting kube-controller-manager and kube-scheduler %s", KubernetesVersion)
+	if err := c.start("kube-controller-manager", controllerManager, "--kubeconfig", c.Kubeconfig,
+		"--leader-elect=false", "--secure-port=0", "--controllers", kubeControllers); err != nil {
+		return err
+	}
+	if err := c.start("kube-scheduler", scheduler, "--kubeconfig", c.Kubeconfig,
+		"--leader-elect=false", "--secure-port=0"); err != nil {
+		return fmt.Errorf("kube-scheduler: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// InstallCRDs creates every CRD in the files and waits until each is Established; it returns
+// them as the server stored them.
+func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) ([]*unstructured.Unstructured, error) {
+	var installed []*unstructured.Unstructured
+	for _, path := range paths {
+		crds, err := ReadObjects(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, crd := range crds {
+			created, err := c.Dynamic.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("creating CRD %s from %s: %w", crd.GetName(), path, err)
+			}
+			if err := c.waitEstablished(ctx, crd.GetName()); err != nil {
+				return nil, err
+			}
+			installed = append(installed, created)
+		}
+	}
+	return installed, nil
+}
+
+func (c *Cluster) waitEstablished(ctx context.Context, name string) error {
+	return WaitFor(60*time.Second, func() error {
+		crd, err := c.Dynamic.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cond := range conditions {
+			m := cond.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("CRD %s is not Established", name)
+	})
+}
+
+// ReadObjects reads every object of a multi-document YAML file.
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		if err := decoder.Decode(&obj); err != nil {
+			if err == io.EOF {
+				return objects, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(obj) > 0 {
+			objects = append(objects, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}
+
+// projectCRD is the CRD file of a kind the project emits or refers to, from its upstream source:
+// a dependency of this repository's module (from the module cache), or a file of the repository.
+type projectCRD struct {
+	module string // empty: path is relative to the repository root
+	path   string
+	// ownedBy is the Options field whose controller installs its own version of the CRD instead.
+	ownedBy string
+}
+
+var projectCRDs = []projectCRD{
+	{"sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml", "LeaderWorkerSet"},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml", ""},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml", ""},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml", ""},
+	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", ""},
+	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml", ""},
+	{"", "third_party/volcano/scheduling.volcano.sh_podgroups.yaml", "Volcano"},
+}
+
+// installProjectCRDs installs the CRDs of every kind the project emits, but those a controller
+// that runs installed in its own version.
+func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
+	var paths []string
+	for _, crd := range projectCRDs {
+		if (crd.ownedBy == "LeaderWorkerSet" && opts.LeaderWorkerSet) || (crd.ownedBy == "Volcano" && opts.Volcano) {
+			continue
+		}
+		path := filepath.Join(RepositoryRoot(), crd.path)
+		if crd.module != "" {
+			dir, err := repositoryModuleDir(crd.module)
+			if err != nil {
+				return nil, err
+			}
+			path = filepath.Join(dir, crd.path)
+		}
+		paths = append(paths, path)
+	}
+	return c.InstallCRDs(ctx, paths...)
+}
+
+// RepositoryRoot is the root of this repository.
+func RepositoryRoot() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..")
+}
+
+// repositoryModuleDir is where the Go module cache holds a dependency of this repository.
+func repositoryModuleDir(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepositoryRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", module, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// kwokNodeAnnotation marks the nodes kwok manages.
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// ReadyAfterAnnotation on a pod sets how long after it is scheduled kwok makes it Ready (a Go
+// duration), instead of Options.PodReadyDelay: a test gives its model servers a load time.
+const ReadyAfterAnnotation = "e2e.fusioninfer.io/ready-after"
+
+// kwokStages are kwokctl's default stages, from the kwok module: nodes become Ready, scheduled
+// pods Running and Ready, Job pods complete, deleted pods go.
+var kwokStages = []string{
+	"kustomize/stage/node/fast/node-initialize.yaml",
+	"kustomize/stage/pod/fast/pod-ready.yaml",
+	"kustomize/stage/pod/fast/pod-complete.yaml",
+	"kustomize/stage/pod/fast/pod-delete.yaml",
+}
+
+// startKwok runs kwok for the nodes AddNodes makes, with kwokctl's default stages; the
+// pod-ready stage waits first (kwok Stage spec.delay): the pod's ReadyAfterAnnotation, else
+// podReadyDelay. It stands for the time a model takes to load.
+func (c *Cluster) startKwok(podReadyDelay time.Duration) error {
+	binary, err := kwok.build()
+	if err != nil {
+		return err
+	}
+	var documents []string
+	for _, path := range kwokStages {
+		file, err := moduleFile("kwok", "sigs.k8s.io/kwok", path)
+		if err != nil {
+			return err
+		}
+		stages, err := ReadObjects(file)
+		if err != nil {
+			return err
+		}
+		for _, stage := range stages {
+			if stage.GetName() == "pod-ready" {
+				delay := map[string]any{
+					"durationMilliseconds": podReadyDelay.Milliseconds(),
+					"durationFrom":         map[string]any{"jq": map[string]any{"expression": `.metadata.annotations["` + ReadyAfterAnnotation + `"]`}},
+				}
+				if err := unstructured.SetNestedField(stage.Object, delay, "spec", "delay"); err != nil {
+					return err
+				}
+			}
+			data, err := yaml.Marshal(stage.Object)
+			if err != nil {
+				return err
+			}
+			documents = append(documents, string(data))
+		}
+	}
+	config := filepath.Join(c.Dir, "kwok.yaml")
+	if err := os.WriteFile(config, []byte(strings.Join(documents, "---\n")), 0o600); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	Progress("starting kwok %s (pods Ready %s after they are scheduled)", KwokVersion, podReadyDelay)
+	return c.start("kwok", binary, "--kubeconfig", c.Kubeconfig, "--config", config,
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector", kwokNodeAnnotation+"=fake",
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", port), "--node-lease-duration-seconds", "0")
+}
+
+// AddNodes adds count simulated nodes named {prefix}-{i}, each with gpus nvidia.com/gpu, and
+// waits until kwok has made them Ready.
+func (c *Cluster) AddNodes(ctx context.Context, prefix string, count, gpus int) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("192"), corev1.ResourceMemory: resource.MustParse("2Ti"),
+		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+	}
+	for i := range count {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kwokNodeAnnotation: "fake"},
+				Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok"}},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}
+		if _, err := c.Clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return WaitFor(60*time.Second, func() error {
+		for i := range count {
+			node, err := c.Clientset.CoreV1().Nodes().Get(ctx, fmt.Sprintf("%s-%d", prefix, i), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !nodeReady(node) {
+				return fmt.Errorf("node %s is not Ready\n%s", node.Name, c.LogTail("kwok"))
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteNodes deletes every node whose name starts with prefix.
+func (c *Cluster) DeleteNodes(ctx context.Context, prefix string) error {
+	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes.Items {
+		if strings.HasPrefix(node.Name, prefix) {
+			if err := c.Clientset.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// startLeaderWorkerSet installs LWS's CRDs and runs its controller manager with its webhooks:
+// its own certificate management off, the webhooks served on 127.0.0.1 with a certificate of our
+// CA, and LWS's own webhook manifests (config/webhook, with their kustomize patches) pointed at
+// that URL. The pod webhook is what gives LWS pods their group labels and leader address.
+func (c *Cluster) startLeaderWorkerSet(ctx context.Context) error {
+	controller, err := lwsController.build()
+	if err != nil {
+		return err
+	}
+	crds, err := moduleFile("lws", "sigs.k8s.io/lws", "config/crd/bases")
+	if err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(crds, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if _, err := c.InstallCRDs(ctx, files...); err != nil {
+		return err
+	}
+	webhookPort, err1 := freePort()
+	healthPort, err2 := freePort()
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("no free port: %v %v", err1, err2)
+	}
+	certDir := filepath.Join(c.Dir, "lws-certs")
+	caPEM, err := writeServingCertificate(certDir)
+	if err != nil {
+		return err
+	}
+	config := fmt.Sprintf(`apiVersion: config.lws.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+webhook: {host: 127.0.0.1, port: %d, certDir: %q}
+metrics: {bindAddress: "0"}
+health: {healthProbeBindAddress: "127.0.0.1:%d"}
+`, webhookPort, certDir, healthPort)
+	configFile := filepath.Join(c.Dir, "lws-config.yaml")
+	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
+		return err
+	}
+	Progress("starting the LeaderWorkerSet controller %s (webhooks on 127.0.0.1:%d)", LWSVersion, webhookPort)
+	if err := c.start("lws-controller", controller, "--config", configFile, "--kubeconfig", c.Kubeconfig, "--zap-devel=false"); err != nil {
+		return err
+	}
+	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := WaitFor(60*time.Second, func() error {
+		if err := httpOK(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), ""); err != nil {
+			return err
+		}
+		_, err := insecure.Get(webhookURL) // any answer: the webhook server is listening
+		return err
+	}); err != nil {
+		return fmt.Errorf("the LWS controller did not become ready: %w\n%s", err, c.LogTail("lws-controller"))
+	}
+	return c.installWebhooks(ctx, webhookURL, caPEM)
+}
+
+var webhookResources = map[string]schema.GroupVersionResource{
+	"MutatingWebhookConfiguration":   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+	"ValidatingWebhookConfiguration": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+}
+
+// installWebhooks creates LWS's webhook configurations from config/webhook in its module, with
+// the kustomize patches it applies there, calling url instead of the in-cluster Service.
+func (c *Cluster) installWebhooks(ctx context.Context, url string, caPEM []byte) error {
+	dir, err := moduleFile("lws", "sigs.k8s.io/lws", "config/webhook")
+	if err != nil {
+		return err
+	}
+	manifests, err := ReadObjects(filepath.Join(dir, "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	patches := map[string]string{"MutatingWebhookConfiguration": "mutating-patch.yaml", "ValidatingWebhookConfiguration": "validating-patch.yaml"}
+	for _, config := range manifests {
+		webhooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
+		if err := applyWebhookPatch(webhooks, filepath.Join(dir, patches[config.GetKind()])); err != nil {
+			return err
+		}
+		for _, w := range webhooks {
+			webhook := w.(map[string]any)
+			path, _, _ := unstructured.NestedString(webhook, "clientConfig", "service", "path")
+			webhook["clientConfig"] = map[string]any{"url": url + path, "caBundle": base64.StdEncoding.EncodeToString(caPEM)}
+		}
+		if err := unstructured.SetNestedSlice(config.Object, webhooks, "webhooks"); err != nil {
+			return err
+		}
+		config.SetName("lws-" + config.GetName())
+		if _, err := c.Dynamic.Resource(webhookResources[config.GetKind()]).Create(ctx, config, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s: %w", config.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// applyWebhookPatch applies a kustomize JSON patch of the form LWS uses (replace /webhooks/{i}).
+func applyWebhookPatch(webhooks []any, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var ops []struct {
+		Op    string         `json:"op"`
+		Path  string         `json:"path"`
+		Value map[string]any `json:"value"`
+	}
+	if err := yaml.Unmarshal(data, &ops); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, op := range ops {
+		index, err := strconv.Atoi(strings.TrimPrefix(op.Path, "/webhooks/"))
+		if op.Op != "replace" || err != nil || index >= len(webhooks) {
+			return fmt.Errorf("%s: %s %s is not a patch this harness applies", path, op.Op, op.Path)
+		}
+		webhooks[index] = op.Value
+	}
+	return nil
+}
