@@ -55,7 +55,8 @@ type InferenceService struct {
 	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`
 
 	// Children are the child resources by suffix ("podgroup", "{role}-{i}"), for Go programs
-	// that depend on one of them.
+	// that depend on one of them. For a replica rolled in batches it is the LWS's rollout patch,
+	// which holds the replica's latest state.
 	Children map[string]*apiextensions.CustomResource
 }
 
@@ -176,20 +177,20 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 			return out
 		}).(pulumi.StringMapOutput)
 	}
-	opts := []pulumi.ResourceOption{pulumi.Parent(component)}
-	var dependsOn []pulumi.Resource
-	for _, suffix := range ref.DependsOn {
-		dependency, ok := component.Children[suffix]
-		if !ok {
-			return nil, fmt.Errorf("internal error: %s depends on %q, which is not registered before it", ref.Suffix, suffix)
+	resolve := func(suffixes []string) ([]pulumi.Resource, error) {
+		var out []pulumi.Resource
+		for _, suffix := range suffixes {
+			dependency, ok := component.Children[suffix]
+			if !ok {
+				return nil, fmt.Errorf("internal error: %s depends on %q, which is not registered before it", ref.Suffix, suffix)
+			}
+			out = append(out, dependency)
 		}
-		dependsOn = append(dependsOn, dependency)
+		return out, nil
 	}
-	if len(dependsOn) > 0 {
-		opts = append(opts, pulumi.DependsOn(dependsOn))
-	}
-	if ref.Pinned {
-		opts = append(opts, pulumi.IgnoreChanges(topology.TemplateFields))
+	dependsOn, err := resolve(ref.DependsOn)
+	if err != nil {
+		return nil, err
 	}
 	inputs := kubernetes.UntypedArgs{
 		"apiVersion": pulumi.String(ref.APIVersion),
@@ -204,10 +205,72 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 	for _, f := range topology.BodyFields(ref.TypeMeta) {
 		inputs[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
 	}
-	var child apiextensions.CustomResource
-	err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)
-	return &child, err
+	opts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn)}
+	if ref.Batch == 0 || ref.TypeMeta != topology.KindLeaderWorkerSet {
+		if ref.Pinned {
+			opts = append(opts, pulumi.IgnoreChanges(topology.TemplateFields))
+		}
+		var child apiextensions.CustomResource
+		err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)
+		return &child, err
+	}
+	return registerRolledLeaderWorkerSet(ctx, componentName, ref, inputs, resolve, opts)
 }
+
+// registerRolledLeaderWorkerSet registers an LWS that a rollout updates in batches as two
+// resources (docs/design/0013-create-in-parallel-roll-in-batches.md): the LWS itself, which
+// creates the replica with no other replica to wait for (so a first deployment loads every
+// model at once) and ignores every later change; and its rollout, a CustomResourcePatch of the
+// same object that applies each change after the batch before is done (ref.RolloutAfter) and
+// waits for the replica to be Available again. The rollout is the replica's latest state: the
+// status and every dependency read it. Deleting it leaves the LWS as it is (retainOnDelete):
+// the LWS's own deletion removes the replica.
+func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, ref topology.Ref, inputs kubernetes.UntypedArgs,
+	resolve func([]string) ([]pulumi.Resource, error), opts []pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+	var lws apiextensions.CustomResource
+	createOnly := append(slices.Clip(opts), pulumi.IgnoreChanges(createOnlyFields))
+	if err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &lws, createOnly...); err != nil {
+		return nil, err
+	}
+	after, err := resolve(ref.RolloutAfter)
+	if err != nil {
+		return nil, err
+	}
+	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
+	patch := kubernetes.UntypedArgs{}
+	for k, v := range inputs {
+		patch[k] = v
+	}
+	patch["metadata"] = &k8smetav1.ObjectMetaArgs{
+		Name: metadata.Name, Namespace: metadata.Namespace, Labels: metadata.Labels,
+		Annotations: metadata.Annotations.ToStringMapOutput().ApplyT(func(annotations map[string]string) map[string]string {
+			out := map[string]string{annotationPatchForce: "true"} // take the fields the LWS resource created
+			for k, v := range annotations {
+				out[k] = v
+			}
+			return out
+		}).(pulumi.StringMapOutput),
+	}
+	rolloutOpts := []pulumi.ResourceOption{opts[0], pulumi.DependsOn(append([]pulumi.Resource{&lws}, after...)), pulumi.RetainOnDelete(true)}
+	if ref.Pinned {
+		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(topology.TemplateFields))
+	}
+	var rollout apiextensions.CustomResource
+	err = ctx.RegisterResource(rolloutTypeToken, componentName+"-"+ref.Suffix+"-rollout", patch, &rollout, rolloutOpts...)
+	return &rollout, err
+}
+
+// The rollout of an LWS is a pulumi-kubernetes CustomResourcePatch, applied with force: its
+// first apply shares the fields the LWS resource created (same values), each later one changes
+// them, and only a forced apply may change a field another field manager set.
+const (
+	rolloutTypeToken     = "kubernetes:apiextensions.k8s.io:CustomResourcePatch"
+	annotationPatchForce = "pulumi.com/patchForce"
+)
+
+// createOnlyFields are what the LWS resource of a rolled replica ignores after creating it:
+// everything its rollout applies.
+var createOnlyFields = []string{"metadata.labels", "metadata.annotations", "spec"}
 
 // typeToken is the pulumi-kubernetes type of a kind, "kubernetes:{group}/{version}:{kind}", as
 // apiextensions.NewCustomResource derives it, except for the core group, which pulumi-kubernetes

@@ -18,6 +18,7 @@ import (
 
 const (
 	typeLWS      = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+	typeRollout  = "kubernetes:apiextensions.k8s.io:CustomResourcePatch"
 	typePodGroup = "kubernetes:scheduling.volcano.sh/v1beta1:PodGroup"
 )
 
@@ -67,12 +68,16 @@ func lwsStatus(ready int, conditionType string) resource.PropertyMap {
 }
 
 func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
+	// The status comes from each replica's rollout, its latest state; the LWS resources report
+	// what they saw when they were created, before the rollout.
 	monitor := &pulumimock.Monitor{Outputs: func(r pulumimock.Resource) resource.PropertyMap {
 		switch r.Name {
-		case "deepseek-r1-disagg-prefill-0", "deepseek-r1-disagg-decode-0":
+		case "deepseek-r1-disagg-prefill-0-rollout", "deepseek-r1-disagg-decode-0-rollout":
 			return lwsStatus(1, "Available")
-		case "deepseek-r1-disagg-decode-1":
+		case "deepseek-r1-disagg-decode-1-rollout":
 			return lwsStatus(0, "Progressing")
+		case "deepseek-r1-disagg-decode-1":
+			return lwsStatus(1, "Available")
 		}
 		return nil
 	}}
@@ -115,17 +120,29 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		typeLWS + " deepseek-r1-disagg-prefill-0",
 		typeLWS + " deepseek-r1-disagg-decode-0",
 		typeLWS + " deepseek-r1-disagg-decode-1",
+		typeRollout + " deepseek-r1-disagg-prefill-0-rollout",
+		typeRollout + " deepseek-r1-disagg-decode-0-rollout",
+		typeRollout + " deepseek-r1-disagg-decode-1-rollout",
 	}, children)
 
 	podGroup, _ := monitor.Find("deepseek-r1-disagg-podgroup")
 	for _, name := range []string{"deepseek-r1-disagg-prefill-0", "deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"} {
 		lws, _ := monitor.Find(name)
-		assert.Contains(t, lws.Dependencies, podGroup.URN(), "%s is created after the PodGroup", name)
+		assert.Equal(t, []string{string(podGroup.URN())}, lws.Dependencies, "%s is created after the PodGroup, with the other replicas", name)
+		assert.Equal(t, []string{"metadata.labels", "metadata.annotations", "spec"}, lws.IgnoreChanges, "its rollout applies every change")
+		rollout, _ := monitor.Find(name + "-rollout")
+		assert.Equal(t, lws.Inputs["spec"], rollout.Inputs["spec"], "the rollout applies the same LWS")
+		assert.Contains(t, rollout.Dependencies, string(lws.URN()), "%s is rolled once it exists", name)
 		meta := lws.Inputs["metadata"].Mappable().(map[string]any)
 		assert.Equal(t, name, meta["name"])
 		assert.Equal(t, "default", meta["namespace"])
 		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600"}, meta["annotations"],
 			"awaited for an hour by default: a model loads for longer than the provider's 10 minutes")
+	}
+	rollout1, _ := monitor.Find("deepseek-r1-disagg-decode-1-rollout")
+	for _, batchBefore := range []string{"deepseek-r1-disagg-prefill-0-rollout", "deepseek-r1-disagg-decode-0-rollout"} {
+		r, _ := monitor.Find(batchBefore)
+		assert.Contains(t, rollout1.Dependencies, string(r.URN()), "decode-1 is rolled after the minimal set")
 	}
 	decode0, _ := monitor.Find("deepseek-r1-disagg-decode-0")
 	spec := decode0.Inputs["spec"].Mappable().(map[string]any)
@@ -390,10 +407,10 @@ func TestPartitionPinsTheTemplatesOfLowReplicas(t *testing.T) {
 		_, err := NewInferenceService(ctx, "deepseek-r1-disagg", args)
 		return err
 	}))
-	pinned, _ := monitor.Find("deepseek-r1-disagg-decode-0")
+	pinned, _ := monitor.Find("deepseek-r1-disagg-decode-0-rollout")
 	assert.Equal(t, []string{"spec.leaderWorkerTemplate.leaderTemplate", "spec.leaderWorkerTemplate.workerTemplate",
 		`metadata.labels["fusioninfer.io/revision"]`}, pinned.IgnoreChanges, "a template change leaves decode-0 as it is")
-	rolled, _ := monitor.Find("deepseek-r1-disagg-decode-1")
+	rolled, _ := monitor.Find("deepseek-r1-disagg-decode-1-rollout")
 	assert.Empty(t, rolled.IgnoreChanges)
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
 )
 
-// The rollout a Pulumi engine runs is fixed by the options the component registers: each LWS
-// depends on the whole batch before it, waits for its Available condition, and a pinned one
-// ignores template changes.
+// The rollout a Pulumi engine runs is fixed by the options the component registers: each LWS is
+// created with no other replica to wait for; its rollout depends on its LWS and on the whole
+// batch before it, waits for the Available condition, and a pinned one ignores template changes.
 func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 	cases := []struct {
 		replicas       int
@@ -40,25 +40,30 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 				_, err := NewInferenceService(ctx, "svc", args)
 				return err
 			}))
-			urn := func(replica int) string {
-				r, ok := monitor.Find(fmt.Sprintf("svc-chat-%d", replica))
-				require.True(t, ok, "replica %d registered", replica)
-				return r.URN()
+			find := func(name string) pulumimock.Resource {
+				r, ok := monitor.Find(name)
+				require.True(t, ok, "%s registered", name)
+				return r
 			}
 			var before []string
 			for _, batch := range tc.batches {
 				var this []string
 				for _, replica := range batch {
-					lws, _ := monitor.Find(fmt.Sprintf("svc-chat-%d", replica))
-					assert.ElementsMatch(t, before, lws.Dependencies, "replica %d depends on exactly the batch before", replica)
-					annotations := lws.Inputs["metadata"].Mappable().(map[string]any)["annotations"].(map[string]any)
-					assert.Equal(t, "condition=Available", annotations["pulumi.com/waitFor"], "replica %d is awaited", replica)
-					if tc.partition != nil && replica < *tc.partition {
-						assert.NotEmpty(t, lws.IgnoreChanges, "replica %d is pinned", replica)
-					} else {
-						assert.Empty(t, lws.IgnoreChanges, "replica %d rolls", replica)
+					lws := find(fmt.Sprintf("svc-chat-%d", replica))
+					rollout := find(fmt.Sprintf("svc-chat-%d-rollout", replica))
+					assert.Empty(t, lws.Dependencies, "replica %d is created at once", replica)
+					assert.ElementsMatch(t, append([]string{lws.URN()}, before...), rollout.Dependencies,
+						"replica %d is rolled after exactly the batch before", replica)
+					for _, r := range []pulumimock.Resource{lws, rollout} {
+						annotations := r.Inputs["metadata"].Mappable().(map[string]any)["annotations"].(map[string]any)
+						assert.Equal(t, "condition=Available", annotations["pulumi.com/waitFor"], "%s is awaited", r.Name)
 					}
-					this = append(this, urn(replica))
+					if tc.partition != nil && replica < *tc.partition {
+						assert.NotEmpty(t, rollout.IgnoreChanges, "replica %d is pinned", replica)
+					} else {
+						assert.Empty(t, rollout.IgnoreChanges, "replica %d rolls", replica)
+					}
+					this = append(this, rollout.URN())
 				}
 				before = this
 			}

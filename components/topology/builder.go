@@ -38,6 +38,11 @@ type Ref struct {
 	Awaited bool
 	// DependsOn lists the suffixes of the objects that must exist before this one.
 	DependsOn []string
+	// RolloutAfter lists the suffixes of the objects whose update must be done (Available
+	// again) before this one is updated: the batch before in a rollout. Unlike DependsOn it
+	// does not order creation: a first deployment creates every replica at once, so that
+	// their models load in parallel (docs/design/0013-create-in-parallel-roll-in-batches.md).
+	RolloutAfter []string
 	// Pinned is true for an LWS whose pod template a deployment leaves as it is (its replica is
 	// below the role's rolloutStrategy.partition): Pulumi ignores changes to TemplateFields.
 	Pinned bool

@@ -220,12 +220,13 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	}
 }
 
-// checkDependsOnEarlier: a caller registers objects in order, so a dependency must come first.
+// checkDependsOnEarlier: a caller registers objects in order, so a dependency (for creation or
+// for a rollout) must come first.
 func checkDependsOnEarlier(t *testing.T, tree *topology.Tree) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, o := range tree.Objects {
-		for _, dep := range o.DependsOn {
+		for _, dep := range append(append([]string{}, o.DependsOn...), o.RolloutAfter...) {
 			if !seen[dep] {
 				t.Fatalf("%s depends on %s, which comes later", o.Suffix, dep)
 			}
@@ -235,13 +236,16 @@ func checkDependsOnEarlier(t *testing.T, tree *topology.Tree) {
 }
 
 // checkRolloutChain: with every replica awaited, each LWS is in a batch, batches of one role hold
-// at most its batch size (the gang's minimal set may hold more), and an LWS depends on exactly the
-// LWSs of the batch before; without awaits no LWS is in a batch.
+// at most its batch size (the gang's minimal set may hold more), and an LWS is updated after
+// exactly the objects of the batch before, and created without waiting for any other LWS;
+// without awaits no LWS is in a batch.
 func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 	t.Helper()
 	spec := &tree.Service.Spec
 	byBatch := map[int][]topology.Object{}
+	lws := map[string]bool{}
 	for _, o := range tree.Objects {
+		lws[o.Suffix] = o.TypeMeta == topology.KindLeaderWorkerSet
 		if o.TypeMeta == topology.KindLeaderWorkerSet || o.Batch > 0 {
 			byBatch[o.Batch] = append(byBatch[o.Batch], o)
 		}
@@ -261,8 +265,17 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 		perRole := map[string]int{}
 		for _, o := range objects {
 			perRole[o.Role]++
+			after := o.DependsOn // the router's stage
+			if o.TypeMeta == topology.KindLeaderWorkerSet {
+				after = o.RolloutAfter
+				for _, d := range o.DependsOn {
+					if lws[d] {
+						t.Fatalf("%s waits for %s to be created", o.Suffix, d)
+					}
+				}
+			}
 			var deps []string
-			for _, d := range o.DependsOn {
+			for _, d := range after {
 				for _, before := range byBatch[batch-1] {
 					if before.Suffix == d {
 						deps = append(deps, d)
@@ -270,7 +283,7 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 				}
 			}
 			if len(deps) != len(byBatch[batch-1]) {
-				t.Fatalf("%s (batch %d) depends on %v of the %d objects of the batch before", o.Suffix, batch, deps, len(byBatch[batch-1]))
+				t.Fatalf("%s (batch %d) is updated after %v of the %d objects of the batch before", o.Suffix, batch, deps, len(byBatch[batch-1]))
 			}
 		}
 		for name, n := range perRole {

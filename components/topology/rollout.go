@@ -9,8 +9,9 @@ import (
 )
 
 // rolloutPlan lays out the LWSs and the router of a service that awaits everything as a chain of
-// batches: each batch depends on every object of the batch before, and each LWS waits for its
-// Available condition, so Pulumi updates (and first creates) one batch at a time. Roles follow
+// batches: each LWS of a batch is updated after the batch before (RolloutAfter) and waits for
+// its Available condition, so a deployment updates one batch at a time, but creates them all at
+// once; the router's stage depends on the last batch before it. Roles follow
 // rolloutRoles; a role's replicas go in batches of its RolloutBatchSize, lowest index first;
 // the router's stage is its Endpoint Picker Deployment. In a gang-scheduled service the gang's
 // minimal set of every role is the first batch (api's RolloutFirstBatch).
@@ -25,7 +26,9 @@ func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 			batch[i].Awaited = true
 			batch[i].Batch = batchNumber
 		}
-		dependOnBatch(batch, previous)
+		for i := range batch {
+			batch[i].RolloutAfter = previous // shared, read-only
+		}
 		out = append(out, batch...)
 		previous = nil
 		for _, ref := range batch {

@@ -29,7 +29,7 @@ func waves(t *testing.T, tree *topology.Tree) [][]string {
 			continue
 		}
 		d := 0
-		for _, dep := range o.DependsOn {
+		for _, dep := range append(append([]string{}, o.DependsOn...), o.RolloutAfter...) {
 			if before, ok := bySuffix[dep]; ok && staged(before) {
 				d = max(d, depth[dep]+1)
 			}
@@ -92,10 +92,13 @@ func TestRolloutBatchesOfOneRole(t *testing.T) {
 	}
 }
 
-func TestRolloutBatchDependsOnTheWholeBatchBefore(t *testing.T) {
+// A batch is updated after the whole batch before, but created with it: no LWS depends on
+// another for its creation.
+func TestRolloutBatchIsUpdatedAfterTheWholeBatchBefore(t *testing.T) {
 	tree := workers(t, 6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))})
 	for i, want := range [][]string{nil, nil, {"inference-0", "inference-1"}, {"inference-0", "inference-1"}, {"inference-2", "inference-3"}, {"inference-2", "inference-3"}} {
-		assert.Equal(t, want, tree.Objects[i].DependsOn, tree.Objects[i].Name)
+		assert.Equal(t, want, tree.Objects[i].RolloutAfter, tree.Objects[i].Name)
+		assert.Empty(t, tree.Objects[i].DependsOn, "%s is created with every other replica", tree.Objects[i].Name)
 	}
 }
 

@@ -5,6 +5,8 @@ package frontdoor
 import (
 	"bytes"
 	"os/exec"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -46,10 +48,46 @@ func Rendered(t *testing.T, file string) Objects {
 
 // Registered are the inputs of the custom resources a program registered.
 func Registered(monitor *pulumimock.Monitor) Objects {
-	objects := Objects{}
+	var custom []registration
 	for _, r := range monitor.Resources() {
 		if r.Custom {
-			objects.Add(r.Inputs.Mappable())
+			custom = append(custom, registration{r.Type, r.Inputs.Mappable()})
+		}
+	}
+	return objectsOf(custom)
+}
+
+// registration is a custom resource's type and inputs.
+type registration struct {
+	typeToken string
+	inputs    map[string]any
+}
+
+// objectsOf are the objects of the registrations. A replica rolled in batches registers its LWS
+// twice, as the LWS and as its rollout (a CustomResourcePatch with pulumi.com/patchForce): the
+// rollout must carry the same object, or it is kept as "Kind/name rollout", so that a comparison
+// shows the difference.
+func objectsOf(registrations []registration) Objects {
+	objects := Objects{}
+	var rollouts []map[string]any
+	for _, r := range registrations {
+		if strings.HasSuffix(r.typeToken, "Patch") {
+			rollouts = append(rollouts, r.inputs)
+		} else {
+			objects.Add(r.inputs)
+		}
+	}
+	for _, rollout := range rollouts {
+		meta := rollout["metadata"].(map[string]any)
+		if annotations, _ := meta["annotations"].(map[string]any); annotations["pulumi.com/patchForce"] == "true" {
+			delete(annotations, "pulumi.com/patchForce")
+			if len(annotations) == 0 {
+				delete(meta, "annotations")
+			}
+		}
+		key := rollout["kind"].(string) + "/" + meta["name"].(string)
+		if !reflect.DeepEqual(objects[key], rollout) {
+			objects[key+" rollout"] = rollout
 		}
 	}
 	return objects

@@ -20,13 +20,13 @@ import (
 // Python or YAML program gets.
 func Constructed(t *testing.T, name string, inputs property.Map) Objects {
 	t.Helper()
-	registered := Objects{}
+	var custom []registration
 	construct(t, name, inputs, false, func(args integration.MockResourceArgs) {
 		if args.Custom {
-			registered.Add(resource.ToResourcePropertyValue(property.New(args.Inputs)).ObjectValue().Mappable())
+			custom = append(custom, registration{string(args.TypeToken), resource.ToResourcePropertyValue(property.New(args.Inputs)).ObjectValue().Mappable()})
 		}
 	})
-	return registered
+	return objectsOf(custom)
 }
 
 // ConstructedNames are the names of the resources the provider registers, at preview (dryRun)

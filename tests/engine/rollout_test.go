@@ -43,38 +43,52 @@ type update struct {
 	awaited    bool // the update waited for the group to be Available (pulumi.com/waitFor)
 }
 
-// cluster is a fake kubernetes provider that records the LWS updates. An awaited update returns
-// once the replica is Available again (after rolloutTime); an update that is not awaited returns
-// at once, and its replica stays unavailable until its model has loaded, past the deployment's end.
+// cluster is a fake kubernetes provider that records the LWS creations and updates. Creating an
+// awaited LWS returns once its replica is Available (after rolloutTime, its model's load time);
+// so does an awaited update (the LWS's rollout patch applying a new template). An update that is
+// not awaited returns at once, and its replica stays unavailable until its model has loaded,
+// past the deployment's end. A rollout patch's creation finds its replica Available already.
 type cluster struct {
 	mu      sync.Mutex
 	updates []update
+	creates []update // the LWSs created (not their rollout patches)
 	created []string // the Pulumi names of the resources created
+}
+
+// lwsWrite is the LWS a create or an update writes, if it writes one; the sleep is its load time.
+func lwsWrite(inputs resource.PropertyMap, loads bool) (update, bool) {
+	u := update{start: time.Now()}
+	if !inputs["kind"].IsString() || inputs["kind"].StringValue() != "LeaderWorkerSet" {
+		return u, false
+	}
+	meta := inputs["metadata"].ObjectValue()
+	u.name = meta["name"].StringValue()
+	if annotations, ok := meta["annotations"]; ok {
+		waitFor := annotations.ObjectValue()["pulumi.com/waitFor"]
+		u.awaited = waitFor.IsString() && waitFor.StringValue() == "condition=Available"
+	}
+	if u.awaited && loads {
+		time.Sleep(rolloutTime)
+	}
+	u.end = time.Now()
+	return u, true
 }
 
 func (c *cluster) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
+			isPatch := strings.HasSuffix(string(req.URN.Type()), "Patch")
+			u, isLWS := lwsWrite(req.Properties, !isPatch)
 			c.mu.Lock()
 			c.created = append(c.created, req.URN.Name())
+			if isLWS && !isPatch {
+				c.creates = append(c.creates, u)
+			}
 			c.mu.Unlock()
 			return plugin.CreateResponse{ID: resource.ID(req.URN.Name()), Properties: req.Properties, Status: resource.StatusOK}, nil
 		},
 		UpdateF: func(_ context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
-			u := update{start: time.Now()}
-			if req.URN.Type() == "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" {
-				meta := req.NewInputs["metadata"].ObjectValue()
-				u.name = meta["name"].StringValue()
-				if annotations, ok := meta["annotations"]; ok {
-					waitFor := annotations.ObjectValue()["pulumi.com/waitFor"]
-					u.awaited = waitFor.IsString() && waitFor.StringValue() == "condition=Available"
-				}
-				if u.awaited {
-					time.Sleep(rolloutTime)
-				}
-			}
-			u.end = time.Now()
-			if u.name != "" {
+			if u, isLWS := lwsWrite(req.NewInputs, true); isLWS {
 				c.mu.Lock()
 				c.updates = append(c.updates, u)
 				c.mu.Unlock()
@@ -102,7 +116,7 @@ func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func()
 	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
 	require.NoError(t, err)
 	require.Empty(t, fake.updates, "the first deployment creates")
-	fake.created = nil
+	fake.created, fake.creates = nil, nil
 	change()
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "second")
 	require.NoError(t, err)
@@ -116,7 +130,28 @@ func TestScalingUpCreatesAndUpdatesNothing(t *testing.T) {
 	fake := deployTwice(t, func() *inferenceservice.Args { return chat(replicas, nil, "")("vllm/vllm-openai:v0.11.0") }, func() { replicas = 8 })
 	assert.Empty(t, fake.updates, "no running replica is touched")
 	sort.Strings(fake.created)
-	assert.Equal(t, []string{"svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}, fake.created)
+	assert.Equal(t, []string{"svc-chat-4", "svc-chat-4-rollout", "svc-chat-5", "svc-chat-5-rollout",
+		"svc-chat-6", "svc-chat-6-rollout", "svc-chat-7", "svc-chat-7-rollout"}, fake.created)
+	assert.Len(t, batches(fake.creates), 1, "the new replicas load their models together")
+}
+
+// A first deployment creates every replica at once, so their models load in parallel, and
+// returns when they are all Available; the next template change rolls them in batches.
+func TestFirstDeploymentCreatesEveryReplicaAtOnce(t *testing.T) {
+	fake := &cluster{}
+	image := "vllm/vllm-openai:v0.11.0"
+	plan, _ := testPlan(t, fake, func() *inferenceservice.Args { return chat(8, nil, "")(image) })
+	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
+	require.NoError(t, err)
+	require.Len(t, fake.creates, 8)
+	assert.Equal(t, [][]string{{"svc-chat-0", "svc-chat-1", "svc-chat-2", "svc-chat-3", "svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}},
+		batches(fake.creates), "one wave of creations: every model loads at once")
+
+	image = "vllm/vllm-openai:v0.11.1"
+	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "second")
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}, {"svc-chat-6", "svc-chat-7"}},
+		batches(fake.updates), "the update rolls 25% at a time")
 }
 
 // programLog is what the program logged through the engine (ctx.Log), as the CLI would print it.
