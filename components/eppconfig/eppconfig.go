@@ -128,7 +128,11 @@ func Check(cfg *configapi.EndpointPickerConfig, flavor Flavor) error {
 	if err != nil {
 		return err
 	}
-	_, err = loader.LoadConfigPhaseTwo(loaded, plugins.NewEppHandle(context.Background(), nil), logr.Discard())
+	// Some plugins start background work on the handle's context (the prefix-cache scorer's
+	// inactive-pod sweep, which would crash on this handle's missing datastore): end it with the check.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = loader.LoadConfigPhaseTwo(loaded, plugins.NewEppHandle(ctx, nil), logr.Discard())
 	return err
 }
 

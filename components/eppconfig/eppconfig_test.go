@@ -1,8 +1,10 @@
 package eppconfig
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,4 +102,19 @@ plugins:
 			assert.True(t, strings.Contains(err.Error(), tc.want), err.Error())
 		})
 	}
+}
+
+// TestCheckLeavesNothingRunning: loading a configuration starts the plugins as the EPP does, and
+// some start background work: the prefix-cache scorer sweeps inactive pods every 2 minutes
+// (prefix.CleanUpInactivePods) through a handle that here has no datastore, and crashes the
+// process when it fires. A program that checks a configuration and goes on running (the
+// provider, for the whole of a `pulumi up`; the e2e suite found it) must be left with none.
+func TestCheckLeavesNothingRunning(t *testing.T) {
+	cfg, image, err := Preset(StrategyPrefixCache, false)
+	require.NoError(t, err)
+	require.NoError(t, Check(cfg, image))
+	assert.Eventually(t, func() bool {
+		stacks := make([]byte, 1<<20)
+		return !strings.Contains(string(stacks[:runtime.Stack(stacks, true)]), "CleanUpInactivePods")
+	}, 5*time.Second, 10*time.Millisecond, "the prefix-cache sweep stops with the check")
 }
