@@ -21,6 +21,7 @@ type binary struct {
 }
 
 var (
+	etcd                  = binary{"etcd", "etcd", "go.etcd.io/etcd/server/v3", EtcdVersion}
 	kubeAPIServer         = binary{"kube-apiserver", "kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver", KubernetesVersion}
 	kubeControllerManager = binary{"kube-controller-manager", "kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager", KubernetesVersion}
 	kubeScheduler         = binary{"kube-scheduler", "kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", KubernetesVersion}
@@ -32,6 +33,7 @@ var (
 
 // The versions the wrapper modules pin.
 const (
+	EtcdVersion       = "v3.6.5"
 	KubernetesVersion = "v1.35.1"
 	LWSVersion        = "v0.9.0"
 	VolcanoVersion    = "v1.14.1"
@@ -93,20 +95,4 @@ func moduleFile(module, dependency, path string) (string, error) {
 		return moduleFile(module, dependency, path)
 	}
 	return filepath.Join(dir, path), nil
-}
-
-// ensureEtcd finds etcd, installing Debian's etcd-server when it is missing.
-func ensureEtcd() (string, error) {
-	if path, err := exec.LookPath("etcd"); err == nil {
-		return path, nil
-	}
-	Progress("etcd not found: installing Debian's etcd-server with apt-get")
-	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "etcd-server"}} {
-		cmd := exec.Command("apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	return exec.LookPath("etcd")
 }

@@ -1,5 +1,5 @@
 // Package cluster runs a real Kubernetes control plane for the project's suites, with no container
-// runtime: Debian's etcd and a kube-apiserver built from k8s.io/kubernetes (enough for
+// runtime: etcd and a kube-apiserver built from go.etcd.io/etcd and k8s.io/kubernetes (enough for
 // tests/conformance); with Options, also kube-controller-manager and kube-scheduler, the
 // LeaderWorkerSet controller with its webhooks, Volcano's scheduler and controllers, and kwok,
 // which simulates GPU nodes and makes scheduled pods Running and Ready (tests/e2e).
@@ -114,7 +114,7 @@ func (c *Cluster) startAPIServer() error {
 	if err != nil {
 		return err
 	}
-	etcd, err := ensureEtcd()
+	etcdBinary, err := etcd.build()
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (c *Cluster) startAPIServer() error {
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	Progress("starting etcd on %s", etcdURL)
-	if err := c.start("etcd", etcd, "--name", "cluster", "--data-dir", filepath.Join(c.Dir, "etcd"),
+	if err := c.start("etcd", etcdBinary, "--name", "cluster", "--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "cluster="+peerURL); err != nil {

@@ -80,27 +80,40 @@ func (c *Cluster) startKwok(podReadyDelay time.Duration) error {
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", port), "--node-lease-duration-seconds", "0")
 }
 
-// AddNodes adds count simulated nodes named {prefix}-{i}, each with gpus nvidia.com/gpu, and
-// waits until kwok has made them Ready.
-func (c *Cluster) AddNodes(ctx context.Context, prefix string, count, gpus int) error {
+// Nodes are simulated nodes: {Prefix}-{i}, each with GPUs nvidia.com/gpu, the labels and the
+// taints (a Karpenter pool's nodes carry karpenter.sh/nodepool and the pool's labels and taints).
+type Nodes struct {
+	Prefix string
+	Count  int
+	GPUs   int
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+// AddNodes adds the simulated nodes and waits until kwok has made them Ready.
+func (c *Cluster) AddNodes(ctx context.Context, nodes Nodes) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("192"), corev1.ResourceMemory: resource.MustParse("2Ti"),
-		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": *resource.NewQuantity(int64(nodes.GPUs), resource.DecimalSI),
 	}
-	for i := range count {
-		name := fmt.Sprintf("%s-%d", prefix, i)
+	for i := range nodes.Count {
+		name := fmt.Sprintf("%s-%d", nodes.Prefix, i)
+		labels := map[string]string{"kubernetes.io/hostname": name, "type": "kwok"}
+		for k, v := range nodes.Labels {
+			labels[k] = v
+		}
 		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kwokNodeAnnotation: "fake"},
-				Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok"}},
-			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kwokNodeAnnotation: "fake"}, Labels: labels},
+			Spec:       corev1.NodeSpec{Taints: nodes.Taints},
+			Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 		}
 		if _, err := c.Clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
 	return WaitFor(60*time.Second, func() error {
-		for i := range count {
-			node, err := c.Clientset.CoreV1().Nodes().Get(ctx, fmt.Sprintf("%s-%d", prefix, i), metav1.GetOptions{})
+		for i := range nodes.Count {
+			node, err := c.Clientset.CoreV1().Nodes().Get(ctx, fmt.Sprintf("%s-%d", nodes.Prefix, i), metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

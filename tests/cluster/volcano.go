@@ -7,8 +7,8 @@ import (
 )
 
 // startVolcano installs Volcano's CRDs (its Helm chart's) and runs vc-controller-manager (its
-// queue controller opens the queues the proportion plugin needs; its PodGroup controller keeps
-// PodGroup status) and vc-scheduler with Volcano's default scheduler configuration
+// queue controller opens the queues the proportion plugin needs; its HyperNode controller counts
+// the nodes of a network tier) and vc-scheduler with Volcano's default scheduler configuration
 // (installer/helm/chart/volcano/config/volcano-scheduler.conf in the module).
 func (c *Cluster) startVolcano(ctx context.Context) error {
 	scheduler, err := volcanoScheduler.build()
@@ -37,7 +37,10 @@ func (c *Cluster) startVolcano(ctx context.Context) error {
 		return fmt.Errorf("no free port: %v %v %v", err1, err2, err3)
 	}
 	Progress("starting Volcano %s: vc-controller-manager and vc-scheduler", VolcanoVersion)
+	// Only the controllers a PodGroup needs: the others watch Volcano's own Job kinds (JobFlow and
+	// JobTemplate have CRDs of their own) and, unsynced, hold every controller back.
 	if err := c.start("vc-controller-manager", controllers, "--kubeconfig", c.Kubeconfig, "--leader-elect=false",
+		"--controllers", "queue-controller,pg-controller,hyperNode-controller",
 		"--healthz-address", fmt.Sprintf("127.0.0.1:%d", healthController)); err != nil {
 		return err
 	}
