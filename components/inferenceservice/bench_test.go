@@ -24,7 +24,7 @@ func BenchmarkComponent(b *testing.B) {
 						Name: "inference", ComponentType: "worker", Replicas: &n, Multinode: &api.Multinode{NodeCount: 4},
 						Template: vllmTemplate("32", "kv_both", "8"),
 					}}}
-					want := replicas + 2
+					want := 2*replicas + 2 // each replica: its LWS and its rollout
 					if routed {
 						args.Roles = append(args.Roles, RoleArgs{Name: "router", ComponentType: "router",
 							HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}})

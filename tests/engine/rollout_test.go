@@ -5,7 +5,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -13,14 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blang/semver"
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
 	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
@@ -30,6 +26,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
 )
 
 // rolloutTime is how long the fake provider's update of an awaited LWS takes: the time its new
@@ -154,58 +151,19 @@ func TestFirstDeploymentCreatesEveryReplicaAtOnce(t *testing.T) {
 		batches(fake.updates), "the update rolls 25% at a time")
 }
 
-// programLog is what the program logged through the engine (ctx.Log), as the CLI would print it.
-type programLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *programLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *programLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // testPlan runs the component with the Args args returns at each run, against the fake cluster.
-func testPlan(t *testing.T, fake *cluster, args func() *inferenceservice.Args) (*lt.TestPlan, *programLog) {
+func testPlan(t *testing.T, fake *cluster, args func() *inferenceservice.Args) (*lt.TestPlan, *enginetest.Log) {
 	t.Helper()
-	var mu sync.Mutex
-	var engineAddr string // the plugin host's engine service, which takes the program's log
-	program := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
-		mu.Lock()
-		run := pulumi.RunInfo{Project: info.Project, Stack: info.Stack, Parallel: info.Parallel, DryRun: info.DryRun,
-			MonitorAddr: info.MonitorAddress, EngineAddr: engineAddr}
-		mu.Unlock()
-		ctx, err := pulumi.NewContext(context.Background(), run) //nolint:usetesting // the SDK context outlives the test's
-		if err != nil {
-			return err
-		}
-		return pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
-			_, err := inferenceservice.NewInferenceService(ctx, "svc", args())
-			return err
-		})
+	return programPlan(t, fake, func(ctx *pulumi.Context) error {
+		_, err := inferenceservice.NewInferenceService(ctx, "svc", args())
+		return err
 	})
-	kubernetes := deploytest.NewProviderLoader("kubernetes", semver.MustParse("4.33.0"), func() (plugin.Provider, error) {
-		return fake.provider(), nil
-	})
-	log := &programLog{}
-	sink := diag.DefaultSink(log, log, diag.FormatOptions{Color: colors.Never})
-	hostF := deploytest.NewPluginHostF(sink, sink, program, nil, nil, kubernetes)
-	plan := &lt.TestPlan{Options: lt.TestUpdateOptions{T: t, SkipDisplayTests: true, HostF: func() plugin.Host {
-		host := hostF()
-		mu.Lock()
-		engineAddr = host.ServerAddr()
-		mu.Unlock()
-		return host
-	}}}
-	plan.Options.Parallel = 64 // nothing but the component's dependencies holds an update back
-	return plan, log
+}
+
+// programPlan runs the program against the fake cluster.
+func programPlan(t testing.TB, fake *cluster, program pulumi.RunFunc) (*lt.TestPlan, *enginetest.Log) {
+	t.Helper()
+	return enginetest.Plan(t, func() plugin.Provider { return fake.provider() }, program)
 }
 
 // A preview says how the change it shows will roll, and that a renamed role is replaced.

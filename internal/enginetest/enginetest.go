@@ -1,0 +1,74 @@
+// Package enginetest runs a Pulumi Go program through Pulumi's real engine in-process (pkg/v3's
+// lifecycle test framework), with a kubernetes provider the caller gives: the fake of tests/engine
+// or the stand-in for the wire of tests/e2e. Tests only.
+package enginetest
+
+import (
+	"bytes"
+	"context"
+	"sync"
+
+	"github.com/blang/semver"
+	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
+	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
+	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// KubernetesVersion is the pulumi-kubernetes version the engine believes it loads.
+var KubernetesVersion = semver.MustParse("4.33.0")
+
+// Plan is a plan that runs program against kubernetes; what the program and the engine log goes
+// to the returned Log. Updates run with the parallelism `pulumi up` has by default, so nothing but
+// the component's dependencies holds a step back.
+func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
+	var mu sync.Mutex
+	var engineAddr string // the plugin host's engine service, which takes the program's log
+	language := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
+		mu.Lock()
+		run := pulumi.RunInfo{Project: info.Project, Stack: info.Stack, Parallel: info.Parallel, DryRun: info.DryRun,
+			MonitorAddr: info.MonitorAddress, EngineAddr: engineAddr}
+		mu.Unlock()
+		ctx, err := pulumi.NewContext(context.Background(), run) //nolint:usetesting // the SDK context outlives the test's
+		if err != nil {
+			return err
+		}
+		return pulumi.RunWithContext(ctx, program)
+	})
+	loader := deploytest.NewProviderLoader("kubernetes", KubernetesVersion, func() (plugin.Provider, error) {
+		return kubernetes(), nil
+	})
+	log := &Log{}
+	sink := diag.DefaultSink(log, log, diag.FormatOptions{Color: colors.Never})
+	hostF := deploytest.NewPluginHostF(sink, sink, language, nil, nil, loader)
+	plan := &lt.TestPlan{Options: lt.TestUpdateOptions{T: t, SkipDisplayTests: true, HostF: func() plugin.Host {
+		host := hostF()
+		mu.Lock()
+		engineAddr = host.ServerAddr()
+		mu.Unlock()
+		return host
+	}}}
+	plan.Options.Parallel = 64
+	return plan, log
+}
+
+// Log is what the program logged through the engine (ctx.Log) and the engine's diagnostics, as
+// the CLI would print them.
+type Log struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
