@@ -64,10 +64,11 @@ const (
 	annotationEPPConfig  = api.ReservedLabelPrefix + "epp-config-hash"
 	inferencePoolKind    = "InferencePool"
 	leaderElectionSuffix = ".gateway-api-inference-extension.sigs.k8s.io"
-	// waitForOneReady: a Deployment is up when one pod is ready. pulumi-kubernetes' jsonpath wait
-	// does not compare observedGeneration: exact on creation; on an update it can accept the
-	// previous leader (the routerReady output compares generations).
-	waitForOneReady = "jsonpath={.status.readyReplicas}=1"
+	// waitForOneReady: a Deployment is up once a pod is ready. readyReplicas is absent while none
+	// is, and pulumi-kubernetes' jsonpath wait with no value waits for the field to be there
+	// (provider/pkg/jsonpath). Not "=1": a standby that reports ready too (kwok runs no probes, in
+	// make e2e, where "=1" waited forever with two replicas) must not hold the wait.
+	waitForOneReady = "jsonpath={.status.readyReplicas}"
 )
 
 // routerRefs lay out a router's objects but its HTTPRoute. The Endpoint Picker starts once its

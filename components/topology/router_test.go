@@ -109,8 +109,8 @@ func TestEndpointPickerLeaderElection(t *testing.T) {
 		assert.Equal(t, tc.flag, contains(c.Args, "--ha-enable-leader-election"))
 		assert.Equal(t, appsv1.RecreateDeploymentStrategyType, epp.Spec.Strategy.Type)
 	}
-	assert.Equal(t, map[string]string{topology.AnnotationPulumiWaitFor: "jsonpath={.status.readyReplicas}=1"},
-		objectOf[*appsv1.Deployment](t, ha, "").Annotations, "with a leader election pulumi up waits for the leader only")
+	assert.Equal(t, map[string]string{topology.AnnotationPulumiWaitFor: "jsonpath={.status.readyReplicas}"},
+		objectOf[*appsv1.Deployment](t, ha, "").Annotations, "with a leader election pulumi up waits for a ready pod, the leader")
 	assert.Empty(t, objectOf[*appsv1.Deployment](t, single, "").Annotations, "one replica: the Deployment's own wait")
 }
 
