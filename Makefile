@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: release demo test test-typescript test-python conformance build vet fuzz bench golden gen clean
+.PHONY: release demo test test-typescript test-python conformance e2e build vet fuzz bench golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -61,6 +61,13 @@ conformance:
 	$(GO) vet -tags conformance ./tests/conformance
 	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance
 
+## e2e: deploy services through Pulumi's engine (in-process, with a stand-in for the kubernetes
+## provider) onto a simulated cluster: a real control plane, the LWS controller, Volcano and kwok's
+## GPU nodes (tests/cluster). What it proves: docs/e2e.md.
+e2e:
+	$(GO) vet -tags e2e ./tests/e2e
+	$(GO) test -tags e2e -count=1 -v -timeout 60m ./tests/e2e
+
 ## build: the CLI in bin/, with its version stamped.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/fusioninfer ./cmd/fusioninfer
@@ -78,6 +85,7 @@ fuzz:
 ## bench: the benchmarks behind the README's performance figures.
 bench:
 	$(GO) test ./components/topology ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
+	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
 
 ## golden: rewrite the core's golden files after an intended change; review the diff.
 golden:

@@ -78,21 +78,32 @@ func (b binary) build() (string, error) {
 // moduleFile is a file inside a dependency of a wrapper module, from the module cache (CRDs,
 // webhook manifests, the scheduler's configuration, kwok's stages).
 func moduleFile(module, dependency, path string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", dependency)
-	cmd.Dir = moduleDir(module)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go list -m %s in modules/%s: %w", dependency, module, err)
-	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" { // listed but not downloaded yet
-		download := exec.Command("go", "mod", "download", dependency)
-		download.Dir = moduleDir(module)
-		if out, err := download.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go mod download %s: %v\n%s", dependency, err, out)
+	dir, err := dependencyDir(moduleDir(module), dependency)
+	return filepath.Join(dir, path), err
+}
+
+// dependencyDir is where the module cache holds a dependency of the module in moduleRoot,
+// downloaded first if it is not there yet.
+func dependencyDir(moduleRoot, dependency string) (string, error) {
+	goCommand := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = moduleRoot
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), moduleRoot, err)
 		}
-		return moduleFile(module, dependency, path)
+		return out, nil
 	}
-	return filepath.Join(dir, path), nil
+	out, err := goCommand("list", "-m", "-f", "{{.Dir}}", dependency)
+	if err != nil {
+		return "", err
+	}
+	if dir := strings.TrimSpace(string(out)); dir != "" {
+		return dir, nil
+	}
+	if _, err := goCommand("mod", "download", dependency); err != nil { // listed, not downloaded yet
+		return "", err
+	}
+	return dependencyDir(moduleRoot, dependency)
 }

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,7 +109,7 @@ func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unst
 		}
 		path := filepath.Join(RepositoryRoot(), crd.path)
 		if crd.module != "" {
-			dir, err := repositoryModuleDir(crd.module)
+			dir, err := dependencyDir(RepositoryRoot(), crd.module)
 			if err != nil {
 				return nil, err
 			}
@@ -126,15 +124,4 @@ func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unst
 func RepositoryRoot() string {
 	_, here, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(here), "..", "..")
-}
-
-// repositoryModuleDir is where the Go module cache holds a dependency of this repository.
-func repositoryModuleDir(module string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
-	cmd.Dir = RepositoryRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go list -m %s: %w", module, err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }

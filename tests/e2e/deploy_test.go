@@ -1,0 +1,123 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/pulumi/pulumi/pkg/v3/engine"
+	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
+	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
+	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
+)
+
+// stack is one Pulumi stack of a program, deployed by the real engine through the wire.
+type stack struct {
+	t       *testing.T
+	wire    *wire
+	plan    *lt.TestPlan
+	log     *enginetest.Log
+	program func(ctx *pulumi.Context) error
+	snap    *deploy.Snapshot
+}
+
+// newStack is a stack of the program, with nothing deployed yet.
+func newStack(t *testing.T, program func(ctx *pulumi.Context) error) *stack {
+	t.Helper()
+	w, err := newWire(testCluster.Config)
+	require.NoError(t, err)
+	s := &stack{t: t, wire: w, program: program}
+	s.plan, s.log = enginetest.Plan(t, func() plugin.Provider { return w.provider() }, func(ctx *pulumi.Context) error { return s.program(ctx) })
+	return s
+}
+
+// up runs `pulumi up` and returns the operations of the steps it took (not "same").
+func (s *stack) up() []string {
+	s.t.Helper()
+	var steps []string
+	validate := func(_ workspace.Project, _ deploy.Target, entries engine.JournalEntries, _ []engine.Event, err error) error {
+		for _, e := range entries {
+			if op := e.Step.Op(); op != deploy.OpSame {
+				steps = append(steps, fmt.Sprintf("%s %s", op, e.Step.URN().Name()))
+			}
+		}
+		return err
+	}
+	snap, err := lt.TestOp(engine.Update).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, validate, "up")
+	require.NoError(s.t, err, "pulumi up\n%s", s.log)
+	s.snap = snap
+	return steps
+}
+
+// refreshedStatus runs `pulumi up --refresh` (a refresh, then an update) and returns, per role,
+// the phase the component's status then says.
+func (s *stack) refreshedStatus(name string) map[string]string {
+	s.t.Helper()
+	s.upRefresh()
+	return s.phases(name)
+}
+
+// upRefresh runs `pulumi up --refresh`: the children's outputs are read from the cluster again,
+// and the component's status with them.
+func (s *stack) upRefresh() {
+	s.t.Helper()
+	snap, err := lt.TestOp(engine.Refresh).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "refresh")
+	require.NoError(s.t, err, "pulumi refresh\n%s", s.log)
+	s.snap = snap
+	s.up()
+}
+
+// destroy runs `pulumi destroy`.
+func (s *stack) destroy() {
+	s.t.Helper()
+	snap, err := lt.TestOp(engine.Destroy).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "destroy")
+	require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
+	s.snap = snap
+}
+
+// outputs are the outputs of the component resource named name.
+func (s *stack) outputs(name string) resource.PropertyMap {
+	s.t.Helper()
+	for _, r := range s.snap.Resources {
+		if r.Type == inferenceservice.TypeToken && r.URN.Name() == name {
+			return r.Outputs
+		}
+	}
+	s.t.Fatalf("no InferenceService %q in the stack", name)
+	return nil
+}
+
+// phases is, per role, the phase the component's status output says.
+func (s *stack) phases(name string) map[string]string {
+	out := map[string]string{}
+	status := s.outputs(name)["status"]
+	if !status.IsObject() {
+		return out
+	}
+	for role, v := range status.ObjectValue() {
+		out[string(role)] = v.ObjectValue()["phase"].StringValue()
+	}
+	return out
+}
+
+// ensureNamespace creates a namespace unless it exists (a platform has them before a service).
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := testCluster.Clientset.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+}

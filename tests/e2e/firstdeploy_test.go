@@ -1,0 +1,52 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+)
+
+// modelLoadTime is how long a model server takes to become Ready in the first-deploy measurement.
+const modelLoadTime = 30 * time.Second
+
+// A first deployment of 8 replicas (rolled, at the default 25%, in 4 batches of 2) creates them
+// all at once: `pulumi up` returns when all 8 serve, within 1.5x the time of one replica alone,
+// not 4x. The figures go to the log (and docs/performance.md).
+func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "first", Count: 8, GPUs: 8}))
+	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "first") })
+	deploy := func(replicas int) time.Duration {
+		namespace := fmt.Sprintf("first-%d", replicas)
+		ensureNamespace(t, namespace)
+		s := newStack(t, componentProgram("chat", func() *inferenceservice.Args {
+			return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
+				Name: "chat", ComponentType: "worker", Replicas: ptr.To(replicas),
+				Template: server("vllm/vllm-openai:v0.11.0", modelLoadTime, "--model", "Qwen/Qwen3-8B"),
+			}}}
+		}))
+		start := time.Now()
+		s.up()
+		elapsed := time.Since(start)
+		for role, phase := range s.phases("chat") {
+			assert.Equal(t, inferenceservice.PhaseRunning, phase, role)
+		}
+		s.destroy()
+		return elapsed
+	}
+	one := deploy(1)
+	eight := deploy(8)
+	testcluster.Progress("first deployment with a %s model load: 1 replica %s, 8 replicas %s (%.2fx)",
+		modelLoadTime, one.Round(100*time.Millisecond), eight.Round(100*time.Millisecond), eight.Seconds()/one.Seconds())
+	assert.Less(t, eight.Seconds(), 1.5*one.Seconds(), "8 replicas come up within 1.5x the time of one")
+}

@@ -1,0 +1,59 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+)
+
+// availableReplicas counts the namespace's LWSs that are Available.
+func availableReplicas(t *testing.T, namespace string) int {
+	t.Helper()
+	list, err := testCluster.Dynamic.Resource(lwsResource).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	n := 0
+	for i := range list.Items {
+		if ok, _, _ := hasCondition(&list.Items[i], "Available", "True"); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// await: minimal on a cluster too small for the whole service (story 4 with 2 prefill and 3
+// decode replicas, 16 nodes at full size, on 8): `pulumi up` returns once the gang's minimal set
+// (one prefill, one decode) runs; the other replicas come up when nodes are added.
+func TestAwaitMinimalReturnsWhenTheMinimalSetRuns(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal", Count: 8, GPUs: 8}))
+	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "minimal") })
+	namespace := "minimal"
+	ensureNamespace(t, namespace)
+	svc := story4(t, namespace, api.AwaitMinimal)
+	s := newStack(t, servicesProgram(svc))
+	s.up()
+	status := s.outputs(svc.Name)["status"].ObjectValue()
+	for _, role := range []string{"prefill", "decode"} {
+		assert.GreaterOrEqual(t, status[resource.PropertyKey(role)].ObjectValue()["readyReplicas"].NumberValue(), 1.0, "%s's minimal replica runs", role)
+	}
+	assert.Less(t, availableReplicas(t, namespace), 5, "the cluster has no room for the whole service")
+
+	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal-more", Count: 8, GPUs: 8}))
+	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "minimal-more") })
+	require.Eventually(t, func() bool { return availableReplicas(t, namespace) == 5 }, 3*time.Minute, time.Second,
+		"every replica runs once the nodes are there")
+	assert.Equal(t, map[string]string{"prefill": inferenceservice.PhaseRunning, "decode": inferenceservice.PhaseRunning},
+		s.refreshedStatus(svc.Name), "the status after pulumi up --refresh")
+	s.destroy()
+}

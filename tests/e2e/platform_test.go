@@ -1,0 +1,134 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	karpenterv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+)
+
+// What a platform team has in place before a service names it, made here as the service needs:
+// its namespace, its Volcano queue and priority class, the nodes Karpenter would launch for its
+// karpenter pools (kwok nodes with the pool's karpenter.sh/nodepool label, labels and taints) and
+// the nodes of its existing pools (with the pool's labels and taints).
+// The objects are removed when the test ends.
+func preparePlatform(t *testing.T, svc *api.InferenceService) {
+	t.Helper()
+	ctx := context.Background()
+	ensureNamespace(t, svc.Namespace)
+	if strategy := svc.Spec.SchedulingStrategy; strategy != nil {
+		if strategy.Queue != "" && strategy.Queue != "default" {
+			queue := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+				"metadata": map[string]any{"name": strategy.Queue},
+				"spec":     map[string]any{"weight": int64(1), "reclaimable": true},
+			}}
+			_, err := testCluster.Dynamic.Resource(queueResource).Create(ctx, queue, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+				t.Cleanup(func() {
+					_ = testCluster.Dynamic.Resource(queueResource).Delete(ctx, strategy.Queue, metav1.DeleteOptions{})
+				})
+			}
+		}
+		if name := strategy.PriorityClassName; name != "" {
+			_, err := testCluster.Clientset.SchedulingV1().PriorityClasses().Create(ctx,
+				&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1000}, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+				t.Cleanup(func() {
+					_ = testCluster.Clientset.SchedulingV1().PriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
+				})
+			}
+		}
+	}
+	// GPU feature discovery labels a node with its GPU's product; a pool's accelerators select it.
+	gpuProduct := map[string]string{}
+	for _, pool := range svc.Spec.NodePools {
+		if len(pool.Accelerators) > 0 {
+			gpuProduct[pool.Name] = pool.Accelerators[0]
+		}
+	}
+	addPoolNodes := func(pool, name string, labels map[string]string, taints []corev1.Taint) {
+		if product := gpuProduct[pool]; product != "" {
+			labels = maps.Clone(labels)
+			labels["nvidia.com/gpu.product"] = product
+		}
+		prefix := "pool-" + name
+		require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: 24, GPUs: 8, Labels: labels, Taints: taints}))
+		t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, prefix) })
+	}
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	for _, o := range tree.Objects { // what Karpenter would launch for a karpenter pool
+		if pool, ok := o.Object.(*karpenterv1.NodePool); ok {
+			labels := map[string]string{karpenterv1.NodePoolLabelKey: pool.Name}
+			for k, v := range pool.Spec.Template.Labels {
+				labels[k] = v
+			}
+			addPoolNodes(pool.Spec.Template.Labels[topology.LabelNodePool], pool.Name, labels, pool.Spec.Template.Spec.Taints)
+		}
+	}
+	for _, pool := range svc.Spec.NodePools { // the nodes of an existing pool
+		if pool.PoolKind() == api.NodePoolExisting {
+			var taints []corev1.Taint
+			for _, taint := range pool.Taints {
+				taints = append(taints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect)})
+			}
+			addPoolNodes(pool.Name, svc.Name+"-"+pool.Name, pool.Labels, taints)
+		}
+	}
+}
+
+var (
+	queueResource     = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
+	hyperNodeResource = schema.GroupVersionResource{Group: "topology.volcano.sh", Version: "v1alpha1", Resource: "hypernodes"}
+)
+
+// addNodesWithTopology adds count nodes named {prefix}-{i} in a two-tier network: tier-1
+// HyperNodes of perSwitch nodes (one leaf switch each) under one tier-2 HyperNode (the spine).
+func addNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: count, GPUs: 8}))
+	var leaves []any
+	for first := 0; first < count; first += perSwitch {
+		var members []any
+		for i := first; i < min(first+perSwitch, count); i++ {
+			members = append(members, map[string]any{"type": "Node", "selector": map[string]any{"exactMatch": map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i)}}})
+		}
+		name := fmt.Sprintf("%s-leaf-%d", prefix, first/perSwitch)
+		createHyperNode(t, name, 1, members)
+		leaves = append(leaves, map[string]any{"type": "HyperNode", "selector": map[string]any{"exactMatch": map[string]any{"name": name}}})
+	}
+	createHyperNode(t, prefix+"-spine", 2, leaves)
+	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, prefix) })
+}
+
+func createHyperNode(t *testing.T, name string, tier int64, members []any) {
+	t.Helper()
+	ctx := context.Background()
+	hyperNode := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"tier": tier, "members": members},
+	}}
+	_, err := testCluster.Dynamic.Resource(hyperNodeResource).Create(ctx, hyperNode, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = testCluster.Dynamic.Resource(hyperNodeResource).Delete(ctx, name, metav1.DeleteOptions{}) })
+}

@@ -1,0 +1,390 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
+	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+)
+
+// wire is a stand-in for the pulumi-kubernetes provider (which the module proxy refuses at every
+// version): the engine's "kubernetes" plugin in these tests. It does what that provider does on
+// the wire, and no more, so that what the suite proves is our plan, our objects and the real
+// controllers' behaviour:
+//   - create: POST (a Patch resource: server-side apply); update: server-side apply with the
+//     resource's own field manager, forced only with pulumi.com/patchForce
+//     (pulumi-kubernetes provider/pkg/await/await.go, Creation and Update);
+//   - then wait as provider/pkg/await/awaiters.go does: nothing with pulumi.com/skipAwait;
+//     pulumi.com/waitFor "condition=X[=status]" as condition/kubectl.go checkCondition (a
+//     condition older than metadata.generation does not count), "jsonpath={.path}[=value]" as
+//     condition/jsonpath.go; Deployments until their new
+//     ReplicaSet is available (deployment.go); Jobs until Complete, failing on Failed
+//     (checker/job); Services with a selector until their Endpoints have an address (service.go);
+//     for pulumi.com/timeoutSeconds, else 10 minutes (metadata/overrides.go TimeoutDuration);
+//   - read (refresh): the live object;
+//   - delete: foreground propagation, then wait until the object is gone (await.go Deletion); a
+//     Patch resource relinquishes its fields instead.
+//
+// The outputs are the live object after the wait, as pulumi-kubernetes returns them.
+type wire struct {
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
+
+	mu  sync.Mutex
+	ops []operation // every create and update, in the order they ended
+}
+
+// operation is one create or update the engine asked for.
+type operation struct {
+	kind, name string // the object's kind and metadata.name
+	update     bool
+	start, end time.Time
+}
+
+func newWire(config *rest.Config) (*wire, error) {
+	client, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	return &wire{dynamic: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}, nil
+}
+
+// operations are the creates and updates so far.
+func (w *wire) operations() []operation {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]operation(nil), w.ops...)
+}
+
+func (w *wire) provider() *deploytest.Provider {
+	return &deploytest.Provider{
+		CreateF: func(ctx context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
+			live, err := w.write(ctx, req.URN, req.Properties, req.Timeout, false)
+			if err != nil {
+				return plugin.CreateResponse{Status: resource.StatusUnknown}, err
+			}
+			return plugin.CreateResponse{ID: resource.ID(live.GetNamespace() + "/" + live.GetName()),
+				Properties: resource.NewPropertyMapFromMap(live.Object), Status: resource.StatusOK}, nil
+		},
+		UpdateF: func(ctx context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
+			live, err := w.write(ctx, req.URN, req.NewInputs, req.Timeout, true)
+			if err != nil {
+				return plugin.UpdateResponse{Status: resource.StatusUnknown}, err
+			}
+			return plugin.UpdateResponse{Properties: resource.NewPropertyMapFromMap(live.Object), Status: resource.StatusOK}, nil
+		},
+		ReadF: func(ctx context.Context, req plugin.ReadRequest) (plugin.ReadResponse, error) {
+			// refresh: the live object (the inputs stay), none when it is gone
+			obj := &unstructured.Unstructured{Object: req.State.Mappable()}
+			client, err := w.client(obj)
+			if err != nil {
+				return plugin.ReadResponse{}, err
+			}
+			live, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return plugin.ReadResponse{ReadResult: plugin.ReadResult{ID: req.ID}, Status: resource.StatusOK}, nil
+			}
+			if err != nil {
+				return plugin.ReadResponse{}, err
+			}
+			return plugin.ReadResponse{ReadResult: plugin.ReadResult{ID: req.ID, Outputs: resource.NewPropertyMapFromMap(live.Object)},
+				Status: resource.StatusOK}, nil
+		},
+		DeleteF: func(ctx context.Context, req plugin.DeleteRequest) (plugin.DeleteResponse, error) {
+			return plugin.DeleteResponse{}, w.delete(ctx, req.URN, req.Inputs, req.Timeout)
+		},
+	}
+}
+
+// isPatch is pulumi-kubernetes' kinds.IsPatchResource: a type whose name ends in "Patch".
+func isPatch(urn resource.URN) bool { return strings.HasSuffix(string(urn.Type()), "Patch") }
+
+// fieldManager is the resource's own field manager, as pulumi-kubernetes makes one per resource
+// ("pulumi-kubernetes-" and a suffix) unless pulumi.com/patchFieldManager names it.
+func fieldManager(urn resource.URN, obj *unstructured.Unstructured) string {
+	if name := obj.GetAnnotations()["pulumi.com/patchFieldManager"]; name != "" {
+		return name
+	}
+	sum := sha256.Sum256([]byte(urn))
+	return "pulumi-kubernetes-" + hex.EncodeToString(sum[:4])
+}
+
+func (w *wire) client(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := obj.GroupVersionKind()
+	mapping, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gvk, err)
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		namespace := obj.GetNamespace()
+		if namespace == "" {
+			namespace = "default"
+		}
+		return w.dynamic.Resource(mapping.Resource).Namespace(namespace), nil
+	}
+	return w.dynamic.Resource(mapping.Resource), nil
+}
+
+// write creates or updates the object and waits for it.
+func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, timeout float64, update bool) (*unstructured.Unstructured, error) {
+	start := time.Now()
+	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
+	client, err := w.client(obj)
+	if err != nil {
+		return nil, err
+	}
+	var live *unstructured.Unstructured
+	if update || isPatch(urn) {
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return nil, err
+		}
+		force := obj.GetAnnotations()["pulumi.com/patchForce"] == "true"
+		live, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: fieldManager(urn, obj), Force: &force})
+		if err != nil {
+			return nil, fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	} else {
+		live, err = client.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager(urn, obj)})
+		if err != nil {
+			return nil, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	live, err = w.await(ctx, client, obj, live, awaitTimeout(obj, timeout))
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.ops = append(w.ops, operation{kind: obj.GetKind(), name: obj.GetName(), update: update, start: start, end: time.Now()})
+	w.mu.Unlock()
+	return live, nil
+}
+
+// awaitTimeout is metadata/overrides.go TimeoutDuration: customTimeouts, else
+// pulumi.com/timeoutSeconds, else 10 minutes.
+func awaitTimeout(obj *unstructured.Unstructured, custom float64) time.Duration {
+	if custom > 0 {
+		return time.Duration(custom * float64(time.Second))
+	}
+	if s, err := strconv.Atoi(obj.GetAnnotations()["pulumi.com/timeoutSeconds"]); err == nil {
+		return time.Duration(s) * time.Second
+	}
+	return 10 * time.Minute
+}
+
+// await polls the live object until it is ready as pulumi-kubernetes judges it, or timeout.
+func (w *wire) await(ctx context.Context, client dynamic.ResourceInterface, obj, live *unstructured.Unstructured, timeout time.Duration) (*unstructured.Unstructured, error) {
+	ready := readiness(obj)
+	if ready == nil {
+		return live, nil
+	}
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		current, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		live = current
+		ok, reason, err := ready(ctx, w, current)
+		why = reason
+		return ok, err
+	})
+	if err != nil {
+		return live, fmt.Errorf("%s %s/%s not ready after %s: %s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), timeout, why, err)
+	}
+	return live, nil
+}
+
+// readyFunc says whether a live object is ready, and why not.
+type readyFunc func(ctx context.Context, w *wire, live *unstructured.Unstructured) (bool, string, error)
+
+// readiness is the wait pulumi-kubernetes applies to the object, nil for none.
+func readiness(obj *unstructured.Unstructured) readyFunc {
+	annotations := obj.GetAnnotations()
+	if annotations["pulumi.com/skipAwait"] == "true" {
+		return nil
+	}
+	waitFor := annotations["pulumi.com/waitFor"]
+	if path, ok := strings.CutPrefix(waitFor, "jsonpath="); ok {
+		return jsonPathReady(path)
+	}
+	if waitFor != "" {
+		condition, status, _ := strings.Cut(strings.TrimPrefix(waitFor, "condition="), "=")
+		if status == "" {
+			status = "True"
+		}
+		return func(_ context.Context, _ *wire, live *unstructured.Unstructured) (bool, string, error) {
+			return hasCondition(live, condition, status)
+		}
+	}
+	switch obj.GroupVersionKind().GroupKind().String() {
+	case "Deployment.apps":
+		return deploymentReady
+	case "Job.batch":
+		return jobComplete
+	case "Service":
+		return serviceHasEndpoints
+	}
+	return nil
+}
+
+// hasCondition is condition/kubectl.go checkCondition: the condition's status, provided its
+// observedGeneration (or the status's) is not older than the object's generation.
+func hasCondition(live *unstructured.Unstructured, conditionType, want string) (bool, string, error) {
+	conditions, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+	for _, c := range conditions {
+		condition, _ := c.(map[string]any)
+		if !strings.EqualFold(fmt.Sprint(condition["type"]), conditionType) {
+			continue
+		}
+		observed, found, _ := unstructured.NestedInt64(condition, "observedGeneration")
+		if !found {
+			observed, found, _ = unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+		}
+		if found && observed < live.GetGeneration() {
+			return false, fmt.Sprintf("generation %d is less than expected %d", observed, live.GetGeneration()), nil
+		}
+		status := fmt.Sprint(condition["status"])
+		return strings.EqualFold(status, want), fmt.Sprintf("%s=%s (want %s): %v", conditionType, status, want, condition["message"]), nil
+	}
+	return false, "no " + conditionType + " condition", nil
+}
+
+// jsonPathReady is condition/jsonpath.go for the paths the component uses, "{.a.b}" or
+// "{.a.b}=value": the field is there (and equals value); not while status.observedGeneration is
+// older than the object's generation.
+func jsonPathReady(expr string) readyFunc {
+	path, want, _ := strings.Cut(expr, "=")
+	fields := strings.Split(strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(path, "{"), "}"), "."), ".")
+	return func(_ context.Context, _ *wire, live *unstructured.Unstructured) (bool, string, error) {
+		observed, found, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+		if found && observed < live.GetGeneration() {
+			return false, fmt.Sprintf("generation %d is less than expected %d", observed, live.GetGeneration()), nil
+		}
+		value, found, err := unstructured.NestedFieldNoCopy(live.Object, fields...)
+		if err != nil || !found {
+			return false, path + " selected nothing", err
+		}
+		return want == "" || fmt.Sprint(value) == want, fmt.Sprintf("%s is %v (want %q)", path, value, want), nil
+	}
+}
+
+// deploymentReady: the new ReplicaSet rolled out and available (await/deployment.go).
+func deploymentReady(_ context.Context, _ *wire, live *unstructured.Unstructured) (bool, string, error) {
+	observed, _, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+	replicas, found, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	if !found {
+		replicas = 1
+	}
+	updated, _, _ := unstructured.NestedInt64(live.Object, "status", "updatedReplicas")
+	available, _, _ := unstructured.NestedInt64(live.Object, "status", "availableReplicas")
+	if observed < live.GetGeneration() || updated < replicas || available < replicas {
+		return false, fmt.Sprintf("%d/%d updated, %d available", updated, replicas, available), nil
+	}
+	return hasCondition(live, "Available", "True")
+}
+
+// jobComplete: Complete, or an error on Failed (await/checker/job).
+func jobComplete(_ context.Context, _ *wire, live *unstructured.Unstructured) (bool, string, error) {
+	if failed, why, _ := hasCondition(live, "Failed", "True"); failed {
+		return false, why, fmt.Errorf("job failed: %s", why)
+	}
+	return hasCondition(live, "Complete", "True")
+}
+
+// serviceHasEndpoints: a Service with a selector is ready when its Endpoints have an address
+// (await/service.go); one without a selector at once.
+func serviceHasEndpoints(ctx context.Context, w *wire, live *unstructured.Unstructured) (bool, string, error) {
+	selector, _, _ := unstructured.NestedMap(live.Object, "spec", "selector")
+	serviceType, _, _ := unstructured.NestedString(live.Object, "spec", "type")
+	if len(selector) == 0 || serviceType == "ExternalName" {
+		return true, "", nil
+	}
+	endpoints, err := w.dynamic.Resource(endpointsResource).Namespace(live.GetNamespace()).Get(ctx, live.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "no Endpoints yet", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	subsets, _, _ := unstructured.NestedSlice(endpoints.Object, "subsets")
+	for _, s := range subsets {
+		if addresses, _, _ := unstructured.NestedSlice(s.(map[string]any), "addresses"); len(addresses) > 0 {
+			return true, "", nil
+		}
+	}
+	return false, "no ready endpoint", nil
+}
+
+// delete deletes the object with foreground propagation and waits until it is gone; a Patch
+// resource relinquishes its fields (an apply of nothing but its identity).
+func (w *wire) delete(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, timeout float64) error {
+	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
+	client, err := w.client(obj)
+	if err != nil {
+		return err
+	}
+	if isPatch(urn) {
+		identity := &unstructured.Unstructured{}
+		identity.SetAPIVersion(obj.GetAPIVersion())
+		identity.SetKind(obj.GetKind())
+		identity.SetName(obj.GetName())
+		identity.SetNamespace(obj.GetNamespace())
+		data, err := yaml.Marshal(identity.Object)
+		if err != nil {
+			return err
+		}
+		_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager(urn, obj)})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	propagation := metav1.DeletePropagationForeground
+	if policy := obj.GetAnnotations()["pulumi.com/deletionPropagationPolicy"]; policy != "" {
+		propagation = metav1.DeletionPropagation(policy)
+	}
+	if err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &propagation}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, awaitTimeout(obj, timeout), true, func(ctx context.Context) (bool, error) {
+		_, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+var endpointsResource = schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}
