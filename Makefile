@@ -61,12 +61,13 @@ conformance:
 	$(GO) vet -tags conformance ./tests/conformance
 	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance
 
-## e2e: deploy services through Pulumi's engine (in-process, with a stand-in for the kubernetes
-## provider) onto a simulated cluster: a real control plane, the LWS controller, Volcano and kwok's
-## GPU nodes (tests/cluster). What it proves: docs/e2e.md.
+## e2e: deploy every example manifest, every Go example program and the rollout, gang and await
+## cases through Pulumi's engine (in-process, with a stand-in for the kubernetes provider) onto a
+## simulated cluster: a real control plane, the LWS controller, Volcano and kwok's GPU nodes
+## (tests/cluster), one cluster a package, one package at a time. What it proves: docs/e2e.md.
 e2e:
-	$(GO) vet -tags e2e ./tests/e2e
-	$(GO) test -tags e2e -count=1 -v -timeout 60m ./tests/e2e
+	$(GO) vet -tags e2e ./tests/e2e/... ./examples/go/...
+	$(GO) test -tags e2e -count=1 -v -p 1 -timeout 60m ./tests/e2e ./examples/go/...
 
 ## build: the CLI in bin/, with its version stamped.
 build:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
 // modelLoadTime is how long a model server takes to become Ready in the first-deploy measurement.
@@ -24,24 +25,24 @@ const modelLoadTime = 30 * time.Second
 // not 4x. The figures go to the log (and docs/performance.md).
 func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
 	ctx := context.Background()
-	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "first", Count: 8, GPUs: 8}))
-	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "first") })
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "first", Count: 8, GPUs: 8}))
+	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "first") })
 	deploy := func(replicas int) time.Duration {
 		namespace := fmt.Sprintf("first-%d", replicas)
-		ensureNamespace(t, namespace)
-		s := newStack(t, componentProgram("chat", func() *inferenceservice.Args {
+		harness.EnsureNamespace(t, namespace)
+		s := harness.NewStack(t, componentProgram("chat", func() *inferenceservice.Args {
 			return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
 				Name: "chat", ComponentType: "worker", Replicas: ptr.To(replicas),
 				Template: server("vllm/vllm-openai:v0.11.0", modelLoadTime, "--model", "Qwen/Qwen3-8B"),
 			}}}
 		}))
 		start := time.Now()
-		s.up()
+		s.Up()
 		elapsed := time.Since(start)
-		for role, phase := range s.phases("chat") {
+		for role, phase := range s.Phases("chat") {
 			assert.Equal(t, inferenceservice.PhaseRunning, phase, role)
 		}
-		s.destroy()
+		s.Destroy()
 		return elapsed
 	}
 	one := deploy(1)

@@ -17,13 +17,14 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
 // story4 is the disaggregated multi-node story (prefill x 2 nodes, decode x 4 nodes, 8 GPUs a
 // node) with 2 prefill and 3 decode replicas, all 16 nodes at full size, in namespace.
 func story4(t *testing.T, namespace string, await api.AwaitMode) *api.InferenceService {
 	t.Helper()
-	_, services := manifestProgram(t, filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "story4-disaggregated-multinode.yaml"))
+	services := harness.ManifestServices(t, filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "story4-disaggregated-multinode.yaml"))
 	svc := services[0]
 	svc.Namespace = namespace
 	svc.Spec.Await = await
@@ -41,7 +42,7 @@ type replicaPlacement struct {
 // placement is, per LWS of the service, its role and its pods scheduled to a node.
 func placement(t *testing.T, namespace string) map[string]replicaPlacement {
 	t.Helper()
-	pods, err := testCluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
+	pods, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	out := map[string]replicaPlacement{}
 	for _, pod := range pods.Items {
@@ -68,7 +69,7 @@ func settledPlacement(t *testing.T, namespace string, pods int) map[string]repli
 		if fmt.Sprint(now) != fmt.Sprint(last) {
 			last, stableSince = now, time.Now()
 		}
-		created, err := testCluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
+		created, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
 		require.NoError(t, err)
 		if len(created.Items) == pods && time.Since(stableSince) > 20*time.Second {
 			return last
@@ -102,13 +103,13 @@ func TestGangOnTheRealScheduler(t *testing.T) {
 		t.Run(fmt.Sprintf("%d nodes", tc.nodes), func(t *testing.T) {
 			ctx := context.Background()
 			prefix := fmt.Sprintf("gang%d", tc.nodes)
-			require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: tc.nodes, GPUs: 8}))
-			t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, prefix) })
+			require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: tc.nodes, GPUs: 8}))
+			t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, prefix) })
 			namespace := prefix
-			ensureNamespace(t, namespace)
+			harness.EnsureNamespace(t, namespace)
 			svc := story4(t, namespace, api.AwaitNone) // nothing to wait for where nothing can run
-			s := newStack(t, servicesProgram(svc))
-			s.up()
+			s := harness.NewStack(t, harness.ServicesProgram(svc))
+			s.Up()
 			placed := settledPlacement(t, namespace, 2*2+3*4)
 			replicas := map[string]int{"prefill": 0, "decode": 0}
 			size := map[string]int{"prefill": 2, "decode": 4}
@@ -119,7 +120,7 @@ func TestGangOnTheRealScheduler(t *testing.T) {
 				}
 			}
 			tc.check(t, replicas)
-			s.destroy()
+			s.Destroy()
 		})
 	}
 }

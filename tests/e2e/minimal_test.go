@@ -15,16 +15,17 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
 // availableReplicas counts the namespace's LWSs that are Available.
 func availableReplicas(t *testing.T, namespace string) int {
 	t.Helper()
-	list, err := testCluster.Dynamic.Resource(lwsResource).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	n := 0
 	for i := range list.Items {
-		if ok, _, _ := hasCondition(&list.Items[i], "Available", "True"); ok {
+		if ok, _, _ := harness.HasCondition(&list.Items[i], "Available", "True"); ok {
 			n++
 		}
 	}
@@ -36,24 +37,24 @@ func availableReplicas(t *testing.T, namespace string) int {
 // (one prefill, one decode) runs; the other replicas come up when nodes are added.
 func TestAwaitMinimalReturnsWhenTheMinimalSetRuns(t *testing.T) {
 	ctx := context.Background()
-	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal", Count: 8, GPUs: 8}))
-	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "minimal") })
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal", Count: 8, GPUs: 8}))
+	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "minimal") })
 	namespace := "minimal"
-	ensureNamespace(t, namespace)
+	harness.EnsureNamespace(t, namespace)
 	svc := story4(t, namespace, api.AwaitMinimal)
-	s := newStack(t, servicesProgram(svc))
-	s.up()
-	status := s.outputs(svc.Name)["status"].ObjectValue()
+	s := harness.NewStack(t, harness.ServicesProgram(svc))
+	s.Up()
+	status := s.Outputs(svc.Name)["status"].ObjectValue()
 	for _, role := range []string{"prefill", "decode"} {
 		assert.GreaterOrEqual(t, status[resource.PropertyKey(role)].ObjectValue()["readyReplicas"].NumberValue(), 1.0, "%s's minimal replica runs", role)
 	}
 	assert.Less(t, availableReplicas(t, namespace), 5, "the cluster has no room for the whole service")
 
-	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal-more", Count: 8, GPUs: 8}))
-	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "minimal-more") })
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal-more", Count: 8, GPUs: 8}))
+	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "minimal-more") })
 	require.Eventually(t, func() bool { return availableReplicas(t, namespace) == 5 }, 3*time.Minute, time.Second,
 		"every replica runs once the nodes are there")
 	assert.Equal(t, map[string]string{"prefill": inferenceservice.PhaseRunning, "decode": inferenceservice.PhaseRunning},
-		s.refreshedStatus(svc.Name), "the status after pulumi up --refresh")
-	s.destroy()
+		s.RefreshedStatus(svc.Name), "the status after pulumi up --refresh")
+	s.Destroy()
 }

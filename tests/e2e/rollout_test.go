@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -25,9 +24,8 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
-
-var lwsResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
 // server is a vLLM pod template whose pods kwok makes Ready loadTime after they are scheduled.
 func server(image string, loadTime time.Duration, args ...string) k8scorev1.PodTemplateSpecInput {
@@ -68,7 +66,7 @@ type lwsWatch struct {
 func watchLeaderWorkerSets(t *testing.T, namespace string) *lwsWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := testCluster.Dynamic.Resource(lwsResource).Namespace(namespace).Watch(ctx, metav1.ListOptions{})
+	w, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	watch := &lwsWatch{stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -86,7 +84,7 @@ func watchLeaderWorkerSets(t *testing.T, namespace string) *lwsWatch {
 				if !ok {
 					continue
 				}
-				available, _, _ := hasCondition(obj, "Available", "True")
+				available, _, _ := harness.HasCondition(obj, "Available", "True")
 				watch.mu.Lock()
 				watch.states = append(watch.states, lwsState{at: time.Now(), name: obj.GetName(),
 					revision: obj.GetLabels()[topology.LabelRevision], available: available})
@@ -149,7 +147,7 @@ func mostUnavailable(states []lwsState) int {
 // revisions is each LWS's revision label now.
 func revisions(t *testing.T, namespace string) map[string]string {
 	t.Helper()
-	list, err := testCluster.Dynamic.Resource(lwsResource).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, item := range list.Items {
@@ -181,8 +179,8 @@ func assertOrdered(t *testing.T, done map[string]rollout, batches ...[]string) {
 // it keep their template.
 func TestRolloutOnTheCluster(t *testing.T) {
 	ctx := context.Background()
-	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: "rollout", Count: 6, GPUs: 8}))
-	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, "rollout") })
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "rollout", Count: 6, GPUs: 8}))
+	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "rollout") })
 	cases := []struct {
 		name      string
 		partition *int
@@ -196,20 +194,20 @@ func TestRolloutOnTheCluster(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			namespace := fmt.Sprintf("rollout-%d", ptr.Deref(tc.partition, 0))
-			ensureNamespace(t, namespace)
+			harness.EnsureNamespace(t, namespace)
 			image := "vllm/vllm-openai:v0.11.0"
-			s := newStack(t, componentProgram("chat", func() *inferenceservice.Args {
+			s := harness.NewStack(t, componentProgram("chat", func() *inferenceservice.Args {
 				return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
 					Name: "chat", ComponentType: "worker", Replicas: ptr.To(6),
 					RolloutStrategy: &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: tc.partition},
 					Template:        server(image, 3*time.Second, "--model", "Qwen/Qwen3-8B"),
 				}}}
 			}))
-			s.up()
+			s.Up()
 			before := revisions(t, namespace)
 			watch := watchLeaderWorkerSets(t, namespace)
 			image = "vllm/vllm-openai:v0.11.1"
-			s.up()
+			s.Up()
 			states := watch.end()
 			done := rollouts(states, before)
 			var rolled []string
@@ -228,10 +226,37 @@ func TestRolloutOnTheCluster(t *testing.T) {
 			for _, name := range tc.kept {
 				assert.Equal(t, before[name], after[name], "%s keeps its template", name)
 			}
-			for name, phase := range s.phases("chat") {
+			for name, phase := range s.Phases("chat") {
 				assert.Equal(t, inferenceservice.PhaseRunning, phase, name)
 			}
-			s.destroy()
+			s.Destroy()
 		})
 	}
+}
+
+// A prefill/decode service rolls on the real controllers in the default order: the gang's minimal
+// set (one of each) together, then the other decoders, then the other prefillers.
+func TestPrefillDecodeRollsDecodersFirstOnTheCluster(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "pd", Count: 4, GPUs: 8}))
+	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "pd") })
+	namespace := "pd-rollout"
+	harness.EnsureNamespace(t, namespace)
+	image := "vllm/vllm-openai:v0.11.0"
+	kv := `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
+	s := harness.NewStack(t, componentProgram("pd", func() *inferenceservice.Args {
+		role := func(name, componentType string) inferenceservice.RoleArgs {
+			return inferenceservice.RoleArgs{Name: name, ComponentType: api.ComponentType(componentType), Replicas: ptr.To(2),
+				Template: server(image, 3*time.Second, "--model", "Qwen/Qwen3-32B", "--kv-transfer-config", kv)}
+		}
+		return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{role("prefill", "prefiller"), role("decode", "decoder")}}
+	}))
+	s.Up()
+	before := revisions(t, namespace)
+	watch := watchLeaderWorkerSets(t, namespace)
+	image = "vllm/vllm-openai:v0.11.1"
+	s.Up()
+	done := rollouts(watch.end(), before)
+	assertOrdered(t, done, []string{"pd-decode-0", "pd-prefill-0"}, []string{"pd-decode-1"}, []string{"pd-prefill-1"})
+	s.Destroy()
 }

@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2e
+package harness
 
 import (
 	"context"
@@ -27,10 +25,10 @@ import (
 // karpenter pools (kwok nodes with the pool's karpenter.sh/nodepool label, labels and taints) and
 // the nodes of its existing pools (with the pool's labels and taints).
 // The objects are removed when the test ends.
-func preparePlatform(t *testing.T, svc *api.InferenceService) {
+func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 	t.Helper()
 	ctx := context.Background()
-	ensureNamespace(t, svc.Namespace)
+	EnsureNamespace(t, svc.Namespace)
 	if strategy := svc.Spec.SchedulingStrategy; strategy != nil {
 		if strategy.Queue != "" && strategy.Queue != "default" {
 			queue := &unstructured.Unstructured{Object: map[string]any{
@@ -38,21 +36,21 @@ func preparePlatform(t *testing.T, svc *api.InferenceService) {
 				"metadata": map[string]any{"name": strategy.Queue},
 				"spec":     map[string]any{"weight": int64(1), "reclaimable": true},
 			}}
-			_, err := testCluster.Dynamic.Resource(queueResource).Create(ctx, queue, metav1.CreateOptions{})
+			_, err := Cluster.Dynamic.Resource(queueResource).Create(ctx, queue, metav1.CreateOptions{})
 			if !apierrors.IsAlreadyExists(err) {
 				require.NoError(t, err)
 				t.Cleanup(func() {
-					_ = testCluster.Dynamic.Resource(queueResource).Delete(ctx, strategy.Queue, metav1.DeleteOptions{})
+					_ = Cluster.Dynamic.Resource(queueResource).Delete(ctx, strategy.Queue, metav1.DeleteOptions{})
 				})
 			}
 		}
 		if name := strategy.PriorityClassName; name != "" {
-			_, err := testCluster.Clientset.SchedulingV1().PriorityClasses().Create(ctx,
+			_, err := Cluster.Clientset.SchedulingV1().PriorityClasses().Create(ctx,
 				&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1000}, metav1.CreateOptions{})
 			if !apierrors.IsAlreadyExists(err) {
 				require.NoError(t, err)
 				t.Cleanup(func() {
-					_ = testCluster.Clientset.SchedulingV1().PriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
+					_ = Cluster.Clientset.SchedulingV1().PriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
 				})
 			}
 		}
@@ -70,8 +68,8 @@ func preparePlatform(t *testing.T, svc *api.InferenceService) {
 			labels["nvidia.com/gpu.product"] = product
 		}
 		prefix := "pool-" + name
-		require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: 24, GPUs: 8, Labels: labels, Taints: taints}))
-		t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, prefix) })
+		require.NoError(t, Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: 24, GPUs: 8, Labels: labels, Taints: taints}))
+		t.Cleanup(func() { _ = Cluster.DeleteNodes(ctx, prefix) })
 	}
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
@@ -100,12 +98,12 @@ var (
 	hyperNodeResource = schema.GroupVersionResource{Group: "topology.volcano.sh", Version: "v1alpha1", Resource: "hypernodes"}
 )
 
-// addNodesWithTopology adds count nodes named {prefix}-{i} in a two-tier network: tier-1
+// AddNodesWithTopology adds count nodes named {prefix}-{i} in a two-tier network: tier-1
 // HyperNodes of perSwitch nodes (one leaf switch each) under one tier-2 HyperNode (the spine).
-func addNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
+func AddNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, testCluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: count, GPUs: 8}))
+	require.NoError(t, Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: count, GPUs: 8}))
 	var leaves []any
 	for first := 0; first < count; first += perSwitch {
 		var members []any
@@ -117,7 +115,7 @@ func addNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
 		leaves = append(leaves, map[string]any{"type": "HyperNode", "selector": map[string]any{"exactMatch": map[string]any{"name": name}}})
 	}
 	createHyperNode(t, prefix+"-spine", 2, leaves)
-	t.Cleanup(func() { _ = testCluster.DeleteNodes(ctx, prefix) })
+	t.Cleanup(func() { _ = Cluster.DeleteNodes(ctx, prefix) })
 }
 
 func createHyperNode(t *testing.T, name string, tier int64, members []any) {
@@ -128,7 +126,7 @@ func createHyperNode(t *testing.T, name string, tier int64, members []any) {
 		"metadata": map[string]any{"name": name},
 		"spec":     map[string]any{"tier": tier, "members": members},
 	}}
-	_, err := testCluster.Dynamic.Resource(hyperNodeResource).Create(ctx, hyperNode, metav1.CreateOptions{})
+	_, err := Cluster.Dynamic.Resource(hyperNodeResource).Create(ctx, hyperNode, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = testCluster.Dynamic.Resource(hyperNodeResource).Delete(ctx, name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = Cluster.Dynamic.Resource(hyperNodeResource).Delete(ctx, name, metav1.DeleteOptions{}) })
 }

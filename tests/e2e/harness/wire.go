@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2e
+package harness
 
 import (
 	"context"
@@ -242,7 +240,7 @@ func readiness(obj *unstructured.Unstructured) readyFunc {
 			status = "True"
 		}
 		return func(_ context.Context, _ *wire, live *unstructured.Unstructured) (bool, string, error) {
-			return hasCondition(live, condition, status)
+			return HasCondition(live, condition, status)
 		}
 	}
 	switch obj.GroupVersionKind().GroupKind().String() {
@@ -256,9 +254,9 @@ func readiness(obj *unstructured.Unstructured) readyFunc {
 	return nil
 }
 
-// hasCondition is condition/kubectl.go checkCondition: the condition's status, provided its
+// HasCondition is condition/kubectl.go checkCondition: the condition's status, provided its
 // observedGeneration (or the status's) is not older than the object's generation.
-func hasCondition(live *unstructured.Unstructured, conditionType, want string) (bool, string, error) {
+func HasCondition(live *unstructured.Unstructured, conditionType, want string) (bool, string, error) {
 	conditions, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
 	for _, c := range conditions {
 		condition, _ := c.(map[string]any)
@@ -309,15 +307,15 @@ func deploymentReady(_ context.Context, _ *wire, live *unstructured.Unstructured
 	if observed < live.GetGeneration() || updated < replicas || available < replicas {
 		return false, fmt.Sprintf("%d/%d updated, %d available", updated, replicas, available), nil
 	}
-	return hasCondition(live, "Available", "True")
+	return HasCondition(live, "Available", "True")
 }
 
 // jobComplete: Complete, or an error on Failed (await/checker/job).
 func jobComplete(_ context.Context, _ *wire, live *unstructured.Unstructured) (bool, string, error) {
-	if failed, why, _ := hasCondition(live, "Failed", "True"); failed {
+	if failed, why, _ := HasCondition(live, "Failed", "True"); failed {
 		return false, why, fmt.Errorf("job failed: %s", why)
 	}
-	return hasCondition(live, "Complete", "True")
+	return HasCondition(live, "Complete", "True")
 }
 
 // serviceHasEndpoints: a Service with a selector is ready when its Endpoints have an address

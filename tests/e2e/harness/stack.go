@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2e
+package harness
 
 import (
 	"context"
@@ -23,8 +21,8 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
 )
 
-// stack is one Pulumi stack of a program, deployed by the real engine through the wire.
-type stack struct {
+// Stack is one Pulumi stack of a program, deployed by the real engine through the wire.
+type Stack struct {
 	t       *testing.T
 	wire    *wire
 	plan    *lt.TestPlan
@@ -33,18 +31,18 @@ type stack struct {
 	snap    *deploy.Snapshot
 }
 
-// newStack is a stack of the program, with nothing deployed yet.
-func newStack(t *testing.T, program func(ctx *pulumi.Context) error) *stack {
+// NewStack is a stack of the program, with nothing deployed yet.
+func NewStack(t *testing.T, program func(ctx *pulumi.Context) error) *Stack {
 	t.Helper()
-	w, err := newWire(testCluster.Config)
+	w, err := newWire(Cluster.Config)
 	require.NoError(t, err)
-	s := &stack{t: t, wire: w, program: program}
+	s := &Stack{t: t, wire: w, program: program}
 	s.plan, s.log = enginetest.Plan(t, func() plugin.Provider { return w.provider() }, func(ctx *pulumi.Context) error { return s.program(ctx) })
 	return s
 }
 
-// up runs `pulumi up` and returns the operations of the steps it took (not "same").
-func (s *stack) up() []string {
+// Up runs `pulumi up` and returns the operations of the steps it took (not "same").
+func (s *Stack) Up() []string {
 	s.t.Helper()
 	var steps []string
 	validate := func(_ workspace.Project, _ deploy.Target, entries engine.JournalEntries, _ []engine.Event, err error) error {
@@ -61,34 +59,34 @@ func (s *stack) up() []string {
 	return steps
 }
 
-// refreshedStatus runs `pulumi up --refresh` (a refresh, then an update) and returns, per role,
+// RefreshedStatus runs `pulumi up --refresh` (a refresh, then an update) and returns, per role,
 // the phase the component's status then says.
-func (s *stack) refreshedStatus(name string) map[string]string {
+func (s *Stack) RefreshedStatus(name string) map[string]string {
 	s.t.Helper()
-	s.upRefresh()
-	return s.phases(name)
+	s.UpRefresh()
+	return s.Phases(name)
 }
 
-// upRefresh runs `pulumi up --refresh`: the children's outputs are read from the cluster again,
+// UpRefresh runs `pulumi up --refresh`: the children's outputs are read from the cluster again,
 // and the component's status with them.
-func (s *stack) upRefresh() {
+func (s *Stack) UpRefresh() {
 	s.t.Helper()
 	snap, err := lt.TestOp(engine.Refresh).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "refresh")
 	require.NoError(s.t, err, "pulumi refresh\n%s", s.log)
 	s.snap = snap
-	s.up()
+	s.Up()
 }
 
-// destroy runs `pulumi destroy`.
-func (s *stack) destroy() {
+// Destroy runs `pulumi destroy`.
+func (s *Stack) Destroy() {
 	s.t.Helper()
 	snap, err := lt.TestOp(engine.Destroy).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "destroy")
 	require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
 	s.snap = snap
 }
 
-// outputs are the outputs of the component resource named name.
-func (s *stack) outputs(name string) resource.PropertyMap {
+// Outputs are the outputs of the component resource named name.
+func (s *Stack) Outputs(name string) resource.PropertyMap {
 	s.t.Helper()
 	for _, r := range s.snap.Resources {
 		if r.Type == inferenceservice.TypeToken && r.URN.Name() == name {
@@ -99,10 +97,10 @@ func (s *stack) outputs(name string) resource.PropertyMap {
 	return nil
 }
 
-// phases is, per role, the phase the component's status output says.
-func (s *stack) phases(name string) map[string]string {
+// Phases is, per role, the phase the component's status output says.
+func (s *Stack) Phases(name string) map[string]string {
 	out := map[string]string{}
-	status := s.outputs(name)["status"]
+	status := s.Outputs(name)["status"]
 	if !status.IsObject() {
 		return out
 	}
@@ -112,10 +110,10 @@ func (s *stack) phases(name string) map[string]string {
 	return out
 }
 
-// ensureNamespace creates a namespace unless it exists (a platform has them before a service).
-func ensureNamespace(t *testing.T, name string) {
+// EnsureNamespace creates a namespace unless it exists (a platform has them before a service).
+func EnsureNamespace(t *testing.T, name string) {
 	t.Helper()
-	_, err := testCluster.Clientset.CoreV1().Namespaces().Create(context.Background(),
+	_, err := Cluster.Clientset.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)

@@ -1,0 +1,22 @@
+// Package harness deploys Pulumi Go programs through Pulumi's real engine (in-process, pkg/v3's
+// lifecycle framework) onto the simulated cluster of tests/cluster, with a stand-in for the
+// pulumi-kubernetes provider (wire.go), and checks what the real controllers make of them. Used
+// by tests/e2e and by the Go example programs' e2e tests (`make e2e`).
+package harness
+
+import (
+	"testing"
+	"time"
+
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+)
+
+// Cluster is the cluster every test deploys to; each test uses namespaces and nodes of its own.
+var Cluster *testcluster.Cluster
+
+// Main runs a package's e2e tests against a cluster with every controller: the control plane,
+// the LeaderWorkerSet controller, Volcano and kwok. FUSIONINFER_CLUSTER_KEEP=1 keeps its logs.
+func Main(m *testing.M) {
+	testcluster.Main(m, testcluster.Options{Controllers: true, LeaderWorkerSet: true, Volcano: true, Kwok: true, PodReadyDelay: time.Second},
+		func(c *testcluster.Cluster) { Cluster = c })
+}
