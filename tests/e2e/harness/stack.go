@@ -23,12 +23,10 @@ import (
 
 // Stack is one Pulumi stack of a program, deployed by the real engine through the wire.
 type Stack struct {
-	t       *testing.T
-	wire    *wire
-	plan    *lt.TestPlan
-	log     *enginetest.Log
-	program func(ctx *pulumi.Context) error
-	snap    *deploy.Snapshot
+	t    *testing.T
+	plan *lt.TestPlan
+	log  *enginetest.Log
+	snap *deploy.Snapshot
 }
 
 // NewStack is a stack of the program, with nothing deployed yet.
@@ -36,8 +34,8 @@ func NewStack(t *testing.T, program func(ctx *pulumi.Context) error) *Stack {
 	t.Helper()
 	w, err := newWire(Cluster.Config)
 	require.NoError(t, err)
-	s := &Stack{t: t, wire: w, program: program}
-	s.plan, s.log = enginetest.Plan(t, func() plugin.Provider { return w.provider() }, func(ctx *pulumi.Context) error { return s.program(ctx) })
+	s := &Stack{t: t}
+	s.plan, s.log = enginetest.Plan(t, func() plugin.Provider { return w.provider() }, program)
 	return s
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
@@ -32,8 +31,9 @@ import (
 // version): the engine's "kubernetes" plugin in these tests. It does what that provider does on
 // the wire, and no more, so that what the suite proves is our plan, our objects and the real
 // controllers' behaviour:
-//   - create: POST (a Patch resource: server-side apply); update: server-side apply with the
-//     resource's own field manager, forced only with pulumi.com/patchForce
+//   - create: POST with the field manager "pulumi-kubernetes" (a Patch resource: server-side
+//     apply); update: server-side apply with the resource's own field manager, which takes the
+//     creation's fields over, and for a Patch resource forced only with pulumi.com/patchForce
 //     (pulumi-kubernetes provider/pkg/await/await.go, Creation and Update);
 //   - then wait as provider/pkg/await/awaiters.go does: nothing with pulumi.com/skipAwait;
 //     pulumi.com/waitFor "condition=X[=status]" as condition/kubectl.go checkCondition (a
@@ -50,16 +50,6 @@ import (
 type wire struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
-
-	mu  sync.Mutex
-	ops []operation // every create and update, in the order they ended
-}
-
-// operation is one create or update the engine asked for.
-type operation struct {
-	kind, name string // the object's kind and metadata.name
-	update     bool
-	start, end time.Time
 }
 
 func newWire(config *rest.Config) (*wire, error) {
@@ -72,13 +62,6 @@ func newWire(config *rest.Config) (*wire, error) {
 		return nil, err
 	}
 	return &wire{dynamic: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}, nil
-}
-
-// operations are the creates and updates so far.
-func (w *wire) operations() []operation {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]operation(nil), w.ops...)
 }
 
 func (w *wire) provider() *deploytest.Provider {
@@ -152,7 +135,6 @@ func (w *wire) client(obj *unstructured.Unstructured) (dynamic.ResourceInterface
 
 // write creates or updates the object and waits for it.
 func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, timeout float64, update bool) (*unstructured.Unstructured, error) {
-	start := time.Now()
 	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
 	client, err := w.client(obj)
 	if err != nil {
@@ -164,14 +146,17 @@ func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.Prop
 		if err != nil {
 			return nil, err
 		}
-		force := obj.GetAnnotations()["pulumi.com/patchForce"] == "true"
+		// A Patch resource forces only with pulumi.com/patchForce. Another resource's first update
+		// takes its creation's fields over (await.go fixCSAFieldManagers); a forced apply of its
+		// own manager does the same.
+		force := obj.GetAnnotations()["pulumi.com/patchForce"] == "true" || !isPatch(urn)
 		live, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
 			metav1.PatchOptions{FieldManager: fieldManager(urn, obj), Force: &force})
 		if err != nil {
 			return nil, fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	} else {
-		live, err = client.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager(urn, obj)})
+		live, err = client.Create(ctx, obj, metav1.CreateOptions{FieldManager: "pulumi-kubernetes"})
 		if err != nil {
 			return nil, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
@@ -180,9 +165,6 @@ func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.Prop
 	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	w.ops = append(w.ops, operation{kind: obj.GetKind(), name: obj.GetName(), update: update, start: start, end: time.Now()})
-	w.mu.Unlock()
 	return live, nil
 }
 
