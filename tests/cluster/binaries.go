@@ -25,10 +25,13 @@ var (
 	kubeAPIServer         = binary{"kube-apiserver", "kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver", KubernetesVersion}
 	kubeControllerManager = binary{"kube-controller-manager", "kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager", KubernetesVersion}
 	kubeScheduler         = binary{"kube-scheduler", "kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", KubernetesVersion}
-	lwsController         = binary{"lws-controller-manager", "lws", "sigs.k8s.io/lws/cmd", LWSVersion}
-	volcanoScheduler      = binary{"vc-scheduler", "volcano", "volcano.sh/volcano/cmd/scheduler", VolcanoVersion}
-	volcanoControllers    = binary{"vc-controller-manager", "volcano", "volcano.sh/volcano/cmd/controller-manager", VolcanoVersion}
-	kwok                  = binary{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", KwokVersion}
+	lwsControllers        = map[string]binary{
+		LWSVersion: {"lws-controller-manager", "lws", "sigs.k8s.io/lws/cmd", LWSVersion},
+		"v0.8.0":   {"lws-controller-manager", "lws-v0.8.0", "sigs.k8s.io/lws/cmd", "v0.8.0"},
+	}
+	volcanoScheduler   = binary{"vc-scheduler", "volcano", "volcano.sh/volcano/cmd/scheduler", VolcanoVersion}
+	volcanoControllers = binary{"vc-controller-manager", "volcano", "volcano.sh/volcano/cmd/controller-manager", VolcanoVersion}
+	kwok               = binary{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", KwokVersion}
 )
 
 // The versions the wrapper modules pin.

@@ -10,6 +10,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -43,8 +44,10 @@ type Options struct {
 	// Controllers runs kube-controller-manager (garbage collector, StatefulSets, Deployments,
 	// Jobs, namespaces, endpoints) and kube-scheduler.
 	Controllers bool
-	// LeaderWorkerSet runs the LWS controller manager with its webhooks, and installs its CRDs.
-	LeaderWorkerSet bool
+	// LeaderWorkerSet runs the LWS controller manager with its webhooks, and installs its CRDs:
+	// LWSVersion, or LeaderWorkerSetVersion ("v0.8.0").
+	LeaderWorkerSet        bool
+	LeaderWorkerSetVersion string
 	// Volcano runs vc-controller-manager and vc-scheduler with Volcano's default scheduler
 	// configuration, and installs Volcano's CRDs.
 	Volcano bool
@@ -88,7 +91,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	if opts.LeaderWorkerSet {
-		if err := c.startLeaderWorkerSet(ctx); err != nil {
+		if err := c.startLeaderWorkerSet(ctx, cmp.Or(opts.LeaderWorkerSetVersion, LWSVersion)); err != nil {
 			return c, err
 		}
 	}

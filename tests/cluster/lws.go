@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,12 +24,16 @@ import (
 // its own certificate management off, the webhooks served on 127.0.0.1 with a certificate of our
 // CA, and LWS's own webhook manifests (config/webhook, with their kustomize patches) pointed at
 // that URL. The pod webhook is what gives LWS pods their group labels and leader address.
-func (c *Cluster) startLeaderWorkerSet(ctx context.Context) error {
-	controller, err := lwsController.build()
+func (c *Cluster) startLeaderWorkerSet(ctx context.Context, version string) error {
+	lws, ok := lwsControllers[version]
+	if !ok {
+		return fmt.Errorf("no LeaderWorkerSet %s: one of %v", version, slices.Sorted(maps.Keys(lwsControllers)))
+	}
+	controller, err := lws.build()
 	if err != nil {
 		return err
 	}
-	crds, err := moduleFile("lws", "sigs.k8s.io/lws", "config/crd/bases")
+	crds, err := moduleFile(lws.module, "sigs.k8s.io/lws", "config/crd/bases")
 	if err != nil {
 		return err
 	}
@@ -60,7 +66,7 @@ health: {healthProbeBindAddress: "127.0.0.1:%d"}
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		return err
 	}
-	Progress("starting the LeaderWorkerSet controller %s (webhooks on 127.0.0.1:%d)", LWSVersion, webhookPort)
+	Progress("starting the LeaderWorkerSet controller %s (webhooks on 127.0.0.1:%d)", version, webhookPort)
 	if err := c.start("lws-controller", controller, "--config", configFile, "--kubeconfig", c.Kubeconfig, "--zap-devel=false"); err != nil {
 		return err
 	}
@@ -75,7 +81,7 @@ health: {healthProbeBindAddress: "127.0.0.1:%d"}
 	}); err != nil {
 		return fmt.Errorf("the LWS controller did not become ready: %w\n%s", err, c.LogTail("lws-controller"))
 	}
-	return c.installWebhooks(ctx, webhookURL, caPEM)
+	return c.installWebhooks(ctx, lws.module, webhookURL, caPEM)
 }
 
 var webhookResources = map[string]schema.GroupVersionResource{
@@ -85,8 +91,8 @@ var webhookResources = map[string]schema.GroupVersionResource{
 
 // installWebhooks creates LWS's webhook configurations from config/webhook in its module, with
 // the kustomize patches it applies there, calling url instead of the in-cluster Service.
-func (c *Cluster) installWebhooks(ctx context.Context, url string, caPEM []byte) error {
-	dir, err := moduleFile("lws", "sigs.k8s.io/lws", "config/webhook")
+func (c *Cluster) installWebhooks(ctx context.Context, module, url string, caPEM []byte) error {
+	dir, err := moduleFile(module, "sigs.k8s.io/lws", "config/webhook")
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,10 @@ func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
 	deploy := func(replicas int) time.Duration {
 		namespace := fmt.Sprintf("first-%d", replicas)
 		harness.EnsureNamespace(t, namespace)
-		s := harness.NewStack(t, componentProgram("chat", func() *inferenceservice.Args {
+		s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
 			return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
 				Name: "chat", ComponentType: "worker", Replicas: ptr.To(replicas),
-				Template: server("vllm/vllm-openai:v0.11.0", modelLoadTime, "--model", "Qwen/Qwen3-8B"),
+				Template: harness.Server("vllm/vllm-openai:v0.11.0", modelLoadTime, "--model", "Qwen/Qwen3-8B"),
 			}}}
 		}))
 		start := time.Now()

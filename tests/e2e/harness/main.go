@@ -15,8 +15,12 @@ import (
 var Cluster *testcluster.Cluster
 
 // Main runs a package's e2e tests against a cluster with every controller: the control plane,
-// the LeaderWorkerSet controller, Volcano and kwok. FUSIONINFER_CLUSTER_KEEP=1 keeps its logs.
-func Main(m *testing.M) {
-	testcluster.Main(m, testcluster.Options{Controllers: true, LeaderWorkerSet: true, Volcano: true, Kwok: true, PodReadyDelay: time.Second},
-		func(c *testcluster.Cluster) { Cluster = c })
+// the LeaderWorkerSet controller (testcluster.LWSVersion), Volcano and kwok.
+// FUSIONINFER_CLUSTER_KEEP=1 keeps its logs.
+func Main(m *testing.M) { MainWithLeaderWorkerSet(m, testcluster.LWSVersion) }
+
+// MainWithLeaderWorkerSet is Main with another version of the LeaderWorkerSet controller.
+func MainWithLeaderWorkerSet(m *testing.M, version string) {
+	testcluster.Main(m, testcluster.Options{Controllers: true, LeaderWorkerSet: true, LeaderWorkerSetVersion: version,
+		Volcano: true, Kwok: true, PodReadyDelay: time.Second}, func(c *testcluster.Cluster) { Cluster = c })
 }

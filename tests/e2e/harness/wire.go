@@ -180,14 +180,19 @@ func awaitTimeout(obj *unstructured.Unstructured, custom float64) time.Duration 
 	return 10 * time.Minute
 }
 
-// await polls the live object until it is ready as pulumi-kubernetes judges it, or timeout.
+// await waits until the object is ready as pulumi-kubernetes judges it, or timeout: first the
+// object the write returned (condition/observer.go NewObjectObserver starts from it: a condition
+// with no generation to compare passes on the status before the change), then the live object.
 func (w *wire) await(ctx context.Context, client dynamic.ResourceInterface, obj, live *unstructured.Unstructured, timeout time.Duration) (*unstructured.Unstructured, error) {
 	ready := readiness(obj)
 	if ready == nil {
 		return live, nil
 	}
-	var why string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	ok, why, err := ready(ctx, w, live)
+	if ok || err != nil {
+		return live, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		current, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -1,0 +1,50 @@
+//go:build e2e
+
+// Package lwsv080 shows, on the LeaderWorkerSet controller v0.8.0, what the README warns of: its
+// status carries no observedGeneration, so the wait for Available after a template change passes
+// on the previous status and the rollout's batches overlap.
+package lwsv080
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+)
+
+func TestMain(m *testing.M) { harness.MainWithLeaderWorkerSet(m, "v0.8.0") }
+
+// The same change as tests/e2e's TestRolloutOnTheCluster (6 replicas, maxUnavailable 2): on v0.8.0
+// every batch's wait passes at once, and more than 2 replicas are down together.
+func TestRolloutBatchesOverlapOnLWSv080(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "v080", Count: 6, GPUs: 8}))
+	namespace := "lws-v080"
+	harness.EnsureNamespace(t, namespace)
+	image := "vllm/vllm-openai:v0.11.0"
+	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
+		return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
+			Name: "chat", ComponentType: "worker", Replicas: ptr.To(6),
+			RolloutStrategy: &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))},
+			Template:        harness.Server(image, 3*time.Second, "--model", "Qwen/Qwen3-8B"),
+		}}}
+	}))
+	s.Up()
+	watch := harness.WatchLeaderWorkerSets(t, namespace)
+	image = "vllm/vllm-openai:v0.11.1"
+	s.Up()
+	states := watch.End()
+	most := harness.MostUnavailable(states)
+	testcluster.Progress("LWS v0.8.0: a rollout with maxUnavailable 2 had %d of 6 replicas unavailable at once", most)
+	assert.Greater(t, most, 2, "the waits pass on the previous status: the batches overlap")
+	s.Destroy()
+}
