@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
@@ -30,12 +29,8 @@ func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
 	deploy := func(replicas int) time.Duration {
 		namespace := fmt.Sprintf("first-%d", replicas)
 		harness.EnsureNamespace(t, namespace)
-		s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
-			return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
-				Name: "chat", ComponentType: "worker", Replicas: ptr.To(replicas),
-				Template: harness.Server("vllm/vllm-openai:v0.11.0", modelLoadTime, "--model", "Qwen/Qwen3-8B"),
-			}}}
-		}))
+		image := "vllm/vllm-openai:v0.11.0"
+		s := harness.NewStack(t, harness.Chat(namespace, replicas, nil, modelLoadTime, &image))
 		start := time.Now()
 		s.Up()
 		elapsed := time.Since(start)

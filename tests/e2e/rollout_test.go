@@ -42,13 +42,8 @@ func TestRolloutOnTheCluster(t *testing.T) {
 			namespace := fmt.Sprintf("rollout-%d", ptr.Deref(tc.partition, 0))
 			harness.EnsureNamespace(t, namespace)
 			image := "vllm/vllm-openai:v0.11.0"
-			s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
-				return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
-					Name: "chat", ComponentType: "worker", Replicas: ptr.To(6),
-					RolloutStrategy: &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: tc.partition},
-					Template:        harness.Server(image, 3*time.Second, "--model", "Qwen/Qwen3-8B"),
-				}}}
-			}))
+			s := harness.NewStack(t, harness.Chat(namespace, 6,
+				&api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: tc.partition}, 3*time.Second, &image))
 			s.Up()
 			before := harness.Revisions(t, namespace)
 			watch := harness.WatchLeaderWorkerSets(t, namespace)

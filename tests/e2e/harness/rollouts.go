@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
@@ -32,11 +33,22 @@ func Server(image string, loadTime time.Duration, args ...string) k8scorev1.PodT
 }
 
 // ComponentProgram deploys one InferenceService named name from the Args args returns at each run.
-func ComponentProgram(name string, args func() *inferenceservice.Args) func(ctx *pulumi.Context) error {
+func ComponentProgram(name string, args func() *inferenceservice.Args) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		_, err := inferenceservice.NewInferenceService(ctx, name, args())
 		return err
 	}
+}
+
+// Chat is a service "chat" of one worker role "chat" in namespace: replicas of Qwen3-8B whose
+// model loads in loadTime, rolled with strategy, running the image *image holds at each run.
+func Chat(namespace string, replicas int, strategy *api.RolloutStrategy, loadTime time.Duration, image *string) pulumi.RunFunc {
+	return ComponentProgram("chat", func() *inferenceservice.Args {
+		return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
+			Name: "chat", ComponentType: "worker", Replicas: &replicas, RolloutStrategy: strategy,
+			Template: Server(*image, loadTime, "--model", "Qwen/Qwen3-8B"),
+		}}}
+	})
 }
 
 // LWSState is one state of an LWS the watch saw.

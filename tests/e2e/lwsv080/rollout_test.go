@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -31,13 +30,7 @@ func TestRolloutBatchesOverlapOnLWSv080(t *testing.T) {
 	namespace := "lws-v080"
 	harness.EnsureNamespace(t, namespace)
 	image := "vllm/vllm-openai:v0.11.0"
-	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
-		return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{{
-			Name: "chat", ComponentType: "worker", Replicas: ptr.To(6),
-			RolloutStrategy: &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))},
-			Template:        harness.Server(image, 3*time.Second, "--model", "Qwen/Qwen3-8B"),
-		}}}
-	}))
+	s := harness.NewStack(t, harness.Chat(namespace, 6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, 3*time.Second, &image))
 	s.Up()
 	watch := harness.WatchLeaderWorkerSets(t, namespace)
 	image = "vllm/vllm-openai:v0.11.1"
