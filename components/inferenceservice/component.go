@@ -214,7 +214,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 		err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)
 		return &child, err
 	}
-	return registerRolledLeaderWorkerSet(ctx, componentName, ref, inputs, resolve, opts)
+	return registerRolledLeaderWorkerSet(ctx, componentName, component, ref, inputs, dependsOn, resolve)
 }
 
 // registerRolledLeaderWorkerSet registers an LWS that a rollout updates in batches as two
@@ -225,11 +225,11 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 // waits for the replica to be Available again. The rollout is the replica's latest state: the
 // status and every dependency read it. Deleting it leaves the LWS as it is (retainOnDelete):
 // the LWS's own deletion removes the replica.
-func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, ref topology.Ref, inputs kubernetes.UntypedArgs,
-	resolve func([]string) ([]pulumi.Resource, error), opts []pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref topology.Ref,
+	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error)) (*apiextensions.CustomResource, error) {
 	var lws apiextensions.CustomResource
-	createOnly := append(slices.Clip(opts), pulumi.IgnoreChanges(createOnlyFields))
-	if err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &lws, createOnly...); err != nil {
+	if err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &lws,
+		pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)); err != nil {
 		return nil, err
 	}
 	after, err := resolve(ref.RolloutAfter)
@@ -251,7 +251,7 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, re
 			return out
 		}).(pulumi.StringMapOutput),
 	}
-	rolloutOpts := []pulumi.ResourceOption{opts[0], pulumi.DependsOn(append([]pulumi.Resource{&lws}, after...)), pulumi.RetainOnDelete(true)}
+	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(append([]pulumi.Resource{&lws}, after...)), pulumi.RetainOnDelete(true)}
 	if ref.Pinned {
 		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(topology.TemplateFields))
 	}
