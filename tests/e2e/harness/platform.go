@@ -20,8 +20,8 @@ import (
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
-// What a platform team has in place before a service names it, made here as the service needs:
-// its namespace, its Volcano queue and priority class, the nodes Karpenter would launch for its
+// PreparePlatform makes what a platform team has in place before a service names it: its
+// namespace, its Volcano queue and priority class, the nodes Karpenter would launch for its
 // karpenter pools (kwok nodes with the pool's karpenter.sh/nodepool label, labels and taints) and
 // the nodes of its existing pools (with the pool's labels and taints).
 // The objects are removed when the test ends.
