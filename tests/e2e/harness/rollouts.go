@@ -11,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -97,6 +98,43 @@ func WatchLeaderWorkerSets(t *testing.T, namespace string) *LWSWatch {
 		}
 	}()
 	return watch
+}
+
+// EndWhenRolled waits until every pod of the service in namespace is Ready and runs image, and
+// every LWS is Available again, then ends the watch. Use it where the deployment does not wait for
+// the rollout itself (LWS v0.8.0's waits pass on stale status): the watch must see it all.
+func (w *LWSWatch) EndWhenRolled(t *testing.T, namespace, service, image string) []LWSState {
+	t.Helper()
+	require.Eventually(t, func() bool { return podsRun(t, namespace, service, image) && AllAvailable(t, namespace, service) },
+		3*time.Minute, 250*time.Millisecond, "the pods of %s/%s run %s and its LWSs are Available", namespace, service, image)
+	return w.End()
+}
+
+// podsRun: the service has pods, and every one is Ready and runs image.
+func podsRun(t *testing.T, namespace, service, image string) bool {
+	t.Helper()
+	pods, err := Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: topology.LabelService + "=" + service})
+	require.NoError(t, err)
+	for _, pod := range pods.Items {
+		if pod.DeletionTimestamp != nil || !podReady(&pod) {
+			return false
+		}
+		for _, c := range pod.Spec.Containers {
+			if c.Image != image {
+				return false
+			}
+		}
+	}
+	return len(pods.Items) > 0
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // End stops the watch and returns what it saw, in order.

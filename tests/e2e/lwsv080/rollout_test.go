@@ -35,7 +35,7 @@ func TestRolloutBatchesOverlapOnLWSv080(t *testing.T) {
 	watch := harness.WatchLeaderWorkerSets(t, namespace)
 	image = "vllm/vllm-openai:v0.11.1"
 	s.Up()
-	states := watch.End()
+	states := watch.EndWhenRolled(t, namespace, "chat", image)
 	most := harness.MostUnavailable(states)
 	testcluster.Progress("LWS v0.8.0: a rollout with maxUnavailable 2 had %d of 6 replicas unavailable at once", most)
 	assert.Greater(t, most, 2, "the waits pass on the previous status: the batches overlap")
