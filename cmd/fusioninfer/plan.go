@@ -126,13 +126,17 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 		predictions = append(predictions, p)
 	}
 	first := predictions[0]
+	fullSize := fmt.Sprintf("%d GPUs at full size", first.GPUsFull)
+	if first.GPUsBase != first.GPUsFull {
+		fullSize = fmt.Sprintf("%d GPUs at maxReplicas, %d GPUs for the base replicas", first.GPUsFull, first.GPUsBase)
+	}
 	if tree.Service.Spec.GangScheduled() {
-		fmt.Fprintf(w, "InferenceService %s: %d GPUs at full size, %d GPUs for the gang's minimal set\n",
-			tree.Service.Name, first.GPUsFull, first.GPUsMinimal)
+		fmt.Fprintf(w, "InferenceService %s: %s, %d GPUs for the gang's minimal set\n",
+			tree.Service.Name, fullSize, first.GPUsMinimal)
 		fmt.Fprintln(w, "A prediction of Volcano's gang rules for the PodGroup this service emits, counting GPUs; not of every scheduler plugin.")
 	} else {
-		fmt.Fprintf(w, "InferenceService %s: %d GPUs at full size; each replica is placed on its own (no PodGroup)\n",
-			tree.Service.Name, first.GPUsFull)
+		fmt.Fprintf(w, "InferenceService %s: %s; each replica is placed on its own (no PodGroup)\n",
+			tree.Service.Name, fullSize)
 		fmt.Fprintln(w, "A prediction of where the replicas' pods fit, counting GPUs; not of every scheduler plugin.")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

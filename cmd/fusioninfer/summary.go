@@ -21,7 +21,11 @@ func writeSummary(w io.Writer, s topology.Summary) {
 	tw := tabwriter.NewWriter(&body, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ROLE\tTYPE\tREPLICAS\tNODES/REPLICA\tPODS\tGPUS/POD\tGPUS\tGANG KEYS")
 	for _, r := range s.Roles {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Name, r.ComponentType, r.Replicas, r.NodesPerRep,
+		replicas := fmt.Sprint(r.Replicas)
+		if r.MaxReplicas > r.Replicas {
+			replicas = fmt.Sprintf("%d (autoscaled to %d)", r.Replicas, r.MaxReplicas)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Name, r.ComponentType, replicas, r.NodesPerRep,
 			r.Pods, r.GPUsPerPod, r.GPUs, taskNames(r.TaskNames))
 	}
 	fmt.Fprintf(tw, "  total\t\t\t\t%d\t\t%d\t\n", s.Pods, s.GPUs)

@@ -14,13 +14,39 @@ const (
 	VolcanoSchedulerName = "volcano"
 )
 
-// ReplicaCount is the role's replicas, 1 when unset. Narrowed to the int32 of the Kubernetes
-// fields it ends in: validation bounds the given value (MaxReplicas) before anything calls this.
+// ReplicaCount is the role's replicas, 1 when unset; for an autoscaled role its base,
+// autoscaling.minReplicas if set. Narrowed to the int32 of the Kubernetes fields it ends in:
+// validation bounds the given value (MaxReplicas) before anything calls this.
 func (r *Role) ReplicaCount() int32 {
-	if r.Replicas == nil {
+	switch {
+	case r.Autoscaling != nil && r.Autoscaling.MinReplicas != nil:
+		return int32(*r.Autoscaling.MinReplicas)
+	case r.Replicas == nil:
 		return 1
 	}
 	return int32(*r.Replicas)
+}
+
+// Autoscaled reports whether the role has elastic replicas above its base.
+func (r *Role) Autoscaled() bool { return r.Autoscaling != nil && r.ComponentType.Serving() }
+
+// MaxReplicaCount is the most replicas the role may run: autoscaling.maxReplicas, else its replicas.
+func (r *Role) MaxReplicaCount() int32 {
+	if r.Autoscaled() {
+		return int32(r.Autoscaling.MaxReplicas)
+	}
+	return r.ReplicaCount()
+}
+
+// ElasticReplicaLimit is the most replicas the autoscaler may add above the base.
+func (r *Role) ElasticReplicaLimit() int32 { return r.MaxReplicaCount() - r.ReplicaCount() }
+
+// ScaleDownDelay is autoscaling.scaleDownDelay, DefaultScaleDownDelay when unset.
+func (a *Autoscaling) ScaleDownDelayOrDefault() time.Duration {
+	if d, err := time.ParseDuration(a.ScaleDownDelay); err == nil {
+		return d
+	}
+	return DefaultScaleDownDelay
 }
 
 // NodeCount is the pods per replica, 1 when multinode is unset.

@@ -11,6 +11,18 @@ func LeaderWorkerSetName(serviceName, roleName string, replica int32) string {
 	return serviceName + "-" + TaskName(roleName, replica)
 }
 
+// ElasticSuffix ends the names of an autoscaled role's elastic objects.
+const ElasticSuffix = "-elastic"
+
+// ElasticLeaderWorkerSetName is the LWS of an autoscaled role's elastic replicas, whose replicas
+// KEDA sets: {service}-{role}-elastic. Its ScaledObject has the same name.
+func ElasticLeaderWorkerSetName(serviceName, roleName string) string {
+	return serviceName + "-" + ElasticTaskName(roleName)
+}
+
+// ElasticTaskName is the Volcano task key of an autoscaled role's elastic replicas: {role}-elastic.
+func ElasticTaskName(roleName string) string { return roleName + ElasticSuffix }
+
 // TaskName is a replica's Volcano task key: {role}-{i}.
 func TaskName(roleName string, replica int32) string {
 	return roleName + "-" + strconv.Itoa(int(replica))

@@ -53,8 +53,11 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	}{{"replicas", role.Replicas != nil}, {"multinode", role.Multinode != nil}, {"template", role.Template != nil}, {"nodePool", role.NodePool != ""},
 		{"modelFlexibility", role.ModelFlexibility != nil}, {"restartPolicy", role.RestartPolicy != ""}, {"startupPolicy", role.StartupPolicy != ""},
 		{"rolloutStrategy", role.RolloutStrategy != nil}, {"terminationGracePeriodSeconds", role.TerminationGracePeriodSeconds != nil},
-		{"awaitTimeout", role.AwaitTimeout != ""}} {
-		if f.set {
+		{"awaitTimeout", role.AwaitTimeout != ""}, {"autoscaling", role.Autoscaling != nil}} {
+		if f.set && f.name == "autoscaling" {
+			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router's Endpoint Picker replicas elect one leader and only "+
+				"it picks endpoints: more of them add no capacity; autoscale the serving roles"))
+		} else if f.set {
 			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router runs the Endpoint Picker, not model servers: "+
 				"only serving roles have "+f.name+" (size the Endpoint Picker with endpointPicker)"))
 		}

@@ -70,6 +70,16 @@ type InferenceServiceSpec struct {
 	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow
 	// in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder []string `json:"rolloutOrder,omitempty" pulumi:"rolloutOrder,optional"`
+	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	Monitoring *Monitoring `json:"monitoring,omitempty" pulumi:"monitoring,optional"`
+}
+
+// Monitoring is the platform's metrics stack as the service uses it.
+type Monitoring struct {
+	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus'
+	// query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA
+	// queries it for the metric of every autoscaled role.
+	PrometheusAddress string `json:"prometheusAddress,omitempty" pulumi:"prometheusAddress,optional"`
 }
 
 // NodePoolKind says who makes a pool's nodes.
@@ -271,10 +281,45 @@ type Role struct {
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.
 	TerminationGracePeriodSeconds *int `json:"terminationGracePeriodSeconds,omitempty" pulumi:"terminationGracePeriodSeconds,optional"`
+	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas
+	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
+	// "{service}-{role}-elastic", whose groups are each placed whole.
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty" pulumi:"autoscaling,optional"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty" pulumi:"modelFlexibility,optional"`
+}
+
+// Autoscaling is how a role's replicas follow load (docs/design/0014-autoscaling.md).
+type Autoscaling struct {
+	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal
+	// set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+	MinReplicas *int `json:"minReplicas,omitempty" pulumi:"minReplicas,optional"`
+	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+	MaxReplicas int `json:"maxReplicas" pulumi:"maxReplicas"`
+	// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica),
+	// vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that
+	// gives the role's whole load in units of target. Unset when follow is set.
+	Metric string `json:"metric,omitempty" pulumi:"metric,optional"`
+	// Target is the metric's value one replica should carry: the role runs ceil(load / target)
+	// replicas, within minReplicas and maxReplicas.
+	Target float64 `json:"target,omitempty" pulumi:"target,optional"`
+	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration,
+	// default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+	ScaleDownDelay string `json:"scaleDownDelay,omitempty" pulumi:"scaleDownDelay,optional"`
+	// Follow scales this role with another autoscaled role's load instead of a metric of its own:
+	// a prefill role that keeps a ratio to its decode role.
+	Follow *AutoscalingFollow `json:"follow,omitempty" pulumi:"follow,optional"`
+}
+
+// AutoscalingFollow ties a role's replicas to another role's.
+type AutoscalingFollow struct {
+	// Role names the serving role whose metric and target this role scales with; it must
+	// autoscale on a metric of its own.
+	Role string `json:"role" pulumi:"role"`
+	// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+	Ratio float64 `json:"ratio" pulumi:"ratio"`
 }
 
 // ModelFlexibilityMode is how a role's servers run.

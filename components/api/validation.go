@@ -120,6 +120,8 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
 	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
 	errs = append(errs, validateRolloutOrder(spec, fldPath.Child("rolloutOrder"))...)
+	errs = append(errs, validateMonitoring(spec, fldPath.Child("monitoring"))...)
+	errs = append(errs, validateElasticNames(spec, fldPath.Child("roles"))...)
 	errs = append(errs, validateAwaitTimeout(spec.AwaitTimeout, fldPath.Child("awaitTimeout"))...)
 	switch spec.Await {
 	case "", AwaitAll, AwaitMinimal, AwaitNone:
@@ -196,6 +198,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)
 	errs = append(errs, validateLifecycle(role, withTemplates, rolePath)...)
 	errs = append(errs, validateRolloutStrategy(spec, role, rolePath.Child("rolloutStrategy"))...)
+	errs = append(errs, validateAutoscaling(spec, role, rolePath)...)
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
@@ -206,13 +209,20 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 // validateLeaderWorkerSetName checks that the longest name the role produces fits the limits of
 // LWS and of the StatefulSets and pods LWS derives from it.
 func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field.Path) field.ErrorList {
-	if serviceName == "" || role.Name == "" || (role.Replicas != nil && (*role.Replicas < 1 || *role.Replicas > MaxReplicas)) {
+	if serviceName == "" || role.Name == "" || role.ReplicaCount() < 1 || role.ReplicaCount() > MaxReplicas {
 		return nil
 	}
 	longest := LeaderWorkerSetName(serviceName, role.Name, role.ReplicaCount()-1)
 	limit := maxLeaderWorkerSetNameSingleNode
 	if role.MultiNode() {
 		limit = maxLeaderWorkerSetNameMultiNode
+	}
+	if elastic := role.ElasticReplicaLimit(); role.Autoscaled() && elastic > 0 && role.MaxReplicaCount() <= MaxReplicas &&
+		len(ElasticLeaderWorkerSetName(serviceName, role.Name)) > len(longest) {
+		longest = ElasticLeaderWorkerSetName(serviceName, role.Name)
+		if role.MultiNode() { // its worker StatefulSets are "{lws}-{group}", for every group the autoscaler may add
+			limit = maxLeaderWorkerSetNameSingleNode - len(fmt.Sprintf("-%d", elastic-1))
+		}
 	}
 	if len(longest) > limit {
 		return field.ErrorList{field.Invalid(rolePath.Child("name"), role.Name, fmt.Sprintf(

@@ -38,6 +38,8 @@ type Args struct {
 	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow
 	// in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder []string
+	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	Monitoring *api.Monitoring
 }
 
 // RoleArgs describe one role: every field of api.Role, with the pod template as an Input.
@@ -92,6 +94,10 @@ type RoleArgs struct {
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.
 	TerminationGracePeriodSeconds *int
+	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas
+	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
+	// "{service}-{role}-elastic", whose groups are each placed whole.
+	Autoscaling *api.Autoscaling
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
@@ -108,6 +114,7 @@ func (a *Args) spec() api.InferenceServiceSpec {
 		NodePools:          a.NodePools,
 		DualPodsController: a.DualPodsController,
 		RolloutOrder:       a.RolloutOrder,
+		Monitoring:         a.Monitoring,
 	}
 	for i := range a.Roles {
 		out.Roles = append(out.Roles, a.Roles[i].role())
@@ -136,6 +143,7 @@ func (r *RoleArgs) role() api.Role {
 		StartupPolicy:                 r.StartupPolicy,
 		AwaitTimeout:                  r.AwaitTimeout,
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+		Autoscaling:                   r.Autoscaling,
 		ModelFlexibility:              r.ModelFlexibility,
 	}
 }
@@ -150,6 +158,7 @@ func argsFromSpec(spec *api.InferenceServiceSpec) *Args {
 		NodePools:          spec.NodePools,
 		DualPodsController: spec.DualPodsController,
 		RolloutOrder:       spec.RolloutOrder,
+		Monitoring:         spec.Monitoring,
 	}
 	for i := range spec.Roles {
 		out.Roles = append(out.Roles, roleArgs(&spec.Roles[i]))
@@ -178,6 +187,7 @@ func roleArgs(r *api.Role) RoleArgs {
 		StartupPolicy:                 r.StartupPolicy,
 		AwaitTimeout:                  r.AwaitTimeout,
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+		Autoscaling:                   r.Autoscaling,
 		ModelFlexibility:              r.ModelFlexibility,
 	}
 }

@@ -206,9 +206,9 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 		inputs[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
 	}
 	opts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn)}
-	if ref.Batch == 0 || ref.TypeMeta != topology.KindLeaderWorkerSet {
-		if ref.Pinned {
-			opts = append(opts, pulumi.IgnoreChanges(topology.TemplateFields))
+	if !ref.RolledInBatches() {
+		if ignored := ref.IgnoredFields(); len(ignored) > 0 {
+			opts = append(opts, pulumi.IgnoreChanges(ignored))
 		}
 		var child apiextensions.CustomResource
 		err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)

@@ -329,46 +329,51 @@ func TestAwaitModes(t *testing.T) {
 }
 
 func TestRoleStatusPhases(t *testing.T) {
-	ready := lwsObservation{Observed: true, ReadyReplicas: 1, Available: true}
-	starting := lwsObservation{Observed: true}
-	updating := lwsObservation{Observed: true, ReadyReplicas: 1, Updating: true}
-	unobserved := lwsObservation{}
+	ready := lwsObservation{Observed: true, Replicas: 1, ReadyReplicas: 1, Available: true}
+	starting := lwsObservation{Observed: true, Replicas: 1}
+	updating := lwsObservation{Observed: true, Replicas: 1, ReadyReplicas: 1, Updating: true}
+	unobserved := lwsObservation{Replicas: 1}
+	elasticNone := lwsObservation{Observed: true, Available: true}
+	elasticReady := lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 3, Available: true}
+	elasticScaling := lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 1}
 	cases := []struct {
-		name      string
-		replicas  []lwsObservation
-		phase     string
-		readyReps int
+		name                         string
+		replicas                     []lwsObservation
+		phase                        string
+		desired, observed, readyReps int
 	}{
-		{"all ready", []lwsObservation{ready, ready}, PhaseRunning, 2},
-		{"none ready", []lwsObservation{starting, starting}, PhasePending, 0},
-		{"some ready", []lwsObservation{ready, starting}, PhaseDeploying, 1},
-		{"all ready but one updating", []lwsObservation{ready, updating}, PhaseDeploying, 2},
-		{"one ready, one not yet observed (await minimal)", []lwsObservation{ready, unobserved}, PhaseDeploying, 1},
-		{"one starting, one not yet observed", []lwsObservation{starting, unobserved}, PhasePending, 0},
-		{"none observed", []lwsObservation{unobserved, unobserved}, PhaseUnknown, 0},
+		{"all ready", []lwsObservation{ready, ready}, PhaseRunning, 2, 2, 2},
+		{"none ready", []lwsObservation{starting, starting}, PhasePending, 2, 2, 0},
+		{"some ready", []lwsObservation{ready, starting}, PhaseDeploying, 2, 2, 1},
+		{"all ready but one updating", []lwsObservation{ready, updating}, PhaseDeploying, 2, 2, 2},
+		{"one ready, one not yet observed (await minimal)", []lwsObservation{ready, unobserved}, PhaseDeploying, 2, 1, 1},
+		{"one starting, one not yet observed", []lwsObservation{starting, unobserved}, PhasePending, 2, 1, 0},
+		{"none observed", []lwsObservation{unobserved, unobserved}, PhaseUnknown, 2, 0, 0},
+		{"autoscaled, no elastic replica", []lwsObservation{ready, ready, elasticNone}, PhaseRunning, 2, 2, 2},
+		{"autoscaled to 5, all ready", []lwsObservation{ready, ready, elasticReady}, PhaseRunning, 5, 5, 5},
+		{"autoscaled to 5, elastic replicas coming", []lwsObservation{ready, ready, elasticScaling}, PhaseDeploying, 5, 5, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := roleStatus(4, tc.replicas)
 			assert.Equal(t, tc.phase, s.Phase)
+			assert.Equal(t, tc.desired, s.DesiredReplicas)
 			assert.Equal(t, tc.readyReps, s.ReadyReplicas)
-			observed := 0
-			for _, r := range tc.replicas {
-				if r.Observed {
-					observed++
-				}
-			}
-			assert.Equal(t, observed, s.ObservedReplicas)
+			assert.Equal(t, tc.observed, s.ObservedReplicas)
 			assert.Equal(t, tc.readyReps*4, s.ReadyPods)
-			assert.Equal(t, len(tc.replicas)*4, s.TotalPods)
+			assert.Equal(t, tc.desired*4, s.TotalPods)
 		})
 	}
 }
 
 func TestObserveLeaderWorkerSet(t *testing.T) {
-	assert.Equal(t, lwsObservation{}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
+	assert.Equal(t, lwsObservation{Replicas: 1}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
 	obs := observeLeaderWorkerSet(lwsStatus(1, "Available").Mappable())
-	assert.Equal(t, lwsObservation{Observed: true, ReadyReplicas: 1, Available: true}, obs)
+	assert.Equal(t, lwsObservation{Observed: true, Replicas: 1, ReadyReplicas: 1, Available: true}, obs)
+	elastic := map[string]any{"spec": map[string]any{"replicas": float64(3)},
+		"status": map[string]any{"readyReplicas": float64(2), "conditions": []any{}}}
+	assert.Equal(t, lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 2}, observeLeaderWorkerSet(elastic),
+		"an elastic LWS counts the replicas its autoscaler set")
 }
 
 func TestNodePoolChildren(t *testing.T) {

@@ -24,7 +24,8 @@ const (
 
 // RoleStatus is the observed state of one serving role, computed from its LWSs' status.
 type RoleStatus struct {
-	// DesiredReplicas is the role's replicas.
+	// DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic
+	// replicas the autoscaler asked for when the elastic LWS was last read.
 	DesiredReplicas int `pulumi:"desiredReplicas"`
 	// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
 	ReadyReplicas int `pulumi:"readyReplicas"`
@@ -46,7 +47,10 @@ type RoleStatus struct {
 // lwsObservation is what one LeaderWorkerSet's status says.
 type lwsObservation struct {
 	// Observed is false when the LWS carries no status yet: its controller has not seen it.
-	Observed      bool
+	Observed bool
+	// Replicas is the LWS's spec.replicas: 1 for a base replica, the autoscaler's count for an
+	// elastic LWS.
+	Replicas      int
 	ReadyReplicas int
 	Available     bool
 	Updating      bool
@@ -54,11 +58,15 @@ type lwsObservation struct {
 
 // observeLeaderWorkerSet reads the status of an LWS from the resource's outputs.
 func observeLeaderWorkerSet(fields map[string]any) lwsObservation {
+	replicas := 1
+	if spec, ok := fields["spec"].(map[string]any); ok && spec["replicas"] != nil {
+		replicas = asInt(spec["replicas"])
+	}
 	status, ok := fields["status"].(map[string]any)
 	if !ok {
-		return lwsObservation{}
+		return lwsObservation{Replicas: replicas}
 	}
-	obs := lwsObservation{Observed: true, ReadyReplicas: asInt(status["readyReplicas"])}
+	obs := lwsObservation{Observed: true, Replicas: replicas, ReadyReplicas: min(asInt(status["readyReplicas"]), replicas)}
 	conditions, _ := status["conditions"].([]any)
 	for _, c := range conditions {
 		cond, _ := c.(map[string]any)
@@ -89,7 +97,8 @@ func asInt(v any) int {
 	return 0
 }
 
-// roleStatus derives a role's status from its LWSs (one per replica, each with replicas 1).
+// roleStatus derives a role's status from its LWSs (one per base replica, each with replicas 1,
+// and an autoscaled role's elastic LWS with the replicas its autoscaler set).
 // The phase rules:
 //   - Unknown: no LWS has a status yet (no controller has observed any).
 //   - Running: every replica is observed and ready, and none is being updated.
@@ -100,17 +109,17 @@ func asInt(v any) int {
 // LWS v0.8 reports no failure condition, so Failed is never derived from status: a replica that
 // cannot start shows as Pending, and `pulumi up` fails when its waitFor times out.
 func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
-	s := RoleStatus{DesiredReplicas: len(replicas), NodesPerReplica: nodesPerReplica, TotalPods: len(replicas) * nodesPerReplica}
+	s := RoleStatus{NodesPerReplica: nodesPerReplica}
 	updating := false
 	for _, r := range replicas {
 		updating = updating || r.Updating
+		s.DesiredReplicas += r.Replicas
 		if r.Observed {
-			s.ObservedReplicas++
+			s.ObservedReplicas += r.Replicas
 		}
-		if r.ReadyReplicas > 0 {
-			s.ReadyReplicas++
-		}
+		s.ReadyReplicas += r.ReadyReplicas
 	}
+	s.TotalPods = s.DesiredReplicas * nodesPerReplica
 	s.ReadyPods = s.ReadyReplicas * nodesPerReplica
 	switch {
 	case s.ObservedReplicas == 0:

@@ -64,7 +64,10 @@ type Replica struct {
 	Pods       int32
 	GPUsPerPod int64
 	// Minimal is true for a replica of the gang's minimal set (every replica in taskMember mode).
-	Minimal   bool
+	Minimal bool
+	// Elastic is true for a replica an autoscaler may add above the role's base (Index counts
+	// from 0 among them).
+	Elastic   bool
 	Scheduled bool
 	// Nodes hold the replica's pods, one entry per pod, when scheduled.
 	Nodes []string
@@ -73,15 +76,21 @@ type Replica struct {
 // GPUs is the replica's total.
 func (r Replica) GPUs() int64 { return int64(r.Pods) * r.GPUsPerPod }
 
-// Name is the replica's Volcano task key.
-func (r Replica) Name() string { return api.TaskName(r.Role, r.Index) }
+// Name is the replica's Volcano task key, and an elastic replica's place among them.
+func (r Replica) Name() string {
+	if r.Elastic {
+		return api.TaskName(api.ElasticTaskName(r.Role), r.Index)
+	}
+	return api.TaskName(r.Role, r.Index)
+}
 
 // Prediction is the outcome for one service on one cluster.
 type Prediction struct {
 	Replicas []Replica
 	Status   ServiceStatus
-	// GPUsFull and GPUsMinimal are what the whole service and the gang's minimal set need.
-	GPUsFull, GPUsMinimal int64
+	// GPUsFull and GPUsMinimal are what the whole service (every autoscaled role at
+	// maxReplicas) and the gang's minimal set need; GPUsBase what it needs with no elastic replica.
+	GPUsFull, GPUsMinimal, GPUsBase int64
 	// Reasons say what holds the service back when it is not Full, in plain words.
 	Reasons []string
 }
@@ -89,7 +98,7 @@ type Prediction struct {
 // Predict places a validated service on a cluster.
 func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 	spec := &svc.Spec
-	var replicas []Replica
+	var replicas, elastic []Replica
 	var minimal, extra []int
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
@@ -106,6 +115,13 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 			}
 			replicas = append(replicas, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, Minimal: inMinimalSet})
 		}
+		for r := int32(0); r < role.ElasticReplicaLimit(); r++ { // after every base replica: Volcano places them as room appears
+			elastic = append(elastic, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, Elastic: true})
+		}
+	}
+	for _, r := range elastic {
+		extra = append(extra, len(replicas))
+		replicas = append(replicas, r)
 	}
 	p := &Prediction{Replicas: replicas}
 	for _, i := range minimal {
@@ -113,6 +129,9 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 	}
 	for _, r := range replicas {
 		p.GPUsFull += r.GPUs()
+		if !r.Elastic {
+			p.GPUsBase += r.GPUs()
+		}
 	}
 
 	domains, err := groupDomains(spec, cluster)

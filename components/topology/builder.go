@@ -49,6 +49,28 @@ type Ref struct {
 	// Batch is the place in the rollout chain (from 1) of an LWS or of the router's Endpoint
 	// Picker Deployment when rollouts are batched; 0 otherwise.
 	Batch int
+	// Elastic is true for the LWS of an autoscaled role's elastic replicas: the autoscaler owns
+	// its ElasticFields.
+	Elastic bool
+}
+
+// IgnoredFields are the paths of the object a deployment leaves as they are once it exists: the
+// templates of a pinned replica, the replica count of an elastic LWS.
+func (r Ref) IgnoredFields() []string {
+	switch {
+	case r.Pinned:
+		return TemplateFields
+	case r.Elastic:
+		return ElasticFields
+	}
+	return nil
+}
+
+// RolledInBatches reports whether the object is a replica's LWS that a rollout updates in its
+// batch, apart from its creation (RolloutAfter): the batches' base replicas. The router's
+// Deployment and an elastic LWS also have a place in the chain, but through DependsOn.
+func (r Ref) RolledInBatches() bool {
+	return r.TypeMeta == KindLeaderWorkerSet && r.Batch > 0 && !r.Elastic
 }
 
 // TemplateFields are the paths of an LWS that a changed pod template changes: its templates and
@@ -108,6 +130,7 @@ func Plan(svc *api.InferenceService) []Ref {
 		lwsDependsOn = append(lwsDependsOn, podGroupSuffix)
 	}
 	replicas := map[string][]Ref{} // per serving role, its replicas' LWSs in index order
+	elastic := map[string][]Ref{}  // per autoscaled role, its elastic LWS and ScaledObject
 	var roleOrder []string
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
@@ -122,6 +145,9 @@ func Plan(svc *api.InferenceService) []Ref {
 			roleDependsOn = append(append([]string{}, roleDependsOn...), suffixFMAController)
 		}
 		roleOrder = append(roleOrder, role.Name)
+		if role.Autoscaled() {
+			elastic[role.Name] = elasticRefs(svc, role, roleDependsOn)
+		}
 		for r := int32(0); r < role.ReplicaCount(); r++ {
 			replicas[role.Name] = append(replicas[role.Name], Ref{
 				TypeMeta:  KindLeaderWorkerSet,
@@ -137,12 +163,12 @@ func Plan(svc *api.InferenceService) []Ref {
 	}
 	switch spec.AwaitMode() {
 	case api.AwaitAll:
-		return append(refs, rolloutPlan(svc, replicas)...)
+		return append(refs, rolloutPlan(svc, replicas, elastic)...)
 	case api.AwaitMinimal:
-		return append(refs, minimalFirstPlan(svc, roleOrder, replicas)...)
+		return append(refs, minimalFirstPlan(svc, roleOrder, replicas, elastic)...)
 	default: // none: nothing is awaited, so no order holds anything back
 		for _, name := range roleOrder {
-			refs = append(refs, replicas[name]...)
+			refs = append(append(refs, replicas[name]...), elastic[name]...)
 		}
 		return append(append(refs, routerRefs(svc, nil)...), httpRouteRefs(svc, nil)...)
 	}
@@ -150,7 +176,7 @@ func Plan(svc *api.InferenceService) []Ref {
 
 // minimalFirstPlan awaits the gang's minimal set, created first, and makes every other replica
 // depend on it without awaiting them.
-func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas map[string][]Ref) []Ref {
+func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas, elastic map[string][]Ref) []Ref {
 	var minimal, extra []Ref
 	var minimalSuffixes []string
 	for _, name := range roleOrder {
@@ -165,7 +191,17 @@ func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas ma
 			}
 		}
 	}
+	for _, name := range roleOrder {
+		if len(elastic[name]) > 0 {
+			extra = append(extra, elastic[name][0]) // the ScaledObject depends on its LWS
+		}
+	}
 	dependOnBatch(extra, minimalSuffixes)
+	for _, name := range roleOrder {
+		if len(elastic[name]) > 0 {
+			extra = append(extra, elastic[name][1])
+		}
+	}
 	out := append(append(minimal, extra...), routerRefs(svc, nil)...)
 	return append(out, httpRouteRefs(svc, minimalSuffixes)...)
 }
@@ -196,7 +232,13 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 		case KindPodGroup:
 			obj = buildPodGroup(svc)
 		case KindLeaderWorkerSet:
-			obj = buildLeaderWorkerSet(svc, roles[ref.Role], ref.Replica, templates[ref.Role], ref.Awaited)
+			if ref.Elastic {
+				obj = buildElasticLeaderWorkerSet(svc, roles[ref.Role], templates[ref.Role], ref.Awaited)
+			} else {
+				obj = buildLeaderWorkerSet(svc, roles[ref.Role], ref.Replica, templates[ref.Role], ref.Awaited)
+			}
+		case KindScaledObject:
+			obj = buildScaledObject(svc, roles[ref.Role])
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
 		default:

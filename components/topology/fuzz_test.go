@@ -105,7 +105,7 @@ func mutate(rng *rand.Rand, svc *api.InferenceService) {
 	spec := &svc.Spec
 	for n := 1 + rng.IntN(3); n > 0 && len(spec.Roles) > 0; n-- {
 		role := &spec.Roles[rng.IntN(len(spec.Roles))]
-		switch rng.IntN(10) {
+		switch rng.IntN(12) {
 		case 0:
 			role.Replicas = ptr.To(rng.IntN(12))
 		case 1:
@@ -129,6 +129,12 @@ func mutate(rng *rand.Rand, svc *api.InferenceService) {
 			role.ComponentType = []api.ComponentType{api.ComponentTypeWorker, api.ComponentTypePrefiller, api.ComponentTypeDecoder}[rng.IntN(3)]
 		case 9:
 			spec.RolloutOrder = []string{role.Name}
+		case 10:
+			spec.Monitoring = &api.Monitoring{PrometheusAddress: "http://prometheus.monitoring:9090"}
+			role.Autoscaling = &api.Autoscaling{MaxReplicas: rng.IntN(8), Metric: api.KnownMetrics[rng.IntN(len(api.KnownMetrics))],
+				Target: float64(rng.IntN(3)), ScaleDownDelay: []string{"", "30s", "1h1m"}[rng.IntN(3)]}
+		case 11:
+			role.Autoscaling = nil
 		}
 	}
 }
@@ -147,18 +153,27 @@ func replicaCount(tree *topology.Tree) int {
 
 func checkTree(t *testing.T, tree *topology.Tree) {
 	t.Helper()
-	wantLWS, podGroups, lwss, nodePools, routerObjects, controllerObjects := 0, 0, 0, 0, 0, 0
+	wantLWS, wantScaledObjects, podGroups, lwss, scaledObjects, nodePools, routerObjects, controllerObjects := 0, 0, 0, 0, 0, 0, 0, 0
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
 			wantLWS += int(r.ReplicaCount())
+			if r.Autoscaled() {
+				wantLWS++ // the elastic replicas' LWS
+				wantScaledObjects++
+			}
 		}
 	}
 	for i := range tree.Objects {
 		switch o := tree.Objects[i].Object.(type) {
 		case *lwsv1.LeaderWorkerSet:
 			lwss++
-			if *o.Spec.Replicas != 1 {
-				t.Fatalf("%s has %d replicas", o.Name, *o.Spec.Replicas)
+			if want := map[bool]int32{false: 1, true: 0}[tree.Objects[i].Elastic]; *o.Spec.Replicas != want {
+				t.Fatalf("%s has %d replicas, want %d (the autoscaler sets an elastic LWS's)", o.Name, *o.Spec.Replicas, want)
+			}
+		case *topology.ScaledObject:
+			scaledObjects++
+			if o.Spec.ScaleTargetRef.Name != api.ElasticLeaderWorkerSetName(tree.Service.Name, tree.Objects[i].Role) {
+				t.Fatalf("ScaledObject %s scales %s", o.Name, o.Spec.ScaleTargetRef.Name)
 			}
 		case *volcanov1beta1.PodGroup:
 			podGroups++
@@ -182,8 +197,8 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			t.Fatal(err)
 		}
 	}
-	if lwss != wantLWS {
-		t.Fatalf("%d LWSs for %d replicas", lwss, wantLWS)
+	if lwss != wantLWS || scaledObjects != wantScaledObjects {
+		t.Fatalf("%d LWSs and %d ScaledObjects, want %d and %d", lwss, scaledObjects, wantLWS, wantScaledObjects)
 	}
 	if gang := tree.Service.Spec.GangScheduled(); (podGroups == 1) != gang || podGroups > 1 {
 		t.Fatalf("%d PodGroups, gang scheduled %v", podGroups, gang)
@@ -265,8 +280,8 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 		perRole := map[string]int{}
 		for _, o := range objects {
 			perRole[o.Role]++
-			after := o.DependsOn // the router's stage
-			if o.TypeMeta == topology.KindLeaderWorkerSet {
+			after := o.DependsOn // the router's stage, and an elastic LWS
+			if o.RolledInBatches() {
 				after = o.RolloutAfter
 				for _, d := range o.DependsOn {
 					if lws[d] {

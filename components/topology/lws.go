@@ -67,14 +67,15 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	return roleTemplates{leader: leader, worker: worker, revision: templateRevision(leader, worker)}
 }
 
-// replicaTemplate is one replica's copy of a role template with its labels and gang annotations.
-func replicaTemplate(svc *api.InferenceService, role *api.Role, replica int32, base *corev1.PodTemplateSpec, labels map[string]string) *corev1.PodTemplateSpec {
+// replicaTemplate is one LWS's copy of a role template with its labels and gang annotations
+// (task is its Volcano task key).
+func replicaTemplate(svc *api.InferenceService, task string, base *corev1.PodTemplateSpec, labels map[string]string) *corev1.PodTemplateSpec {
 	tpl := base.DeepCopy()
 	tpl.Labels = merged(tpl.Labels, labels)
 	if svc.Spec.GangScheduled() {
 		tpl.Annotations = merged(tpl.Annotations, map[string]string{
 			volcanov1beta1.KubeGroupNameAnnotationKey: api.PodGroupName(svc.Name),
-			volcanobatch.TaskSpecKey:                  api.TaskName(role.Name, replica),
+			volcanobatch.TaskSpecKey:                  task,
 		})
 	}
 	return tpl
@@ -82,32 +83,47 @@ func replicaTemplate(svc *api.InferenceService, role *api.Role, replica int32, b
 
 // buildLeaderWorkerSet is the LWS of one replica: replicas 1, size nodeCount.
 func buildLeaderWorkerSet(svc *api.InferenceService, role *api.Role, replica int32, templates roleTemplates, awaited bool) *lwsv1.LeaderWorkerSet {
-	labels := replicaLabels(svc.Name, role, replica, templates.revision)
+	return newLeaderWorkerSet(svc, role, leaderWorkerSetOf{
+		name: api.LeaderWorkerSetName(svc.Name, role.Name, replica), task: api.TaskName(role.Name, replica),
+		labels: replicaLabels(svc.Name, role, replica, templates.revision), replicas: 1, rollout: rollingUpdate(role),
+	}, templates, awaited)
+}
+
+// leaderWorkerSetOf is what differs between a role's LWSs: a base replica's or the elastic one's.
+type leaderWorkerSetOf struct {
+	name, task string
+	labels     map[string]string
+	replicas   int32
+	rollout    *lwsv1.RollingUpdateConfiguration
+}
+
+// newLeaderWorkerSet is an LWS of the role's templates, groups of nodeCount pods.
+func newLeaderWorkerSet(svc *api.InferenceService, role *api.Role, of leaderWorkerSetOf, templates roleTemplates, awaited bool) *lwsv1.LeaderWorkerSet {
 	lws := &lwsv1.LeaderWorkerSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        api.LeaderWorkerSetName(svc.Name, role.Name, replica),
+			Name:        of.name,
 			Namespace:   svc.Namespace,
-			Labels:      merged(svc.Labels, labels),
+			Labels:      merged(svc.Labels, of.labels),
 			Annotations: awaitAnnotations(awaited, svc.Spec.RoleAwaitTimeout(role)),
 		},
 		Spec: lwsv1.LeaderWorkerSetSpec{
-			Replicas: ptr.To[int32](1),
+			Replicas: ptr.To(of.replicas),
 			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
 				Size:           ptr.To(role.NodeCount()),
-				WorkerTemplate: *replicaTemplate(svc, role, replica, templates.worker, labels),
+				WorkerTemplate: *replicaTemplate(svc, of.task, templates.worker, of.labels),
 				RestartPolicy:  role.RestartPolicyOrDefault(),
 			},
 			RolloutStrategy: lwsv1.RolloutStrategy{
 				Type:                       lwsv1.RollingUpdateStrategyType,
-				RollingUpdateConfiguration: rollingUpdate(role),
+				RollingUpdateConfiguration: of.rollout,
 			},
 			StartupPolicy: role.StartupPolicyOrDefault(),
 			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
 		},
 	}
 	if templates.leader != nil {
-		lws.Spec.LeaderWorkerTemplate.LeaderTemplate = replicaTemplate(svc, role, replica, templates.leader, labels)
+		lws.Spec.LeaderWorkerTemplate.LeaderTemplate = replicaTemplate(svc, of.task, templates.leader, of.labels)
 	}
 	return lws
 }

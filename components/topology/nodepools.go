@@ -91,7 +91,8 @@ func requirement(key string, values []string) karpv1.NodeSelectorRequirementWith
 	}}
 }
 
-// poolGPULimit is the node GPU capacity the pool's roles need at full size, plus the groups a
+// poolGPULimit is the node GPU capacity the pool's roles need at full size (an autoscaled role's
+// maxReplicas), plus the groups a
 // rollout may surge at once: Karpenter limits count node capacity, not pod requests, so whole
 // nodes are counted (a multi-node pod takes a node; single-node pods pack).
 func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
@@ -105,7 +106,9 @@ func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
 		if gpus == 0 {
 			continue
 		}
-		replicas := int64(role.ReplicaCount()) + int64(role.MaxSurge())*int64(updatedAtOnce(spec, role))
+		// An autoscaled role may grow to maxReplicas; its elastic LWS rolls after the base
+		// batches, surging no more than they do.
+		replicas := int64(role.MaxReplicaCount()) + int64(role.MaxSurge())*int64(updatedAtOnce(spec, role))
 		if role.MultiNode() {
 			nodes += replicas * int64(role.NodeCount())
 			continue

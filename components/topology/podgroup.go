@@ -59,7 +59,7 @@ func subGroupSpec(svc *api.InferenceService) volcanov1beta1.PodGroupSpec {
 		}
 		minReplicas := svc.Spec.MinRoleReplicas(role.Name)
 		spec.MinMember += minReplicas * role.NodeCount()
-		spec.SubGroupPolicy = append(spec.SubGroupPolicy, volcanov1beta1.SubGroupPolicySpec{
+		base := volcanov1beta1.SubGroupPolicySpec{
 			Name:         role.Name,
 			SubGroupSize: ptr.To(role.NodeCount()),
 			MinSubGroups: ptr.To(minReplicas),
@@ -70,7 +70,13 @@ func subGroupSpec(svc *api.InferenceService) volcanov1beta1.PodGroupSpec {
 			// Without it Volcano does not split the role's pods by replica.
 			MatchLabelKeys:  []string{LabelReplicaIndex},
 			NetworkTopology: networkTopologySpec(svc.Spec.RoleTopologyPolicy(role)),
-		})
+		}
+		if !role.Autoscaled() {
+			spec.SubGroupPolicy = append(spec.SubGroupPolicy, base)
+			continue
+		}
+		baseReplicasOnly(base.LabelSelector)
+		spec.SubGroupPolicy = append(spec.SubGroupPolicy, base, elasticSubGroup(svc, role))
 	}
 	return spec
 }

@@ -15,7 +15,7 @@ import (
 // rolloutRoles; a role's replicas go in batches of its RolloutBatchSize, lowest index first;
 // the router's stage is its Endpoint Picker Deployment. In a gang-scheduled service the gang's
 // minimal set of every role is the first batch (api's RolloutFirstBatch).
-func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
+func rolloutPlan(svc *api.InferenceService, replicas, elastic map[string][]Ref) []Ref {
 	spec := &svc.Spec
 	var out []Ref
 	var previous, awaited []string // suffixes of the batch before, and of every LWS
@@ -66,6 +66,16 @@ func rolloutPlan(svc *api.InferenceService, replicas map[string][]Ref) []Ref {
 			n := min(size, len(rest))
 			addBatch(rest[:n])
 			rest = rest[n:]
+		}
+		if refs := elastic[role.Name]; len(refs) > 0 {
+			// After the base replicas: it holds none at creation, and LWS rolls its groups itself.
+			batchNumber++
+			lws := refs[0]
+			lws.Awaited, lws.Batch = true, batchNumber
+			lws.DependsOn = append(append([]string{}, lws.DependsOn...), previous...)
+			out = append(out, lws, refs[1])
+			previous = []string{lws.Suffix}
+			awaited = append(awaited, lws.Suffix)
 		}
 	}
 	return append(out, httpRouteRefs(svc, awaited)...)

@@ -19,6 +19,9 @@ type RoleSummary struct {
 	GPUs          int64
 	// MinReplicas is the gang minimum of the role (its replicas when not gang scheduled).
 	MinReplicas int32
+	// MaxReplicas is an autoscaled role's maxReplicas, its replicas otherwise; Replicas, Pods and
+	// GPUs count the base replicas.
+	MaxReplicas int32
 	TaskNames   []string
 }
 
@@ -65,6 +68,7 @@ func Summarize(t *Tree) Summary {
 		rs := RoleSummary{
 			Name: role.Name, ComponentType: role.ComponentType, Replicas: role.ReplicaCount(), NodesPerRep: role.NodeCount(),
 			GPUsPerPod: api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex]), MinReplicas: role.ReplicaCount(),
+			MaxReplicas: role.MaxReplicaCount(),
 		}
 		rs.Pods = int64(rs.Replicas) * int64(rs.NodesPerRep)
 		rs.GPUs = rs.Pods * rs.GPUsPerPod
@@ -137,8 +141,10 @@ func RolloutBatches(refs []Ref) []string {
 		}
 		b := &batches[o.Batch-1]
 		switch {
-		case o.TypeMeta != KindLeaderWorkerSet:
+		case o.TypeMeta != KindLeaderWorkerSet: // the router's Deployment: named by its role
 			*b = append(*b, span{role: o.Role, first: -1})
+		case o.Elastic:
+			*b = append(*b, span{role: o.Role + " elastic", first: -1})
 		case len(*b) > 0 && (*b)[len(*b)-1].role == o.Role:
 			(*b)[len(*b)-1].last = o.Replica
 		default:

@@ -95,6 +95,7 @@ export class InferenceService extends pulumi.ComponentResource {
             resourceInputs["dualPodsController"] = args?.dualPodsController;
             resourceInputs["gangPolicy"] = args?.gangPolicy;
             resourceInputs["labels"] = args?.labels;
+            resourceInputs["monitoring"] = args?.monitoring;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["nodePools"] = args?.nodePools;
             resourceInputs["roles"] = args?.roles;
@@ -156,6 +157,10 @@ export interface InferenceServiceArgs {
      * Labels are added to every child object.
      */
     labels?: pulumi.Input<{[key: string]: string} | undefined>;
+    /**
+     * Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+     */
+    monitoring?: pulumi.Input<inputs.MonitoringArgs | undefined>;
     /**
      * Namespace of every child; defaults to "default".
      */

@@ -73,6 +73,8 @@ type inferenceServiceArgs struct {
 	GangPolicy *GangPolicy `pulumi:"gangPolicy"`
 	// Labels are added to every child object.
 	Labels map[string]string `pulumi:"labels"`
+	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	Monitoring *Monitoring `pulumi:"monitoring"`
 	// Namespace of every child; defaults to "default".
 	Namespace *string `pulumi:"namespace"`
 	// NodePools are the GPU node pools the roles run on.
@@ -99,6 +101,8 @@ type InferenceServiceArgs struct {
 	GangPolicy GangPolicyPtrInput
 	// Labels are added to every child object.
 	Labels pulumi.StringMapInput
+	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	Monitoring MonitoringPtrInput
 	// Namespace of every child; defaults to "default".
 	Namespace *string
 	// NodePools are the GPU node pools the roles run on.

@@ -14,6 +14,394 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
+type Autoscaling struct {
+	// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+	Follow *AutoscalingFollow `pulumi:"follow"`
+	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+	MaxReplicas int `pulumi:"maxReplicas"`
+	// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+	Metric *string `pulumi:"metric"`
+	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+	MinReplicas *int `pulumi:"minReplicas"`
+	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+	ScaleDownDelay *string `pulumi:"scaleDownDelay"`
+	// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+	Target *float64 `pulumi:"target"`
+}
+
+// AutoscalingInput is an input type that accepts AutoscalingArgs and AutoscalingOutput values.
+// You can construct a concrete instance of `AutoscalingInput` via:
+//
+//	AutoscalingArgs{...}
+type AutoscalingInput interface {
+	pulumi.Input
+
+	ToAutoscalingOutput() AutoscalingOutput
+	ToAutoscalingOutputWithContext(context.Context) AutoscalingOutput
+}
+
+type AutoscalingArgs struct {
+	// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+	Follow AutoscalingFollowPtrInput `pulumi:"follow"`
+	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+	MaxReplicas pulumi.IntInput `pulumi:"maxReplicas"`
+	// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+	Metric pulumi.StringPtrInput `pulumi:"metric"`
+	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+	MinReplicas pulumi.IntPtrInput `pulumi:"minReplicas"`
+	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+	ScaleDownDelay pulumi.StringPtrInput `pulumi:"scaleDownDelay"`
+	// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+	Target pulumi.Float64PtrInput `pulumi:"target"`
+}
+
+func (AutoscalingArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Autoscaling)(nil)).Elem()
+}
+
+func (i AutoscalingArgs) ToAutoscalingOutput() AutoscalingOutput {
+	return i.ToAutoscalingOutputWithContext(context.Background())
+}
+
+func (i AutoscalingArgs) ToAutoscalingOutputWithContext(ctx context.Context) AutoscalingOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingOutput)
+}
+
+func (i AutoscalingArgs) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return i.ToAutoscalingPtrOutputWithContext(context.Background())
+}
+
+func (i AutoscalingArgs) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingOutput).ToAutoscalingPtrOutputWithContext(ctx)
+}
+
+// AutoscalingPtrInput is an input type that accepts AutoscalingArgs, AutoscalingPtr and AutoscalingPtrOutput values.
+// You can construct a concrete instance of `AutoscalingPtrInput` via:
+//
+//	        AutoscalingArgs{...}
+//
+//	or:
+//
+//	        nil
+type AutoscalingPtrInput interface {
+	pulumi.Input
+
+	ToAutoscalingPtrOutput() AutoscalingPtrOutput
+	ToAutoscalingPtrOutputWithContext(context.Context) AutoscalingPtrOutput
+}
+
+type autoscalingPtrType AutoscalingArgs
+
+func AutoscalingPtr(v *AutoscalingArgs) AutoscalingPtrInput {
+	return (*autoscalingPtrType)(v)
+}
+
+func (*autoscalingPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Autoscaling)(nil)).Elem()
+}
+
+func (i *autoscalingPtrType) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return i.ToAutoscalingPtrOutputWithContext(context.Background())
+}
+
+func (i *autoscalingPtrType) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingPtrOutput)
+}
+
+type AutoscalingOutput struct{ *pulumi.OutputState }
+
+func (AutoscalingOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Autoscaling)(nil)).Elem()
+}
+
+func (o AutoscalingOutput) ToAutoscalingOutput() AutoscalingOutput {
+	return o
+}
+
+func (o AutoscalingOutput) ToAutoscalingOutputWithContext(ctx context.Context) AutoscalingOutput {
+	return o
+}
+
+func (o AutoscalingOutput) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return o.ToAutoscalingPtrOutputWithContext(context.Background())
+}
+
+func (o AutoscalingOutput) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Autoscaling) *Autoscaling {
+		return &v
+	}).(AutoscalingPtrOutput)
+}
+
+// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+func (o AutoscalingOutput) Follow() AutoscalingFollowPtrOutput {
+	return o.ApplyT(func(v Autoscaling) *AutoscalingFollow { return v.Follow }).(AutoscalingFollowPtrOutput)
+}
+
+// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+func (o AutoscalingOutput) MaxReplicas() pulumi.IntOutput {
+	return o.ApplyT(func(v Autoscaling) int { return v.MaxReplicas }).(pulumi.IntOutput)
+}
+
+// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+func (o AutoscalingOutput) Metric() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Autoscaling) *string { return v.Metric }).(pulumi.StringPtrOutput)
+}
+
+// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+func (o AutoscalingOutput) MinReplicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Autoscaling) *int { return v.MinReplicas }).(pulumi.IntPtrOutput)
+}
+
+// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+func (o AutoscalingOutput) ScaleDownDelay() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Autoscaling) *string { return v.ScaleDownDelay }).(pulumi.StringPtrOutput)
+}
+
+// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+func (o AutoscalingOutput) Target() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v Autoscaling) *float64 { return v.Target }).(pulumi.Float64PtrOutput)
+}
+
+type AutoscalingPtrOutput struct{ *pulumi.OutputState }
+
+func (AutoscalingPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Autoscaling)(nil)).Elem()
+}
+
+func (o AutoscalingPtrOutput) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return o
+}
+
+func (o AutoscalingPtrOutput) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return o
+}
+
+func (o AutoscalingPtrOutput) Elem() AutoscalingOutput {
+	return o.ApplyT(func(v *Autoscaling) Autoscaling {
+		if v != nil {
+			return *v
+		}
+		var ret Autoscaling
+		return ret
+	}).(AutoscalingOutput)
+}
+
+// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+func (o AutoscalingPtrOutput) Follow() AutoscalingFollowPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *AutoscalingFollow {
+		if v == nil {
+			return nil
+		}
+		return v.Follow
+	}).(AutoscalingFollowPtrOutput)
+}
+
+// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+func (o AutoscalingPtrOutput) MaxReplicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *int {
+		if v == nil {
+			return nil
+		}
+		return &v.MaxReplicas
+	}).(pulumi.IntPtrOutput)
+}
+
+// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+func (o AutoscalingPtrOutput) Metric() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Metric
+	}).(pulumi.StringPtrOutput)
+}
+
+// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+func (o AutoscalingPtrOutput) MinReplicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *int {
+		if v == nil {
+			return nil
+		}
+		return v.MinReplicas
+	}).(pulumi.IntPtrOutput)
+}
+
+// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+func (o AutoscalingPtrOutput) ScaleDownDelay() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *string {
+		if v == nil {
+			return nil
+		}
+		return v.ScaleDownDelay
+	}).(pulumi.StringPtrOutput)
+}
+
+// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+func (o AutoscalingPtrOutput) Target() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *float64 {
+		if v == nil {
+			return nil
+		}
+		return v.Target
+	}).(pulumi.Float64PtrOutput)
+}
+
+type AutoscalingFollow struct {
+	// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+	Ratio float64 `pulumi:"ratio"`
+	// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+	Role string `pulumi:"role"`
+}
+
+// AutoscalingFollowInput is an input type that accepts AutoscalingFollowArgs and AutoscalingFollowOutput values.
+// You can construct a concrete instance of `AutoscalingFollowInput` via:
+//
+//	AutoscalingFollowArgs{...}
+type AutoscalingFollowInput interface {
+	pulumi.Input
+
+	ToAutoscalingFollowOutput() AutoscalingFollowOutput
+	ToAutoscalingFollowOutputWithContext(context.Context) AutoscalingFollowOutput
+}
+
+type AutoscalingFollowArgs struct {
+	// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+	Ratio pulumi.Float64Input `pulumi:"ratio"`
+	// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+	Role pulumi.StringInput `pulumi:"role"`
+}
+
+func (AutoscalingFollowArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoscalingFollow)(nil)).Elem()
+}
+
+func (i AutoscalingFollowArgs) ToAutoscalingFollowOutput() AutoscalingFollowOutput {
+	return i.ToAutoscalingFollowOutputWithContext(context.Background())
+}
+
+func (i AutoscalingFollowArgs) ToAutoscalingFollowOutputWithContext(ctx context.Context) AutoscalingFollowOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingFollowOutput)
+}
+
+func (i AutoscalingFollowArgs) ToAutoscalingFollowPtrOutput() AutoscalingFollowPtrOutput {
+	return i.ToAutoscalingFollowPtrOutputWithContext(context.Background())
+}
+
+func (i AutoscalingFollowArgs) ToAutoscalingFollowPtrOutputWithContext(ctx context.Context) AutoscalingFollowPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingFollowOutput).ToAutoscalingFollowPtrOutputWithContext(ctx)
+}
+
+// AutoscalingFollowPtrInput is an input type that accepts AutoscalingFollowArgs, AutoscalingFollowPtr and AutoscalingFollowPtrOutput values.
+// You can construct a concrete instance of `AutoscalingFollowPtrInput` via:
+//
+//	        AutoscalingFollowArgs{...}
+//
+//	or:
+//
+//	        nil
+type AutoscalingFollowPtrInput interface {
+	pulumi.Input
+
+	ToAutoscalingFollowPtrOutput() AutoscalingFollowPtrOutput
+	ToAutoscalingFollowPtrOutputWithContext(context.Context) AutoscalingFollowPtrOutput
+}
+
+type autoscalingFollowPtrType AutoscalingFollowArgs
+
+func AutoscalingFollowPtr(v *AutoscalingFollowArgs) AutoscalingFollowPtrInput {
+	return (*autoscalingFollowPtrType)(v)
+}
+
+func (*autoscalingFollowPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**AutoscalingFollow)(nil)).Elem()
+}
+
+func (i *autoscalingFollowPtrType) ToAutoscalingFollowPtrOutput() AutoscalingFollowPtrOutput {
+	return i.ToAutoscalingFollowPtrOutputWithContext(context.Background())
+}
+
+func (i *autoscalingFollowPtrType) ToAutoscalingFollowPtrOutputWithContext(ctx context.Context) AutoscalingFollowPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingFollowPtrOutput)
+}
+
+type AutoscalingFollowOutput struct{ *pulumi.OutputState }
+
+func (AutoscalingFollowOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoscalingFollow)(nil)).Elem()
+}
+
+func (o AutoscalingFollowOutput) ToAutoscalingFollowOutput() AutoscalingFollowOutput {
+	return o
+}
+
+func (o AutoscalingFollowOutput) ToAutoscalingFollowOutputWithContext(ctx context.Context) AutoscalingFollowOutput {
+	return o
+}
+
+func (o AutoscalingFollowOutput) ToAutoscalingFollowPtrOutput() AutoscalingFollowPtrOutput {
+	return o.ToAutoscalingFollowPtrOutputWithContext(context.Background())
+}
+
+func (o AutoscalingFollowOutput) ToAutoscalingFollowPtrOutputWithContext(ctx context.Context) AutoscalingFollowPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v AutoscalingFollow) *AutoscalingFollow {
+		return &v
+	}).(AutoscalingFollowPtrOutput)
+}
+
+// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+func (o AutoscalingFollowOutput) Ratio() pulumi.Float64Output {
+	return o.ApplyT(func(v AutoscalingFollow) float64 { return v.Ratio }).(pulumi.Float64Output)
+}
+
+// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+func (o AutoscalingFollowOutput) Role() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoscalingFollow) string { return v.Role }).(pulumi.StringOutput)
+}
+
+type AutoscalingFollowPtrOutput struct{ *pulumi.OutputState }
+
+func (AutoscalingFollowPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**AutoscalingFollow)(nil)).Elem()
+}
+
+func (o AutoscalingFollowPtrOutput) ToAutoscalingFollowPtrOutput() AutoscalingFollowPtrOutput {
+	return o
+}
+
+func (o AutoscalingFollowPtrOutput) ToAutoscalingFollowPtrOutputWithContext(ctx context.Context) AutoscalingFollowPtrOutput {
+	return o
+}
+
+func (o AutoscalingFollowPtrOutput) Elem() AutoscalingFollowOutput {
+	return o.ApplyT(func(v *AutoscalingFollow) AutoscalingFollow {
+		if v != nil {
+			return *v
+		}
+		var ret AutoscalingFollow
+		return ret
+	}).(AutoscalingFollowOutput)
+}
+
+// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+func (o AutoscalingFollowPtrOutput) Ratio() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v *AutoscalingFollow) *float64 {
+		if v == nil {
+			return nil
+		}
+		return &v.Ratio
+	}).(pulumi.Float64PtrOutput)
+}
+
+// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+func (o AutoscalingFollowPtrOutput) Role() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoscalingFollow) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Role
+	}).(pulumi.StringPtrOutput)
+}
+
 type DualPodsController struct {
 	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 	Install *bool `pulumi:"install"`
@@ -730,6 +1118,143 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 			return nil
 		}
 		return v.RequesterImage
+	}).(pulumi.StringPtrOutput)
+}
+
+type Monitoring struct {
+	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+	PrometheusAddress *string `pulumi:"prometheusAddress"`
+}
+
+// MonitoringInput is an input type that accepts MonitoringArgs and MonitoringOutput values.
+// You can construct a concrete instance of `MonitoringInput` via:
+//
+//	MonitoringArgs{...}
+type MonitoringInput interface {
+	pulumi.Input
+
+	ToMonitoringOutput() MonitoringOutput
+	ToMonitoringOutputWithContext(context.Context) MonitoringOutput
+}
+
+type MonitoringArgs struct {
+	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+	PrometheusAddress pulumi.StringPtrInput `pulumi:"prometheusAddress"`
+}
+
+func (MonitoringArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Monitoring)(nil)).Elem()
+}
+
+func (i MonitoringArgs) ToMonitoringOutput() MonitoringOutput {
+	return i.ToMonitoringOutputWithContext(context.Background())
+}
+
+func (i MonitoringArgs) ToMonitoringOutputWithContext(ctx context.Context) MonitoringOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(MonitoringOutput)
+}
+
+func (i MonitoringArgs) ToMonitoringPtrOutput() MonitoringPtrOutput {
+	return i.ToMonitoringPtrOutputWithContext(context.Background())
+}
+
+func (i MonitoringArgs) ToMonitoringPtrOutputWithContext(ctx context.Context) MonitoringPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(MonitoringOutput).ToMonitoringPtrOutputWithContext(ctx)
+}
+
+// MonitoringPtrInput is an input type that accepts MonitoringArgs, MonitoringPtr and MonitoringPtrOutput values.
+// You can construct a concrete instance of `MonitoringPtrInput` via:
+//
+//	        MonitoringArgs{...}
+//
+//	or:
+//
+//	        nil
+type MonitoringPtrInput interface {
+	pulumi.Input
+
+	ToMonitoringPtrOutput() MonitoringPtrOutput
+	ToMonitoringPtrOutputWithContext(context.Context) MonitoringPtrOutput
+}
+
+type monitoringPtrType MonitoringArgs
+
+func MonitoringPtr(v *MonitoringArgs) MonitoringPtrInput {
+	return (*monitoringPtrType)(v)
+}
+
+func (*monitoringPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Monitoring)(nil)).Elem()
+}
+
+func (i *monitoringPtrType) ToMonitoringPtrOutput() MonitoringPtrOutput {
+	return i.ToMonitoringPtrOutputWithContext(context.Background())
+}
+
+func (i *monitoringPtrType) ToMonitoringPtrOutputWithContext(ctx context.Context) MonitoringPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(MonitoringPtrOutput)
+}
+
+type MonitoringOutput struct{ *pulumi.OutputState }
+
+func (MonitoringOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Monitoring)(nil)).Elem()
+}
+
+func (o MonitoringOutput) ToMonitoringOutput() MonitoringOutput {
+	return o
+}
+
+func (o MonitoringOutput) ToMonitoringOutputWithContext(ctx context.Context) MonitoringOutput {
+	return o
+}
+
+func (o MonitoringOutput) ToMonitoringPtrOutput() MonitoringPtrOutput {
+	return o.ToMonitoringPtrOutputWithContext(context.Background())
+}
+
+func (o MonitoringOutput) ToMonitoringPtrOutputWithContext(ctx context.Context) MonitoringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Monitoring) *Monitoring {
+		return &v
+	}).(MonitoringPtrOutput)
+}
+
+// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+func (o MonitoringOutput) PrometheusAddress() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Monitoring) *string { return v.PrometheusAddress }).(pulumi.StringPtrOutput)
+}
+
+type MonitoringPtrOutput struct{ *pulumi.OutputState }
+
+func (MonitoringPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Monitoring)(nil)).Elem()
+}
+
+func (o MonitoringPtrOutput) ToMonitoringPtrOutput() MonitoringPtrOutput {
+	return o
+}
+
+func (o MonitoringPtrOutput) ToMonitoringPtrOutputWithContext(ctx context.Context) MonitoringPtrOutput {
+	return o
+}
+
+func (o MonitoringPtrOutput) Elem() MonitoringOutput {
+	return o.ApplyT(func(v *Monitoring) Monitoring {
+		if v != nil {
+			return *v
+		}
+		var ret Monitoring
+		return ret
+	}).(MonitoringOutput)
+}
+
+// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+func (o MonitoringPtrOutput) PrometheusAddress() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Monitoring) *string {
+		if v == nil {
+			return nil
+		}
+		return v.PrometheusAddress
 	}).(pulumi.StringPtrOutput)
 }
 
@@ -1555,6 +2080,8 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 }
 
 type Role struct {
+	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+	Autoscaling *Autoscaling `pulumi:"autoscaling"`
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// ComponentType is worker, prefiller, decoder or router.
@@ -1609,6 +2136,8 @@ type RoleInput interface {
 }
 
 type RoleArgs struct {
+	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+	Autoscaling AutoscalingPtrInput `pulumi:"autoscaling"`
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 	AwaitTimeout pulumi.StringPtrInput `pulumi:"awaitTimeout"`
 	// ComponentType is worker, prefiller, decoder or router.
@@ -1700,6 +2229,11 @@ func (o RoleOutput) ToRoleOutput() RoleOutput {
 
 func (o RoleOutput) ToRoleOutputWithContext(ctx context.Context) RoleOutput {
 	return o
+}
+
+// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+func (o RoleOutput) Autoscaling() AutoscalingPtrOutput {
+	return o.ApplyT(func(v Role) *Autoscaling { return v.Autoscaling }).(AutoscalingPtrOutput)
 }
 
 // AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
@@ -1823,7 +2357,7 @@ func (o RoleArrayOutput) Index(i pulumi.IntInput) RoleOutput {
 }
 
 type RoleStatus struct {
-	// DesiredReplicas is the role's replicas.
+	// DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
 	DesiredReplicas int `pulumi:"desiredReplicas"`
 	// NodesPerReplica is multinode.nodeCount (1 when single-node).
 	NodesPerReplica int `pulumi:"nodesPerReplica"`
@@ -1853,7 +2387,7 @@ func (o RoleStatusOutput) ToRoleStatusOutputWithContext(ctx context.Context) Rol
 	return o
 }
 
-// DesiredReplicas is the role's replicas.
+// DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
 func (o RoleStatusOutput) DesiredReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.DesiredReplicas }).(pulumi.IntOutput)
 }
@@ -2412,6 +2946,10 @@ func (o TaintArrayOutput) Index(i pulumi.IntInput) TaintOutput {
 }
 
 func init() {
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingInput)(nil)).Elem(), AutoscalingArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingPtrInput)(nil)).Elem(), AutoscalingArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingFollowInput)(nil)).Elem(), AutoscalingFollowArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingFollowPtrInput)(nil)).Elem(), AutoscalingFollowArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DualPodsControllerInput)(nil)).Elem(), DualPodsControllerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DualPodsControllerPtrInput)(nil)).Elem(), DualPodsControllerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerInput)(nil)).Elem(), EndpointPickerArgs{})
@@ -2420,6 +2958,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyPtrInput)(nil)).Elem(), GangPolicyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityInput)(nil)).Elem(), ModelFlexibilityArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityPtrInput)(nil)).Elem(), ModelFlexibilityArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*MonitoringInput)(nil)).Elem(), MonitoringArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*MonitoringPtrInput)(nil)).Elem(), MonitoringArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*MultinodeInput)(nil)).Elem(), MultinodeArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*MultinodePtrInput)(nil)).Elem(), MultinodeArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NetworkTopologyInput)(nil)).Elem(), NetworkTopologyArgs{})
@@ -2438,6 +2978,10 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyPtrInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintInput)(nil)).Elem(), TaintArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintArrayInput)(nil)).Elem(), TaintArray{})
+	pulumi.RegisterOutputType(AutoscalingOutput{})
+	pulumi.RegisterOutputType(AutoscalingPtrOutput{})
+	pulumi.RegisterOutputType(AutoscalingFollowOutput{})
+	pulumi.RegisterOutputType(AutoscalingFollowPtrOutput{})
 	pulumi.RegisterOutputType(DualPodsControllerOutput{})
 	pulumi.RegisterOutputType(DualPodsControllerPtrOutput{})
 	pulumi.RegisterOutputType(EndpointPickerOutput{})
@@ -2446,6 +2990,8 @@ func init() {
 	pulumi.RegisterOutputType(GangPolicyPtrOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityPtrOutput{})
+	pulumi.RegisterOutputType(MonitoringOutput{})
+	pulumi.RegisterOutputType(MonitoringPtrOutput{})
 	pulumi.RegisterOutputType(MultinodeOutput{})
 	pulumi.RegisterOutputType(MultinodePtrOutput{})
 	pulumi.RegisterOutputType(NetworkTopologyOutput{})

@@ -7,6 +7,44 @@ import * as outputs from "../types/output";
 
 import * as pulumiKubernetes from "@pulumi/kubernetes";
 
+export interface AutoscalingArgs {
+    /**
+     * Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+     */
+    follow?: pulumi.Input<inputs.AutoscalingFollowArgs | undefined>;
+    /**
+     * MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+     */
+    maxReplicas: pulumi.Input<number>;
+    /**
+     * Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+     */
+    metric?: pulumi.Input<string | undefined>;
+    /**
+     * MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+     */
+    minReplicas?: pulumi.Input<number | undefined>;
+    /**
+     * ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+     */
+    scaleDownDelay?: pulumi.Input<string | undefined>;
+    /**
+     * Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+     */
+    target?: pulumi.Input<number | undefined>;
+}
+
+export interface AutoscalingFollowArgs {
+    /**
+     * Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+     */
+    ratio: pulumi.Input<number>;
+    /**
+     * Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+     */
+    role: pulumi.Input<string>;
+}
+
 export interface DualPodsControllerArgs {
     /**
      * Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
@@ -69,6 +107,13 @@ export interface ModelFlexibilityArgs {
      * RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
      */
     requesterImage?: pulumi.Input<string | undefined>;
+}
+
+export interface MonitoringArgs {
+    /**
+     * PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+     */
+    prometheusAddress?: pulumi.Input<string | undefined>;
 }
 
 export interface MultinodeArgs {
@@ -163,6 +208,10 @@ export interface NodePoolArgs {
 }
 
 export interface RoleArgs {
+    /**
+     * Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+     */
+    autoscaling?: pulumi.Input<inputs.AutoscalingArgs | undefined>;
     /**
      * AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
      */

@@ -9,7 +9,7 @@ import * as pulumiKubernetes from "@pulumi/kubernetes";
 
 export interface RoleStatus {
     /**
-     * DesiredReplicas is the role's replicas.
+     * DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
      */
     desiredReplicas: number;
     /**

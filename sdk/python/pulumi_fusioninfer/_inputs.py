@@ -16,6 +16,10 @@ from . import _utilities
 import pulumi_kubernetes
 
 __all__ = [
+    'AutoscalingArgs',
+    'AutoscalingArgsDict',
+    'AutoscalingFollowArgs',
+    'AutoscalingFollowArgsDict',
     'DualPodsControllerArgs',
     'DualPodsControllerArgsDict',
     'EndpointPickerArgs',
@@ -24,6 +28,8 @@ __all__ = [
     'GangPolicyArgsDict',
     'ModelFlexibilityArgs',
     'ModelFlexibilityArgsDict',
+    'MonitoringArgs',
+    'MonitoringArgsDict',
     'MultinodeArgs',
     'MultinodeArgsDict',
     'NetworkTopologyArgs',
@@ -43,6 +49,181 @@ __all__ = [
     'TaintArgs',
     'TaintArgsDict',
 ]
+
+class AutoscalingArgsDict(TypedDict):
+    max_replicas: pulumi.Input[_builtins.int]
+    """
+    MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+    """
+    follow: NotRequired[pulumi.Input[Optional['AutoscalingFollowArgsDict']]]
+    """
+    Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+    """
+    metric: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+    """
+    min_replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+    """
+    scale_down_delay: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+    """
+    target: NotRequired[pulumi.Input[Optional[_builtins.float]]]
+    """
+    Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+    """
+
+@pulumi.input_type
+class AutoscalingArgs:
+    def __init__(__self__, *,
+                 max_replicas: pulumi.Input[_builtins.int],
+                 follow: pulumi.Input[Optional['AutoscalingFollowArgs']] = None,
+                 metric: pulumi.Input[Optional[_builtins.str]] = None,
+                 min_replicas: pulumi.Input[Optional[_builtins.int]] = None,
+                 scale_down_delay: pulumi.Input[Optional[_builtins.str]] = None,
+                 target: pulumi.Input[Optional[_builtins.float]] = None):
+        """
+        :param pulumi.Input[_builtins.int] max_replicas: MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+        :param pulumi.Input['AutoscalingFollowArgs'] follow: Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+        :param pulumi.Input[_builtins.str] metric: Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+        :param pulumi.Input[_builtins.int] min_replicas: MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+        :param pulumi.Input[_builtins.str] scale_down_delay: ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+        :param pulumi.Input[_builtins.float] target: Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+        """
+        pulumi.set(__self__, "max_replicas", max_replicas)
+        if follow is not None:
+            pulumi.set(__self__, "follow", follow)
+        if metric is not None:
+            pulumi.set(__self__, "metric", metric)
+        if min_replicas is not None:
+            pulumi.set(__self__, "min_replicas", min_replicas)
+        if scale_down_delay is not None:
+            pulumi.set(__self__, "scale_down_delay", scale_down_delay)
+        if target is not None:
+            pulumi.set(__self__, "target", target)
+
+    @_builtins.property
+    @pulumi.getter(name="maxReplicas")
+    def max_replicas(self) -> pulumi.Input[_builtins.int]:
+        """
+        MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+        """
+        return pulumi.get(self, "max_replicas")
+
+    @max_replicas.setter
+    def max_replicas(self, value: pulumi.Input[_builtins.int]):
+        pulumi.set(self, "max_replicas", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def follow(self) -> pulumi.Input[Optional['AutoscalingFollowArgs']]:
+        """
+        Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+        """
+        return pulumi.get(self, "follow")
+
+    @follow.setter
+    def follow(self, value: pulumi.Input[Optional['AutoscalingFollowArgs']]):
+        pulumi.set(self, "follow", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def metric(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+        """
+        return pulumi.get(self, "metric")
+
+    @metric.setter
+    def metric(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "metric", value)
+
+    @_builtins.property
+    @pulumi.getter(name="minReplicas")
+    def min_replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+        """
+        return pulumi.get(self, "min_replicas")
+
+    @min_replicas.setter
+    def min_replicas(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "min_replicas", value)
+
+    @_builtins.property
+    @pulumi.getter(name="scaleDownDelay")
+    def scale_down_delay(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+        """
+        return pulumi.get(self, "scale_down_delay")
+
+    @scale_down_delay.setter
+    def scale_down_delay(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "scale_down_delay", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def target(self) -> pulumi.Input[Optional[_builtins.float]]:
+        """
+        Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+        """
+        return pulumi.get(self, "target")
+
+    @target.setter
+    def target(self, value: pulumi.Input[Optional[_builtins.float]]):
+        pulumi.set(self, "target", value)
+
+
+class AutoscalingFollowArgsDict(TypedDict):
+    ratio: pulumi.Input[_builtins.float]
+    """
+    Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+    """
+    role: pulumi.Input[_builtins.str]
+    """
+    Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+    """
+
+@pulumi.input_type
+class AutoscalingFollowArgs:
+    def __init__(__self__, *,
+                 ratio: pulumi.Input[_builtins.float],
+                 role: pulumi.Input[_builtins.str]):
+        """
+        :param pulumi.Input[_builtins.float] ratio: Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+        :param pulumi.Input[_builtins.str] role: Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+        """
+        pulumi.set(__self__, "ratio", ratio)
+        pulumi.set(__self__, "role", role)
+
+    @_builtins.property
+    @pulumi.getter
+    def ratio(self) -> pulumi.Input[_builtins.float]:
+        """
+        Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+        """
+        return pulumi.get(self, "ratio")
+
+    @ratio.setter
+    def ratio(self, value: pulumi.Input[_builtins.float]):
+        pulumi.set(self, "ratio", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def role(self) -> pulumi.Input[_builtins.str]:
+        """
+        Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+        """
+        return pulumi.get(self, "role")
+
+    @role.setter
+    def role(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "role", value)
+
 
 class DualPodsControllerArgsDict(TypedDict):
     install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
@@ -337,6 +518,35 @@ class ModelFlexibilityArgs:
     @requester_image.setter
     def requester_image(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "requester_image", value)
+
+
+class MonitoringArgsDict(TypedDict):
+    prometheus_address: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+    """
+
+@pulumi.input_type
+class MonitoringArgs:
+    def __init__(__self__, *,
+                 prometheus_address: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] prometheus_address: PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+        """
+        if prometheus_address is not None:
+            pulumi.set(__self__, "prometheus_address", prometheus_address)
+
+    @_builtins.property
+    @pulumi.getter(name="prometheusAddress")
+    def prometheus_address(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+        """
+        return pulumi.get(self, "prometheus_address")
+
+    @prometheus_address.setter
+    def prometheus_address(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "prometheus_address", value)
 
 
 class MultinodeArgsDict(TypedDict):
@@ -767,6 +977,10 @@ class RoleArgsDict(TypedDict):
     """
     Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
     """
+    autoscaling: NotRequired[pulumi.Input[Optional['AutoscalingArgsDict']]]
+    """
+    Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+    """
     await_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
     AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
@@ -845,6 +1059,7 @@ class RoleArgs:
     def __init__(__self__, *,
                  component_type: pulumi.Input[_builtins.str],
                  name: pulumi.Input[_builtins.str],
+                 autoscaling: pulumi.Input[Optional['AutoscalingArgs']] = None,
                  await_timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint_picker: pulumi.Input[Optional['EndpointPickerArgs']] = None,
                  endpoint_picker_config: pulumi.Input[Optional[_builtins.str]] = None,
@@ -866,6 +1081,7 @@ class RoleArgs:
         """
         :param pulumi.Input[_builtins.str] component_type: ComponentType is worker, prefiller, decoder or router.
         :param pulumi.Input[_builtins.str] name: Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+        :param pulumi.Input['AutoscalingArgs'] autoscaling: Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
         :param pulumi.Input[_builtins.str] await_timeout: AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
         :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: EndpointPicker sets the Endpoint Picker's image, replicas and resources.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
@@ -887,6 +1103,8 @@ class RoleArgs:
         """
         pulumi.set(__self__, "component_type", component_type)
         pulumi.set(__self__, "name", name)
+        if autoscaling is not None:
+            pulumi.set(__self__, "autoscaling", autoscaling)
         if await_timeout is not None:
             pulumi.set(__self__, "await_timeout", await_timeout)
         if endpoint_picker is not None:
@@ -947,6 +1165,18 @@ class RoleArgs:
     @name.setter
     def name(self, value: pulumi.Input[_builtins.str]):
         pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def autoscaling(self) -> pulumi.Input[Optional['AutoscalingArgs']]:
+        """
+        Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+        """
+        return pulumi.get(self, "autoscaling")
+
+    @autoscaling.setter
+    def autoscaling(self, value: pulumi.Input[Optional['AutoscalingArgs']]):
+        pulumi.set(self, "autoscaling", value)
 
     @_builtins.property
     @pulumi.getter(name="awaitTimeout")

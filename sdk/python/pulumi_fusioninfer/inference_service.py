@@ -28,6 +28,7 @@ class InferenceServiceArgs:
                  dual_pods_controller: pulumi.Input[Optional['DualPodsControllerArgs']] = None,
                  gang_policy: pulumi.Input[Optional['GangPolicyArgs']] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
+                 monitoring: pulumi.Input[Optional['MonitoringArgs']] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]] = None,
                  rollout_order: pulumi.Input[Optional[Sequence[_builtins.str]]] = None,
@@ -42,6 +43,7 @@ class InferenceServiceArgs:
         :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
+        :param pulumi.Input['MonitoringArgs'] monitoring: Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on.
         :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
@@ -59,6 +61,8 @@ class InferenceServiceArgs:
             pulumi.set(__self__, "gang_policy", gang_policy)
         if labels is not None:
             pulumi.set(__self__, "labels", labels)
+        if monitoring is not None:
+            pulumi.set(__self__, "monitoring", monitoring)
         if namespace is not None:
             pulumi.set(__self__, "namespace", namespace)
         if node_pools is not None:
@@ -144,6 +148,18 @@ class InferenceServiceArgs:
 
     @_builtins.property
     @pulumi.getter
+    def monitoring(self) -> pulumi.Input[Optional['MonitoringArgs']]:
+        """
+        Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+        """
+        return pulumi.get(self, "monitoring")
+
+    @monitoring.setter
+    def monitoring(self, value: pulumi.Input[Optional['MonitoringArgs']]):
+        pulumi.set(self, "monitoring", value)
+
+    @_builtins.property
+    @pulumi.getter
     def namespace(self) -> Optional[_builtins.str]:
         """
         Namespace of every child; defaults to "default".
@@ -214,6 +230,7 @@ class InferenceService(pulumi.ComponentResource):
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
+                 monitoring: pulumi.Input[Optional[Union['MonitoringArgs', 'MonitoringArgsDict']]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
                  roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]]] = None,
@@ -231,6 +248,7 @@ class InferenceService(pulumi.ComponentResource):
         :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
+        :param pulumi.Input[Union['MonitoringArgs', 'MonitoringArgsDict']] monitoring: Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on.
         :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service, each with a unique name.
@@ -267,6 +285,7 @@ class InferenceService(pulumi.ComponentResource):
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
+                 monitoring: pulumi.Input[Optional[Union['MonitoringArgs', 'MonitoringArgsDict']]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
                  roles: pulumi.Input[Optional[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]]] = None,
@@ -289,6 +308,7 @@ class InferenceService(pulumi.ComponentResource):
             __props__.__dict__["dual_pods_controller"] = dual_pods_controller
             __props__.__dict__["gang_policy"] = gang_policy
             __props__.__dict__["labels"] = labels
+            __props__.__dict__["monitoring"] = monitoring
             __props__.__dict__["namespace"] = namespace
             __props__.__dict__["node_pools"] = node_pools
             if roles is None and not opts.urn:

@@ -56,7 +56,7 @@ class RoleStatus(dict):
                  ready_replicas: _builtins.int,
                  total_pods: _builtins.int):
         """
-        :param _builtins.int desired_replicas: DesiredReplicas is the role's replicas.
+        :param _builtins.int desired_replicas: DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
         :param _builtins.int nodes_per_replica: NodesPerReplica is multinode.nodeCount (1 when single-node).
         :param _builtins.int observed_replicas: ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
         :param _builtins.str phase: Phase is Pending, Deploying, Running or Unknown.
@@ -76,7 +76,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="desiredReplicas")
     def desired_replicas(self) -> _builtins.int:
         """
-        DesiredReplicas is the role's replicas.
+        DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
         """
         return pulumi.get(self, "desired_replicas")
 

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/utils/ptr"
+)
+
+// autoscaledService is story 4 with decode autoscaled 2..5 on waiting requests and prefill
+// following it.
+func autoscaledService() *InferenceService {
+	s := validService()
+	s.Spec.Monitoring = &Monitoring{PrometheusAddress: "http://prometheus.monitoring:9090"}
+	s.Spec.Roles[1].Autoscaling = &Autoscaling{MaxReplicas: 5, Metric: MetricRequestsWaiting, Target: 4, ScaleDownDelay: "10m"}
+	s.Spec.Roles[0].Autoscaling = &Autoscaling{MaxReplicas: 3, Follow: &AutoscalingFollow{Role: "decode", Ratio: 0.5}}
+	return s
+}
+
+func TestAutoscaledServicePasses(t *testing.T) {
+	assert.Empty(t, Validate(autoscaledService()))
+	s := autoscaledService()
+	s.Spec.Roles[1].Autoscaling.Metric = `sum(rate(vllm:request_success_total{namespace="llm"}[2m]))`
+	assert.Empty(t, Validate(s), "a PromQL query of the user's")
+	assert.Equal(t, int32(2), s.Spec.Roles[1].ReplicaCount(), "replicas are the base")
+	assert.Equal(t, int32(3), s.Spec.Roles[1].ElasticReplicaLimit())
+}
+
+func TestAutoscalingRules(t *testing.T) {
+	decode := func(s *InferenceService) *Autoscaling { return s.Spec.Roles[1].Autoscaling }
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"minReplicas above maxReplicas", func(s *InferenceService) {
+			s.Spec.Roles[1].Replicas = nil
+			decode(s).MinReplicas, decode(s).MaxReplicas = ptr.To(4), 3
+		}, "spec.roles[1].autoscaling.maxReplicas: Invalid value: 3: must be >= minReplicas (4)"},
+		{"maxReplicas above the replica bound", func(s *InferenceService) { decode(s).MaxReplicas = 4294967297 },
+			"spec.roles[1].autoscaling.maxReplicas: Invalid value: 4294967297: must be >= 1 and <= 10000"},
+		{"maxReplicas required", func(s *InferenceService) { decode(s).MaxReplicas = 0 },
+			"spec.roles[1].autoscaling.maxReplicas: Invalid value: 0: must be >= 1 and <= 10000"},
+		{"minReplicas at least 1", func(s *InferenceService) { s.Spec.Roles[1].Replicas = nil; decode(s).MinReplicas = ptr.To(0) },
+			"spec.roles[1].autoscaling.minReplicas: Invalid value: 0: must be >= 1 and <= 10000"},
+		{"minReplicas and replicas agree", func(s *InferenceService) { decode(s).MinReplicas = ptr.To(3) },
+			"spec.roles[1].autoscaling.minReplicas: Invalid value: 3: differs from replicas (2)"},
+		{"not on a router", func(s *InferenceService) {
+			s.Spec.Roles = append(s.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter, Autoscaling: &Autoscaling{MaxReplicas: 2}})
+		}, "spec.roles[2].autoscaling: Forbidden: a router's Endpoint Picker replicas elect one leader"},
+		{"not on a dual-pods role", func(s *InferenceService) {
+			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server(),
+				ModelFlexibility: &ModelFlexibility{Mode: DualPods}, Autoscaling: &Autoscaling{MaxReplicas: 2, Metric: MetricKVCacheUsage, Target: 0.8}}}
+		}, "spec.roles[0].autoscaling: Forbidden: a dual-pods role's servers are run by FMA's dual-pods controller"},
+		{"not with gang mode taskMember", func(s *InferenceService) { s.Spec.GangPolicy = &GangPolicy{Mode: GangModeTaskMember} },
+			"spec.roles[1].autoscaling: Forbidden: spec.gangPolicy.mode taskMember requires every replica in the gang"},
+		{"a metric name that is not known", func(s *InferenceService) { decode(s).Metric = "vllm:num_requests_queued" },
+			`spec.roles[1].autoscaling.metric: Unsupported value: "vllm:num_requests_queued": supported values: "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "a PromQL query"`},
+		{"a query that does not parse", func(s *InferenceService) { decode(s).Metric = "sum(vllm:num_requests_waiting" },
+			`spec.roles[1].autoscaling.metric: Invalid value: "sum(vllm:num_requests_waiting": neither a known metric nor a PromQL query`},
+		{"a metric required", func(s *InferenceService) { decode(s).Metric = "" },
+			"spec.roles[1].autoscaling.metric: Required value"},
+		{"target 0", func(s *InferenceService) { decode(s).Target = 0 },
+			"spec.roles[1].autoscaling.target: Invalid value: 0: must be > 0"},
+		{"target negative", func(s *InferenceService) { decode(s).Target = -1 },
+			"spec.roles[1].autoscaling.target: Invalid value: -1: must be > 0"},
+		{"target not a number", func(s *InferenceService) { decode(s).Target = math.NaN() },
+			"spec.roles[1].autoscaling.target: Invalid value: NaN: must be > 0"},
+		{"scaleDownDelay a duration", func(s *InferenceService) { decode(s).ScaleDownDelay = "10 minutes" },
+			`spec.roles[1].autoscaling.scaleDownDelay: Invalid value: "10 minutes"`},
+		{"scaleDownDelay at most an hour", func(s *InferenceService) { decode(s).ScaleDownDelay = "2h" },
+			`spec.roles[1].autoscaling.scaleDownDelay: Invalid value: "2h": must be a duration such as "5m", at most 1h0m0s`},
+		{"a Prometheus to read", func(s *InferenceService) { s.Spec.Monitoring = nil },
+			`spec.monitoring.prometheusAddress: Required value: role "prefill" autoscales on a metric KEDA reads from Prometheus`},
+		{"a Prometheus URL", func(s *InferenceService) { s.Spec.Monitoring.PrometheusAddress = "prometheus:9090" },
+			`spec.monitoring.prometheusAddress: Invalid value: "prometheus:9090": must be an http:// or https:// URL`},
+		{"follow and a metric", func(s *InferenceService) { s.Spec.Roles[0].Autoscaling.Metric = MetricKVCacheUsage },
+			"spec.roles[0].autoscaling.follow: Forbidden: a role scales with another role's load or with its own metric, not both"},
+		{"follow a role that exists", func(s *InferenceService) { s.Spec.Roles[0].Autoscaling.Follow.Role = "decoder" },
+			`spec.roles[0].autoscaling.follow.role: Not found: "decoder"`},
+		{"follow a role with a metric of its own", func(s *InferenceService) { s.Spec.Roles[1].Autoscaling = nil },
+			`spec.roles[0].autoscaling.follow.role: Invalid value: "decode": must autoscale on a metric of its own`},
+		{"follow not itself", func(s *InferenceService) { s.Spec.Roles[0].Autoscaling.Follow.Role = "prefill" },
+			`spec.roles[0].autoscaling.follow.role: Invalid value: "prefill": a role cannot follow itself`},
+		{"follow ratio > 0", func(s *InferenceService) { s.Spec.Roles[0].Autoscaling.Follow.Ratio = 0 },
+			"spec.roles[0].autoscaling.follow.ratio: Invalid value: 0: must be > 0"},
+		{"no role named as an elastic LWS", func(s *InferenceService) {
+			s.Spec.Roles = append(s.Spec.Roles, Role{Name: "decode-elastic", ComponentType: ComponentTypeDecoder, Template: server()})
+		}, `spec.roles[2].name: Invalid value: "decode-elastic": role "decode" autoscales, and its elastic LWS has this role's names`},
+		{"the elastic LWS's names fit", func(s *InferenceService) {
+			s.Name = "deepseek-r1-disaggregated-with-a-long-name"
+			decode(s).MaxReplicas = 1000
+		}, `spec.roles[1].name: Invalid value: "decode": the LeaderWorkerSet name "deepseek-r1-disaggregated-with-a-long-name-decode-elastic"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, autoscaledService, tc.mutate, tc.want) })
+	}
+}
