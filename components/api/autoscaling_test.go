@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -95,5 +96,27 @@ func TestAutoscalingRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { assertRefused(t, autoscaledService, tc.mutate, tc.want) })
+	}
+}
+
+func TestElasticMaxUnavailable(t *testing.T) {
+	cases := []struct {
+		name           string
+		maxUnavailable *intstr.IntOrString
+		maxSurge       *int
+		want           int32
+	}{
+		{"25% of 3 elastic replicas is at least 1", nil, nil, 1},
+		{"50% of 3 rounds down", ptr.To(intstr.FromString("50%")), nil, 1},
+		{"100% of 3", ptr.To(intstr.FromString("100%")), nil, 3},
+		{"a count", ptr.To(intstr.FromInt32(2)), nil, 2},
+		{"0 with a surge stays 0", ptr.To(intstr.FromInt32(0)), ptr.To(1), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			role := autoscaledService().Spec.Roles[1] // 2 base, at most 5: 3 elastic
+			role.RolloutStrategy = &RolloutStrategy{MaxUnavailable: tc.maxUnavailable, MaxSurge: tc.maxSurge}
+			assert.Equal(t, tc.want, role.ElasticMaxUnavailable())
+		})
 	}
 }

@@ -303,6 +303,22 @@ func (r *Role) RolloutBatchSize() int32 {
 	return min(max(n, 1), r.ReplicaCount())
 }
 
+// ElasticMaxUnavailable is the maxUnavailable of an autoscaled role's elastic LWS, as a count: the
+// role's maxUnavailable resolved against the most elastic replicas (a percent rounded down), at
+// least 1 unless a surge keeps every replica serving. LWS would resolve a percent against the
+// replicas the autoscaler set at that moment, and its webhook refuses a 0 without a surge: "25%"
+// of 3 elastic replicas failed a rollout (tests/e2e/autoscaling).
+func (r *Role) ElasticMaxUnavailable() int32 {
+	n, err := resolveMaxUnavailable(r.MaxUnavailableOrDefault(), r.ElasticReplicaLimit())
+	if err != nil {
+		panic("rolloutStrategy of a validated role: " + err.Error())
+	}
+	if r.MaxSurge() > 0 {
+		return n
+	}
+	return max(n, 1)
+}
+
 // resolveMaxUnavailable is a count as it is, or a percent of replicas rounded down.
 func resolveMaxUnavailable(v intstr.IntOrString, replicas int32) (int32, error) {
 	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(replicas), false)

@@ -54,7 +54,7 @@ func elasticLabels(serviceName string, role *api.Role, revision string) map[stri
 func buildElasticLeaderWorkerSet(svc *api.InferenceService, role *api.Role, templates roleTemplates, awaited bool) *lwsv1.LeaderWorkerSet {
 	rollout := &lwsv1.RollingUpdateConfiguration{
 		Partition:      ptr.To[int32](0),
-		MaxUnavailable: role.MaxUnavailableOrDefault(),
+		MaxUnavailable: intstr.FromInt32(role.ElasticMaxUnavailable()),
 		MaxSurge:       intstr.FromInt32(role.MaxSurge()),
 	}
 	return newLeaderWorkerSet(svc, role, leaderWorkerSetOf{

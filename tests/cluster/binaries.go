@@ -32,6 +32,8 @@ var (
 	volcanoScheduler   = binary{"vc-scheduler", "volcano", "volcano.sh/volcano/cmd/scheduler", VolcanoVersion}
 	volcanoControllers = binary{"vc-controller-manager", "volcano", "volcano.sh/volcano/cmd/controller-manager", VolcanoVersion}
 	kwok               = binary{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", KwokVersion}
+	kedaOperator       = binary{"keda-operator", "keda", "github.com/kedacore/keda/v2/cmd/operator", KEDAVersion}
+	kedaAdapter        = binary{"keda-adapter", "keda", "github.com/kedacore/keda/v2/cmd/adapter", KEDAVersion}
 )
 
 // The versions the wrapper modules pin.
@@ -41,6 +43,7 @@ const (
 	LWSVersion        = "v0.9.0"
 	VolcanoVersion    = "v1.14.1"
 	KwokVersion       = "v0.8.0"
+	KEDAVersion       = "v2.21.0"
 )
 
 // moduleDir is the folder of a wrapper module.

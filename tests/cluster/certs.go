@@ -14,10 +14,17 @@ import (
 	"time"
 )
 
-// writeServingCertificate makes a CA and a serving certificate for 127.0.0.1 signed by it,
-// writes the certificate and key as dir/tls.crt and dir/tls.key (controller-runtime's names),
-// and returns the CA in PEM, for a webhook configuration's caBundle.
-func writeServingCertificate(dir string) ([]byte, error) {
+// writeServingCertificate makes a CA and a certificate for 127.0.0.1 (and dnsNames) signed by it,
+// for serving and for client authentication, writes them as dir/tls.crt, dir/tls.key and
+// dir/ca.crt (controller-runtime's and KEDA's names), and returns the CA in PEM, for a webhook
+// configuration's or an APIService's caBundle.
+func writeServingCertificate(dir string, dnsNames ...string) ([]byte, error) {
+	return writeCertificate(dir, "tls", "127.0.0.1", dnsNames)
+}
+
+// writeCertificate makes a CA and a certificate named commonName signed by it, and writes
+// dir/{name}.crt, dir/{name}.key and dir/ca.crt.
+func writeCertificate(dir, name, commonName string, dnsNames []string) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -39,13 +46,14 @@ func writeServingCertificate(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	serving := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+	cert := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: commonName},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: dnsNames,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, serving, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, cert, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +61,15 @@ func writeServingCertificate(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, err
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	for file, data := range map[string][]byte{
+		name + ".crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		name + ".key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		"ca.crt":      caPEM,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), data, 0o600); err != nil {
+			return nil, err
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+	return caPEM, nil
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// stays Pending before kwok makes it Running and Ready: the time a model takes to load.
 	Kwok          bool
 	PodReadyDelay time.Duration
+	// KEDA runs KEDA's operator and metrics server (its external metrics API, through the API
+	// server's aggregation layer) and kube-controller-manager's HPA controller, which acts on
+	// the HPAs KEDA makes.
+	KEDA bool
 }
 
 // Cluster is a running control plane.
@@ -86,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return c, err
 	}
 	if opts.Controllers {
-		if err := c.startKubeControllers(); err != nil {
+		if err := c.startKubeControllers(opts.KEDA); err != nil {
 			return c, err
 		}
 	}
@@ -108,8 +112,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return c, err
 		}
 	}
+	if opts.KEDA {
+		if err := c.startKEDA(ctx); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
+
+// frontProxyClient is the name the API server's aggregation layer presents to extension API servers.
+const frontProxyClient = "front-proxy-client"
 
 // startAPIServer starts etcd and kube-apiserver and waits until the API server is ready.
 func (c *Cluster) startAPIServer() error {
@@ -147,6 +159,12 @@ func (c *Cluster) startAPIServer() error {
 	if err := writeServiceAccountKey(filepath.Join(c.Dir, "sa.key")); err != nil {
 		return err
 	}
+	// The aggregation layer's front proxy: how the API server authenticates to an extension API
+	// server (KEDA's external metrics), which trusts the CA for the X-Remote-User headers.
+	frontProxy := filepath.Join(c.Dir, "front-proxy")
+	if _, err := writeCertificate(frontProxy, "client", frontProxyClient, nil); err != nil {
+		return err
+	}
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	Progress("starting kube-apiserver %s on %s", KubernetesVersion, apiURL)
 	if err := c.start("kube-apiserver", apiServer,
@@ -163,6 +181,13 @@ func (c *Cluster) startAPIServer() error {
 		// node-lifecycle controller that would lift it is off (kwok's nodes send no heartbeats).
 		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
 		"--enable-priority-and-fairness=false",
+		"--requestheader-client-ca-file", filepath.Join(frontProxy, "ca.crt"),
+		"--requestheader-allowed-names", frontProxyClient,
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", filepath.Join(frontProxy, "client.crt"),
+		"--proxy-client-key-file", filepath.Join(frontProxy, "client.key"),
 	); err != nil {
 		return err
 	}
@@ -193,11 +218,16 @@ current-context: cluster
 // start runs a process in its own process group, logging to Dir/{name}.log; it is killed if
 // this process dies (Pdeathsig, tied to the calling OS thread).
 func (c *Cluster) start(name, path string, args ...string) error {
+	return c.startCommand(name, exec.Command(path, args...), nil)
+}
+
+// startCommand starts cmd as start does, with env as its environment (nil: this process's).
+func (c *Cluster) startCommand(name string, cmd *exec.Cmd, env []string) error {
 	logFile, err := os.Create(filepath.Join(c.Dir, name+".log"))
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(path, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

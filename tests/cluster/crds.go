@@ -81,22 +81,28 @@ func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
 }
 
 // projectCRD is the CRD file of a kind the project emits or refers to, from its upstream source:
-// a dependency of this repository's module (from the module cache), or a file of the repository.
+// a dependency of this repository's module or of a wrapper module (from the module cache), or a
+// file of the repository.
 type projectCRD struct {
 	module string // empty: path is relative to the repository root
 	path   string
+	// wrapper is the folder in modules/ whose dependency module is, when this repository's
+	// module cannot depend on it.
+	wrapper string
 	// ownedBy is the Options field whose controller installs its own version of the CRD instead.
 	ownedBy string
 }
 
 var projectCRDs = []projectCRD{
-	{"sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml", "LeaderWorkerSet"},
-	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml", ""},
-	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml", ""},
-	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml", ""},
-	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", ""},
-	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml", ""},
-	{"", "third_party/volcano/scheduling.volcano.sh_podgroups.yaml", "Volcano"},
+	{"sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml", "", "LeaderWorkerSet"},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml", "", ""},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml", "", ""},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml", "", ""},
+	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", "", ""},
+	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml", "", ""},
+	{"", "third_party/volcano/scheduling.volcano.sh_podgroups.yaml", "", "Volcano"},
+	// KEDA's apis need k8s.io v0.36 (docs/design/0014-autoscaling.md).
+	{"github.com/kedacore/keda/v2", "config/crd/bases/keda.sh_scaledobjects.yaml", "keda", "KEDA"},
 }
 
 // installProjectCRDs installs the CRDs of every kind the project emits, but those a controller
@@ -104,11 +110,18 @@ var projectCRDs = []projectCRD{
 func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
 	var paths []string
 	for _, crd := range projectCRDs {
-		if (crd.ownedBy == "LeaderWorkerSet" && opts.LeaderWorkerSet) || (crd.ownedBy == "Volcano" && opts.Volcano) {
+		if (crd.ownedBy == "LeaderWorkerSet" && opts.LeaderWorkerSet) || (crd.ownedBy == "Volcano" && opts.Volcano) ||
+			(crd.ownedBy == "KEDA" && opts.KEDA) {
 			continue
 		}
 		path := filepath.Join(RepositoryRoot(), crd.path)
-		if crd.module != "" {
+		if crd.wrapper != "" {
+			file, err := moduleFile(crd.wrapper, crd.module, crd.path)
+			if err != nil {
+				return nil, err
+			}
+			path = file
+		} else if crd.module != "" {
 			dir, err := dependencyDir(RepositoryRoot(), crd.module)
 			if err != nil {
 				return nil, err

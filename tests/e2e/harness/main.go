@@ -21,6 +21,17 @@ func Main(m *testing.M) { MainWithLeaderWorkerSet(m, testcluster.LWSVersion) }
 
 // MainWithLeaderWorkerSet is Main with another version of the LeaderWorkerSet controller.
 func MainWithLeaderWorkerSet(m *testing.M, version string) {
-	testcluster.Main(m, testcluster.Options{Controllers: true, LeaderWorkerSet: true, LeaderWorkerSetVersion: version,
-		Volcano: true, Kwok: true, PodReadyDelay: time.Second}, func(c *testcluster.Cluster) { Cluster = c })
+	testcluster.Main(m, options(version), func(c *testcluster.Cluster) { Cluster = c })
+}
+
+// MainWithKEDA is Main with KEDA's operator and metrics server and the HPA controller.
+func MainWithKEDA(m *testing.M) {
+	opts := options(testcluster.LWSVersion)
+	opts.KEDA = true
+	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
+}
+
+func options(lwsVersion string) testcluster.Options {
+	return testcluster.Options{Controllers: true, LeaderWorkerSet: true, LeaderWorkerSetVersion: lwsVersion,
+		Volcano: true, Kwok: true, PodReadyDelay: time.Second}
 }

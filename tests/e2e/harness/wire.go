@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -75,7 +77,11 @@ func (w *wire) provider() *deploytest.Provider {
 				Properties: resource.NewPropertyMapFromMap(live.Object), Status: resource.StatusOK}, nil
 		},
 		UpdateF: func(ctx context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
-			live, err := w.write(ctx, req.URN, req.NewInputs, req.Timeout, true)
+			inputs, err := w.keepIgnoredFields(ctx, req.URN, req.NewInputs, req.IgnoreChanges)
+			if err != nil {
+				return plugin.UpdateResponse{Status: resource.StatusUnknown}, err
+			}
+			live, err := w.write(ctx, req.URN, inputs, req.Timeout, true)
 			if err != nil {
 				return plugin.UpdateResponse{Status: resource.StatusUnknown}, err
 			}
@@ -131,6 +137,58 @@ func (w *wire) client(obj *unstructured.Unstructured) (dynamic.ResourceInterface
 		return w.dynamic.Resource(mapping.Resource).Namespace(namespace), nil
 	}
 	return w.dynamic.Resource(mapping.Resource), nil
+}
+
+// keepIgnoredFields is await.go handleSSAIgnoreFields: a field under ignoreChanges that another
+// field manager owns alone (an autoscaler's spec.replicas) is left out of the apply; one we own is
+// sent with its live value, so an update never resets it.
+func (w *wire) keepIgnoredFields(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, ignored []string) (resource.PropertyMap, error) {
+	if len(ignored) == 0 {
+		return inputs, nil
+	}
+	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
+	client, err := w.client(obj)
+	if err != nil {
+		return nil, err
+	}
+	live, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ours, theirs := &fieldpath.Set{}, &fieldpath.Set{}
+	for _, entry := range live.GetManagedFields() {
+		set := &fieldpath.Set{}
+		if entry.FieldsV1 == nil || set.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)) != nil {
+			continue
+		}
+		if entry.Manager == fieldManager(urn, obj) {
+			ours = ours.Union(set)
+		} else {
+			theirs = theirs.Union(set)
+		}
+	}
+	for _, path := range ignored {
+		parsed, err := resource.ParsePropertyPath(path)
+		if err != nil {
+			return nil, err
+		}
+		var elements []any
+		for _, e := range parsed {
+			elements = append(elements, e)
+		}
+		fields, err := fieldpath.MakePath(elements...)
+		if err != nil {
+			return nil, err
+		}
+		if theirs.Has(fields) && !ours.Has(fields) {
+			parsed.Delete(resource.NewObjectProperty(inputs))
+			continue
+		}
+		if value, ok := parsed.Get(resource.NewObjectProperty(resource.NewPropertyMapFromMap(live.Object))); ok {
+			parsed.Set(resource.NewObjectProperty(inputs), value)
+		}
+	}
+	return inputs, nil
 }
 
 // write creates or updates the object and waits for it.

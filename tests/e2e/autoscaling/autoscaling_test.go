@@ -1,0 +1,217 @@
+//go:build e2e
+
+// Package autoscaling proves autoscaling (docs/design/0014-autoscaling.md) on the simulated
+// cluster with KEDA's real operator and metrics server, kube-controller-manager's HPA controller,
+// the LWS controller and Volcano: a driven metric moves a multi-node role 2 -> 5 -> 2 replicas,
+// each elastic replica placed whole or not at all, the base replicas never moved.
+package autoscaling
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+)
+
+func TestMain(m *testing.M) { harness.MainWithKEDA(m) }
+
+const (
+	namespace = "autoscaling"
+	elastic   = "chat-chat-elastic"
+)
+
+var scaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+
+// TestMultiNodeRoleScales2To5To2: a worker role of 2 pods a replica, base 2, at most 5, on
+// waiting requests with a target of 4 per replica.
+func TestMultiNodeRoleScales2To5To2(t *testing.T) {
+	ctx := context.Background()
+	harness.EnsureNamespace(t, namespace)
+	prometheus := harness.NewPrometheus(t)
+	// 9 nodes of 8 GPUs: the base (2 replicas of 2 nodes) and 2 elastic replicas fit, a third waits.
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "as", Count: 9, GPUs: 8}))
+	image := "vllm/vllm-openai:v0.11.0"
+	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
+		return &inferenceservice.Args{Namespace: namespace, Monitoring: &api.Monitoring{PrometheusAddress: prometheus.URL},
+			Roles: []inferenceservice.RoleArgs{{
+				Name: "chat", ComponentType: "worker", Multinode: &api.Multinode{NodeCount: 2},
+				Autoscaling: &api.Autoscaling{MinReplicas: ptr.To(2), MaxReplicas: 5, Metric: api.MetricRequestsWaiting, Target: 4, ScaleDownDelay: "45s"},
+				Template:    harness.Server(image, time.Second, "--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "16"),
+			}}}
+	}))
+	s.Up()
+	require.Equal(t, int64(0), elasticReplicas(t), "the elastic LWS is created with no replica")
+	base := basePods(t)
+	require.Len(t, base, 4, "2 base replicas of 2 pods")
+	waitFor(t, "KEDA has made the ScaledObject's HPA", scaledObjectReady)
+
+	// Load: 10 requests waiting on each base leader, and a worker pod's series that must not count
+	// (workers join the leader's Ray cluster; they serve nothing). 20 waiting at 4 a replica is 5
+	// replicas: 3 elastic ones.
+	for _, pod := range []string{"chat-chat-0-0", "chat-chat-1-0"} {
+		prometheus.Set(t, waiting(pod), 10)
+	}
+	prometheus.Set(t, waiting("chat-chat-0-0-1"), 1000)
+	waitFor(t, "KEDA asks for 3 elastic replicas", func(t *testing.T) error { return replicasAre(t, 3) })
+	waitFor(t, "2 elastic replicas run whole", func(t *testing.T) error { return groupsRunning(t, 2) })
+	time.Sleep(10 * time.Second) // Volcano's sessions run every second: a partial placement would show
+	groups := elasticPlacement(t)
+	assert.Equal(t, 0, groups[2], "the third elastic replica (2 pods) is placed whole or not at all: one node is free, and none of its pods runs")
+	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "as-more", Count: 1, GPUs: 8}))
+	waitFor(t, "all 3 elastic replicas run whole once a node is added", func(t *testing.T) error { return groupsRunning(t, 3) })
+	assert.Equal(t, base, basePods(t), "the base replicas never moved")
+	assert.Contains(t, prometheus.Queries(), `clamp_min((sum(vllm:num_requests_waiting{namespace="autoscaling",pod=~"chat-chat-([0-9]+|elastic)-[0-9]+"})) - 8, 0)`,
+		"KEDA asked for the ScaledObject's query")
+
+	assert.Empty(t, s.Up(), "a deployment after the autoscaler moved changes nothing")
+	assert.Equal(t, int64(3), elasticReplicas(t))
+	s.UpRefresh()
+	status := s.Outputs("chat")["status"].ObjectValue()["chat"].ObjectValue()
+	assert.Equal(t, 5.0, status["desiredReplicas"].NumberValue(), "the role's replicas count the elastic ones")
+	assert.Equal(t, 5.0, status["readyReplicas"].NumberValue())
+
+	// A new template rolls the base replicas in their batches and the elastic LWS after them,
+	// without resetting the autoscaler's count.
+	image = "vllm/vllm-openai:v0.11.1"
+	s.Up()
+	assert.Equal(t, int64(3), elasticReplicas(t), "the rollout kept the autoscaler's replica count")
+	watch := harness.WatchLeaderWorkerSets(t, namespace)
+	watch.EndWhenRolled(t, namespace, "chat", image)
+	base = basePods(t)
+
+	// Load gone: after the scale-down delay the elastic replicas go, the base stays. KEDA counts
+	// the delay from its last poll that saw load (every 30 s), so they go between 15 and 45 s later.
+	for _, pod := range []string{"chat-chat-0-0", "chat-chat-1-0", "chat-chat-0-0-1"} {
+		prometheus.Set(t, waiting(pod), 0)
+	}
+	dropped := time.Now()
+	time.Sleep(10 * time.Second)
+	assert.Equal(t, int64(3), elasticReplicas(t), "the elastic replicas stay while the load has been low for less than the delay")
+	waitFor(t, "the elastic replicas go after the delay", func(t *testing.T) error {
+		if err := replicasAre(t, 0); err != nil {
+			return err
+		}
+		if n := len(elasticPlacement(t)); n > 0 {
+			return fmt.Errorf("%d elastic groups still have pods", n)
+		}
+		return nil
+	})
+	testcluster.Progress("the elastic replicas went %s after the load", time.Since(dropped).Round(time.Second))
+	assert.Equal(t, base, basePods(t), "the base replicas never moved")
+	s.Destroy()
+}
+
+func waiting(pod string) map[string]string {
+	return map[string]string{"__name__": api.MetricRequestsWaiting, "namespace": namespace, "pod": pod}
+}
+
+// waitFor polls check for up to 4 minutes: KEDA polls every 30 s, the HPA every 5 s.
+func waitFor(t *testing.T, what string, check func(t *testing.T) error) {
+	t.Helper()
+	var last error
+	require.Eventually(t, func() bool { last = check(t); return last == nil }, 4*time.Minute, time.Second,
+		"%s: %v", what, func() error { return last }())
+	testcluster.Progress("%s", what)
+}
+
+func elasticReplicas(t *testing.T) int64 {
+	t.Helper()
+	lws, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).Get(context.Background(), elastic, metav1.GetOptions{})
+	require.NoError(t, err)
+	n, _, _ := unstructured.NestedInt64(lws.Object, "spec", "replicas")
+	return n
+}
+
+func replicasAre(t *testing.T, want int64) error {
+	if got := elasticReplicas(t); got != want {
+		return fmt.Errorf("the elastic LWS has %d replicas", got)
+	}
+	return nil
+}
+
+func scaledObjectReady(t *testing.T) error {
+	so, err := harness.Cluster.Dynamic.Resource(scaledObjects).Namespace(namespace).Get(context.Background(), elastic, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if ok, why, _ := harness.HasCondition(so, "Ready", "True"); !ok {
+		return fmt.Errorf("%s", why)
+	}
+	return nil
+}
+
+// basePods are the base replicas' pods, by name, with their UIDs.
+func basePods(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, pod := range pods(t) {
+		if _, ok := pod.Labels[topology.LabelReplicaIndex]; ok {
+			out[pod.Name] = string(pod.UID)
+		}
+	}
+	return out
+}
+
+// elasticPlacement is, per group of the elastic LWS with pods, how many of them are on a node.
+func elasticPlacement(t *testing.T) map[int]int {
+	t.Helper()
+	out := map[int]int{}
+	for _, pod := range pods(t) {
+		if pod.Labels[lwsv1.SetNameLabelKey] != elastic {
+			continue
+		}
+		var group int
+		_, _ = fmt.Sscan(pod.Labels[lwsv1.GroupIndexLabelKey], &group)
+		out[group] += 0
+		if pod.Spec.NodeName != "" {
+			out[group]++
+		}
+	}
+	return out
+}
+
+// groupsRunning: the elastic LWS has n groups, every pod of each Ready on a node.
+func groupsRunning(t *testing.T, n int) error {
+	ready := map[int]int{}
+	for _, pod := range pods(t) {
+		if pod.Labels[lwsv1.SetNameLabelKey] != elastic || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				var group int
+				_, _ = fmt.Sscan(pod.Labels[lwsv1.GroupIndexLabelKey], &group)
+				ready[group]++
+			}
+		}
+	}
+	for g := 0; g < n; g++ {
+		if ready[g] != 2 {
+			return fmt.Errorf("elastic group %d has %d of 2 pods ready (%v)", g, ready[g], ready)
+		}
+	}
+	return nil
+}
+
+func pods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(),
+		metav1.ListOptions{LabelSelector: topology.LabelService + "=chat"})
+	require.NoError(t, err)
+	return list.Items
+}
