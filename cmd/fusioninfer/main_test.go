@@ -243,6 +243,18 @@ func TestPlanReproducesTheSeedTable(t *testing.T) {
 	}
 }
 
+// TestPlanOfAnAutoscaledService: the base, the minimal set and the maximum, elastic replicas last.
+func TestPlanOfAnAutoscaledService(t *testing.T) {
+	stdout, stderr, err := run(t, "", "plan", "-f", "../../examples/manifests/autoscaling-pd.yaml", "--nodes", "6", "--gpus-per-node", "8")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "InferenceService deepseek-autoscaled: 104 GPUs at maxReplicas, 40 GPUs for the base replicas, 24 GPUs for the gang's minimal set")
+	assert.Contains(t, stdout, "Partial (prefill-0, decode-0, decode-1, prefill-elastic-0)")
+	assert.Contains(t, stdout, "decode-elastic-0, decode-elastic-1, decode-elastic-2 wait: each needs 2 pods of 8 GPUs")
+	stdout, stderr, err = run(t, "", "render", "--summary", "-f", "../../examples/manifests/autoscaling-pd.yaml")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "decode   decoder    2 (autoscaled to 5)")
+}
+
 func TestPlanWithANodesFileAndManyReplicas(t *testing.T) {
 	nodes := filepath.Join(t.TempDir(), "nodes.yaml")
 	require.NoError(t, os.WriteFile(nodes, []byte("nodes:\n  - {name: gpu, count: 5, gpus: 2}\n"), 0o644))

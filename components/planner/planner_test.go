@@ -211,3 +211,29 @@ nodes:
 		assert.ErrorContains(t, err, tc.want, name)
 	}
 }
+
+// TestElasticReplicasComeAfterTheBase: an autoscaled role's elastic replicas are placed, whole,
+// after every base replica, and the prediction counts the GPUs at maxReplicas.
+func TestElasticReplicasComeAfterTheBase(t *testing.T) {
+	svc := manifest(t, "autoscaling-pd.yaml") // prefill 1 (to 3) x 1 node, decode 2 (to 5) x 2 nodes
+	cases := []struct {
+		nodes     int
+		status    ServiceStatus
+		scheduled []string
+	}{
+		{13, Full, []string{"prefill-0", "decode-0", "decode-1", "prefill-elastic-0", "prefill-elastic-1",
+			"decode-elastic-0", "decode-elastic-1", "decode-elastic-2"}},
+		{6, Partial, []string{"prefill-0", "decode-0", "decode-1", "prefill-elastic-0"}},
+		{3, Partial, []string{"prefill-0", "decode-0"}},
+		{2, Blocked, nil},
+	}
+	for _, tc := range cases {
+		p, err := Predict(svc, Uniform(tc.nodes, 8))
+		require.NoError(t, err)
+		assert.Equal(t, tc.status, p.Status, "%d nodes", tc.nodes)
+		assert.Equal(t, tc.scheduled, scheduled(p), "%d nodes", tc.nodes)
+		assert.EqualValues(t, 104, p.GPUsFull, "prefill 3 x 8 + decode 5 x 16")
+		assert.EqualValues(t, 40, p.GPUsBase, "prefill 1 x 8 + decode 2 x 16")
+		assert.EqualValues(t, 24, p.GPUsMinimal)
+	}
+}
