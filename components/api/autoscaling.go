@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"math"
-	"net/url"
 	"regexp"
 	"time"
 
@@ -129,24 +128,6 @@ func validateFollow(spec *InferenceServiceSpec, role *Role, path *field.Path) fi
 			"must autoscale on a metric of its own (its autoscaling.metric): that load is what this role follows"))
 	}
 	return errs
-}
-
-// validateMonitoring checks the Prometheus address, which an autoscaled role needs.
-func validateMonitoring(spec *InferenceServiceSpec, path *field.Path) field.ErrorList {
-	if spec.Monitoring == nil || spec.Monitoring.PrometheusAddress == "" {
-		for i := range spec.Roles {
-			if spec.Roles[i].Autoscaling != nil && spec.Roles[i].ComponentType.Serving() {
-				return field.ErrorList{field.Required(path.Child("prometheusAddress"),
-					fmt.Sprintf("role %q autoscales on a metric KEDA reads from Prometheus: give the server's URL", spec.Roles[i].Name))}
-			}
-		}
-		return nil
-	}
-	address := spec.Monitoring.PrometheusAddress
-	if u, err := url.Parse(address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return field.ErrorList{field.Invalid(path.Child("prometheusAddress"), address, "must be an http:// or https:// URL")}
-	}
-	return nil
 }
 
 // validateElasticNames refuses a role named "{role}-elastic" beside an autoscaled role: its

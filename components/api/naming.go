@@ -11,6 +11,13 @@ func LeaderWorkerSetName(serviceName, roleName string, replica int32) string {
 	return serviceName + "-" + TaskName(roleName, replica)
 }
 
+// PodMonitorName is the PodMonitor of a role's servers (or of the router's Endpoint Picker):
+// {service}-{role}.
+func PodMonitorName(serviceName, roleName string) string { return serviceName + "-" + roleName }
+
+// DashboardName is the ConfigMap of the service's Grafana dashboard: {service}-dashboard.
+func DashboardName(serviceName string) string { return serviceName + "-dashboard" }
+
 // ElasticSuffix ends the names of an autoscaled role's elastic objects.
 const ElasticSuffix = "-elastic"
 

@@ -70,16 +70,26 @@ type InferenceServiceSpec struct {
 	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow
 	// in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder []string `json:"rolloutOrder,omitempty" pulumi:"rolloutOrder,optional"`
-	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles
+	// read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring *Monitoring `json:"monitoring,omitempty" pulumi:"monitoring,optional"`
 }
 
-// Monitoring is the platform's metrics stack as the service uses it.
+// Monitoring is the platform's metrics stack as the service uses it (docs/monitoring.md).
 type Monitoring struct {
 	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus'
 	// query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA
 	// queries it for the metric of every autoscaled role.
 	PrometheusAddress string `json:"prometheusAddress,omitempty" pulumi:"prometheusAddress,optional"`
+	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving
+	// role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with
+	// the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out:
+	// their servers run in pods FMA makes.
+	PodMonitors bool `json:"podMonitors,omitempty" pulumi:"podMonitors,optional"`
+	// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard
+	// label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the
+	// PodMonitors add, so it needs podMonitors.
+	Dashboard bool `json:"dashboard,omitempty" pulumi:"dashboard,optional"`
 }
 
 // NodePoolKind says who makes a pool's nodes.

@@ -38,7 +38,8 @@ type Args struct {
 	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow
 	// in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder []string
-	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles
+	// read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring *api.Monitoring
 }
 

@@ -107,7 +107,8 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 
 // Plan lays out the tree of a service whose shape validates (api.ValidateShape), in apply order:
 // node pools, FMA's controller, the PodGroup when gang scheduling is on, one LeaderWorkerSet per
-// replica, the router's objects and its HTTPRoute. In await mode all (the default) the
+// replica (and an autoscaled role's elastic one with its ScaledObject), the router's objects and
+// its HTTPRoute, then the PodMonitors and dashboard spec.monitoring asks for. In await mode all (the default) the
 // LeaderWorkerSets and the router follow each other in rollout batches (rolloutPlan). In await
 // mode minimal the gang's minimal set comes first and every other replica depends on it, or
 // Volcano may start an extra replica while the deployment waits for a minimal one. Every
@@ -163,15 +164,16 @@ func Plan(svc *api.InferenceService) []Ref {
 	}
 	switch spec.AwaitMode() {
 	case api.AwaitAll:
-		return append(refs, rolloutPlan(svc, replicas, elastic)...)
+		refs = append(refs, rolloutPlan(svc, replicas, elastic)...)
 	case api.AwaitMinimal:
-		return append(refs, minimalFirstPlan(svc, roleOrder, replicas, elastic)...)
+		refs = append(refs, minimalFirstPlan(svc, roleOrder, replicas, elastic)...)
 	default: // none: nothing is awaited, so no order holds anything back
 		for _, name := range roleOrder {
 			refs = append(append(refs, replicas[name]...), elastic[name]...)
 		}
-		return append(append(refs, routerRefs(svc, nil)...), httpRouteRefs(svc, nil)...)
+		refs = append(append(refs, routerRefs(svc, nil)...), httpRouteRefs(svc, nil)...)
 	}
+	return append(refs, monitoringRefs(svc)...)
 }
 
 // minimalFirstPlan awaits the gang's minimal set, created first, and makes every other replica
@@ -239,10 +241,14 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 			}
 		case KindScaledObject:
 			obj = buildScaledObject(svc, roles[ref.Role])
+		case KindPodMonitor:
+			obj = buildPodMonitor(svc, roles[ref.Role], routing)
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
 		default:
-			if ref.Role == "" {
+			if ref.Suffix == suffixDashboard {
+				obj = buildDashboard(svc)
+			} else if ref.Role == "" {
 				obj = dualPodsControllerObject(svc, ref)
 			} else {
 				obj = routing.object(ref)

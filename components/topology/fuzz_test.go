@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +107,7 @@ func mutate(rng *rand.Rand, svc *api.InferenceService) {
 	spec := &svc.Spec
 	for n := 1 + rng.IntN(3); n > 0 && len(spec.Roles) > 0; n-- {
 		role := &spec.Roles[rng.IntN(len(spec.Roles))]
-		switch rng.IntN(12) {
+		switch rng.IntN(13) {
 		case 0:
 			role.Replicas = ptr.To(rng.IntN(12))
 		case 1:
@@ -135,6 +137,8 @@ func mutate(rng *rand.Rand, svc *api.InferenceService) {
 				Target: float64(rng.IntN(3)), ScaleDownDelay: []string{"", "30s", "1h1m"}[rng.IntN(3)]}
 		case 11:
 			role.Autoscaling = nil
+		case 12:
+			spec.Monitoring = &api.Monitoring{PodMonitors: rng.IntN(2) == 0, Dashboard: rng.IntN(2) == 0}
 		}
 	}
 }
@@ -154,6 +158,19 @@ func replicaCount(tree *topology.Tree) int {
 func checkTree(t *testing.T, tree *topology.Tree) {
 	t.Helper()
 	wantLWS, wantScaledObjects, podGroups, lwss, scaledObjects, nodePools, routerObjects, controllerObjects := 0, 0, 0, 0, 0, 0, 0, 0
+	monitoringObjects, wantMonitoring := 0, 0
+	if m := tree.Service.Spec.Monitoring; m != nil {
+		if m.PodMonitors {
+			for i := range tree.Service.Spec.Roles {
+				if !tree.Service.Spec.Roles[i].DualPods() {
+					wantMonitoring++
+				}
+			}
+		}
+		if m.Dashboard {
+			wantMonitoring++
+		}
+	}
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
 			wantLWS += int(r.ReplicaCount())
@@ -179,8 +196,18 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			podGroups++
 		case *karpv1.NodePool:
 			nodePools++
+		case *monitoringv1.PodMonitor:
+			monitoringObjects++
+			if o.Spec.PodMetricsEndpoints[0].PortNumber == nil && o.Spec.PodMetricsEndpoints[0].Port == nil {
+				t.Fatalf("PodMonitor %s scrapes no port", o.Name)
+			}
 		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *corev1.ConfigMap, *appsv1.Deployment, *corev1.Service:
-			if isDualPodsControllerObject(tree.Objects[i].Suffix) {
+			if tree.Objects[i].Suffix == "dashboard" {
+				monitoringObjects++
+				if !json.Valid([]byte(o.(*corev1.ConfigMap).Data[tree.Service.Name+".json"])) {
+					t.Fatalf("the dashboard of %s is not JSON", tree.Service.Name)
+				}
+			} else if isDualPodsControllerObject(tree.Objects[i].Suffix) {
 				controllerObjects++ // FMA's controller has an account, permissions and a Deployment too
 			} else {
 				routerObjects++
@@ -199,6 +226,9 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	}
 	if lwss != wantLWS || scaledObjects != wantScaledObjects {
 		t.Fatalf("%d LWSs and %d ScaledObjects, want %d and %d", lwss, scaledObjects, wantLWS, wantScaledObjects)
+	}
+	if monitoringObjects != wantMonitoring {
+		t.Fatalf("%d PodMonitors and dashboards, want %d", monitoringObjects, wantMonitoring)
 	}
 	if gang := tree.Service.Spec.GangScheduled(); (podGroups == 1) != gang || podGroups > 1 {
 		t.Fatalf("%d PodGroups, gang scheduled %v", podGroups, gang)

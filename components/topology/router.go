@@ -53,6 +53,7 @@ const (
 	eppGRPCPort          = 9002
 	eppGRPCHealthPort    = 9003
 	eppMetricsPort       = 9090
+	eppMetricsPortName   = "metrics"
 	eppConfigMountPath   = "/config"
 	eppConfigFile        = "config.yaml"
 	eppContainerName     = "epp"
@@ -315,7 +316,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 						Ports: []corev1.ContainerPort{
 							{Name: "grpc", ContainerPort: eppGRPCPort, Protocol: corev1.ProtocolTCP},
 							{Name: "grpc-health", ContainerPort: eppGRPCHealthPort, Protocol: corev1.ProtocolTCP},
-							{Name: "metrics", ContainerPort: eppMetricsPort, Protocol: corev1.ProtocolTCP},
+							{Name: eppMetricsPortName, ContainerPort: eppMetricsPort, Protocol: corev1.ProtocolTCP},
 						},
 						Env:            []corev1.EnvVar{fieldEnv("NAMESPACE", "metadata.namespace"), fieldEnv("POD_NAME", "metadata.name")},
 						LivenessProbe:  &corev1.Probe{ProbeHandler: grpcProbe(liveness), InitialDelaySeconds: 5, PeriodSeconds: 10},

@@ -40,6 +40,18 @@ func build(t *testing.T, svc *api.InferenceService) *topology.Tree {
 	return tree
 }
 
+// refWithSuffix is the object of the tree with the suffix.
+func refWithSuffix(t *testing.T, tree *topology.Tree, suffix string) topology.Object {
+	t.Helper()
+	for _, o := range tree.Objects {
+		if o.Suffix == suffix {
+			return o
+		}
+	}
+	t.Fatalf("no %s in the tree", suffix)
+	return topology.Object{}
+}
+
 // routedStory is a manifest with a change to its router, built.
 func routedStory(t *testing.T, file string, change func(svc *api.InferenceService, router *api.Role)) *topology.Tree {
 	t.Helper()
@@ -55,8 +67,9 @@ func TestRouterObjectsAndOrder(t *testing.T) {
 		"LeaderWorkerSet/llama-8b-server-0", "LeaderWorkerSet/llama-8b-server-1", "LeaderWorkerSet/llama-8b-server-2", "LeaderWorkerSet/llama-8b-server-3",
 		"ServiceAccount/llama-8b-epp", "Role/llama-8b-epp", "RoleBinding/llama-8b-epp", "ConfigMap/llama-8b-epp-config",
 		"Deployment/llama-8b-epp", "Service/llama-8b-epp", "InferencePool/llama-8b-pool", "Service/llama-8b-shadow", "HTTPRoute/llama-8b-httproute",
-	}, names(tree))
-	route := tree.Objects[len(tree.Objects)-1]
+		"PodMonitor/llama-8b-server", "PodMonitor/llama-8b-router", "ConfigMap/llama-8b-dashboard",
+	}, names(tree), "the monitoring last: nothing depends on it")
+	route := refWithSuffix(t, tree, "httproute")
 	assert.Equal(t, []string{"pool", "epp-deployment", "server-0", "server-1", "server-2", "server-3"}, route.DependsOn,
 		"the route attaches after the pool, the Endpoint Picker and the awaited replicas")
 	deployment := tree.Objects[8]
@@ -72,7 +85,7 @@ func TestRouterAwaitNone(t *testing.T) {
 	assert.Equal(t, "true", objectOf[*corev1.Service](t, tree, "llama-8b-epp").Annotations[topology.AnnotationPulumiSkipAwait],
 		"nor the endpoints of its Service")
 	assert.Empty(t, objectOf[*corev1.Service](t, story(t, "llama-router.yaml"), "llama-8b-epp").Annotations, "awaited by default")
-	route := tree.Objects[len(tree.Objects)-1]
+	route := refWithSuffix(t, tree, "httproute")
 	assert.Equal(t, []string{"pool", "epp-deployment"}, route.DependsOn, "no replica is awaited")
 }
 

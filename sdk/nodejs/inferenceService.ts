@@ -158,7 +158,7 @@ export interface InferenceServiceArgs {
      */
     labels?: pulumi.Input<{[key: string]: string} | undefined>;
     /**
-     * Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+     * Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
      */
     monitoring?: pulumi.Input<inputs.MonitoringArgs | undefined>;
     /**

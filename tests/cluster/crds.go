@@ -103,6 +103,7 @@ var projectCRDs = []projectCRD{
 	{"", "third_party/volcano/scheduling.volcano.sh_podgroups.yaml", "", "Volcano"},
 	// KEDA's apis need k8s.io v0.36 (docs/design/0014-autoscaling.md).
 	{"github.com/kedacore/keda/v2", "config/crd/bases/keda.sh_scaledobjects.yaml", "keda", "KEDA"},
+	{"github.com/prometheus-operator/prometheus-operator", "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml", "prometheus-operator", ""},
 }
 
 // installProjectCRDs installs the CRDs of every kind the project emits, but those a controller

@@ -73,7 +73,7 @@ type inferenceServiceArgs struct {
 	GangPolicy *GangPolicy `pulumi:"gangPolicy"`
 	// Labels are added to every child object.
 	Labels map[string]string `pulumi:"labels"`
-	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring *Monitoring `pulumi:"monitoring"`
 	// Namespace of every child; defaults to "default".
 	Namespace *string `pulumi:"namespace"`
@@ -101,7 +101,7 @@ type InferenceServiceArgs struct {
 	GangPolicy GangPolicyPtrInput
 	// Labels are added to every child object.
 	Labels pulumi.StringMapInput
-	// Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring MonitoringPtrInput
 	// Namespace of every child; defaults to "default".
 	Namespace *string

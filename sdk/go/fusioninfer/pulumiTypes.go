@@ -1122,6 +1122,10 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 }
 
 type Monitoring struct {
+	// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+	Dashboard *bool `pulumi:"dashboard"`
+	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	PodMonitors *bool `pulumi:"podMonitors"`
 	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress *string `pulumi:"prometheusAddress"`
 }
@@ -1138,6 +1142,10 @@ type MonitoringInput interface {
 }
 
 type MonitoringArgs struct {
+	// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+	Dashboard pulumi.BoolPtrInput `pulumi:"dashboard"`
+	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	PodMonitors pulumi.BoolPtrInput `pulumi:"podMonitors"`
 	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress pulumi.StringPtrInput `pulumi:"prometheusAddress"`
 }
@@ -1219,6 +1227,16 @@ func (o MonitoringOutput) ToMonitoringPtrOutputWithContext(ctx context.Context) 
 	}).(MonitoringPtrOutput)
 }
 
+// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+func (o MonitoringOutput) Dashboard() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v Monitoring) *bool { return v.Dashboard }).(pulumi.BoolPtrOutput)
+}
+
+// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+func (o MonitoringOutput) PodMonitors() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v Monitoring) *bool { return v.PodMonitors }).(pulumi.BoolPtrOutput)
+}
+
 // PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 func (o MonitoringOutput) PrometheusAddress() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Monitoring) *string { return v.PrometheusAddress }).(pulumi.StringPtrOutput)
@@ -1246,6 +1264,26 @@ func (o MonitoringPtrOutput) Elem() MonitoringOutput {
 		var ret Monitoring
 		return ret
 	}).(MonitoringOutput)
+}
+
+// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+func (o MonitoringPtrOutput) Dashboard() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *Monitoring) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.Dashboard
+	}).(pulumi.BoolPtrOutput)
+}
+
+// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+func (o MonitoringPtrOutput) PodMonitors() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *Monitoring) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.PodMonitors
+	}).(pulumi.BoolPtrOutput)
 }
 
 // PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.

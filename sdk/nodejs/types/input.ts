@@ -111,6 +111,14 @@ export interface ModelFlexibilityArgs {
 
 export interface MonitoringArgs {
     /**
+     * Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+     */
+    dashboard?: pulumi.Input<boolean | undefined>;
+    /**
+     * PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+     */
+    podMonitors?: pulumi.Input<boolean | undefined>;
+    /**
      * PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
      */
     prometheusAddress?: pulumi.Input<string | undefined>;

@@ -521,6 +521,14 @@ class ModelFlexibilityArgs:
 
 
 class MonitoringArgsDict(TypedDict):
+    dashboard: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+    """
+    pod_monitors: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+    """
     prometheus_address: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
     PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
@@ -529,12 +537,44 @@ class MonitoringArgsDict(TypedDict):
 @pulumi.input_type
 class MonitoringArgs:
     def __init__(__self__, *,
+                 dashboard: pulumi.Input[Optional[_builtins.bool]] = None,
+                 pod_monitors: pulumi.Input[Optional[_builtins.bool]] = None,
                  prometheus_address: pulumi.Input[Optional[_builtins.str]] = None):
         """
+        :param pulumi.Input[_builtins.bool] dashboard: Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+        :param pulumi.Input[_builtins.bool] pod_monitors: PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
         :param pulumi.Input[_builtins.str] prometheus_address: PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
         """
+        if dashboard is not None:
+            pulumi.set(__self__, "dashboard", dashboard)
+        if pod_monitors is not None:
+            pulumi.set(__self__, "pod_monitors", pod_monitors)
         if prometheus_address is not None:
             pulumi.set(__self__, "prometheus_address", prometheus_address)
+
+    @_builtins.property
+    @pulumi.getter
+    def dashboard(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+        """
+        return pulumi.get(self, "dashboard")
+
+    @dashboard.setter
+    def dashboard(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "dashboard", value)
+
+    @_builtins.property
+    @pulumi.getter(name="podMonitors")
+    def pod_monitors(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+        """
+        return pulumi.get(self, "pod_monitors")
+
+    @pod_monitors.setter
+    def pod_monitors(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "pod_monitors", value)
 
     @_builtins.property
     @pulumi.getter(name="prometheusAddress")

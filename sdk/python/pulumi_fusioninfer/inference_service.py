@@ -43,7 +43,7 @@ class InferenceServiceArgs:
         :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
-        :param pulumi.Input['MonitoringArgs'] monitoring: Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+        :param pulumi.Input['MonitoringArgs'] monitoring: Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on.
         :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
@@ -150,7 +150,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def monitoring(self) -> pulumi.Input[Optional['MonitoringArgs']]:
         """
-        Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+        Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
         """
         return pulumi.get(self, "monitoring")
 
@@ -248,7 +248,7 @@ class InferenceService(pulumi.ComponentResource):
         :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
-        :param pulumi.Input[Union['MonitoringArgs', 'MonitoringArgsDict']] monitoring: Monitoring says where the platform's metrics are: the Prometheus that autoscaled roles read.
+        :param pulumi.Input[Union['MonitoringArgs', 'MonitoringArgsDict']] monitoring: Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on.
         :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service, each with a unique name.
