@@ -80,6 +80,21 @@ func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// installModuleCRDs installs every CRD file of a folder of a wrapper module's dependency (a
+// controller's own CRDs, in the version it runs).
+func (c *Cluster) installModuleCRDs(ctx context.Context, module, dependency, folder string) error {
+	dir, err := moduleFile(module, dependency, folder)
+	if err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	_, err = c.InstallCRDs(ctx, files...)
+	return err
+}
+
 // projectCRD is the CRD file of a kind the project emits or refers to, from its upstream source:
 // a dependency of this repository's module or of a wrapper module (from the module cache), or a
 // file of the repository.

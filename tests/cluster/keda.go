@@ -36,15 +36,7 @@ func (c *Cluster) startKEDA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crds, err := moduleFile(kedaOperator.module, "github.com/kedacore/keda/v2", "config/crd/bases")
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(crds, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if _, err := c.InstallCRDs(ctx, files...); err != nil {
+	if err := c.installModuleCRDs(ctx, kedaOperator.module, "github.com/kedacore/keda/v2", "config/crd/bases"); err != nil {
 		return err
 	}
 	if _, err := c.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kedaNamespace}},

@@ -33,15 +33,7 @@ func (c *Cluster) startLeaderWorkerSet(ctx context.Context, version string) erro
 	if err != nil {
 		return err
 	}
-	crds, err := moduleFile(lws.module, "sigs.k8s.io/lws", "config/crd/bases")
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(crds, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if _, err := c.InstallCRDs(ctx, files...); err != nil {
+	if err := c.installModuleCRDs(ctx, lws.module, "sigs.k8s.io/lws", "config/crd/bases"); err != nil {
 		return err
 	}
 	webhookPort, err1 := freePort()
