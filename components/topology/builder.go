@@ -108,11 +108,11 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 // Plan lays out the tree of a service whose shape validates (api.ValidateShape), in apply order:
 // node pools, FMA's controller, the PodGroup when gang scheduling is on, one LeaderWorkerSet per
 // replica (and an autoscaled role's elastic one with its ScaledObject), the router's objects and
-// its HTTPRoute, then the PodMonitors and dashboard spec.monitoring asks for. In await mode all (the default) the
-// LeaderWorkerSets and the router follow each other in rollout batches (rolloutPlan). In await
-// mode minimal the gang's minimal set comes first and every other replica depends on it, or
-// Volcano may start an extra replica while the deployment waits for a minimal one. Every
-// DependsOn names an earlier object.
+// its HTTPRoute, then the PodMonitors and dashboard spec.monitoring asks for. In await mode all
+// (the default) the LeaderWorkerSets and the router follow each other in rollout batches
+// (rolloutPlan). In await mode minimal the gang's minimal set comes first and every other replica
+// depends on it, or Volcano may start an extra replica while the deployment waits for a minimal
+// one. Every DependsOn names an earlier object.
 func Plan(svc *api.InferenceService) []Ref {
 	svc = WithDefaults(svc)
 	spec := &svc.Spec
