@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eppmetrics "sigs.k8s.io/gateway-api-inference-extension/pkg/epp/metrics"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	eppmetrics "sigs.k8s.io/gateway-api-inference-extension/pkg/epp/metrics"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
