@@ -56,9 +56,9 @@ func validateAutoscaling(spec *InferenceServiceSpec, role *Role, rolePath *field
 	switch {
 	case as.MaxReplicas < 1 || as.MaxReplicas > MaxReplicas:
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), as.MaxReplicas, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
-	case as.MaxReplicas < int(role.ReplicaCount()):
+	case as.MaxReplicas < role.baseReplicas():
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), as.MaxReplicas,
-			fmt.Sprintf("must be >= minReplicas (%d)", role.ReplicaCount())))
+			fmt.Sprintf("must be >= minReplicas (%d)", role.baseReplicas())))
 	}
 	if as.Follow != nil {
 		errs = append(errs, validateFollow(spec, role, path)...)

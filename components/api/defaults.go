@@ -17,14 +17,17 @@ const (
 // ReplicaCount is the role's replicas, 1 when unset; for an autoscaled role its base,
 // autoscaling.minReplicas if set. Narrowed to the int32 of the Kubernetes fields it ends in:
 // validation bounds the given value (MaxReplicas) before anything calls this.
-func (r *Role) ReplicaCount() int32 {
+func (r *Role) ReplicaCount() int32 { return int32(r.baseReplicas()) }
+
+// baseReplicas is the count ReplicaCount narrows, as given: validation bounds it first.
+func (r *Role) baseReplicas() int {
 	switch {
 	case r.Autoscaling != nil && r.Autoscaling.MinReplicas != nil:
-		return int32(*r.Autoscaling.MinReplicas)
+		return *r.Autoscaling.MinReplicas
 	case r.Replicas == nil:
 		return 1
 	}
-	return int32(*r.Replicas)
+	return *r.Replicas
 }
 
 // Autoscaled reports whether the role has elastic replicas above its base.

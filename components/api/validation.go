@@ -209,7 +209,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 // validateLeaderWorkerSetName checks that the longest name the role produces fits the limits of
 // LWS and of the StatefulSets and pods LWS derives from it.
 func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field.Path) field.ErrorList {
-	if serviceName == "" || role.Name == "" || role.ReplicaCount() < 1 || role.ReplicaCount() > MaxReplicas {
+	if serviceName == "" || role.Name == "" || role.baseReplicas() < 1 || role.baseReplicas() > MaxReplicas {
 		return nil
 	}
 	longest := LeaderWorkerSetName(serviceName, role.Name, role.ReplicaCount()-1)
