@@ -3,13 +3,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
@@ -23,9 +21,7 @@ const modelLoadTime = 30 * time.Second
 // all at once: `pulumi up` returns when all 8 serve, within 1.5x the time of one replica alone,
 // not 4x. The figures go to the log (and docs/performance.md).
 func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
-	ctx := context.Background()
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "first", Count: 8, GPUs: 8}))
-	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "first") })
+	harness.AddGPUNodes(t, "first", 8)
 	deploy := func(replicas int) time.Duration {
 		namespace := fmt.Sprintf("first-%d", replicas)
 		harness.EnsureNamespace(t, namespace)

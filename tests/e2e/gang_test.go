@@ -101,10 +101,8 @@ func TestGangOnTheRealScheduler(t *testing.T) {
 		}},
 	} {
 		t.Run(fmt.Sprintf("%d nodes", tc.nodes), func(t *testing.T) {
-			ctx := context.Background()
 			prefix := fmt.Sprintf("gang%d", tc.nodes)
-			require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: tc.nodes, GPUs: 8}))
-			t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, prefix) })
+			harness.AddGPUNodes(t, prefix, tc.nodes)
 			namespace := prefix
 			harness.EnsureNamespace(t, namespace)
 			svc := story4(t, namespace, api.AwaitNone) // nothing to wait for where nothing can run

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
@@ -36,9 +35,7 @@ func availableReplicas(t *testing.T, namespace string) int {
 // decode replicas, 16 nodes at full size, on 8): `pulumi up` returns once the gang's minimal set
 // (one prefill, one decode) runs; the other replicas come up when nodes are added.
 func TestAwaitMinimalReturnsWhenTheMinimalSetRuns(t *testing.T) {
-	ctx := context.Background()
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal", Count: 8, GPUs: 8}))
-	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "minimal") })
+	harness.AddGPUNodes(t, "minimal", 8)
 	namespace := "minimal"
 	harness.EnsureNamespace(t, namespace)
 	svc := story4(t, namespace, api.AwaitMinimal)
@@ -50,8 +47,7 @@ func TestAwaitMinimalReturnsWhenTheMinimalSetRuns(t *testing.T) {
 	}
 	assert.Less(t, availableReplicas(t, namespace), 5, "the cluster has no room for the whole service")
 
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "minimal-more", Count: 8, GPUs: 8}))
-	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "minimal-more") })
+	harness.AddGPUNodes(t, "minimal-more", 8)
 	require.Eventually(t, func() bool { return availableReplicas(t, namespace) == 5 }, 3*time.Minute, time.Second,
 		"every replica runs once the nodes are there")
 	assert.Equal(t, map[string]string{"prefill": inferenceservice.PhaseRunning, "decode": inferenceservice.PhaseRunning},

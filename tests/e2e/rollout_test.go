@@ -3,20 +3,17 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
@@ -24,9 +21,7 @@ import (
 // batches in order, never more than 2 replicas unavailable; with a partition, the replicas below
 // it keep their template.
 func TestRolloutOnTheCluster(t *testing.T) {
-	ctx := context.Background()
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "rollout", Count: 6, GPUs: 8}))
-	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "rollout") })
+	harness.AddGPUNodes(t, "rollout", 6)
 	cases := []struct {
 		name      string
 		partition *int
@@ -78,9 +73,7 @@ func TestRolloutOnTheCluster(t *testing.T) {
 // A prefill/decode service rolls on the real controllers in the default order: the gang's minimal
 // set (one of each) together, then the other decoders, then the other prefillers.
 func TestPrefillDecodeRollsDecodersFirstOnTheCluster(t *testing.T) {
-	ctx := context.Background()
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "pd", Count: 4, GPUs: 8}))
-	t.Cleanup(func() { _ = harness.Cluster.DeleteNodes(ctx, "pd") })
+	harness.AddGPUNodes(t, "pd", 4)
 	namespace := "pd-rollout"
 	harness.EnsureNamespace(t, namespace)
 	image := "vllm/vllm-openai:v0.11.0"

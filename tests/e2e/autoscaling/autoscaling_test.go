@@ -45,12 +45,11 @@ var scaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1al
 // replica, base 2, at most 5, on waiting requests with a target of 4 a replica; prefill (1 pod a
 // replica, base 1, at most 3) follows decode at a ratio of 0.5.
 func TestMultiNodeDecodeScales2To5To2(t *testing.T) {
-	ctx := context.Background()
 	harness.EnsureNamespace(t, namespace)
 	prometheus := harness.NewPrometheus(t)
 	// 11 nodes of 8 GPUs: the base (prefill 1 node, decode 2 x 2 nodes) leaves 6 nodes for the 8
 	// the elastic replicas (prefill 2 x 1, decode 3 x 2) want: some must wait, each whole.
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "as", Count: 11, GPUs: 8}))
+	harness.AddGPUNodes(t, "as", 11)
 	image := "vllm/vllm-openai:v0.11.0"
 	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
 		return &inferenceservice.Args{Namespace: namespace, Monitoring: &api.Monitoring{PrometheusAddress: prometheus.URL},
@@ -92,7 +91,7 @@ func TestMultiNodeDecodeScales2To5To2(t *testing.T) {
 	for group, placed := range elasticPlacement(t, decodeElastic) {
 		assert.Contains(t, []int{0, 2}, placed, "decode elastic replica %d (2 pods) is placed whole or not at all", group)
 	}
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "as-more", Count: 2, GPUs: 8}))
+	harness.AddGPUNodes(t, "as-more", 2)
 	waitFor(t, "every elastic replica runs whole once 2 nodes are added", func(t *testing.T) error {
 		return errors.Join(groupsRunning(t, decodeElastic, 3, 2), groupsRunning(t, prefillElastic, 2, 1))
 	})

@@ -67,9 +67,7 @@ func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 			labels = maps.Clone(labels)
 			labels["nvidia.com/gpu.product"] = product
 		}
-		prefix := "pool-" + name
-		require.NoError(t, Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: 24, GPUs: 8, Labels: labels, Taints: taints}))
-		t.Cleanup(func() { _ = Cluster.DeleteNodes(ctx, prefix) })
+		AddNodes(t, testcluster.Nodes{Prefix: "pool-" + name, Count: 24, GPUs: 8, Labels: labels, Taints: taints})
 	}
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
@@ -102,8 +100,7 @@ var (
 // HyperNodes of perSwitch nodes (one leaf switch each) under one tier-2 HyperNode (the spine).
 func AddNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: prefix, Count: count, GPUs: 8}))
+	AddGPUNodes(t, prefix, count)
 	var leaves []any
 	for first := 0; first < count; first += perSwitch {
 		var members []any
@@ -115,7 +112,20 @@ func AddNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
 		leaves = append(leaves, map[string]any{"type": "HyperNode", "selector": map[string]any{"exactMatch": map[string]any{"name": name}}})
 	}
 	createHyperNode(t, prefix+"-spine", 2, leaves)
-	t.Cleanup(func() { _ = Cluster.DeleteNodes(ctx, prefix) })
+}
+
+// AddNodes adds the nodes for the test and removes them when it ends.
+func AddNodes(t *testing.T, nodes testcluster.Nodes) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, Cluster.AddNodes(ctx, nodes))
+	t.Cleanup(func() { _ = Cluster.DeleteNodes(ctx, nodes.Prefix) })
+}
+
+// AddGPUNodes adds count nodes of 8 GPUs named {prefix}-{i} for the test.
+func AddGPUNodes(t *testing.T, prefix string, count int) {
+	t.Helper()
+	AddNodes(t, testcluster.Nodes{Prefix: prefix, Count: count, GPUs: 8})
 }
 
 func createHyperNode(t *testing.T, name string, tier int64, members []any) {

@@ -6,12 +6,10 @@
 package lwsv080
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -25,8 +23,7 @@ func TestMain(m *testing.M) { harness.MainWithLeaderWorkerSet(m, "v0.8.0") }
 // The same change as tests/e2e's TestRolloutOnTheCluster (6 replicas, maxUnavailable 2): on v0.8.0
 // every batch's wait passes at once, and more than 2 replicas are down together.
 func TestRolloutBatchesOverlapOnLWSv080(t *testing.T) {
-	ctx := context.Background()
-	require.NoError(t, harness.Cluster.AddNodes(ctx, testcluster.Nodes{Prefix: "v080", Count: 6, GPUs: 8}))
+	harness.AddGPUNodes(t, "v080", 6)
 	namespace := "lws-v080"
 	harness.EnsureNamespace(t, namespace)
 	image := "vllm/vllm-openai:v0.11.0"
