@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
@@ -96,14 +97,7 @@ func validateMetric(as *Autoscaling, path *field.Path) field.ErrorList {
 }
 
 // IsKnownMetric reports whether a role's metric is one of KnownMetrics, not a query.
-func IsKnownMetric(name string) bool {
-	for _, m := range KnownMetrics {
-		if m == name {
-			return true
-		}
-	}
-	return false
-}
+func IsKnownMetric(name string) bool { return slices.Contains(KnownMetrics, name) }
 
 // validateFollow checks a role that scales with another's load.
 func validateFollow(spec *InferenceServiceSpec, role *Role, path *field.Path) field.ErrorList {

@@ -1,9 +1,8 @@
 package topology
 
 import (
-	"strings"
-
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/util/strutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -79,17 +78,11 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 	}
 }
 
-// fromPodLabel copies a pod label onto the series as target (Prometheus' kubernetes discovery
-// names pod labels __meta_kubernetes_pod_label_<name>, with every other character an underscore).
+// fromPodLabel copies a pod label onto the series as target: Prometheus' kubernetes discovery
+// names it __meta_kubernetes_pod_label_<name>, the name sanitized by strutil.SanitizeLabelName.
 func fromPodLabel(podLabel, target string) monitoringv1.RelabelConfig {
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, podLabel)
 	return monitoringv1.RelabelConfig{
-		SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + name)},
+		SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + strutil.SanitizeLabelName(podLabel))},
 		TargetLabel:  target,
 		Action:       "replace",
 	}
