@@ -18,8 +18,8 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// ManifestServices are the services of a manifest file, in the namespace "default" where they
-// name none (as the CLI renders them).
+// ManifestServices are the services of a manifest file, in api.DefaultNamespace where they name
+// none (as the CLI renders them).
 func ManifestServices(t *testing.T, path string) []*api.InferenceService {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -28,10 +28,7 @@ func ManifestServices(t *testing.T, path string) []*api.InferenceService {
 	require.Empty(t, errs)
 	var services []*api.InferenceService
 	for _, doc := range docs {
-		if doc.Service.Namespace == "" {
-			doc.Service.Namespace = "default"
-		}
-		services = append(services, doc.Service)
+		services = append(services, topology.WithDefaults(doc.Service))
 	}
 	return services
 }
