@@ -53,3 +53,23 @@ func DualPodsControllerName(serviceName string) string { return serviceName + "-
 
 // FMAServiceAccountName names FMA's controller account: {service}-fma-controllers.
 func FMAServiceAccountName(serviceName string) string { return serviceName + FMAServiceAccountSuffix }
+
+// The names of a model's objects: {service}-model (the cache claim), {service}-model-download
+// (the Job that fills it), {service}-compile-cache; with the role's name after the service's for
+// a role that sets its own model (owner, see ModelOwner).
+func ModelCacheName(serviceName, owner string) string {
+	return modelPrefix(serviceName, owner) + "model"
+}
+func ModelDownloadJobName(serviceName, owner string) string {
+	return modelPrefix(serviceName, owner) + "model-download"
+}
+func CompileCacheName(serviceName, owner string) string {
+	return modelPrefix(serviceName, owner) + "compile-cache"
+}
+
+func modelPrefix(serviceName, owner string) string {
+	if owner == "" {
+		return serviceName + "-"
+	}
+	return serviceName + "-" + owner + "-"
+}

@@ -52,6 +52,10 @@ func (c ComponentType) Serving() bool {
 type InferenceServiceSpec struct {
 	// Roles are the logical components of the service, each with a unique name.
 	Roles []Role `json:"roles" pulumi:"roles"`
+	// Model is where the serving roles' weights come from and where they are kept: downloaded
+	// once into a cache volume that every server mounts, streamed from object storage, or mounted
+	// from a volume or an image (docs/model-weights.md). A role may set its own.
+	Model *Model `json:"model,omitempty" pulumi:"model,optional"`
 	// SchedulingStrategy applies service-wide scheduling policies.
 	SchedulingStrategy *SchedulingStrategy `json:"schedulingStrategy,omitempty" pulumi:"schedulingStrategy,optional"`
 	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
@@ -291,6 +295,9 @@ type Role struct {
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.
 	TerminationGracePeriodSeconds *int `json:"terminationGracePeriodSeconds,omitempty" pulumi:"terminationGracePeriodSeconds,optional"`
+	// Model replaces spec.model for this role, whole: a role that serves another model (a draft
+	// model, a different size) gets its own cache and download.
+	Model *Model `json:"model,omitempty" pulumi:"model,optional"`
 	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas
 	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
 	// "{service}-{role}-elastic", whose groups are each placed whole.
@@ -299,6 +306,71 @@ type Role struct {
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty" pulumi:"modelFlexibility,optional"`
+}
+
+// Model is one model's weights: where they come from, where they are kept, how vLLM loads them
+// (docs/design/0015-model-weights.md).
+type Model struct {
+	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a
+	// commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that
+	// already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image
+	// volume, Kubernetes 1.33+ with the ImageVolume feature).
+	Source string `json:"source" pulumi:"source"`
+	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default
+	// the Hub repository, else the last element of the source's path. A --served-model-name in
+	// the server's arguments wins.
+	Name string `json:"name,omitempty" pulumi:"name,optional"`
+	// CredentialsSecret names a Secret in the service's namespace whose keys become the
+	// downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub;
+	// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3
+	// and GCS (its HMAC keys). Never inline.
+	CredentialsSecret *corev1.LocalObjectReference `json:"credentialsSecret,omitempty" pulumi:"credentialsSecret,optional"`
+	// Cache is the volume the weights are downloaded to once, by the Job
+	// "{service}-model-download", before any server starts; every server mounts it read-only.
+	// Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+	Cache *ModelCache `json:"cache,omitempty" pulumi:"cache,optional"`
+	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source
+	// straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+	LoadFormat ModelLoadFormat `json:"loadFormat,omitempty" pulumi:"loadFormat,optional"`
+	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a
+	// server's second start of the same model skips compilation.
+	CompileCache *CompileCache `json:"compileCache,omitempty" pulumi:"compileCache,optional"`
+}
+
+// ModelLoadFormat is how vLLM reads the weights.
+type ModelLoadFormat string
+
+// RunaiStreamer is vLLM's --load-format runai_streamer: object storage straight to GPU memory.
+const RunaiStreamer ModelLoadFormat = "runai_streamer"
+
+// ModelCache is the PersistentVolumeClaim "{service}-model" the weights are downloaded to.
+type ModelCache struct {
+	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second
+	// revision while a rollout replaces the first.
+	Size string `json:"size" pulumi:"size"`
+	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS,
+	// Filestore, CephFS...).
+	StorageClassName string `json:"storageClassName" pulumi:"storageClassName"`
+	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or
+	// ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for
+	// ReadWriteOnce too; no server mounts it before the download is complete).
+	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty" pulumi:"accessMode,optional"`
+	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may
+	// run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+	DownloadTimeout string `json:"downloadTimeout,omitempty" pulumi:"downloadTimeout,optional"`
+	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download
+	// of this release): a mirror of it.
+	DownloaderImage string `json:"downloaderImage,omitempty" pulumi:"downloaderImage,optional"`
+}
+
+// CompileCache is the PersistentVolumeClaim "{service}-compile-cache" the servers keep their
+// compiled kernels on.
+type CompileCache struct {
+	// Size of the claim, default 20Gi.
+	Size string `json:"size,omitempty" pulumi:"size,optional"`
+	// StorageClassName of a storage class whose volumes many nodes can mount; default the model
+	// cache's.
+	StorageClassName string `json:"storageClassName,omitempty" pulumi:"storageClassName,optional"`
 }
 
 // Autoscaling is how a role's replicas follow load (docs/design/0014-autoscaling.md).

@@ -121,6 +121,7 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
 	errs = append(errs, validateRolloutOrder(spec, fldPath.Child("rolloutOrder"))...)
 	errs = append(errs, validateMonitoring(spec, fldPath.Child("monitoring"))...)
+	errs = append(errs, validateModels(spec, serviceName, fldPath)...)
 	errs = append(errs, validateElasticNames(spec, fldPath.Child("roles"))...)
 	errs = append(errs, validateAwaitTimeout(spec.AwaitTimeout, fldPath.Child("awaitTimeout"))...)
 	switch spec.Await {
@@ -202,6 +203,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
+		errs = append(errs, validateModelServer(spec, role, rolePath.Child("template"))...)
 	}
 	return errs
 }

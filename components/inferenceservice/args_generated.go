@@ -20,6 +20,10 @@ type Args struct {
 	Labels map[string]string
 	// Roles are the logical components of the service, each with a unique name.
 	Roles []RoleArgs
+	// Model is where the serving roles' weights come from and where they are kept: downloaded
+	// once into a cache volume that every server mounts, streamed from object storage, or mounted
+	// from a volume or an image (docs/model-weights.md). A role may set its own.
+	Model *api.Model
 	// SchedulingStrategy applies service-wide scheduling policies.
 	SchedulingStrategy *api.SchedulingStrategy
 	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
@@ -95,6 +99,9 @@ type RoleArgs struct {
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.
 	TerminationGracePeriodSeconds *int
+	// Model replaces spec.model for this role, whole: a role that serves another model (a draft
+	// model, a different size) gets its own cache and download.
+	Model *api.Model
 	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas
 	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
 	// "{service}-{role}-elastic", whose groups are each placed whole.
@@ -108,6 +115,7 @@ type RoleArgs struct {
 // spec is the InferenceServiceSpec the Args describe, without pod templates.
 func (a *Args) spec() api.InferenceServiceSpec {
 	out := api.InferenceServiceSpec{
+		Model:              a.Model,
 		SchedulingStrategy: a.SchedulingStrategy,
 		GangPolicy:         a.GangPolicy,
 		Await:              a.Await,
@@ -144,6 +152,7 @@ func (r *RoleArgs) role() api.Role {
 		StartupPolicy:                 r.StartupPolicy,
 		AwaitTimeout:                  r.AwaitTimeout,
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+		Model:                         r.Model,
 		Autoscaling:                   r.Autoscaling,
 		ModelFlexibility:              r.ModelFlexibility,
 	}
@@ -152,6 +161,7 @@ func (r *RoleArgs) role() api.Role {
 // argsFromSpec are the Args of a spec, without pod templates.
 func argsFromSpec(spec *api.InferenceServiceSpec) *Args {
 	out := &Args{
+		Model:              spec.Model,
 		SchedulingStrategy: spec.SchedulingStrategy,
 		GangPolicy:         spec.GangPolicy,
 		Await:              spec.Await,
@@ -188,6 +198,7 @@ func roleArgs(r *api.Role) RoleArgs {
 		StartupPolicy:                 r.StartupPolicy,
 		AwaitTimeout:                  r.AwaitTimeout,
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
+		Model:                         r.Model,
 		Autoscaling:                   r.Autoscaling,
 		ModelFlexibility:              r.ModelFlexibility,
 	}

@@ -210,6 +210,9 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 		if ignored := ref.IgnoredFields(); len(ignored) > 0 {
 			opts = append(opts, pulumi.IgnoreChanges(ignored))
 		}
+		if ref.ReplacedWhole() { // same name, so the old one goes first
+			opts = append(opts, pulumi.ReplaceOnChanges([]string{"spec"}), pulumi.DeleteBeforeReplace(true))
+		}
 		var child apiextensions.CustomResource
 		err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)
 		return &child, err

@@ -66,6 +66,11 @@ func (r Ref) IgnoredFields() []string {
 	return nil
 }
 
+// ReplacedWhole reports whether a changed object is deleted and created anew instead of updated:
+// a model's download Job, whose pod template Kubernetes does not let change. A new revision is a
+// new download.
+func (r Ref) ReplacedWhole() bool { return r.TypeMeta == KindJob }
+
 // RolledInBatches reports whether the object is a replica's LWS that a rollout updates in its
 // batch, apart from its creation (RolloutAfter): the batches' base replicas. The router's
 // Deployment and an elastic LWS also have a place in the chain, but through DependsOn.
@@ -106,7 +111,7 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 }
 
 // Plan lays out the tree of a service whose shape validates (api.ValidateShape), in apply order:
-// node pools, FMA's controller, the PodGroup when gang scheduling is on, one LeaderWorkerSet per
+// node pools, FMA's controller, the models' claims and download Jobs, the PodGroup when gang scheduling is on, one LeaderWorkerSet per
 // replica (and an autoscaled role's elastic one with its ScaledObject), the router's objects and
 // its HTTPRoute, then the PodMonitors and dashboard spec.monitoring asks for. In await mode all
 // (the default) the LeaderWorkerSets and the router follow each other in rollout batches
@@ -125,6 +130,9 @@ func Plan(svc *api.InferenceService) []Ref {
 	// FMA's controller next: the requesters of dual-pods roles depend on it, so destroy removes them first.
 	controller := dualPodsControllerRefs(svc)
 	refs = append(refs, controller...)
+	// The models' claims and downloads next: the servers are created after their model is in place.
+	models, serversAfter := modelRefs(svc)
+	refs = append(refs, models...)
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
 		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: api.PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
@@ -144,6 +152,9 @@ func Plan(svc *api.InferenceService) []Ref {
 		}
 		if role.DualPods() && len(controller) > 0 {
 			roleDependsOn = append(append([]string{}, roleDependsOn...), suffixFMAController)
+		}
+		if spec.ModelOf(role) != nil {
+			roleDependsOn = append(append([]string{}, roleDependsOn...), serversAfter[api.ModelOwner(role)]...)
 		}
 		roleOrder = append(roleOrder, role.Name)
 		if role.Autoscaled() {
@@ -245,6 +256,8 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 			obj = buildPodMonitor(svc, roles[ref.Role], routing)
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
+		case KindJob, KindPersistentVolumeClaim:
+			obj = buildModelObject(svc, ref)
 		default:
 			if ref.Suffix == suffixDashboard {
 				obj = buildDashboard(svc)

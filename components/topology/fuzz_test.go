@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +20,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -107,7 +110,7 @@ func mutate(rng *rand.Rand, svc *api.InferenceService) {
 	spec := &svc.Spec
 	for n := 1 + rng.IntN(3); n > 0 && len(spec.Roles) > 0; n-- {
 		role := &spec.Roles[rng.IntN(len(spec.Roles))]
-		switch rng.IntN(13) {
+		switch rng.IntN(15) {
 		case 0:
 			role.Replicas = ptr.To(rng.IntN(12))
 		case 1:
@@ -139,8 +142,30 @@ func mutate(rng *rand.Rand, svc *api.InferenceService) {
 			role.Autoscaling = nil
 		case 12:
 			spec.Monitoring = &api.Monitoring{PodMonitors: rng.IntN(2) == 0, Dashboard: rng.IntN(2) == 0}
+		case 13:
+			spec.Model = randomModel(rng)
+		case 14:
+			role.Model = randomModel(rng)
 		}
 	}
+}
+
+// randomModel is one of the kinds of model source, mostly valid, with or without caches.
+func randomModel(rng *rand.Rand) *api.Model {
+	cache := &api.ModelCache{Size: []string{"100Gi", "0", ""}[rng.IntN(3)], StorageClassName: "shared"}
+	var compile *api.CompileCache
+	if rng.IntN(2) == 0 {
+		compile = &api.CompileCache{}
+	}
+	switch rng.IntN(5) {
+	case 0:
+		return &api.Model{Source: "s3://models/llama", LoadFormat: api.RunaiStreamer, CompileCache: compile}
+	case 1:
+		return &api.Model{Source: "pvc://weights/llama", CompileCache: compile}
+	case 2:
+		return &api.Model{Source: "oci://registry.example/models/llama:1", Cache: cache}
+	}
+	return &api.Model{Source: "hf://org/model@v" + strconv.Itoa(rng.IntN(3)), Cache: cache, CompileCache: compile}
 }
 
 // maxCheckedReplicas bounds the work per input: inputs near the 10,000-replica bound are valid but
@@ -159,6 +184,7 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	t.Helper()
 	wantLWS, wantScaledObjects, podGroups, lwss, scaledObjects, nodePools, routerObjects, controllerObjects := 0, 0, 0, 0, 0, 0, 0, 0
 	monitoringObjects, wantMonitoring := 0, 0
+	modelObjects, wantModelObjects := 0, 0
 	if m := tree.Service.Spec.Monitoring; m != nil {
 		if m.PodMonitors {
 			for i := range tree.Service.Spec.Roles {
@@ -171,8 +197,13 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			wantMonitoring++
 		}
 	}
+	owners := map[string]bool{}
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
+			if m := tree.Service.Spec.ModelOf(r); m != nil && !owners[api.ModelOwner(r)] {
+				owners[api.ModelOwner(r)] = true
+				wantModelObjects += map[bool]int{true: 2}[m.Downloads()] + map[bool]int{true: 1}[m.CompileCache != nil]
+			}
 			wantLWS += int(r.ReplicaCount())
 			if r.Autoscaled() {
 				wantLWS++ // the elastic replicas' LWS
@@ -194,6 +225,8 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			}
 		case *volcanov1beta1.PodGroup:
 			podGroups++
+		case *corev1.PersistentVolumeClaim, *batchv1.Job:
+			modelObjects++
 		case *karpv1.NodePool:
 			nodePools++
 		case *monitoringv1.PodMonitor:
@@ -227,6 +260,10 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	if lwss != wantLWS || scaledObjects != wantScaledObjects {
 		t.Fatalf("%d LWSs and %d ScaledObjects, want %d and %d", lwss, scaledObjects, wantLWS, wantScaledObjects)
 	}
+	if modelObjects != wantModelObjects {
+		t.Fatalf("%d claims and Jobs of models, want %d", modelObjects, wantModelObjects)
+	}
+	checkModels(t, tree)
 	if monitoringObjects != wantMonitoring {
 		t.Fatalf("%d PodMonitors and dashboards, want %d", monitoringObjects, wantMonitoring)
 	}
@@ -261,6 +298,49 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 	for _, r := range prediction.Replicas {
 		if r.Scheduled != (len(r.Nodes) == int(r.Pods)) && r.Pods > 0 {
 			t.Fatalf("replica %s scheduled=%v on %d of %d nodes", r.Name(), r.Scheduled, len(r.Nodes), r.Pods)
+		}
+	}
+}
+
+// checkModels: every pod of a role with a model has the model's volume mounted read-only where
+// the server's --model points (streamed models aside), and each of its LWSs is created after
+// the model's download.
+func checkModels(t *testing.T, tree *topology.Tree) {
+	t.Helper()
+	spec := &tree.Service.Spec
+	names := map[string]string{} // suffix -> name
+	for _, o := range tree.Objects {
+		names[o.Suffix] = o.Name
+	}
+	for _, o := range tree.Objects {
+		lws, ok := o.Object.(*lwsv1.LeaderWorkerSet)
+		if !ok {
+			continue
+		}
+		role := spec.RoleNamed(o.Role)
+		m := spec.ModelOf(role)
+		if m == nil {
+			continue
+		}
+		job := api.ModelDownloadJobName(tree.Service.Name, api.ModelOwner(role))
+		if m.Downloads() && !slices.ContainsFunc(o.DependsOn, func(suffix string) bool { return names[suffix] == job }) {
+			t.Fatalf("%s is created without waiting for its model's download: %v", o.Name, o.DependsOn)
+		}
+		templates := []*corev1.PodTemplateSpec{&lws.Spec.LeaderWorkerTemplate.WorkerTemplate}
+		if lt := lws.Spec.LeaderWorkerTemplate.LeaderTemplate; lt != nil {
+			templates = append(templates, lt)
+		}
+		for _, tpl := range templates {
+			if m.LoadFormat == api.RunaiStreamer || role.DualPods() {
+				continue // streamed: no volume; dual pods: the volume is in FMA's server patch
+			}
+			mounted := false
+			for _, vm := range tpl.Spec.Containers[api.ServingContainerIndex].VolumeMounts {
+				mounted = mounted || (vm.Name == api.ModelVolumeName && vm.MountPath == api.ModelMountPath && vm.ReadOnly)
+			}
+			if !mounted {
+				t.Fatalf("%s: a pod of a role with a model does not mount it read-only at %s", o.Name, api.ModelMountPath)
+			}
 		}
 	}
 }

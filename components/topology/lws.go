@@ -27,6 +27,7 @@ type roleTemplates struct {
 // llm-d's role label, and a decode leader gets the routing sidecar (routing is nil without a router).
 func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, routing *routing) roleTemplates {
 	base := role.Template.DeepCopy()
+	useModel(serviceName, spec, role, base)
 	routedDecoder := routing != nil && role.ComponentType == api.ComponentTypeDecoder
 	if routing != nil {
 		routePrefillDecode(base, role)

@@ -87,3 +87,76 @@ type ParallelSizeError struct{ Flag, Value string }
 func (e *ParallelSizeError) Error() string {
 	return e.Flag + " " + strconv.Quote(e.Value) + ": must be a positive integer"
 }
+
+// ModelFlag is vLLM's flag for the model; `vllm serve` also takes it as its first positional argument.
+const ModelFlag = "--model"
+
+// serveWord is the subcommand whose first positional argument is the model.
+const serveWord = "serve"
+
+// Model is the model the server's command line names: --model's value, else the positional
+// argument of `vllm serve` (which is the vllm/vllm-openai image's entrypoint when the container
+// has no command).
+func Model(c *corev1.Container) (string, bool) {
+	if v, found := FlagValue(CommandLine(c), ModelFlag); found {
+		return v, true
+	}
+	words, i := positionalModel(c)
+	if i < 0 {
+		return "", false
+	}
+	return words[i], true
+}
+
+// positionalModel is the command line and the index of `vllm serve`'s positional model in it, -1 if none.
+func positionalModel(c *corev1.Container) ([]string, int) {
+	words := CommandLine(c)
+	start := -1
+	switch {
+	case len(c.Command) == 0:
+		start = 0 // the image's entrypoint is `vllm serve`
+	default:
+		for i, w := range words {
+			if w == serveWord && i > 0 && path.Base(words[i-1]) == "vllm" {
+				start = i + 1
+				break
+			}
+		}
+	}
+	if start < 0 || start >= len(words) || strings.HasPrefix(words[start], "-") {
+		return words, -1
+	}
+	return words, start
+}
+
+// SetModel points the server's command line at model: in place of --model's value (every
+// occurrence) or of `vllm serve`'s positional model, else as a --model flag at the end.
+func SetModel(c *corev1.Container, model string) {
+	words, at := positionalModel(c)
+	replaced := false
+	for i := 0; i < len(words); i++ {
+		switch {
+		case words[i] == ModelFlag && i+1 < len(words):
+			words[i+1] = model
+			replaced = true
+		case strings.HasPrefix(words[i], ModelFlag+"="):
+			words[i] = ModelFlag + "=" + model
+			replaced = true
+		}
+	}
+	switch {
+	case !replaced && at >= 0:
+		words[at] = model
+	case !replaced:
+		words = append(words, ModelFlag, model)
+	}
+	n := len(c.Command)
+	c.Command, c.Args = nilIfEmpty(words[:n:n]), nilIfEmpty(words[n:])
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

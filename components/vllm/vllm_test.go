@@ -45,3 +45,38 @@ func TestShellScriptsAndBooleanFlags(t *testing.T) {
 	assert.True(t, HasFlag(c, "--enable-sleep-mode"))
 	assert.False(t, HasFlag(c, "--enable-sleep"))
 }
+
+func TestModelAndSetModel(t *testing.T) {
+	cases := []struct {
+		name          string
+		command, args []string
+		model         string // what Model reads, "" for none
+		wantCommand   []string
+		wantArgs      []string
+	}{
+		{"--model value", nil, []string{"--model", "org/m", "-tp", "8"}, "org/m", nil, []string{"--model", "/models/m", "-tp", "8"}},
+		{"--model=value", []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, []string{"--model=org/m"}, "org/m",
+			[]string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, []string{"--model=/models/m"}},
+		{"the entrypoint's positional model", nil, []string{"org/m", "--port", "8000"}, "org/m", nil, []string{"/models/m", "--port", "8000"}},
+		{"vllm serve's positional model in the command", []string{"vllm", "serve", "org/m"}, []string{"-tp", "8"}, "org/m",
+			[]string{"vllm", "serve", "/models/m"}, []string{"-tp", "8"}},
+		{"/usr/bin/vllm serve with the model in args", []string{"/usr/bin/vllm", "serve"}, []string{"org/m"}, "org/m",
+			[]string{"/usr/bin/vllm", "serve"}, []string{"/models/m"}},
+		{"no model: --model added", nil, []string{"--port", "8000"}, "", nil, []string{"--port", "8000", "--model", "/models/m"}},
+		{"a flag first is not a model", []string{"vllm", "serve"}, []string{"--port", "8000"}, "",
+			[]string{"vllm", "serve"}, []string{"--port", "8000", "--model", "/models/m"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &corev1.Container{Command: tc.command, Args: tc.args}
+			got, found := Model(c)
+			assert.Equal(t, tc.model != "", found)
+			assert.Equal(t, tc.model, got)
+			SetModel(c, "/models/m")
+			assert.Equal(t, tc.wantCommand, c.Command)
+			assert.Equal(t, tc.wantArgs, c.Args)
+			got, _ = Model(c)
+			assert.Equal(t, "/models/m", got, "the server now reads the path")
+		})
+	}
+}

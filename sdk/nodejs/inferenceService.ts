@@ -95,6 +95,7 @@ export class InferenceService extends pulumi.ComponentResource {
             resourceInputs["dualPodsController"] = args?.dualPodsController;
             resourceInputs["gangPolicy"] = args?.gangPolicy;
             resourceInputs["labels"] = args?.labels;
+            resourceInputs["model"] = args?.model;
             resourceInputs["monitoring"] = args?.monitoring;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["nodePools"] = args?.nodePools;
@@ -157,6 +158,10 @@ export interface InferenceServiceArgs {
      * Labels are added to every child object.
      */
     labels?: pulumi.Input<{[key: string]: string} | undefined>;
+    /**
+     * Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+     */
+    model?: pulumi.Input<inputs.ModelArgs | undefined>;
     /**
      * Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
      */

@@ -73,6 +73,8 @@ type inferenceServiceArgs struct {
 	GangPolicy *GangPolicy `pulumi:"gangPolicy"`
 	// Labels are added to every child object.
 	Labels map[string]string `pulumi:"labels"`
+	// Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+	Model *Model `pulumi:"model"`
 	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring *Monitoring `pulumi:"monitoring"`
 	// Namespace of every child; defaults to "default".
@@ -101,6 +103,8 @@ type InferenceServiceArgs struct {
 	GangPolicy GangPolicyPtrInput
 	// Labels are added to every child object.
 	Labels pulumi.StringMapInput
+	// Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+	Model ModelPtrInput
 	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring MonitoringPtrInput
 	// Namespace of every child; defaults to "default".

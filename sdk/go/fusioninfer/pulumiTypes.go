@@ -402,6 +402,162 @@ func (o AutoscalingFollowPtrOutput) Role() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+type CompileCache struct {
+	// Size of the claim, default 20Gi.
+	Size *string `pulumi:"size"`
+	// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+	StorageClassName *string `pulumi:"storageClassName"`
+}
+
+// CompileCacheInput is an input type that accepts CompileCacheArgs and CompileCacheOutput values.
+// You can construct a concrete instance of `CompileCacheInput` via:
+//
+//	CompileCacheArgs{...}
+type CompileCacheInput interface {
+	pulumi.Input
+
+	ToCompileCacheOutput() CompileCacheOutput
+	ToCompileCacheOutputWithContext(context.Context) CompileCacheOutput
+}
+
+type CompileCacheArgs struct {
+	// Size of the claim, default 20Gi.
+	Size pulumi.StringPtrInput `pulumi:"size"`
+	// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+	StorageClassName pulumi.StringPtrInput `pulumi:"storageClassName"`
+}
+
+func (CompileCacheArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*CompileCache)(nil)).Elem()
+}
+
+func (i CompileCacheArgs) ToCompileCacheOutput() CompileCacheOutput {
+	return i.ToCompileCacheOutputWithContext(context.Background())
+}
+
+func (i CompileCacheArgs) ToCompileCacheOutputWithContext(ctx context.Context) CompileCacheOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(CompileCacheOutput)
+}
+
+func (i CompileCacheArgs) ToCompileCachePtrOutput() CompileCachePtrOutput {
+	return i.ToCompileCachePtrOutputWithContext(context.Background())
+}
+
+func (i CompileCacheArgs) ToCompileCachePtrOutputWithContext(ctx context.Context) CompileCachePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(CompileCacheOutput).ToCompileCachePtrOutputWithContext(ctx)
+}
+
+// CompileCachePtrInput is an input type that accepts CompileCacheArgs, CompileCachePtr and CompileCachePtrOutput values.
+// You can construct a concrete instance of `CompileCachePtrInput` via:
+//
+//	        CompileCacheArgs{...}
+//
+//	or:
+//
+//	        nil
+type CompileCachePtrInput interface {
+	pulumi.Input
+
+	ToCompileCachePtrOutput() CompileCachePtrOutput
+	ToCompileCachePtrOutputWithContext(context.Context) CompileCachePtrOutput
+}
+
+type compileCachePtrType CompileCacheArgs
+
+func CompileCachePtr(v *CompileCacheArgs) CompileCachePtrInput {
+	return (*compileCachePtrType)(v)
+}
+
+func (*compileCachePtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**CompileCache)(nil)).Elem()
+}
+
+func (i *compileCachePtrType) ToCompileCachePtrOutput() CompileCachePtrOutput {
+	return i.ToCompileCachePtrOutputWithContext(context.Background())
+}
+
+func (i *compileCachePtrType) ToCompileCachePtrOutputWithContext(ctx context.Context) CompileCachePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(CompileCachePtrOutput)
+}
+
+type CompileCacheOutput struct{ *pulumi.OutputState }
+
+func (CompileCacheOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*CompileCache)(nil)).Elem()
+}
+
+func (o CompileCacheOutput) ToCompileCacheOutput() CompileCacheOutput {
+	return o
+}
+
+func (o CompileCacheOutput) ToCompileCacheOutputWithContext(ctx context.Context) CompileCacheOutput {
+	return o
+}
+
+func (o CompileCacheOutput) ToCompileCachePtrOutput() CompileCachePtrOutput {
+	return o.ToCompileCachePtrOutputWithContext(context.Background())
+}
+
+func (o CompileCacheOutput) ToCompileCachePtrOutputWithContext(ctx context.Context) CompileCachePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v CompileCache) *CompileCache {
+		return &v
+	}).(CompileCachePtrOutput)
+}
+
+// Size of the claim, default 20Gi.
+func (o CompileCacheOutput) Size() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v CompileCache) *string { return v.Size }).(pulumi.StringPtrOutput)
+}
+
+// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+func (o CompileCacheOutput) StorageClassName() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v CompileCache) *string { return v.StorageClassName }).(pulumi.StringPtrOutput)
+}
+
+type CompileCachePtrOutput struct{ *pulumi.OutputState }
+
+func (CompileCachePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**CompileCache)(nil)).Elem()
+}
+
+func (o CompileCachePtrOutput) ToCompileCachePtrOutput() CompileCachePtrOutput {
+	return o
+}
+
+func (o CompileCachePtrOutput) ToCompileCachePtrOutputWithContext(ctx context.Context) CompileCachePtrOutput {
+	return o
+}
+
+func (o CompileCachePtrOutput) Elem() CompileCacheOutput {
+	return o.ApplyT(func(v *CompileCache) CompileCache {
+		if v != nil {
+			return *v
+		}
+		var ret CompileCache
+		return ret
+	}).(CompileCacheOutput)
+}
+
+// Size of the claim, default 20Gi.
+func (o CompileCachePtrOutput) Size() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CompileCache) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Size
+	}).(pulumi.StringPtrOutput)
+}
+
+// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+func (o CompileCachePtrOutput) StorageClassName() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CompileCache) *string {
+		if v == nil {
+			return nil
+		}
+		return v.StorageClassName
+	}).(pulumi.StringPtrOutput)
+}
+
 type DualPodsController struct {
 	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 	Install *bool `pulumi:"install"`
@@ -924,6 +1080,451 @@ func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
 			return nil
 		}
 		return v.Mode
+	}).(pulumi.StringPtrOutput)
+}
+
+type Model struct {
+	// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+	Cache *ModelCache `pulumi:"cache"`
+	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+	CompileCache *CompileCache `pulumi:"compileCache"`
+	// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+	CredentialsSecret *corev1.LocalObjectReference `pulumi:"credentialsSecret"`
+	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+	LoadFormat *string `pulumi:"loadFormat"`
+	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+	Name *string `pulumi:"name"`
+	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+	Source string `pulumi:"source"`
+}
+
+// ModelInput is an input type that accepts ModelArgs and ModelOutput values.
+// You can construct a concrete instance of `ModelInput` via:
+//
+//	ModelArgs{...}
+type ModelInput interface {
+	pulumi.Input
+
+	ToModelOutput() ModelOutput
+	ToModelOutputWithContext(context.Context) ModelOutput
+}
+
+type ModelArgs struct {
+	// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+	Cache ModelCachePtrInput `pulumi:"cache"`
+	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+	CompileCache CompileCachePtrInput `pulumi:"compileCache"`
+	// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+	CredentialsSecret corev1.LocalObjectReferencePtrInput `pulumi:"credentialsSecret"`
+	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+	LoadFormat pulumi.StringPtrInput `pulumi:"loadFormat"`
+	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+	Name pulumi.StringPtrInput `pulumi:"name"`
+	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+	Source pulumi.StringInput `pulumi:"source"`
+}
+
+func (ModelArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Model)(nil)).Elem()
+}
+
+func (i ModelArgs) ToModelOutput() ModelOutput {
+	return i.ToModelOutputWithContext(context.Background())
+}
+
+func (i ModelArgs) ToModelOutputWithContext(ctx context.Context) ModelOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ModelOutput)
+}
+
+func (i ModelArgs) ToModelPtrOutput() ModelPtrOutput {
+	return i.ToModelPtrOutputWithContext(context.Background())
+}
+
+func (i ModelArgs) ToModelPtrOutputWithContext(ctx context.Context) ModelPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ModelOutput).ToModelPtrOutputWithContext(ctx)
+}
+
+// ModelPtrInput is an input type that accepts ModelArgs, ModelPtr and ModelPtrOutput values.
+// You can construct a concrete instance of `ModelPtrInput` via:
+//
+//	        ModelArgs{...}
+//
+//	or:
+//
+//	        nil
+type ModelPtrInput interface {
+	pulumi.Input
+
+	ToModelPtrOutput() ModelPtrOutput
+	ToModelPtrOutputWithContext(context.Context) ModelPtrOutput
+}
+
+type modelPtrType ModelArgs
+
+func ModelPtr(v *ModelArgs) ModelPtrInput {
+	return (*modelPtrType)(v)
+}
+
+func (*modelPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Model)(nil)).Elem()
+}
+
+func (i *modelPtrType) ToModelPtrOutput() ModelPtrOutput {
+	return i.ToModelPtrOutputWithContext(context.Background())
+}
+
+func (i *modelPtrType) ToModelPtrOutputWithContext(ctx context.Context) ModelPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ModelPtrOutput)
+}
+
+type ModelOutput struct{ *pulumi.OutputState }
+
+func (ModelOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Model)(nil)).Elem()
+}
+
+func (o ModelOutput) ToModelOutput() ModelOutput {
+	return o
+}
+
+func (o ModelOutput) ToModelOutputWithContext(ctx context.Context) ModelOutput {
+	return o
+}
+
+func (o ModelOutput) ToModelPtrOutput() ModelPtrOutput {
+	return o.ToModelPtrOutputWithContext(context.Background())
+}
+
+func (o ModelOutput) ToModelPtrOutputWithContext(ctx context.Context) ModelPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Model) *Model {
+		return &v
+	}).(ModelPtrOutput)
+}
+
+// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+func (o ModelOutput) Cache() ModelCachePtrOutput {
+	return o.ApplyT(func(v Model) *ModelCache { return v.Cache }).(ModelCachePtrOutput)
+}
+
+// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+func (o ModelOutput) CompileCache() CompileCachePtrOutput {
+	return o.ApplyT(func(v Model) *CompileCache { return v.CompileCache }).(CompileCachePtrOutput)
+}
+
+// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+func (o ModelOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput {
+	return o.ApplyT(func(v Model) *corev1.LocalObjectReference { return v.CredentialsSecret }).(corev1.LocalObjectReferencePtrOutput)
+}
+
+// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+func (o ModelOutput) LoadFormat() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Model) *string { return v.LoadFormat }).(pulumi.StringPtrOutput)
+}
+
+// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+func (o ModelOutput) Name() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Model) *string { return v.Name }).(pulumi.StringPtrOutput)
+}
+
+// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+func (o ModelOutput) Source() pulumi.StringOutput {
+	return o.ApplyT(func(v Model) string { return v.Source }).(pulumi.StringOutput)
+}
+
+type ModelPtrOutput struct{ *pulumi.OutputState }
+
+func (ModelPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Model)(nil)).Elem()
+}
+
+func (o ModelPtrOutput) ToModelPtrOutput() ModelPtrOutput {
+	return o
+}
+
+func (o ModelPtrOutput) ToModelPtrOutputWithContext(ctx context.Context) ModelPtrOutput {
+	return o
+}
+
+func (o ModelPtrOutput) Elem() ModelOutput {
+	return o.ApplyT(func(v *Model) Model {
+		if v != nil {
+			return *v
+		}
+		var ret Model
+		return ret
+	}).(ModelOutput)
+}
+
+// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+func (o ModelPtrOutput) Cache() ModelCachePtrOutput {
+	return o.ApplyT(func(v *Model) *ModelCache {
+		if v == nil {
+			return nil
+		}
+		return v.Cache
+	}).(ModelCachePtrOutput)
+}
+
+// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+func (o ModelPtrOutput) CompileCache() CompileCachePtrOutput {
+	return o.ApplyT(func(v *Model) *CompileCache {
+		if v == nil {
+			return nil
+		}
+		return v.CompileCache
+	}).(CompileCachePtrOutput)
+}
+
+// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+func (o ModelPtrOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput {
+	return o.ApplyT(func(v *Model) *corev1.LocalObjectReference {
+		if v == nil {
+			return nil
+		}
+		return v.CredentialsSecret
+	}).(corev1.LocalObjectReferencePtrOutput)
+}
+
+// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+func (o ModelPtrOutput) LoadFormat() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Model) *string {
+		if v == nil {
+			return nil
+		}
+		return v.LoadFormat
+	}).(pulumi.StringPtrOutput)
+}
+
+// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+func (o ModelPtrOutput) Name() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Model) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Name
+	}).(pulumi.StringPtrOutput)
+}
+
+// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+func (o ModelPtrOutput) Source() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Model) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Source
+	}).(pulumi.StringPtrOutput)
+}
+
+type ModelCache struct {
+	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+	AccessMode *string `pulumi:"accessMode"`
+	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+	DownloadTimeout *string `pulumi:"downloadTimeout"`
+	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+	DownloaderImage *string `pulumi:"downloaderImage"`
+	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+	Size string `pulumi:"size"`
+	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+	StorageClassName string `pulumi:"storageClassName"`
+}
+
+// ModelCacheInput is an input type that accepts ModelCacheArgs and ModelCacheOutput values.
+// You can construct a concrete instance of `ModelCacheInput` via:
+//
+//	ModelCacheArgs{...}
+type ModelCacheInput interface {
+	pulumi.Input
+
+	ToModelCacheOutput() ModelCacheOutput
+	ToModelCacheOutputWithContext(context.Context) ModelCacheOutput
+}
+
+type ModelCacheArgs struct {
+	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+	AccessMode pulumi.StringPtrInput `pulumi:"accessMode"`
+	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+	DownloadTimeout pulumi.StringPtrInput `pulumi:"downloadTimeout"`
+	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+	DownloaderImage pulumi.StringPtrInput `pulumi:"downloaderImage"`
+	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+	Size pulumi.StringInput `pulumi:"size"`
+	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+	StorageClassName pulumi.StringInput `pulumi:"storageClassName"`
+}
+
+func (ModelCacheArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*ModelCache)(nil)).Elem()
+}
+
+func (i ModelCacheArgs) ToModelCacheOutput() ModelCacheOutput {
+	return i.ToModelCacheOutputWithContext(context.Background())
+}
+
+func (i ModelCacheArgs) ToModelCacheOutputWithContext(ctx context.Context) ModelCacheOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ModelCacheOutput)
+}
+
+func (i ModelCacheArgs) ToModelCachePtrOutput() ModelCachePtrOutput {
+	return i.ToModelCachePtrOutputWithContext(context.Background())
+}
+
+func (i ModelCacheArgs) ToModelCachePtrOutputWithContext(ctx context.Context) ModelCachePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ModelCacheOutput).ToModelCachePtrOutputWithContext(ctx)
+}
+
+// ModelCachePtrInput is an input type that accepts ModelCacheArgs, ModelCachePtr and ModelCachePtrOutput values.
+// You can construct a concrete instance of `ModelCachePtrInput` via:
+//
+//	        ModelCacheArgs{...}
+//
+//	or:
+//
+//	        nil
+type ModelCachePtrInput interface {
+	pulumi.Input
+
+	ToModelCachePtrOutput() ModelCachePtrOutput
+	ToModelCachePtrOutputWithContext(context.Context) ModelCachePtrOutput
+}
+
+type modelCachePtrType ModelCacheArgs
+
+func ModelCachePtr(v *ModelCacheArgs) ModelCachePtrInput {
+	return (*modelCachePtrType)(v)
+}
+
+func (*modelCachePtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**ModelCache)(nil)).Elem()
+}
+
+func (i *modelCachePtrType) ToModelCachePtrOutput() ModelCachePtrOutput {
+	return i.ToModelCachePtrOutputWithContext(context.Background())
+}
+
+func (i *modelCachePtrType) ToModelCachePtrOutputWithContext(ctx context.Context) ModelCachePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ModelCachePtrOutput)
+}
+
+type ModelCacheOutput struct{ *pulumi.OutputState }
+
+func (ModelCacheOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*ModelCache)(nil)).Elem()
+}
+
+func (o ModelCacheOutput) ToModelCacheOutput() ModelCacheOutput {
+	return o
+}
+
+func (o ModelCacheOutput) ToModelCacheOutputWithContext(ctx context.Context) ModelCacheOutput {
+	return o
+}
+
+func (o ModelCacheOutput) ToModelCachePtrOutput() ModelCachePtrOutput {
+	return o.ToModelCachePtrOutputWithContext(context.Background())
+}
+
+func (o ModelCacheOutput) ToModelCachePtrOutputWithContext(ctx context.Context) ModelCachePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v ModelCache) *ModelCache {
+		return &v
+	}).(ModelCachePtrOutput)
+}
+
+// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+func (o ModelCacheOutput) AccessMode() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v ModelCache) *string { return v.AccessMode }).(pulumi.StringPtrOutput)
+}
+
+// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+func (o ModelCacheOutput) DownloadTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v ModelCache) *string { return v.DownloadTimeout }).(pulumi.StringPtrOutput)
+}
+
+// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+func (o ModelCacheOutput) DownloaderImage() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v ModelCache) *string { return v.DownloaderImage }).(pulumi.StringPtrOutput)
+}
+
+// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+func (o ModelCacheOutput) Size() pulumi.StringOutput {
+	return o.ApplyT(func(v ModelCache) string { return v.Size }).(pulumi.StringOutput)
+}
+
+// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+func (o ModelCacheOutput) StorageClassName() pulumi.StringOutput {
+	return o.ApplyT(func(v ModelCache) string { return v.StorageClassName }).(pulumi.StringOutput)
+}
+
+type ModelCachePtrOutput struct{ *pulumi.OutputState }
+
+func (ModelCachePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**ModelCache)(nil)).Elem()
+}
+
+func (o ModelCachePtrOutput) ToModelCachePtrOutput() ModelCachePtrOutput {
+	return o
+}
+
+func (o ModelCachePtrOutput) ToModelCachePtrOutputWithContext(ctx context.Context) ModelCachePtrOutput {
+	return o
+}
+
+func (o ModelCachePtrOutput) Elem() ModelCacheOutput {
+	return o.ApplyT(func(v *ModelCache) ModelCache {
+		if v != nil {
+			return *v
+		}
+		var ret ModelCache
+		return ret
+	}).(ModelCacheOutput)
+}
+
+// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+func (o ModelCachePtrOutput) AccessMode() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ModelCache) *string {
+		if v == nil {
+			return nil
+		}
+		return v.AccessMode
+	}).(pulumi.StringPtrOutput)
+}
+
+// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+func (o ModelCachePtrOutput) DownloadTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ModelCache) *string {
+		if v == nil {
+			return nil
+		}
+		return v.DownloadTimeout
+	}).(pulumi.StringPtrOutput)
+}
+
+// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+func (o ModelCachePtrOutput) DownloaderImage() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ModelCache) *string {
+		if v == nil {
+			return nil
+		}
+		return v.DownloaderImage
+	}).(pulumi.StringPtrOutput)
+}
+
+// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+func (o ModelCachePtrOutput) Size() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ModelCache) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Size
+	}).(pulumi.StringPtrOutput)
+}
+
+// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+func (o ModelCachePtrOutput) StorageClassName() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ModelCache) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.StorageClassName
 	}).(pulumi.StringPtrOutput)
 }
 
@@ -2132,6 +2733,8 @@ type Role struct {
 	FailureMode *string `pulumi:"failureMode"`
 	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
+	// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+	Model *Model `pulumi:"model"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `pulumi:"modelFlexibility"`
 	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
@@ -2188,6 +2791,8 @@ type RoleArgs struct {
 	FailureMode pulumi.StringPtrInput `pulumi:"failureMode"`
 	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
+	// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+	Model ModelPtrInput `pulumi:"model"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 	ModelFlexibility ModelFlexibilityPtrInput `pulumi:"modelFlexibility"`
 	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
@@ -2302,6 +2907,11 @@ func (o RoleOutput) FailureMode() pulumi.StringPtrOutput {
 // HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 func (o RoleOutput) Httproute() pulumi.MapOutput {
 	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
+}
+
+// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+func (o RoleOutput) Model() ModelPtrOutput {
+	return o.ApplyT(func(v Role) *Model { return v.Model }).(ModelPtrOutput)
 }
 
 // ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
@@ -2988,12 +3598,18 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingPtrInput)(nil)).Elem(), AutoscalingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingFollowInput)(nil)).Elem(), AutoscalingFollowArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingFollowPtrInput)(nil)).Elem(), AutoscalingFollowArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*CompileCacheInput)(nil)).Elem(), CompileCacheArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*CompileCachePtrInput)(nil)).Elem(), CompileCacheArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DualPodsControllerInput)(nil)).Elem(), DualPodsControllerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DualPodsControllerPtrInput)(nil)).Elem(), DualPodsControllerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerInput)(nil)).Elem(), EndpointPickerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerPtrInput)(nil)).Elem(), EndpointPickerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyInput)(nil)).Elem(), GangPolicyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyPtrInput)(nil)).Elem(), GangPolicyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ModelInput)(nil)).Elem(), ModelArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ModelPtrInput)(nil)).Elem(), ModelArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ModelCacheInput)(nil)).Elem(), ModelCacheArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ModelCachePtrInput)(nil)).Elem(), ModelCacheArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityInput)(nil)).Elem(), ModelFlexibilityArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityPtrInput)(nil)).Elem(), ModelFlexibilityArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*MonitoringInput)(nil)).Elem(), MonitoringArgs{})
@@ -3020,12 +3636,18 @@ func init() {
 	pulumi.RegisterOutputType(AutoscalingPtrOutput{})
 	pulumi.RegisterOutputType(AutoscalingFollowOutput{})
 	pulumi.RegisterOutputType(AutoscalingFollowPtrOutput{})
+	pulumi.RegisterOutputType(CompileCacheOutput{})
+	pulumi.RegisterOutputType(CompileCachePtrOutput{})
 	pulumi.RegisterOutputType(DualPodsControllerOutput{})
 	pulumi.RegisterOutputType(DualPodsControllerPtrOutput{})
 	pulumi.RegisterOutputType(EndpointPickerOutput{})
 	pulumi.RegisterOutputType(EndpointPickerPtrOutput{})
 	pulumi.RegisterOutputType(GangPolicyOutput{})
 	pulumi.RegisterOutputType(GangPolicyPtrOutput{})
+	pulumi.RegisterOutputType(ModelOutput{})
+	pulumi.RegisterOutputType(ModelPtrOutput{})
+	pulumi.RegisterOutputType(ModelCacheOutput{})
+	pulumi.RegisterOutputType(ModelCachePtrOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityPtrOutput{})
 	pulumi.RegisterOutputType(MonitoringOutput{})

@@ -45,6 +45,17 @@ export interface AutoscalingFollowArgs {
     role: pulumi.Input<string>;
 }
 
+export interface CompileCacheArgs {
+    /**
+     * Size of the claim, default 20Gi.
+     */
+    size?: pulumi.Input<string | undefined>;
+    /**
+     * StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+     */
+    storageClassName?: pulumi.Input<string | undefined>;
+}
+
 export interface DualPodsControllerArgs {
     /**
      * Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
@@ -88,6 +99,56 @@ export interface GangPolicyArgs {
      * Mode is subGroup (default) or taskMember.
      */
     mode?: pulumi.Input<string | undefined>;
+}
+
+export interface ModelArgs {
+    /**
+     * Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+     */
+    cache?: pulumi.Input<inputs.ModelCacheArgs | undefined>;
+    /**
+     * CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+     */
+    compileCache?: pulumi.Input<inputs.CompileCacheArgs | undefined>;
+    /**
+     * CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+     */
+    credentialsSecret?: pulumi.Input<pulumiKubernetes.types.input.core.v1.LocalObjectReference | undefined>;
+    /**
+     * LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+     */
+    loadFormat?: pulumi.Input<string | undefined>;
+    /**
+     * Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+     */
+    name?: pulumi.Input<string | undefined>;
+    /**
+     * Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+     */
+    source: pulumi.Input<string>;
+}
+
+export interface ModelCacheArgs {
+    /**
+     * AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+     */
+    accessMode?: pulumi.Input<string | undefined>;
+    /**
+     * DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+     */
+    downloadTimeout?: pulumi.Input<string | undefined>;
+    /**
+     * DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+     */
+    downloaderImage?: pulumi.Input<string | undefined>;
+    /**
+     * Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+     */
+    size: pulumi.Input<string>;
+    /**
+     * StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+     */
+    storageClassName: pulumi.Input<string>;
 }
 
 export interface ModelFlexibilityArgs {
@@ -244,6 +305,10 @@ export interface RoleArgs {
      * HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
      */
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+     */
+    model?: pulumi.Input<inputs.ModelArgs | undefined>;
     /**
      * ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
      */

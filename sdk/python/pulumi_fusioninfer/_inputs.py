@@ -20,12 +20,18 @@ __all__ = [
     'AutoscalingArgsDict',
     'AutoscalingFollowArgs',
     'AutoscalingFollowArgsDict',
+    'CompileCacheArgs',
+    'CompileCacheArgsDict',
     'DualPodsControllerArgs',
     'DualPodsControllerArgsDict',
     'EndpointPickerArgs',
     'EndpointPickerArgsDict',
     'GangPolicyArgs',
     'GangPolicyArgsDict',
+    'ModelArgs',
+    'ModelArgsDict',
+    'ModelCacheArgs',
+    'ModelCacheArgsDict',
     'ModelFlexibilityArgs',
     'ModelFlexibilityArgsDict',
     'MonitoringArgs',
@@ -223,6 +229,55 @@ class AutoscalingFollowArgs:
     @role.setter
     def role(self, value: pulumi.Input[_builtins.str]):
         pulumi.set(self, "role", value)
+
+
+class CompileCacheArgsDict(TypedDict):
+    size: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Size of the claim, default 20Gi.
+    """
+    storage_class_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+    """
+
+@pulumi.input_type
+class CompileCacheArgs:
+    def __init__(__self__, *,
+                 size: pulumi.Input[Optional[_builtins.str]] = None,
+                 storage_class_name: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] size: Size of the claim, default 20Gi.
+        :param pulumi.Input[_builtins.str] storage_class_name: StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+        """
+        if size is not None:
+            pulumi.set(__self__, "size", size)
+        if storage_class_name is not None:
+            pulumi.set(__self__, "storage_class_name", storage_class_name)
+
+    @_builtins.property
+    @pulumi.getter
+    def size(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Size of the claim, default 20Gi.
+        """
+        return pulumi.get(self, "size")
+
+    @size.setter
+    def size(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "size", value)
+
+    @_builtins.property
+    @pulumi.getter(name="storageClassName")
+    def storage_class_name(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+        """
+        return pulumi.get(self, "storage_class_name")
+
+    @storage_class_name.setter
+    def storage_class_name(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "storage_class_name", value)
 
 
 class DualPodsControllerArgsDict(TypedDict):
@@ -430,6 +485,241 @@ class GangPolicyArgs:
     @mode.setter
     def mode(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "mode", value)
+
+
+class ModelArgsDict(TypedDict):
+    source: pulumi.Input[_builtins.str]
+    """
+    Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+    """
+    cache: NotRequired[pulumi.Input[Optional['ModelCacheArgsDict']]]
+    """
+    Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+    """
+    compile_cache: NotRequired[pulumi.Input[Optional['CompileCacheArgsDict']]]
+    """
+    CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+    """
+    credentials_secret: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgsDict']]]
+    """
+    CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+    """
+    load_format: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+    """
+    name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+    """
+
+@pulumi.input_type
+class ModelArgs:
+    def __init__(__self__, *,
+                 source: pulumi.Input[_builtins.str],
+                 cache: pulumi.Input[Optional['ModelCacheArgs']] = None,
+                 compile_cache: pulumi.Input[Optional['CompileCacheArgs']] = None,
+                 credentials_secret: pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs']] = None,
+                 load_format: pulumi.Input[Optional[_builtins.str]] = None,
+                 name: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] source: Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+        :param pulumi.Input['ModelCacheArgs'] cache: Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+        :param pulumi.Input['CompileCacheArgs'] compile_cache: CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+        :param pulumi.Input['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs'] credentials_secret: CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+        :param pulumi.Input[_builtins.str] load_format: LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+        :param pulumi.Input[_builtins.str] name: Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+        """
+        pulumi.set(__self__, "source", source)
+        if cache is not None:
+            pulumi.set(__self__, "cache", cache)
+        if compile_cache is not None:
+            pulumi.set(__self__, "compile_cache", compile_cache)
+        if credentials_secret is not None:
+            pulumi.set(__self__, "credentials_secret", credentials_secret)
+        if load_format is not None:
+            pulumi.set(__self__, "load_format", load_format)
+        if name is not None:
+            pulumi.set(__self__, "name", name)
+
+    @_builtins.property
+    @pulumi.getter
+    def source(self) -> pulumi.Input[_builtins.str]:
+        """
+        Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+        """
+        return pulumi.get(self, "source")
+
+    @source.setter
+    def source(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "source", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def cache(self) -> pulumi.Input[Optional['ModelCacheArgs']]:
+        """
+        Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+        """
+        return pulumi.get(self, "cache")
+
+    @cache.setter
+    def cache(self, value: pulumi.Input[Optional['ModelCacheArgs']]):
+        pulumi.set(self, "cache", value)
+
+    @_builtins.property
+    @pulumi.getter(name="compileCache")
+    def compile_cache(self) -> pulumi.Input[Optional['CompileCacheArgs']]:
+        """
+        CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+        """
+        return pulumi.get(self, "compile_cache")
+
+    @compile_cache.setter
+    def compile_cache(self, value: pulumi.Input[Optional['CompileCacheArgs']]):
+        pulumi.set(self, "compile_cache", value)
+
+    @_builtins.property
+    @pulumi.getter(name="credentialsSecret")
+    def credentials_secret(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs']]:
+        """
+        CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+        """
+        return pulumi.get(self, "credentials_secret")
+
+    @credentials_secret.setter
+    def credentials_secret(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs']]):
+        pulumi.set(self, "credentials_secret", value)
+
+    @_builtins.property
+    @pulumi.getter(name="loadFormat")
+    def load_format(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+        """
+        return pulumi.get(self, "load_format")
+
+    @load_format.setter
+    def load_format(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "load_format", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def name(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+        """
+        return pulumi.get(self, "name")
+
+    @name.setter
+    def name(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "name", value)
+
+
+class ModelCacheArgsDict(TypedDict):
+    size: pulumi.Input[_builtins.str]
+    """
+    Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+    """
+    storage_class_name: pulumi.Input[_builtins.str]
+    """
+    StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+    """
+    access_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+    """
+    download_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+    """
+    downloader_image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+    """
+
+@pulumi.input_type
+class ModelCacheArgs:
+    def __init__(__self__, *,
+                 size: pulumi.Input[_builtins.str],
+                 storage_class_name: pulumi.Input[_builtins.str],
+                 access_mode: pulumi.Input[Optional[_builtins.str]] = None,
+                 download_timeout: pulumi.Input[Optional[_builtins.str]] = None,
+                 downloader_image: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.str] size: Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+        :param pulumi.Input[_builtins.str] storage_class_name: StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+        :param pulumi.Input[_builtins.str] access_mode: AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+        :param pulumi.Input[_builtins.str] download_timeout: DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+        :param pulumi.Input[_builtins.str] downloader_image: DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+        """
+        pulumi.set(__self__, "size", size)
+        pulumi.set(__self__, "storage_class_name", storage_class_name)
+        if access_mode is not None:
+            pulumi.set(__self__, "access_mode", access_mode)
+        if download_timeout is not None:
+            pulumi.set(__self__, "download_timeout", download_timeout)
+        if downloader_image is not None:
+            pulumi.set(__self__, "downloader_image", downloader_image)
+
+    @_builtins.property
+    @pulumi.getter
+    def size(self) -> pulumi.Input[_builtins.str]:
+        """
+        Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+        """
+        return pulumi.get(self, "size")
+
+    @size.setter
+    def size(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "size", value)
+
+    @_builtins.property
+    @pulumi.getter(name="storageClassName")
+    def storage_class_name(self) -> pulumi.Input[_builtins.str]:
+        """
+        StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+        """
+        return pulumi.get(self, "storage_class_name")
+
+    @storage_class_name.setter
+    def storage_class_name(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "storage_class_name", value)
+
+    @_builtins.property
+    @pulumi.getter(name="accessMode")
+    def access_mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+        """
+        return pulumi.get(self, "access_mode")
+
+    @access_mode.setter
+    def access_mode(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "access_mode", value)
+
+    @_builtins.property
+    @pulumi.getter(name="downloadTimeout")
+    def download_timeout(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+        """
+        return pulumi.get(self, "download_timeout")
+
+    @download_timeout.setter
+    def download_timeout(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "download_timeout", value)
+
+    @_builtins.property
+    @pulumi.getter(name="downloaderImage")
+    def downloader_image(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+        """
+        return pulumi.get(self, "downloader_image")
+
+    @downloader_image.setter
+    def downloader_image(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "downloader_image", value)
 
 
 class ModelFlexibilityArgsDict(TypedDict):
@@ -1041,6 +1331,10 @@ class RoleArgsDict(TypedDict):
     """
     HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
     """
+    model: NotRequired[pulumi.Input[Optional['ModelArgsDict']]]
+    """
+    Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+    """
     model_flexibility: NotRequired[pulumi.Input[Optional['ModelFlexibilityArgsDict']]]
     """
     ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
@@ -1105,6 +1399,7 @@ class RoleArgs:
                  endpoint_picker_config: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_mode: pulumi.Input[Optional[_builtins.str]] = None,
                  httproute: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 model: pulumi.Input[Optional['ModelArgs']] = None,
                  model_flexibility: pulumi.Input[Optional['ModelFlexibilityArgs']] = None,
                  multinode: pulumi.Input[Optional['MultinodeArgs']] = None,
                  network_topology: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None,
@@ -1127,6 +1422,7 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
         :param pulumi.Input[_builtins.str] failure_mode: FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
         :param pulumi.Input[Mapping[str, Any]] httproute: HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        :param pulumi.Input['ModelArgs'] model: Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
         :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
         :param pulumi.Input['MultinodeArgs'] multinode: Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
         :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
@@ -1155,6 +1451,8 @@ class RoleArgs:
             pulumi.set(__self__, "failure_mode", failure_mode)
         if httproute is not None:
             pulumi.set(__self__, "httproute", httproute)
+        if model is not None:
+            pulumi.set(__self__, "model", model)
         if model_flexibility is not None:
             pulumi.set(__self__, "model_flexibility", model_flexibility)
         if multinode is not None:
@@ -1277,6 +1575,18 @@ class RoleArgs:
     @httproute.setter
     def httproute(self, value: pulumi.Input[Optional[Mapping[str, Any]]]):
         pulumi.set(self, "httproute", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def model(self) -> pulumi.Input[Optional['ModelArgs']]:
+        """
+        Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+        """
+        return pulumi.get(self, "model")
+
+    @model.setter
+    def model(self, value: pulumi.Input[Optional['ModelArgs']]):
+        pulumi.set(self, "model", value)
 
     @_builtins.property
     @pulumi.getter(name="modelFlexibility")

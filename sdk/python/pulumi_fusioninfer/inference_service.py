@@ -28,6 +28,7 @@ class InferenceServiceArgs:
                  dual_pods_controller: pulumi.Input[Optional['DualPodsControllerArgs']] = None,
                  gang_policy: pulumi.Input[Optional['GangPolicyArgs']] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
+                 model: pulumi.Input[Optional['ModelArgs']] = None,
                  monitoring: pulumi.Input[Optional['MonitoringArgs']] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]] = None,
@@ -43,6 +44,7 @@ class InferenceServiceArgs:
         :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
+        :param pulumi.Input['ModelArgs'] model: Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
         :param pulumi.Input['MonitoringArgs'] monitoring: Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on.
@@ -61,6 +63,8 @@ class InferenceServiceArgs:
             pulumi.set(__self__, "gang_policy", gang_policy)
         if labels is not None:
             pulumi.set(__self__, "labels", labels)
+        if model is not None:
+            pulumi.set(__self__, "model", model)
         if monitoring is not None:
             pulumi.set(__self__, "monitoring", monitoring)
         if namespace is not None:
@@ -148,6 +152,18 @@ class InferenceServiceArgs:
 
     @_builtins.property
     @pulumi.getter
+    def model(self) -> pulumi.Input[Optional['ModelArgs']]:
+        """
+        Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+        """
+        return pulumi.get(self, "model")
+
+    @model.setter
+    def model(self, value: pulumi.Input[Optional['ModelArgs']]):
+        pulumi.set(self, "model", value)
+
+    @_builtins.property
+    @pulumi.getter
     def monitoring(self) -> pulumi.Input[Optional['MonitoringArgs']]:
         """
         Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
@@ -230,6 +246,7 @@ class InferenceService(pulumi.ComponentResource):
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
+                 model: pulumi.Input[Optional[Union['ModelArgs', 'ModelArgsDict']]] = None,
                  monitoring: pulumi.Input[Optional[Union['MonitoringArgs', 'MonitoringArgsDict']]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
@@ -248,6 +265,7 @@ class InferenceService(pulumi.ComponentResource):
         :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
+        :param pulumi.Input[Union['ModelArgs', 'ModelArgsDict']] model: Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
         :param pulumi.Input[Union['MonitoringArgs', 'MonitoringArgsDict']] monitoring: Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
         :param _builtins.str namespace: Namespace of every child; defaults to "default".
         :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on.
@@ -285,6 +303,7 @@ class InferenceService(pulumi.ComponentResource):
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
                  labels: pulumi.Input[Optional[Mapping[str, _builtins.str]]] = None,
+                 model: pulumi.Input[Optional[Union['ModelArgs', 'ModelArgsDict']]] = None,
                  monitoring: pulumi.Input[Optional[Union['MonitoringArgs', 'MonitoringArgsDict']]] = None,
                  namespace: Optional[_builtins.str] = None,
                  node_pools: pulumi.Input[Optional[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]]] = None,
@@ -308,6 +327,7 @@ class InferenceService(pulumi.ComponentResource):
             __props__.__dict__["dual_pods_controller"] = dual_pods_controller
             __props__.__dict__["gang_policy"] = gang_policy
             __props__.__dict__["labels"] = labels
+            __props__.__dict__["model"] = model
             __props__.__dict__["monitoring"] = monitoring
             __props__.__dict__["namespace"] = namespace
             __props__.__dict__["node_pools"] = node_pools

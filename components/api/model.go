@@ -1,0 +1,305 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
+)
+
+// Where a server finds its model (docs/design/0015-model-weights.md).
+const (
+	// ModelMountPath is where every server (and the download Job) mounts the model's volume.
+	ModelMountPath = "/models"
+	// CompileCacheMountPath is where every server mounts the compile cache.
+	CompileCacheMountPath = "/compile-cache"
+	// ModelVolumeName and CompileCacheVolumeName are the pod volumes; a template may not use them.
+	ModelVolumeName        = "fusioninfer-model"
+	CompileCacheVolumeName = "fusioninfer-compile-cache"
+	// DefaultCompileCacheSize is a compile cache's size when the spec gives none.
+	DefaultCompileCacheSize = "20Gi"
+	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
+	downloadRate = 50 << 20
+	// MinDownloadTimeout is the shortest default download timeout.
+	MinDownloadTimeout = time.Hour
+	// maxModelNameLength bounds a public model name.
+	maxModelNameLength = 256
+	// MaxDownloadTimeout bounds cache.downloadTimeout.
+	MaxDownloadTimeout = 7 * 24 * time.Hour
+)
+
+// ModelOf is the model a serving role serves: its own, else the service's; nil for none.
+func (s *InferenceServiceSpec) ModelOf(role *Role) *Model {
+	if role.Model != nil {
+		return role.Model
+	}
+	return s.Model
+}
+
+// ModelOwner is who a role's model belongs to, naming its cache and download: the role's name
+// when the role sets its own, "" for the service's.
+func ModelOwner(role *Role) string {
+	if role.Model != nil {
+		return role.Name
+	}
+	return ""
+}
+
+// ParsedSource is the model's source, parsed; the zero Source when it does not parse (validation
+// refuses it).
+func (m *Model) ParsedSource() modelsource.Source {
+	src, _ := modelsource.Parse(m.Source)
+	return src
+}
+
+// Downloads reports whether the model is copied into its cache by a download Job.
+func (m *Model) Downloads() bool {
+	return m.Cache != nil && m.ParsedSource().Downloaded() && m.LoadFormat != RunaiStreamer
+}
+
+// ServedName is the model's public name: name, else the source's default.
+func (m *Model) ServedName() string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return m.ParsedSource().PublicName()
+}
+
+// ServerPath is what the servers' --model points at: the cache's directory of the source, the
+// directory on a claim, the image volume's root, or, streamed, the bucket URI itself.
+func (m *Model) ServerPath() string {
+	src := m.ParsedSource()
+	switch {
+	case m.LoadFormat == RunaiStreamer:
+		return m.Source
+	case src.Scheme == modelsource.PVC && src.Path != "":
+		return ModelMountPath + "/" + src.Path
+	case src.Downloaded():
+		return ModelMountPath + "/" + src.CacheDir()
+	}
+	return ModelMountPath
+}
+
+// AccessModes are the cache claim's access modes.
+func (c *ModelCache) AccessModes() []corev1.PersistentVolumeAccessMode {
+	if c.AccessMode == corev1.ReadOnlyMany {
+		// one node writes (the download Job), then many read: a volume that supports both
+		return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
+	}
+	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+}
+
+// Timeout is how long the download may take: downloadTimeout, else the size at 50 MiB/s and at
+// least an hour, in whole minutes.
+func (c *ModelCache) Timeout() time.Duration {
+	if d, err := time.ParseDuration(c.DownloadTimeout); err == nil && c.DownloadTimeout != "" {
+		return d
+	}
+	size, err := resource.ParseQuantity(c.Size)
+	if err != nil {
+		return MinDownloadTimeout
+	}
+	d := time.Duration(size.Value()/downloadRate) * time.Second
+	return max(MinDownloadTimeout, d.Round(time.Minute)+time.Minute)
+}
+
+// SizeOrDefault is the compile cache's size.
+func (c *CompileCache) SizeOrDefault() string {
+	if c.Size == "" {
+		return DefaultCompileCacheSize
+	}
+	return c.Size
+}
+
+// CompileCacheStorageClass is the compile cache's storage class: its own, else the model cache's.
+func (m *Model) CompileCacheStorageClass() string {
+	if c := m.CompileCache; c != nil && c.StorageClassName != "" {
+		return c.StorageClassName
+	}
+	if m.Cache != nil {
+		return m.Cache.StorageClassName
+	}
+	return ""
+}
+
+// validateModels checks spec.model and every role's model.
+func validateModels(spec *InferenceServiceSpec, serviceName string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if spec.Model != nil {
+		errs = append(errs, validateModel(spec.Model, serviceName, "", fldPath.Child("model"))...)
+	}
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if role.Model == nil {
+			continue
+		}
+		path := fldPath.Child("roles").Index(i).Child("model")
+		if !role.ComponentType.Serving() {
+			errs = append(errs, field.Forbidden(path, "only a serving role (worker, prefiller, decoder) loads a model"))
+			continue
+		}
+		errs = append(errs, validateModel(role.Model, serviceName, role.Name, path)...)
+	}
+	return errs
+}
+
+func validateModel(m *Model, serviceName, owner string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	src, err := modelsource.Parse(m.Source)
+	if m.Source == "" {
+		errs = append(errs, field.Required(path.Child("source"), "hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image"))
+	} else if err != nil {
+		return append(errs, field.Invalid(path.Child("source"), m.Source, err.Error()))
+	}
+	if m.Name != "" && (len(m.Name) > maxModelNameLength || strings.IndexFunc(m.Name, unicode.IsSpace) >= 0) {
+		errs = append(errs, field.Invalid(path.Child("name"), m.Name,
+			fmt.Sprintf("a model name clients can send: no spaces, at most %d characters", maxModelNameLength)))
+	}
+	if ref := m.CredentialsSecret; ref != nil {
+		switch {
+		case ref.Name == "":
+			errs = append(errs, field.Required(path.Child("credentialsSecret", "name"), "the Secret in the service's namespace"))
+		case !src.Downloaded():
+			errs = append(errs, field.Forbidden(path.Child("credentialsSecret"), fmt.Sprintf(
+				"a %s:// source is mounted, not fetched: a claim needs no credentials and an image volume is pulled with the pod's imagePullSecrets", src.Scheme)))
+		default:
+			for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
+				errs = append(errs, field.Invalid(path.Child("credentialsSecret", "name"), ref.Name, msg))
+			}
+		}
+	}
+	switch m.LoadFormat {
+	case "":
+	case RunaiStreamer:
+		if m.Source != "" && !src.ObjectStorage() {
+			errs = append(errs, field.Invalid(path.Child("loadFormat"), m.LoadFormat,
+				fmt.Sprintf("the Run:ai streamer reads object storage: it needs an s3:// or gs:// source, not %s://", src.Scheme)))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("loadFormat"), m.LoadFormat, []ModelLoadFormat{RunaiStreamer}))
+	}
+	errs = append(errs, validateModelCache(m, src, serviceName, owner, path.Child("cache"))...)
+	return append(errs, validateCompileCache(m, path.Child("compileCache"))...)
+}
+
+func validateModelCache(m *Model, src modelsource.Source, serviceName, owner string, path *field.Path) field.ErrorList {
+	c := m.Cache
+	switch {
+	case m.Source == "":
+		return nil
+	case c == nil && src.Downloaded() && m.LoadFormat != RunaiStreamer:
+		return field.ErrorList{field.Required(path, fmt.Sprintf("a %s:// source is downloaded once into a cache every server mounts: "+
+			"give cache.size and cache.storageClassName%s", src.Scheme, map[bool]string{true: ", or stream it with loadFormat runai_streamer"}[src.ObjectStorage()]))}
+	case c == nil:
+		return nil
+	case m.LoadFormat == RunaiStreamer:
+		return field.ErrorList{field.Forbidden(path, "the Run:ai streamer reads the bucket directly: nothing is downloaded, remove cache")}
+	case !src.Downloaded():
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a %s:// source is mounted as it is: nothing is downloaded, remove cache", src.Scheme))}
+	}
+	var errs field.ErrorList
+	errs = append(errs, validateSize(c.Size, true, path.Child("size"))...)
+	if c.StorageClassName == "" {
+		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(c.StorageClassName) {
+			errs = append(errs, field.Invalid(path.Child("storageClassName"), c.StorageClassName, msg))
+		}
+	}
+	switch c.AccessMode {
+	case "", corev1.ReadWriteMany, corev1.ReadOnlyMany:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("accessMode"), c.AccessMode,
+			[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadOnlyMany}))
+	}
+	if c.DownloadTimeout != "" {
+		d, err := time.ParseDuration(c.DownloadTimeout)
+		if err != nil || d < time.Minute || d > MaxDownloadTimeout || d%time.Second != 0 {
+			errs = append(errs, field.Invalid(path.Child("downloadTimeout"), c.DownloadTimeout,
+				fmt.Sprintf("must be a duration of whole seconds from 1m to %s, such as \"6h\"", MaxDownloadTimeout)))
+		}
+	}
+	if name := ModelDownloadJobName(serviceName, owner); serviceName != "" && len(name) > validation.LabelValueMaxLength {
+		errs = append(errs, field.Invalid(path, name, fmt.Sprintf("the download Job's name %q is %d characters; it must be at most %d "+
+			"(the Job controller labels its pods with it): shorten metadata.name or the role name", name, len(name), validation.LabelValueMaxLength)))
+	}
+	return errs
+}
+
+func validateCompileCache(m *Model, path *field.Path) field.ErrorList {
+	c := m.CompileCache
+	if c == nil {
+		return nil
+	}
+	errs := validateSize(c.Size, false, path.Child("size"))
+	if sc := m.CompileCacheStorageClass(); sc == "" {
+		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount (the model has no cache to take it from)"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(sc) {
+			errs = append(errs, field.Invalid(path.Child("storageClassName"), sc, msg))
+		}
+	}
+	return errs
+}
+
+// validateSize checks a claim's size: a positive quantity.
+func validateSize(v string, required bool, path *field.Path) field.ErrorList {
+	if v == "" {
+		if required {
+			return field.ErrorList{field.Required(path, "the claim's size, such as 1500Gi: the model's files, and room for a second revision during a rollout")}
+		}
+		return nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() <= 0 {
+		return field.ErrorList{field.Invalid(path, v, "must be a positive quantity such as 1500Gi")}
+	}
+	return nil
+}
+
+// validateModelServer checks a serving role's template against its model: the model's volume
+// names are free, and the server's command line can be pointed at the model without
+// contradicting it.
+func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.Path) field.ErrorList {
+	m := spec.ModelOf(role)
+	if m == nil || role.Template == nil || len(role.Template.Spec.Containers) == 0 || m.Source == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, v := range role.Template.Spec.Volumes {
+		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName {
+			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
+		}
+	}
+	server := &role.Template.Spec.Containers[ServingContainerIndex]
+	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
+	for i, mount := range server.VolumeMounts {
+		if mount.MountPath == ModelMountPath || mount.MountPath == CompileCacheMountPath {
+			errs = append(errs, field.Invalid(serverPath.Child("volumeMounts").Index(i).Child("mountPath"), mount.MountPath,
+				"the model's volumes are mounted here: mount yours elsewhere"))
+		}
+	}
+	if vllm.IsShellScript(server) {
+		return append(errs, field.Invalid(serverPath.Child("command"), server.Command,
+			"spec.model points the server's --model at the model's files: give the server's own command and args "+
+				"(or none, for the vllm/vllm-openai image), not a shell script"))
+	}
+	if given, found := vllm.Model(server); found && given != m.ServedName() && given != m.Source && given != m.ServerPath() {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), given, fmt.Sprintf(
+			"the server's model contradicts the model's source %s (served as %q): spec.model wins and sets --model, so remove it "+
+				"from the arguments (or make it %q)", m.Source, m.ServedName(), m.ServedName())))
+	}
+	if format, found := vllm.FlagValue(vllm.CommandLine(server), "--load-format"); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), format, fmt.Sprintf(
+			"--load-format contradicts the model's loadFormat %s: remove it from the arguments", m.LoadFormat)))
+	}
+	return errs
+}

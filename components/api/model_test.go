@@ -1,0 +1,133 @@
+package api
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// cachedService is story 4 with its weights downloaded from the Hub into a cache.
+func cachedService() *InferenceService {
+	s := validService()
+	s.Spec.Model = &Model{Source: "hf://deepseek-ai/DeepSeek-R1@56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad",
+		CredentialsSecret: &corev1.LocalObjectReference{Name: "hf-token"},
+		Cache:             &ModelCache{Size: "1500Gi", StorageClassName: "shared-rwx"}}
+	return s
+}
+
+func TestModelServicesPass(t *testing.T) {
+	assert.Empty(t, Validate(cachedService()))
+	for name, m := range map[string]*Model{
+		"streamed from S3":      {Source: "s3://models/deepseek-r1", LoadFormat: RunaiStreamer, Name: "deepseek-ai/DeepSeek-R1"},
+		"a claim's directory":   {Source: "pvc://weights/deepseek/r1", Name: "deepseek-ai/DeepSeek-R1", CompileCache: &CompileCache{StorageClassName: "nfs"}},
+		"an image volume":       {Source: "oci://registry.example/models/deepseek-r1:v1", Name: "deepseek-ai/DeepSeek-R1"},
+		"a GCS bucket, cached":  {Source: "gs://models/deepseek-r1", Name: "deepseek-ai/DeepSeek-R1", Cache: &ModelCache{Size: "2Ti", StorageClassName: "filestore", AccessMode: corev1.ReadOnlyMany}},
+		"a Hub repository only": {Source: "hf://deepseek-ai/DeepSeek-R1", Cache: &ModelCache{Size: "1500Gi", StorageClassName: "efs", DownloadTimeout: "12h"}},
+	} {
+		s := validService()
+		s.Spec.Model = m
+		assert.Empty(t, Validate(s), name)
+	}
+}
+
+func TestModelRules(t *testing.T) {
+	model := func(s *InferenceService) *Model { return s.Spec.Model }
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"a source", func(s *InferenceService) { model(s).Source = "" }, "spec.model.source: Required value"},
+		{"an unknown scheme", func(s *InferenceService) { model(s).Source = "ftp://models/r1" },
+			`spec.model.source: Invalid value: "ftp://models/r1": "ftp://models/r1": unknown scheme "ftp": use one of hf, s3, gs, pvc, oci`},
+		{"no scheme", func(s *InferenceService) { model(s).Source = "deepseek-ai/DeepSeek-R1" },
+			`spec.model.source: Invalid value: "deepseek-ai/DeepSeek-R1": "deepseek-ai/DeepSeek-R1" has no scheme`},
+		{"a Hub repository", func(s *InferenceService) { model(s).Source = "hf://deepseek-ai/DeepSeek R1" },
+			"a Hub source is hf://org/name[@revision]"},
+		{"a path that climbs out", func(s *InferenceService) { model(s).Source = "s3://models/../secrets"; model(s).Name = "r1" },
+			`the path may not contain ".."`},
+		{"a pvc:// claim that asks for a download", func(s *InferenceService) {
+			model(s).Source, model(s).CredentialsSecret = "pvc://weights/deepseek", nil
+		}, "spec.model.cache: Forbidden: a pvc:// source is mounted as it is: nothing is downloaded, remove cache"},
+		{"a download needs a cache", func(s *InferenceService) { model(s).Cache = nil },
+			"spec.model.cache: Required value: a hf:// source is downloaded once into a cache every server mounts: give cache.size and cache.storageClassName"},
+		{"an S3 source without cache may stream", func(s *InferenceService) { model(s).Source, model(s).Cache = "s3://models/r1", nil },
+			"or stream it with loadFormat runai_streamer"},
+		{"a cache size", func(s *InferenceService) { model(s).Cache.Size = "" },
+			"spec.model.cache.size: Required value: the claim's size"},
+		{"a cache size that is a quantity", func(s *InferenceService) { model(s).Cache.Size = "1.5 TB" },
+			`spec.model.cache.size: Invalid value: "1.5 TB": must be a positive quantity such as 1500Gi`},
+		{"a positive cache size", func(s *InferenceService) { model(s).Cache.Size = "0" },
+			`spec.model.cache.size: Invalid value: "0": must be a positive quantity`},
+		{"a storage class", func(s *InferenceService) { model(s).Cache.StorageClassName = "" },
+			"spec.model.cache.storageClassName: Required value: a storage class whose volumes many nodes can mount"},
+		{"an access mode many nodes read", func(s *InferenceService) { model(s).Cache.AccessMode = corev1.ReadWriteOnce },
+			`spec.model.cache.accessMode: Unsupported value: "ReadWriteOnce": supported values: "ReadWriteMany", "ReadOnlyMany"`},
+		{"a download timeout", func(s *InferenceService) { model(s).Cache.DownloadTimeout = "30s" },
+			`spec.model.cache.downloadTimeout: Invalid value: "30s": must be a duration of whole seconds from 1m to 168h0m0s`},
+		{"a secret reference with a name", func(s *InferenceService) { model(s).CredentialsSecret.Name = "" },
+			"spec.model.credentialsSecret.name: Required value"},
+		{"no credentials for a claim", func(s *InferenceService) { model(s).Source, model(s).Cache = "pvc://weights", nil },
+			"spec.model.credentialsSecret: Forbidden: a pvc:// source is mounted, not fetched"},
+		{"runai_streamer with a Hub source", func(s *InferenceService) { model(s).LoadFormat = RunaiStreamer },
+			`spec.model.loadFormat: Invalid value: "runai_streamer": the Run:ai streamer reads object storage: it needs an s3:// or gs:// source, not hf://`},
+		{"runai_streamer with a cache", func(s *InferenceService) { model(s).Source, model(s).LoadFormat = "s3://models/r1", RunaiStreamer },
+			"spec.model.cache: Forbidden: the Run:ai streamer reads the bucket directly"},
+		{"a load format vLLM has", func(s *InferenceService) { model(s).LoadFormat = "tensorizer" },
+			`spec.model.loadFormat: Unsupported value: "tensorizer": supported values: "runai_streamer"`},
+		{"a compile cache needs a storage class", func(s *InferenceService) {
+			model(s).Source, model(s).Cache, model(s).CredentialsSecret, model(s).CompileCache = "pvc://weights", nil, nil, &CompileCache{}
+		}, "spec.model.compileCache.storageClassName: Required value"},
+		{"--model contradicts the source", func(s *InferenceService) { model(s).Source = "hf://deepseek-ai/DeepSeek-V3" },
+			`spec.roles[0].template.spec.containers[0].args: Invalid value: "deepseek-ai/DeepSeek-R1": the server's model contradicts the model's source hf://deepseek-ai/DeepSeek-V3`},
+		{"--load-format contradicts loadFormat", func(s *InferenceService) {
+			model(s).Source, model(s).Cache, model(s).LoadFormat, model(s).Name = "s3://models/r1", nil, RunaiStreamer, "deepseek-ai/DeepSeek-R1"
+			s.Spec.Roles[1].Template.Spec.Containers[0].Args = append(s.Spec.Roles[1].Template.Spec.Containers[0].Args, "--load-format", "safetensors")
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "safetensors": --load-format contradicts the model's loadFormat runai_streamer`},
+		{"a shell script cannot be pointed at the model", func(s *InferenceService) {
+			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}}
+			s.Spec.Roles[0].Template.Spec.Containers[0].Command = []string{"sh", "-c", "vllm serve deepseek-ai/DeepSeek-R1"}
+		}, "spec.roles[0].template.spec.containers[0].command: Invalid value"},
+		{"the model's volume names are ours", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Volumes = []corev1.Volume{{Name: ModelVolumeName}}
+		}, `spec.roles[0].template.spec.volumes[0].name: Invalid value: "fusioninfer-model": the model's volumes have this name`},
+		{"the model's mount path is ours", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mine", MountPath: ModelMountPath}}
+		}, `spec.roles[0].template.spec.containers[0].volumeMounts[0].mountPath: Invalid value: "/models"`},
+		{"a router loads no model", func(s *InferenceService) {
+			s.Spec.Roles = append(s.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter, Model: model(s)})
+		}, "spec.roles[2].model: Forbidden: only a serving role (worker, prefiller, decoder) loads a model"},
+		{"a role's own model is checked with its path", func(s *InferenceService) {
+			s.Spec.Roles[0].Model = &Model{Source: "hf://deepseek-ai/DeepSeek-R1"}
+		}, "spec.roles[0].model.cache: Required value"},
+		{"the download Job's name fits a label", func(s *InferenceService) {
+			s.Name = "deepseek-r1-disaggregated-with-a-very-long-service-name"
+		}, `spec.model.cache: Invalid value: "deepseek-r1-disaggregated-with-a-very-long-service-name-model-download": the download Job's name`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, cachedService, tc.mutate, tc.want) })
+	}
+}
+
+func TestModelDerivedValues(t *testing.T) {
+	m := cachedService().Spec.Model
+	assert.Equal(t, "deepseek-ai/DeepSeek-R1", m.ServedName())
+	assert.Equal(t, "/models/hf/deepseek-ai/DeepSeek-R1/56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad", m.ServerPath())
+	assert.Equal(t, 8*time.Hour+33*time.Minute, m.Cache.Timeout(), "1500Gi at 50 MiB/s, rounded up to the minute")
+	assert.Equal(t, time.Hour, (&ModelCache{Size: "10Gi"}).Timeout(), "at least an hour")
+	assert.Equal(t, 3*time.Hour, (&ModelCache{Size: "10Gi", DownloadTimeout: "3h"}).Timeout())
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany},
+		(&ModelCache{AccessMode: corev1.ReadOnlyMany}).AccessModes(), "one writer node, then many readers")
+	assert.Equal(t, "s3://models/r1", (&Model{Source: "s3://models/r1", LoadFormat: RunaiStreamer}).ServerPath(), "streamed: the bucket itself")
+	assert.Equal(t, "/models/deepseek/r1", (&Model{Source: "pvc://weights/deepseek/r1/"}).ServerPath())
+	assert.Equal(t, "/models", (&Model{Source: "oci://registry.example/models/r1:v1"}).ServerPath())
+	assert.Equal(t, "r1", (&Model{Source: "oci://registry.example/models/r1:v1"}).ServedName())
+
+	s := cachedService()
+	s.Spec.Roles[0].Model = &Model{Source: "pvc://weights/draft"}
+	assert.Equal(t, "prefill", ModelOwner(&s.Spec.Roles[0]))
+	assert.Equal(t, "deepseek-r1-disagg-prefill-model-download", ModelDownloadJobName(s.Name, "prefill"))
+	assert.Same(t, s.Spec.Model, s.Spec.ModelOf(&s.Spec.Roles[1]), "a role without its own model serves the service's")
+}
