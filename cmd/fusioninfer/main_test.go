@@ -350,3 +350,19 @@ func TestPlanSaysWhy(t *testing.T) {
 	assert.NotContains(t, stdout, "gang")
 	assert.Contains(t, stdout, "each replica is placed on its own (no PodGroup)")
 }
+
+func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
+	const weights = "prefill, decode: hf://deepseek-ai/DeepSeek-R1 (revision main, unpinned: pin a commit with @), downloaded once by " +
+		"Job deepseek-r1-cached-model-download (timeout 8h33m0s) into claim deepseek-r1-cached-model (1500Gi, shared-rwx), " +
+		"served as deepseek-ai/DeepSeek-R1; compile cache deepseek-r1-cached-compile-cache\n"
+	manifest := "../../examples/manifests/deepseek-model-cache.yaml"
+	stdout, _, err := run(t, "", "render", "-f", manifest, "--summary")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Split(stdout, "---")[0], "# model: "+weights)
+	stdout, _, err = run(t, "", "plan", "-f", manifest, "--nodes", "10", "--gpus-per-node", "8")
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "Weights of "+weights)
+	stdout, _, err = run(t, "", "render", "-f", story4, "--summary")
+	require.NoError(t, err)
+	assert.NotContains(t, stdout, "# model:", "a service without spec.model: its servers fetch their own")
+}

@@ -139,6 +139,9 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 			tree.Service.Name, fullSize)
 		fmt.Fprintln(w, "A prediction of where the replicas' pods fit, counting GPUs; not of every scheduler plugin.")
 	}
+	for _, m := range topology.Summarize(tree).Models {
+		fmt.Fprintf(w, "Weights of %s\n", topology.DescribeModel(m))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	perReplica := len(first.Replicas) <= maxReplicaColumns
 	header := []string{"CLUSTER"}

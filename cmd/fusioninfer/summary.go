@@ -44,6 +44,9 @@ func writeSummary(w io.Writer, s topology.Summary) {
 		fmt.Fprintf(&body, "router: HTTPRoute %s -> InferencePool %s (%s, port %d) -> Endpoint Picker %s (%s, strategy %s)\n",
 			r.HTTPRoute, r.Pool, r.PoolAPIVersion, r.PoolPort, r.EndpointPicker, r.Image, r.Strategy)
 	}
+	for _, m := range s.Models {
+		fmt.Fprintf(&body, "model: %s\n", topology.DescribeModel(m))
+	}
 	fmt.Fprintf(&body, "rollout: %s\n", topology.DescribeRollout(s.Rollout))
 	kinds := make([]string, 0, len(s.Objects))
 	for k := range s.Objects {

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -245,4 +246,74 @@ func setEnv(env []corev1.EnvVar, name, value string) []corev1.EnvVar {
 		}
 	}
 	return append(env, corev1.EnvVar{Name: name, Value: value})
+}
+
+// ModelSummary is where one model's weights come from and where they are kept.
+type ModelSummary struct {
+	// Roles are the serving roles that load it.
+	Roles  []string
+	Source string
+	// Unpinned is true for a Hub source without a revision: main, which moves.
+	Unpinned   bool
+	ServedName string
+	// Cache is the claim the download Job fills ("" when nothing is downloaded), with its size,
+	// storage class and the download's timeout.
+	Cache, CacheSize, StorageClass, DownloadJob string
+	DownloadTimeout                             time.Duration
+	// Streamed is true when vLLM streams the weights from the bucket (Run:ai streamer).
+	Streamed bool
+	// CompileCache is the compile cache's claim, "" for none.
+	CompileCache string
+}
+
+func summarizeModels(t *Tree) []ModelSummary {
+	spec := &t.Service.Spec
+	var out []ModelSummary
+	for _, owner := range modelOwners(spec) {
+		m := modelOf(spec, owner)
+		src := m.ParsedSource()
+		ms := ModelSummary{Source: m.Source, ServedName: m.ServedName(), Streamed: m.LoadFormat == api.RunaiStreamer,
+			Unpinned: src.Scheme == modelsource.HuggingFace && src.Revision == ""}
+		for i := range spec.Roles {
+			if r := &spec.Roles[i]; r.ComponentType.Serving() && spec.ModelOf(r) != nil && api.ModelOwner(r) == owner {
+				ms.Roles = append(ms.Roles, r.Name)
+			}
+		}
+		if m.Downloads() {
+			ms.Cache, ms.CacheSize, ms.StorageClass = api.ModelCacheName(t.Service.Name, owner), m.Cache.Size, m.Cache.StorageClassName
+			ms.DownloadJob, ms.DownloadTimeout = api.ModelDownloadJobName(t.Service.Name, owner), m.Cache.Timeout()
+		}
+		if m.CompileCache != nil {
+			ms.CompileCache = api.CompileCacheName(t.Service.Name, owner)
+		}
+		out = append(out, ms)
+	}
+	return out
+}
+
+// DescribeModel says in one line where a model's weights come from, where they are kept, and
+// what the servers are told.
+func DescribeModel(m ModelSummary) string {
+	src, _ := modelsource.Parse(m.Source)
+	from := m.Source
+	if m.Unpinned {
+		from += " (revision main, unpinned: pin a commit with @)"
+	}
+	var where string
+	switch {
+	case m.Streamed:
+		where = "streamed by vLLM's Run:ai streamer, no cache"
+	case m.Cache != "":
+		where = fmt.Sprintf("downloaded once by Job %s (timeout %s) into claim %s (%s, %s)",
+			m.DownloadJob, m.DownloadTimeout, m.Cache, m.CacheSize, m.StorageClass)
+	case src.Scheme == modelsource.PVC:
+		where = "mounted read-only from claim " + src.Location
+	case src.Scheme == modelsource.OCI:
+		where = "mounted as an image volume"
+	}
+	line := fmt.Sprintf("%s: %s, %s, served as %s", strings.Join(m.Roles, ", "), from, where, m.ServedName)
+	if m.CompileCache != "" {
+		line += "; compile cache " + m.CompileCache
+	}
+	return line
 }

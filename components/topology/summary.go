@@ -40,6 +40,8 @@ type Summary struct {
 	Objects     map[string]int
 	// Router describes the routing stack; nil without a router role.
 	Router *RouterSummary
+	// Models says where each model's weights come from; empty when the servers fetch their own.
+	Models []ModelSummary
 	// Rollout lists the batches a rollout updates one after another ("chat 0-1", "decode 0 +
 	// prefill 0", "router"); empty when nothing is awaited and every replica updates at once.
 	Rollout []string
@@ -98,6 +100,7 @@ func Summarize(t *Tree) Summary {
 		s.Objects[o.Kind]++
 	}
 	s.Router = summarizeRouter(t)
+	s.Models = summarizeModels(t)
 	refs := make([]Ref, len(t.Objects))
 	for i := range t.Objects {
 		refs[i] = t.Objects[i].Ref

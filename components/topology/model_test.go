@@ -1,0 +1,175 @@
+package topology_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
+)
+
+func objectsOf[T any](tree *topology.Tree) []T {
+	var out []T
+	for _, o := range tree.Objects {
+		if t, ok := o.Object.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// TestStory4DownloadsItsModelOnce is the "done when": one download Job, one cache claim,
+// and LeaderWorkerSets created after the download whose every pod mounts the cache read-only and
+// whose leaders run vLLM on the cached files under the public name.
+func TestStory4DownloadsItsModelOnce(t *testing.T) {
+	tree := story(t, "deepseek-model-cache.yaml")
+	jobs := objectsOf[*batchv1.Job](tree)
+	require.Len(t, jobs, 1)
+	job := jobs[0]
+	assert.Equal(t, "deepseek-r1-cached-model-download", job.Name)
+	assert.Equal(t, []string{"--source", "hf://deepseek-ai/DeepSeek-R1", "--cache", "/models"}, job.Spec.Template.Spec.Containers[0].Args)
+	assert.Equal(t, "hf-token", job.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name, "the token comes from the Secret, never inline")
+	assert.Equal(t, "deepseek-r1-cached-model", job.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	assert.Equal(t, "30840", job.Annotations[topology.AnnotationPulumiTimeoutSeconds], "1500Gi at 50 MiB/s, and a minute for the Job controller")
+	assert.Equal(t, int64(30780), *job.Spec.ActiveDeadlineSeconds)
+
+	claims := objectsOf[*corev1.PersistentVolumeClaim](tree)
+	require.Len(t, claims, 2, "the model's cache and the compile cache")
+	assert.Equal(t, "deepseek-r1-cached-model", claims[0].Name)
+	assert.Equal(t, "1500Gi", claims[0].Spec.Resources.Requests.Storage().String())
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, claims[0].Spec.AccessModes)
+	assert.Equal(t, "shared-rwx", *claims[0].Spec.StorageClassName)
+	assert.Equal(t, "deepseek-r1-cached-compile-cache", claims[1].Name)
+	assert.Equal(t, "20Gi", claims[1].Spec.Resources.Requests.Storage().String())
+
+	jobIndex := -1
+	for i, o := range tree.Objects {
+		switch o.Object.(type) {
+		case *batchv1.Job:
+			jobIndex = i
+			assert.True(t, o.ReplacedWhole(), "a changed download is a new Job")
+		}
+	}
+	lwss := leaderWorkerSets(tree)
+	require.Len(t, lwss, 3)
+	for i, o := range tree.Objects {
+		if o.TypeMeta != topology.KindLeaderWorkerSet {
+			continue
+		}
+		assert.Greater(t, i, jobIndex, "%s comes after the download", o.Name)
+		assert.Contains(t, o.DependsOn, tree.Objects[jobIndex].Suffix, "%s is created after the download completes", o.Name)
+	}
+	for _, lws := range lwss {
+		for _, tpl := range []*corev1.PodTemplateSpec{lws.Spec.LeaderWorkerTemplate.LeaderTemplate, &lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
+			server := tpl.Spec.Containers[api.ServingContainerIndex]
+			assert.Contains(t, server.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: "/models", ReadOnly: true}, lws.Name)
+			assert.Contains(t, tpl.Spec.Volumes, corev1.Volume{Name: api.ModelVolumeName, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "deepseek-r1-cached-model", ReadOnly: true}}}, lws.Name)
+			assert.Contains(t, server.Env, corev1.EnvVar{Name: "VLLM_CACHE_ROOT", Value: "/compile-cache/vllm"})
+		}
+		script := lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Args[0]
+		assert.Contains(t, script, "--model /models/hf/deepseek-ai/DeepSeek-R1/main ", lws.Name)
+		assert.Contains(t, script, "--served-model-name deepseek-ai/DeepSeek-R1 ", "clients still ask for the public name")
+	}
+}
+
+// TestNewRevisionIsANewDownloadAndARollout: a changed revision changes the Job (replaced, so it
+// downloads again into the revision's own directory) and the servers' templates (a rollout in
+// batches), never the files under servers of the old revision.
+func TestNewRevisionIsANewDownloadAndARollout(t *testing.T) {
+	build := func(source string) *topology.Tree {
+		svc := story(t, "deepseek-model-cache.yaml").Service
+		svc.Spec.Model.Source = source
+		tree, errs := topology.Build(svc)
+		require.Empty(t, errs)
+		return tree
+	}
+	before, after := build("hf://deepseek-ai/DeepSeek-R1@aaaa1111"), build("hf://deepseek-ai/DeepSeek-R1@bbbb2222")
+	jobBefore, jobAfter := objectsOf[*batchv1.Job](before)[0], objectsOf[*batchv1.Job](after)[0]
+	assert.NotEqual(t, jobBefore.Spec.Template, jobAfter.Spec.Template)
+	for i, lws := range leaderWorkerSets(before) {
+		next := leaderWorkerSets(after)[i]
+		assert.NotEqual(t, lws.Labels[topology.LabelRevision], next.Labels[topology.LabelRevision], "a new template revision: a rollout")
+		assert.Contains(t, lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Args[0], "/models/hf/deepseek-ai/DeepSeek-R1/aaaa1111 ")
+		assert.Contains(t, next.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Args[0], "/models/hf/deepseek-ai/DeepSeek-R1/bbbb2222 ")
+	}
+}
+
+// TestModelReachesEveryKindOfServer: autoscaled roles' elastic LWS, dual-pods roles' server
+// patch (the pod FMA makes), streamed and mounted sources.
+func TestModelReachesEveryKindOfServer(t *testing.T) {
+	t.Run("the elastic LWS of an autoscaled role mounts the same cache", func(t *testing.T) {
+		svc := story(t, "autoscaling-pd.yaml").Service
+		svc.Spec.Model = &api.Model{Source: "s3://models/deepseek-r1", Name: "deepseek-ai/DeepSeek-R1",
+			Cache: &api.ModelCache{Size: "100Gi", StorageClassName: "shared-rwx"}}
+		tree, errs := topology.Build(svc)
+		require.Empty(t, errs)
+		elastic := 0
+		for _, o := range tree.Objects {
+			if o.Elastic && o.TypeMeta == topology.KindLeaderWorkerSet {
+				elastic++
+				assert.Contains(t, o.DependsOn, "model-download")
+				server := leaderOf(o).Spec.Containers[0] // the Ray launcher's script runs the server
+				assert.Contains(t, strings.Join(vllm.CommandLine(&server), " "), "--model /models/s3/models/deepseek-r1 ")
+			}
+		}
+		assert.Equal(t, 2, elastic, "decode's and prefill's")
+	})
+	t.Run("a dual-pods role's server pods get the cache through FMA's patch", func(t *testing.T) {
+		svc := story(t, "granite-sleep-wake.yaml").Service
+		// the example's own shared Hugging Face cache gives way to the model's
+		tpl := &svc.Spec.Roles[0].Template.Spec
+		tpl.Volumes, tpl.Containers[0].VolumeMounts, tpl.Containers[0].Env = nil, nil, nil
+		svc.Spec.Model = &api.Model{Source: "hf://ibm-granite/granite-3.3-2b-instruct", Cache: &api.ModelCache{Size: "40Gi", StorageClassName: "nfs"}}
+		tree, errs := topology.Build(svc)
+		require.Empty(t, errs, "%v", errs)
+		for _, lws := range leaderWorkerSets(tree) {
+			requester := lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+			assert.Empty(t, requester.Spec.Volumes, "the requester holds GPUs and mounts nothing")
+			patch := requester.Annotations[topology.AnnotationDualPodsServerPatch]
+			assert.Contains(t, patch, "claimName: granite-model")
+			assert.Contains(t, patch, "mountPath: /models")
+			assert.Contains(t, patch, "/models/hf/ibm-granite/granite-3.3-2b-instruct/main")
+		}
+	})
+	t.Run("streamed from S3: no claim, no Job, the bucket and the streamer's flag", func(t *testing.T) {
+		svc := story(t, "story1-monolithic.yaml").Service
+		svc.Spec.Model = &api.Model{Source: "s3://models/qwen3-8b", Name: "Qwen/Qwen3-8B",
+			LoadFormat: api.RunaiStreamer, CredentialsSecret: &corev1.LocalObjectReference{Name: "s3-keys"}}
+		tree, errs := topology.Build(svc)
+		require.Empty(t, errs, "%v", errs)
+		assert.Empty(t, objectsOf[*batchv1.Job](tree))
+		assert.Empty(t, objectsOf[*corev1.PersistentVolumeClaim](tree))
+		server := leaderWorkerSets(tree)[0].Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
+		line := strings.Join(vllm.CommandLine(&server), " ")
+		assert.Contains(t, line, "--model s3://models/qwen3-8b")
+		assert.Contains(t, line, "--load-format runai_streamer")
+		assert.Equal(t, "s3-keys", server.EnvFrom[0].SecretRef.Name, "the servers read the bucket themselves")
+		assert.Empty(t, server.VolumeMounts)
+	})
+	t.Run("an image volume", func(t *testing.T) {
+		svc := story(t, "story1-monolithic.yaml").Service
+		svc.Spec.Model = &api.Model{Source: "oci://registry.example/models/qwen3:8b", Name: "Qwen/Qwen3-8B"}
+		tree, errs := topology.Build(svc)
+		require.Empty(t, errs, "%v", errs)
+		tpl := leaderWorkerSets(tree)[0].Spec.LeaderWorkerTemplate.WorkerTemplate
+		assert.Equal(t, &corev1.ImageVolumeSource{Reference: "registry.example/models/qwen3:8b", PullPolicy: corev1.PullIfNotPresent},
+			tpl.Spec.Volumes[len(tpl.Spec.Volumes)-1].Image)
+	})
+}
+
+// leaderOf is the template that runs the server of an LWS.
+func leaderOf(o topology.Object) *corev1.PodTemplateSpec {
+	lws := o.Object.(*lwsv1.LeaderWorkerSet)
+	if lws.Spec.LeaderWorkerTemplate.LeaderTemplate != nil {
+		return lws.Spec.LeaderWorkerTemplate.LeaderTemplate
+	}
+	return &lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+}
