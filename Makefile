@@ -97,7 +97,8 @@ clean:
 
 ## release: the CLI and the provider plugin for every platform, as the archives Pulumi downloads
 ## (pulumi-resource-fusioninfer-vVERSION-OS-ARCH.tar.gz, from the GitHub release the SDKs name),
-## and the npm and Python SDK packages, all in dist/ and all of version VERSION.
+## the model downloader for Linux (its image: cmd/fusioninfer-download/Dockerfile), and the npm
+## and Python SDK packages, all in dist/ and all of version VERSION.
 release:
 	rm -rf dist && mkdir -p dist
 	for platform in $(PLATFORMS); do \
@@ -106,6 +107,9 @@ release:
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$out/pulumi-resource-fusioninfer ./provider/cmd/pulumi-resource-fusioninfer && \
 		tar -czf dist/fusioninfer-v$(VERSION)-$$os-$$arch.tar.gz -C $$out fusioninfer && \
 		tar -czf dist/pulumi-resource-fusioninfer-v$(VERSION)-$$os-$$arch.tar.gz -C $$out pulumi-resource-fusioninfer || exit 1; \
+	done
+	for arch in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux-$$arch/fusioninfer-download ./cmd/fusioninfer-download || exit 1; \
 	done
 	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
 	npm pack ./sdk/nodejs/bin --pack-destination dist --loglevel=error

@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -172,4 +173,12 @@ func leaderOf(o topology.Object) *corev1.PodTemplateSpec {
 		return lws.Spec.LeaderWorkerTemplate.LeaderTemplate
 	}
 	return &lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+}
+
+// TestDownloaderImageIsThisRelease: the Job runs the downloader of the release that rendered it
+// (make release builds it; cmd/fusioninfer-download/Dockerfile makes its image).
+func TestDownloaderImageIsThisRelease(t *testing.T) {
+	version, err := os.ReadFile("../../VERSION")
+	require.NoError(t, err)
+	assert.Equal(t, "ghcr.io/fusioninfer/fusioninfer-download:v"+strings.TrimSpace(string(version)), topology.DownloaderImage)
 }
