@@ -5,9 +5,18 @@ import "fmt"
 // kubeControllers are the kube-controller-manager controllers the suites need: the garbage
 // collector (pulumi-kubernetes deletes with foreground propagation, which only it completes),
 // the workload controllers under LWS and the Endpoint Picker, Jobs, namespaces and endpoints.
-// No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict their pods.
+// The volume controllers bind claims (to volumes the host-path provisioner makes, for storage
+// classes of provisioner kubernetes.io/host-path, which the e2e harness makes) and hold a claim while
+// pods use it. No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict
+// their pods.
 var kubeControllers = "garbage-collector-controller,namespace-controller,statefulset-controller," +
-	"deployment-controller,replicaset-controller,job-controller,endpoints-controller,endpointslice-controller"
+	"deployment-controller,replicaset-controller,job-controller,endpoints-controller,endpointslice-controller," +
+	"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller"
+
+// HostPathProvisioner is the provisioner kube-controller-manager runs with
+// --enable-hostpath-provisioner (for tests: its volumes are directories under /tmp of this
+// machine, which no pod of kwok's ever opens).
+const HostPathProvisioner = "kubernetes.io/host-path"
 
 // startKubeControllers starts kube-controller-manager and kube-scheduler; with hpa, the HPA
 // controller too, syncing every 5 s instead of 15 s.
@@ -27,7 +36,7 @@ func (c *Cluster) startKubeControllers(hpa bool) error {
 		args = append(args, "--horizontal-pod-autoscaler-sync-period=5s")
 	}
 	if err := c.start("kube-controller-manager", controllerManager, append([]string{"--kubeconfig", c.Kubeconfig,
-		"--leader-elect=false", "--secure-port=0", "--controllers", controllers}, args...)...); err != nil {
+		"--leader-elect=false", "--secure-port=0", "--controllers", controllers, "--enable-hostpath-provisioner"}, args...)...); err != nil {
 		return err
 	}
 	if err := c.start("kube-scheduler", scheduler, "--kubeconfig", c.Kubeconfig,

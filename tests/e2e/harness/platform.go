@@ -9,10 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	karpenterv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -23,12 +25,14 @@ import (
 // PreparePlatform makes what a platform team has in place before a service names it: its
 // namespace, its Volcano queue and priority class, the nodes Karpenter would launch for its
 // karpenter pools (kwok nodes with the pool's karpenter.sh/nodepool label, labels and taints) and
-// the nodes of its existing pools (with the pool's labels and taints).
+// the nodes of its existing pools (with the pool's labels and taints), the storage classes and
+// credentials Secrets of its models.
 // The objects are removed when the test ends.
 func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 	t.Helper()
 	ctx := context.Background()
 	EnsureNamespace(t, svc.Namespace)
+	prepareModelStorage(t, svc)
 	if strategy := svc.Spec.SchedulingStrategy; strategy != nil {
 		if strategy.Queue != "" && strategy.Queue != "default" {
 			queue := &unstructured.Unstructured{Object: map[string]any{
@@ -87,6 +91,48 @@ func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 				taints = append(taints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect)})
 			}
 			addPoolNodes(pool.Name, svc.Name+"-"+pool.Name, pool.Labels, taints)
+		}
+	}
+}
+
+// prepareModelStorage makes the storage classes the service's models name (volumes from
+// kube-controller-manager's host-path provisioner, bound at once, as a shared filesystem's CSI
+// driver would give) and their credentials Secrets.
+func prepareModelStorage(t *testing.T, svc *api.InferenceService) {
+	t.Helper()
+	ctx := context.Background()
+	models := []*api.Model{svc.Spec.Model}
+	for i := range svc.Spec.Roles {
+		models = append(models, svc.Spec.Roles[i].Model)
+	}
+	for _, m := range models {
+		if m == nil {
+			continue
+		}
+		for _, class := range []string{m.CompileCacheStorageClass(), map[bool]string{true: m.Cache.StorageClassName}[m.Cache != nil]} {
+			if class == "" {
+				continue
+			}
+			_, err := Cluster.Clientset.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+				ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: testcluster.HostPathProvisioner,
+				ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+				VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+			}, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = Cluster.Clientset.StorageV1().StorageClasses().Delete(ctx, class, metav1.DeleteOptions{}) })
+			}
+		}
+		if ref := m.CredentialsSecret; ref != nil {
+			_, err := Cluster.Clientset.CoreV1().Secrets(svc.Namespace).Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: ref.Name}, StringData: map[string]string{"HF_TOKEN": "hf_e2e"},
+			}, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+				t.Cleanup(func() {
+					_ = Cluster.Clientset.CoreV1().Secrets(svc.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
+				})
+			}
 		}
 	}
 }

@@ -107,6 +107,8 @@ var ownedKinds = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "configmaps"},
 	{Group: "inference.networking.k8s.io", Version: "v1", Resource: "inferencepools"},
 	{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"},
+	{Group: "batch", Version: "v1", Resource: "jobs"},
+	{Version: "v1", Resource: "persistentvolumeclaims"},
 }
 
 // leftBehind lists the objects of the namespace's kinds above whose name starts with the

@@ -152,6 +152,9 @@ type Rollout struct {
 	start, end time.Time
 }
 
+// Start is when the LWS's new template arrived.
+func (r Rollout) Start() time.Time { return r.start }
+
 // Rollouts reads each LWS's update from the states: from the first state with a revision other
 // than before[name] to the first Available state after it. LWSs that kept their revision are absent.
 func Rollouts(states []LWSState, before map[string]string) map[string]Rollout {

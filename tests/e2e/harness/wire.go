@@ -13,6 +13,8 @@ import (
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +45,7 @@ import (
 //     condition/jsonpath.go; Deployments until their new
 //     ReplicaSet is available (deployment.go); Jobs until Complete, failing on Failed
 //     (checker/job); Services with a selector until their Endpoints have an address (service.go);
+//     PersistentVolumeClaims until Bound, or Pending with a WaitForFirstConsumer class (awaiters.go);
 //     for pulumi.com/timeoutSeconds, else 10 minutes (metadata/overrides.go TimeoutDuration);
 //   - read (refresh): the live object;
 //   - delete: foreground propagation, then wait until the object is gone (await.go Deletion); a
@@ -295,6 +298,8 @@ func readiness(obj *unstructured.Unstructured) readyFunc {
 		return jobComplete
 	case "Service":
 		return serviceHasEndpoints
+	case "PersistentVolumeClaim":
+		return claimReady
 	}
 	return nil
 }
@@ -362,6 +367,27 @@ func jobComplete(_ context.Context, _ *wire, live *unstructured.Unstructured) (b
 	}
 	return HasCondition(live, "Complete", "True")
 }
+
+// claimReady: a claim is Bound, or, with a storage class that binds on the first consumer,
+// Pending (awaiters.go untilCoreV1PersistentVolumeClaimReady).
+func claimReady(ctx context.Context, w *wire, live *unstructured.Unstructured) (bool, string, error) {
+	phase, _, _ := unstructured.NestedString(live.Object, "status", "phase")
+	if phase == string(corev1.ClaimBound) {
+		return true, "", nil
+	}
+	class, _, _ := unstructured.NestedString(live.Object, "spec", "storageClassName")
+	sc, err := w.dynamic.Resource(storageClasses).Get(ctx, class, metav1.GetOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("getting storage class %q: %w", class, err)
+	}
+	mode, _, _ := unstructured.NestedString(sc.Object, "volumeBindingMode")
+	if mode == string(storagev1.VolumeBindingWaitForFirstConsumer) {
+		return phase == string(corev1.ClaimPending), "waiting for the claim to be Pending", nil
+	}
+	return false, fmt.Sprintf("claim %s, waiting for Bound", phase), nil
+}
+
+var storageClasses = storagev1.SchemeGroupVersion.WithResource("storageclasses")
 
 // serviceHasEndpoints: a Service with a selector is ready when its Endpoints have an address
 // (await/service.go); one without a selector at once.
