@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 )
 
 // fieldManager is the server-side apply manager of the suite, as Pulumi and kubectl have theirs.
@@ -52,7 +54,22 @@ func (c *cluster) delete(ctx context.Context, obj *unstructured.Unstructured) er
 	if err != nil {
 		return err
 	}
-	return r.Delete(ctx, obj.GetName(), metav1.DeleteOptions{})
+	// Background: the object goes at once. A Job's default (orphan) would wait for the garbage
+	// collector, which this cluster does not run (the e2e suite does, and deletes in foreground).
+	return r.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+}
+
+// dropFinalizers removes an object's finalizers, as their controller would.
+func (c *cluster) dropFinalizers(ctx context.Context, obj *unstructured.Unstructured) error {
+	r, err := c.resource(obj)
+	if err != nil {
+		return err
+	}
+	_, err = r.Patch(ctx, obj.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // ensureNamespace creates a namespace unless it exists.

@@ -21,8 +21,10 @@ func (c *cluster) kinds() resources {
 	mapping := resources{
 		{Version: "v1", Kind: "Namespace"}: {gvr: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}},
 	}
-	// The built-in kinds a router emits.
+	// The built-in kinds a router and a model's cache emit.
 	for gvk, resource := range map[schema.GroupVersionKind]string{
+		{Version: "v1", Kind: "PersistentVolumeClaim"}:                           "persistentvolumeclaims",
+		{Group: "batch", Version: "v1", Kind: "Job"}:                             "jobs",
 		{Version: "v1", Kind: "ServiceAccount"}:                                  "serviceaccounts",
 		{Version: "v1", Kind: "ConfigMap"}:                                       "configmaps",
 		{Version: "v1", Kind: "Service"}:                                         "services",
