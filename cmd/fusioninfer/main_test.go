@@ -354,7 +354,7 @@ func TestPlanSaysWhy(t *testing.T) {
 func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	const weights = "prefill, decode: hf://deepseek-ai/DeepSeek-R1 (revision main, unpinned: pin a commit with @), downloaded once by " +
 		"Job deepseek-r1-cached-model-download (timeout 8h33m0s) into claim deepseek-r1-cached-model (1500Gi, shared-rwx), " +
-		"served as deepseek-ai/DeepSeek-R1; compile cache deepseek-r1-cached-compile-cache\n"
+		"served as deepseek-ai/DeepSeek-R1\n"
 	manifest := "../../examples/manifests/deepseek-model-cache.yaml"
 	stdout, _, err := run(t, "", "render", "-f", manifest, "--summary")
 	require.NoError(t, err)
@@ -362,6 +362,10 @@ func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	stdout, _, err = run(t, "", "plan", "-f", manifest, "--nodes", "10", "--gpus-per-node", "8")
 	require.NoError(t, err)
 	assert.Contains(t, stdout, "Weights of "+weights)
+	stdout, _, err = run(t, "", "render", "-f", "../../examples/manifests/qwen-s3-streamer.yaml", "--summary")
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "# model: chat: s3://models/qwen/Qwen3-32B, streamed by vLLM's Run:ai streamer, no cache, served as "+
+		"Qwen/Qwen3-32B; compile cache qwen3-32b-streamed-compile-cache\n")
 	stdout, _, err = run(t, "", "render", "-f", story4, "--summary")
 	require.NoError(t, err)
 	assert.NotContains(t, stdout, "# model:", "a service without spec.model: its servers fetch their own")

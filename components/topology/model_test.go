@@ -42,13 +42,11 @@ func TestStory4DownloadsItsModelOnce(t *testing.T) {
 	assert.Equal(t, int64(30780), *job.Spec.ActiveDeadlineSeconds)
 
 	claims := objectsOf[*corev1.PersistentVolumeClaim](tree)
-	require.Len(t, claims, 2, "the model's cache and the compile cache")
+	require.Len(t, claims, 1, "the model's cache")
 	assert.Equal(t, "deepseek-r1-cached-model", claims[0].Name)
 	assert.Equal(t, "1500Gi", claims[0].Spec.Resources.Requests.Storage().String())
 	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, claims[0].Spec.AccessModes)
 	assert.Equal(t, "shared-rwx", *claims[0].Spec.StorageClassName)
-	assert.Equal(t, "deepseek-r1-cached-compile-cache", claims[1].Name)
-	assert.Equal(t, "20Gi", claims[1].Spec.Resources.Requests.Storage().String())
 
 	jobIndex := -1
 	for i, o := range tree.Objects {
@@ -73,7 +71,7 @@ func TestStory4DownloadsItsModelOnce(t *testing.T) {
 			assert.Contains(t, server.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: "/models", ReadOnly: true}, lws.Name)
 			assert.Contains(t, tpl.Spec.Volumes, corev1.Volume{Name: api.ModelVolumeName, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "deepseek-r1-cached-model", ReadOnly: true}}}, lws.Name)
-			assert.Contains(t, server.Env, corev1.EnvVar{Name: "VLLM_CACHE_ROOT", Value: "/compile-cache/vllm"})
+			assert.Contains(t, server.Env, corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}, "the Hub is not asked again")
 		}
 		script := lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Args[0]
 		assert.Contains(t, script, "--model /models/hf/deepseek-ai/DeepSeek-R1/main ", lws.Name)
@@ -140,20 +138,27 @@ func TestModelReachesEveryKindOfServer(t *testing.T) {
 			assert.Contains(t, patch, "/models/hf/ibm-granite/granite-3.3-2b-instruct/main")
 		}
 	})
-	t.Run("streamed from S3: no claim, no Job, the bucket and the streamer's flag", func(t *testing.T) {
-		svc := story(t, "story1-monolithic.yaml").Service
-		svc.Spec.Model = &api.Model{Source: "s3://models/qwen3-8b", Name: "Qwen/Qwen3-8B",
-			LoadFormat: api.RunaiStreamer, CredentialsSecret: &corev1.LocalObjectReference{Name: "s3-keys"}}
-		tree, errs := topology.Build(svc)
-		require.Empty(t, errs, "%v", errs)
+	t.Run("streamed from S3 with a compile cache: no Job, the bucket, the streamer's flag", func(t *testing.T) {
+		tree := story(t, "qwen-s3-streamer.yaml")
 		assert.Empty(t, objectsOf[*batchv1.Job](tree))
-		assert.Empty(t, objectsOf[*corev1.PersistentVolumeClaim](tree))
+		claims := objectsOf[*corev1.PersistentVolumeClaim](tree)
+		require.Len(t, claims, 1, "the compile cache only")
+		assert.Equal(t, "qwen3-32b-streamed-compile-cache", claims[0].Name)
+		assert.Equal(t, "20Gi", claims[0].Spec.Resources.Requests.Storage().String())
+		for _, o := range tree.Objects {
+			if o.TypeMeta == topology.KindLeaderWorkerSet {
+				assert.Equal(t, []string{"compile-cache"}, o.DependsOn, "created once the compile cache is bound")
+			}
+		}
 		server := leaderWorkerSets(tree)[0].Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 		line := strings.Join(vllm.CommandLine(&server), " ")
-		assert.Contains(t, line, "--model s3://models/qwen3-8b")
+		assert.Contains(t, line, "--model s3://models/qwen/Qwen3-32B")
 		assert.Contains(t, line, "--load-format runai_streamer")
-		assert.Equal(t, "s3-keys", server.EnvFrom[0].SecretRef.Name, "the servers read the bucket themselves")
-		assert.Empty(t, server.VolumeMounts)
+		assert.Contains(t, line, "--served-model-name Qwen/Qwen3-32B")
+		assert.Equal(t, "s3-models", server.EnvFrom[0].SecretRef.Name, "the servers read the bucket themselves")
+		assert.Equal(t, []corev1.VolumeMount{{Name: api.CompileCacheVolumeName, MountPath: "/compile-cache"}}, server.VolumeMounts)
+		assert.Contains(t, server.Env, corev1.EnvVar{Name: "VLLM_CACHE_ROOT", Value: "/compile-cache/vllm"})
+		assert.Contains(t, server.Env, corev1.EnvVar{Name: "TRITON_CACHE_DIR", Value: "/compile-cache/triton"})
 	})
 	t.Run("an image volume", func(t *testing.T) {
 		svc := story(t, "story1-monolithic.yaml").Service

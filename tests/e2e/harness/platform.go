@@ -109,7 +109,11 @@ func prepareModelStorage(t *testing.T, svc *api.InferenceService) {
 		if m == nil {
 			continue
 		}
-		for _, class := range []string{m.CompileCacheStorageClass(), map[bool]string{true: m.Cache.StorageClassName}[m.Cache != nil]} {
+		classes := []string{m.CompileCacheStorageClass()}
+		if m.Cache != nil {
+			classes = append(classes, m.Cache.StorageClassName)
+		}
+		for _, class := range classes {
 			if class == "" {
 				continue
 			}
