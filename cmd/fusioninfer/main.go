@@ -23,7 +23,8 @@ func main() {
 // error with the usage); runMain prints it nowhere else.
 var errReported = errors.New("reported")
 
-// runMain is the whole command: its exit status is 0 on success and 1 otherwise, and it never fails
+// runMain is the whole command: its exit status is 0 on success and 1 otherwise (status has its
+// own: 2 not running yet, 3 failed), and it never fails
 // silently: an error not yet reported is printed on stderr as one line with what to do.
 func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdin, stdout, stderr)
@@ -31,6 +32,10 @@ func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
+	}
+	var code exitCode
+	if errors.As(err, &code) { // status: the report is printed, the code says the phase
+		return int(code)
 	}
 	if !errors.Is(err, errReported) {
 		fmt.Fprintf(stderr, "fusioninfer: %s (see '%s --help')\n", oneLine(err.Error()), cmd.CommandPath())
@@ -51,12 +56,14 @@ It needs no cluster and no Pulumi engine. The output can be reviewed, diffed, or
 kubectl on a cluster that runs LeaderWorkerSet >= v0.7 and Volcano >= 1.14.
 
 "fusioninfer plan" predicts, with Volcano's gang rules, which replicas a cluster of a given
-size runs, before anything is deployed.`,
+size runs, before anything is deployed; "fusioninfer status" reads a deployed service from the
+cluster and says what holds back each replica that does not run.`,
 		Example: `  fusioninfer render -f examples/manifests/story4-disaggregated-multinode.yaml
   fusioninfer render -f service.yaml --summary
   cat service.yaml | fusioninfer render -f - --namespace llm | kubectl apply --server-side -f -
   fusioninfer render -f service.yaml -o rendered/
-  fusioninfer plan -f service.yaml --nodes 10,8,6 --gpus-per-node 8`,
+  fusioninfer plan -f service.yaml --nodes 10,8,6 --gpus-per-node 8
+  fusioninfer status -f service.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -64,7 +71,7 @@ size runs, before anything is deployed.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRenderCommand(), newPlanCommand())
+	root.AddCommand(newRenderCommand(), newPlanCommand(), newStatusCommand())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		fmt.Fprintf(c.ErrOrStderr(), "fusioninfer: %v\n\n%s", err, c.UsageString())
 		return fmt.Errorf("%w: %w", errReported, err)

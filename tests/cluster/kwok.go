@@ -18,12 +18,61 @@ import (
 // kwokNodeAnnotation marks the nodes kwok manages.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
+// ImagePullFailsAnnotation on a pod makes kwok report its containers waiting in ImagePullBackOff,
+// never Ready (the stage imagePullFailsStage), as a kubelet does for an image it cannot pull.
+const ImagePullFailsAnnotation = "e2e.fusioninfer.io/image-pull-fails"
+
+// imagePullFailsStage is a kwok Stage of ours: a pod with ImagePullFailsAnnotation stays Pending
+// with every container waiting in ImagePullBackOff.
+const imagePullFailsStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-image-pull-fails
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.metadata.annotations["` + ImagePullFailsAnnotation + `"]'
+      operator: 'Exists'
+    - key: '.status.containerStatuses'
+      operator: 'DoesNotExist'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: PodScheduled
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: Ready
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+            reason: ImagePullBackOff
+            message: {{ printf "Back-off pulling image %q: not found" .image | Quote }}
+      {{ end }}
+      phase: Pending
+`
+
 // ReadyAfterAnnotation on a pod sets how long after it is scheduled kwok makes it Ready (a Go
 // duration), instead of Options.PodReadyDelay: a test gives its model servers a load time.
 const ReadyAfterAnnotation = "e2e.fusioninfer.io/ready-after"
 
 // kwokStages are kwokctl's default stages, from the kwok module: nodes become Ready, scheduled
-// pods Running and Ready, Job pods complete, deleted pods go.
+// pods Running and Ready (unless ImagePullFailsAnnotation says otherwise), Job pods complete,
+// deleted pods go.
 var kwokStages = []string{
 	"kustomize/stage/node/fast/node-initialize.yaml",
 	"kustomize/stage/pod/fast/pod-ready.yaml",
@@ -51,6 +100,12 @@ func (c *Cluster) startKwok(podReadyDelay time.Duration) error {
 		}
 		for _, stage := range stages {
 			if stage.GetName() == "pod-ready" {
+				expressions, _, _ := unstructured.NestedSlice(stage.Object, "spec", "selector", "matchExpressions")
+				expressions = append(expressions, map[string]any{
+					"key": `.metadata.annotations["` + ImagePullFailsAnnotation + `"]`, "operator": "DoesNotExist"})
+				if err := unstructured.SetNestedSlice(stage.Object, expressions, "spec", "selector", "matchExpressions"); err != nil {
+					return err
+				}
 				delay := map[string]any{
 					"durationMilliseconds": podReadyDelay.Milliseconds(),
 					"durationFrom":         map[string]any{"jq": map[string]any{"expression": `.metadata.annotations["` + ReadyAfterAnnotation + `"]`}},
@@ -66,6 +121,7 @@ func (c *Cluster) startKwok(podReadyDelay time.Duration) error {
 			documents = append(documents, string(data))
 		}
 	}
+	documents = append(documents, imagePullFailsStage)
 	config := filepath.Join(c.Dir, "kwok.yaml")
 	if err := os.WriteFile(config, []byte(strings.Join(documents, "---\n")), 0o600); err != nil {
 		return err

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
+)
+
+type statusOptions struct {
+	files                   []string
+	name, namespace         string
+	output                  string
+	kubeconfig, kubeContext string
+	timeout                 time.Duration
+}
+
+// exitCode ends the command with a status other than 0 or 1, its message already printed.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func newStatusCommand() *cobra.Command {
+	var opts statusOptions
+	cmd := &cobra.Command{
+		Use:   "status (-f FILE | --name NAME) [-n NAMESPACE] [-o text|json]",
+		Short: "Say whether a deployed service runs, and what holds back each replica that does not",
+		Long: `status reads the cluster (the kubeconfig kubectl uses) and prints, per role and replica, the
+phase and the first cause that holds it back, with the object to look at and a fix: a gang Volcano
+cannot place (the PodGroup's condition and events), pods pending, crashing, killed or unable to pull
+their image (the container's last message), the model's download Job, an Endpoint Picker not
+available, an HTTPRoute no Gateway accepted.
+
+With -f it knows the replicas the spec asks for, also those not created yet; with --name it reports
+what it finds. It reads; it changes nothing.
+
+Exit status: 0 Running, 2 not running yet, 3 failed (waiting will not help), 1 an error.`,
+		Example: `  fusioninfer status -f examples/manifests/story4-disaggregated-multinode.yaml
+  fusioninfer status --name deepseek-r1-disagg -n llm -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStatus(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&opts.files, "filename", "f", nil, `the service's manifest ("-" for stdin)`)
+	cmd.Flags().StringVar(&opts.name, "name", "", "the service's name, without a manifest")
+	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "its namespace (default: the manifest's, else default)")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig file (default: as kubectl finds it)")
+	cmd.Flags().StringVar(&opts.kubeContext, "context", "", "kubeconfig context")
+	cmd.Flags().DurationVar(&opts.timeout, "timeout", 30*time.Second, "how long to wait for the API server")
+	return cmd
+}
+
+func runStatus(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, opts statusOptions) error {
+	if opts.output != "text" && opts.output != "json" {
+		return fmt.Errorf("-o %q: give text or json", opts.output)
+	}
+	services, err := statusTargets(stdin, stderr, opts)
+	if err != nil {
+		return err
+	}
+	clients, err := observe.NewClients(opts.kubeconfig, opts.kubeContext, opts.timeout)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
+	defer cancel()
+	worst := 0
+	var reports []*diagnosis.Report
+	for _, target := range services {
+		observed, err := clients.Service(ctx, target.name, target.namespace, target.svc)
+		if err != nil {
+			return err
+		}
+		report := diagnosis.Diagnose(target.name, target.namespace, target.svc, observed)
+		reports = append(reports, report)
+		worst = max(worst, report.ExitCode())
+	}
+	if opts.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if len(reports) == 1 {
+			err = enc.Encode(reports[0])
+		} else {
+			err = enc.Encode(reports)
+		}
+		if err != nil {
+			return err
+		}
+	} else {
+		for _, r := range reports {
+			fmt.Fprint(stdout, r.Text())
+		}
+	}
+	if worst != 0 {
+		return exitCode(worst)
+	}
+	return nil
+}
+
+// statusTarget is one service to diagnose; svc is nil without a manifest.
+type statusTarget struct {
+	name, namespace string
+	svc             *api.InferenceService
+}
+
+func statusTargets(stdin io.Reader, stderr io.Writer, opts statusOptions) ([]statusTarget, error) {
+	switch {
+	case len(opts.files) > 0 && opts.name != "":
+		return nil, errors.New("give -f FILE or --name NAME, not both")
+	case opts.name != "":
+		namespace := opts.namespace
+		if namespace == "" {
+			namespace = api.DefaultNamespace
+		}
+		return []statusTarget{{name: opts.name, namespace: namespace}}, nil
+	case len(opts.files) == 0:
+		return nil, errors.New("give -f FILE (the service's manifest) or --name NAME")
+	}
+	trees, problems, err := loadTrees(stdin, renderOptions{files: opts.files, namespace: opts.namespace})
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		return nil, errInvalidInput
+	}
+	var out []statusTarget
+	for _, tree := range trees {
+		out = append(out, statusTarget{name: tree.Service.Name, namespace: tree.Service.Namespace, svc: tree.Service})
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

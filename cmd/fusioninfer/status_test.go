@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// fakeAPIServer answers the status command's reads as a cluster would: empty lists, except what
+// missing (404: an API the cluster does not serve) and forbidden (403) say.
+func fakeAPIServer(t *testing.T, missing, forbidden []string, pods string) string {
+	t.Helper()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range missing {
+			if strings.Contains(r.URL.Path, m) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"the server could not find the requested resource"}`)
+				return
+			}
+		}
+		for _, f := range forbidden {
+			if strings.HasSuffix(r.URL.Path, "/"+f) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"%s is forbidden: User \"dev\" cannot list resource \"%s\""}`, f, f)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/pods") && pods != "" && !strings.HasPrefix(r.URL.Path, "/api/v1/pods") {
+			fmt.Fprint(w, pods)
+			return
+		}
+		fmt.Fprint(w, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`)
+	}))
+	t.Cleanup(server.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	data := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %s}}]\nusers: [{name: u, user: {token: t}}]\n"+
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", server.URL)
+	if err := os.WriteFile(kubeconfig, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+const onePod = `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"qwen-inference-inference-0-0",` +
+	`"labels":{"fusioninfer.io/service":"qwen-inference","leaderworkerset.sigs.k8s.io/name":"qwen-inference-inference-0"}},"status":{"phase":"Pending"}}]}`
+
+// TestStatusBadInput: one clear line on stderr and exit status 1 for every way the status cannot
+// be read.
+func TestStatusBadInput(t *testing.T) {
+	manifest := "../../examples/manifests/story1-monolithic.yaml"
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no service", []string{"status"}, "fusioninfer: give -f FILE (the service's manifest) or --name NAME"},
+		{"both a file and a name", []string{"status", "-f", manifest, "--name", "x"}, "fusioninfer: give -f FILE or --name NAME, not both"},
+		{"an output it does not write", []string{"status", "--name", "x", "-o", "yaml"}, `fusioninfer: -o "yaml": give text or json`},
+		{"no kubeconfig", []string{"status", "--name", "x", "--kubeconfig", "/nonexistent/kubeconfig"},
+			"fusioninfer: no cluster to read: stat /nonexistent/kubeconfig: no such file or directory; give --kubeconfig or set KUBECONFIG"},
+		{"a service that does not exist", []string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, nil, nil, "")},
+			`fusioninfer: no InferenceService "qwen-inference" in namespace "default": nothing there carries the label fusioninfer.io/service=qwen-inference`},
+		{"a cluster without the LWS CRD", []string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, []string{"leaderworkerset.x-k8s.io"}, nil, onePod)},
+			"fusioninfer: the cluster at http://127.0.0.1:"},
+		{"no permission to read events", []string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, nil, []string{"events"}, onePod)},
+			`fusioninfer: not allowed to list events in namespace "default": the status needs get and list on the service's objects and events (kubectl auth can-i list events -n default)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runMain(tc.args, strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out.String())
+			assert.Contains(t, errOut.String(), tc.want)
+			assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line: %q", errOut.String())
+		})
+	}
+	var out, errOut bytes.Buffer
+	runMain([]string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, []string{"leaderworkerset.x-k8s.io"}, nil, onePod)},
+		strings.NewReader(""), &out, &errOut)
+	assert.Contains(t, errOut.String(), "has no leaderworkersets API (leaderworkerset.x-k8s.io/v1): LeaderWorkerSet (install LWS)")
+}

@@ -1,0 +1,198 @@
+package diagnosis_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
+)
+
+// The fixtures are states of the simulated cluster, recorded by tests/e2e/status_test.go
+// (FUSIONINFER_RECORD_FIXTURES=1): story 4 with 2 prefill and 3 decode replicas on 5 nodes of 8
+// GPUs, Volcano's own conditions and events; story 1 whose image cannot be pulled; story 1 running.
+
+func fixture(t *testing.T, name string) *diagnosis.Observed {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + name + ".yaml")
+	require.NoError(t, err)
+	o, err := diagnosis.ReadObserved(data)
+	require.NoError(t, err)
+	return o
+}
+
+func manifest(t *testing.T, file, namespace string) *api.InferenceService {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/manifests/" + file)
+	require.NoError(t, err)
+	docs, errs := api.Decode(data)
+	require.Empty(t, errs)
+	svc := docs[0].Service
+	svc.Namespace = namespace
+	return svc
+}
+
+// story4 is the service of the gang fixture.
+func story4(t *testing.T) *api.InferenceService {
+	svc := manifest(t, "story4-disaggregated-multinode.yaml", "status-gang")
+	svc.Spec.Await = api.AwaitNone
+	svc.Spec.Roles[0].Replicas, svc.Spec.Roles[1].Replicas = ptr.To(2), ptr.To(3)
+	return svc
+}
+
+func story1(t *testing.T, namespace string) *api.InferenceService {
+	return manifest(t, "story1-monolithic.yaml", namespace)
+}
+
+func TestDiagnosis(t *testing.T) {
+	cases := []struct {
+		name    string
+		svc     func(t *testing.T) *api.InferenceService // nil: --name, no spec
+		fixture string
+		mutate  func(o *diagnosis.Observed)
+		phase   diagnosis.Phase
+		exit    int
+		want    []string // in the text report
+		absent  []string
+	}{
+		{name: "a gang that cannot fit: the PodGroup and the GPUs it lacks", svc: story4, fixture: "gang-cannot-fit",
+			phase: diagnosis.Progressing, exit: 2, want: []string{
+				"InferenceService deepseek-r1-disagg (namespace status-gang): not running yet",
+				"PodGroup/deepseek-r1-disagg: Unschedulable: phase Inqueue, minMember 6: the gang's minimal set needs 48 GPUs at once; " +
+					"the cluster's 5 ready GPU nodes have 40 free (Volcano: ",
+				"prefill  0/2    deepseek-r1-disagg-prefill-0  Pending  PodGroup/deepseek-r1-disagg: its gang cannot be placed whole",
+				"decode   0/3    deepseek-r1-disagg-decode-0   Pending",
+				"fix: each pod needs 8 free nvidia.com/gpu on one node (5 of the cluster's 5 ready nodes have that; 40 GPUs free in all): " +
+					"add such nodes, use a smaller --tensor-parallel-size, or deploy with await: minimal and fewer replicas; " +
+					"the gang's minimal set needs 48 GPUs",
+			}},
+		{name: "the same without the spec: the replicas found, no minimal set", fixture: "gang-cannot-fit",
+			phase: diagnosis.Progressing, exit: 2, want: []string{"PodGroup/deepseek-r1-disagg: Unschedulable", "deepseek-r1-disagg-decode-2"},
+			absent: []string{"minimal set needs"}},
+		{name: "an image that cannot be pulled: failed, with the kubelet's message", svc: func(t *testing.T) *api.InferenceService {
+			return story1(t, "status-image")
+		}, fixture: "image-cannot-be-pulled", phase: diagnosis.Failed, exit: 3, want: []string{
+			"InferenceService qwen-inference (namespace status-image): failed",
+			`inference  0/1    qwen-inference-inference-0  Failed  Pod/qwen-inference-inference-0-0: container vllm: Back-off pulling image "vllm/vllm-openai:v0.11.0-typo"`,
+			`fix: check the image "vllm/vllm-openai:v0.11.0-typo" and the pod's imagePullSecrets`,
+		}},
+		{name: "a healthy service: Running, nothing to report", svc: func(t *testing.T) *api.InferenceService {
+			return story1(t, "status-healthy")
+		}, fixture: "healthy", phase: diagnosis.Running, exit: 0, want: []string{
+			"InferenceService qwen-inference (namespace status-healthy): Running\n",
+			"inference  1/1    qwen-inference-inference-0  Running  -",
+		}, absent: []string{"fix:"}},
+		{name: "a replica not created yet", svc: func(t *testing.T) *api.InferenceService {
+			svc := story1(t, "status-healthy")
+			svc.Spec.Roles[0].Replicas = ptr.To(2)
+			return svc
+		}, fixture: "healthy", phase: diagnosis.Progressing, exit: 2, want: []string{
+			"qwen-inference-inference-1  NotCreated  LeaderWorkerSet/qwen-inference-inference-1: not created yet",
+		}},
+		{name: "a server that crashes for memory", svc: func(t *testing.T) *api.InferenceService {
+			return story1(t, "status-healthy")
+		}, fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+			notAvailable(o)
+			pod := &o.Pods[0]
+			pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+				Message: "back-off 5m0s restarting failed container=vllm"}}
+			pod.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				Reason: "OOMKilled", ExitCode: 137}}
+		}, phase: diagnosis.Failed, exit: 3, want: []string{
+			"container vllm: back-off 5m0s restarting failed container=vllm; last run ended OOMKilled (exit code 137)",
+			"fix: raise the container's memory limit",
+		}},
+		{name: "a server loading its model", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				notAvailable(o)
+				for i := range o.Pods[0].Status.Conditions {
+					if o.Pods[0].Status.Conditions[i].Type == corev1.PodReady {
+						o.Pods[0].Status.Conditions[i].Status = corev1.ConditionFalse
+					}
+				}
+			}, phase: diagnosis.Progressing, exit: 2, want: []string{"Starting", "not ready yet: the server loads its model"}},
+		{name: "a failed model download holds every replica", svc: func(t *testing.T) *api.InferenceService {
+			svc := story1(t, "status-healthy")
+			svc.Spec.Roles[0].Replicas = ptr.To(2)
+			return svc
+		}, fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+			o.Jobs = append(o.Jobs, batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-model-download"},
+				Status: batchv1.JobStatus{Failed: 11, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+					Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}}})
+		}, phase: diagnosis.Failed, exit: 3, want: []string{
+			"Job/qwen-inference-model-download: BackoffLimitExceeded: the model download failed: Job has reached the specified backoff limit",
+			"qwen-inference-inference-1  Failed   Job/qwen-inference-model-download: waits for the model",
+		}},
+		{name: "a cache claim not bound", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				o.Claims = append(o.Claims, corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-model"},
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("efs")}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}})
+				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "qwen-inference-model"},
+					Type: corev1.EventTypeWarning, Reason: "ProvisioningFailed", Message: `storageclass.storage.k8s.io "efs" not found`})
+			}, phase: diagnosis.Progressing, exit: 2, want: []string{
+				`PersistentVolumeClaim/qwen-inference-model: Pending: not bound: storageclass.storage.k8s.io "efs" not found`,
+			}},
+		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}
+				route.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "inference-gateway"},
+					Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "NotAllowedByListeners",
+						Message: "no listener allows routes from namespace status-healthy"}}}}
+				o.HTTPRoutes = append(o.HTTPRoutes, route)
+			}, phase: diagnosis.Failed, exit: 3, want: []string{
+				"HTTPRoute/qwen-inference-httproute: NotAllowedByListeners: Gateway inference-gateway: Accepted False: no listener allows routes",
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fixture(t, tc.fixture)
+			if tc.mutate != nil {
+				tc.mutate(o)
+			}
+			var svc *api.InferenceService
+			if tc.svc != nil {
+				svc = tc.svc(t)
+			}
+			name, namespace := o.LeaderWorkerSets[0].Labels["fusioninfer.io/service"], o.LeaderWorkerSets[0].Namespace
+			report := diagnosis.Diagnose(name, namespace, svc, o)
+			text := report.Text()
+			assert.Equal(t, tc.phase, report.Phase, text)
+			assert.Equal(t, tc.exit, report.ExitCode())
+			for _, w := range tc.want {
+				assert.Contains(t, text, w)
+			}
+			for _, a := range tc.absent {
+				assert.NotContains(t, text, a)
+			}
+		})
+	}
+}
+
+// notAvailable makes the fixture's LWS not Available, as when its pod stopped being ready.
+func notAvailable(o *diagnosis.Observed) {
+	for i := range o.LeaderWorkerSets[0].Status.Conditions {
+		if o.LeaderWorkerSets[0].Status.Conditions[i].Type == "Available" {
+			o.LeaderWorkerSets[0].Status.Conditions[i].Status = metav1.ConditionFalse
+		}
+	}
+}
+
+// TestFixturesRoundTrip: a recorded state reads back as written.
+func TestFixturesRoundTrip(t *testing.T) {
+	o := fixture(t, "image-cannot-be-pulled")
+	data, err := o.YAML()
+	require.NoError(t, err)
+	again, err := diagnosis.ReadObserved(data)
+	require.NoError(t, err)
+	assert.Equal(t, o, again)
+	assert.True(t, strings.Count(string(data), "\nkind: ") > 0)
+}

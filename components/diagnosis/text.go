@@ -1,0 +1,60 @@
+package diagnosis
+
+import (
+	"bytes"
+	"fmt"
+	"text/tabwriter"
+)
+
+// phaseWords say a service's phase in plain words.
+var phaseWords = map[Phase]string{Running: "Running", Progressing: "not running yet", Failed: "failed"}
+
+// Text is the report for a terminal: the service's phase and what holds it back, then one line per
+// replica with its phase and first cause, then the fixes.
+func (r *Report) Text() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "InferenceService %s (namespace %s): %s\n", r.Service, r.Namespace, phaseWords[r.Phase])
+	for _, c := range r.Causes {
+		fmt.Fprintf(&b, "  %s: %s: %s\n", c.Object, c.Reason, c.Message)
+		if c.Fix != "" {
+			fmt.Fprintf(&b, "    fix: %s\n", c.Fix)
+		}
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tREADY\tREPLICA\tPHASE\tCAUSE")
+	fixes := map[string]bool{}
+	var fixList []string
+	for _, role := range r.Roles {
+		for i, rep := range role.Replicas {
+			name, ready := "", ""
+			if i == 0 {
+				name, ready = role.Name, fmt.Sprintf("%d/%d", role.ReadyReplicas, len(role.Replicas))
+			}
+			cause := "-"
+			if c := rep.Cause; c != nil {
+				cause = fmt.Sprintf("%s: %s", c.Object, c.Message)
+				if c.Fix != "" && !fixes[c.Fix] {
+					fixes[c.Fix] = true
+					fixList = append(fixList, c.Fix)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, ready, rep.Name, rep.Phase, cause)
+		}
+	}
+	tw.Flush()
+	for _, fix := range fixList {
+		fmt.Fprintf(&b, "fix: %s\n", fix)
+	}
+	return b.String()
+}
+
+// ExitCode says the phase to a script: 0 Running, 2 not yet, 3 failed (1 is for errors).
+func (r *Report) ExitCode() int {
+	switch r.Phase {
+	case Running:
+		return 0
+	case Failed:
+		return 3
+	}
+	return 2
+}

@@ -1,0 +1,160 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+)
+
+// recordFixtures (FUSIONINFER_RECORD_FIXTURES=1) writes the states these tests observe to
+// components/diagnosis/testdata, where the diagnosis' table tests read them.
+var recordFixtures = os.Getenv("FUSIONINFER_RECORD_FIXTURES") == "1"
+
+var podGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+
+// status runs `fusioninfer status` on the service's manifest against the cluster.
+func status(t *testing.T, svc *api.InferenceService, args ...string) (string, int) {
+	t.Helper()
+	data, err := yaml.Marshal(svc)
+	require.NoError(t, err)
+	manifest := filepath.Join(t.TempDir(), svc.Name+".yaml")
+	require.NoError(t, os.WriteFile(manifest, data, 0o600))
+	cmd := exec.Command(testcli.Binary(t), append([]string{"status", "-f", manifest, "--kubeconfig", harness.Cluster.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	t.Logf("fusioninfer status (exit %d):\n%s%s", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+	return stdout.String() + stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// record writes the service's observed state as the fixture name.
+func record(t *testing.T, svc *api.InferenceService, name string) {
+	t.Helper()
+	if !recordFixtures {
+		return
+	}
+	clients, err := observe.NewClients(harness.Cluster.Kubeconfig, "", 30*time.Second)
+	require.NoError(t, err)
+	observed, err := clients.Service(context.Background(), svc.Name, svc.Namespace, svc)
+	require.NoError(t, err)
+	data, err := observed.YAML()
+	require.NoError(t, err)
+	path := filepath.Join(testcluster.RepositoryRoot(), "components", "diagnosis", "testdata", name+".yaml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+}
+
+// `fusioninfer status` on the real controllers: a gang that cannot fit is explained by its
+// PodGroup and the GPUs it lacks; a server whose image cannot be pulled is named with the
+// kubelet's message; a healthy service is Running with nothing to report.
+func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
+	t.Run("a gang that cannot fit", func(t *testing.T) {
+		harness.AddGPUNodes(t, "status-gang", 5)
+		namespace := "status-gang"
+		harness.EnsureNamespace(t, namespace)
+		svc := story4(t, namespace, api.AwaitNone)
+		s := harness.NewStack(t, harness.ServicesProgram(svc))
+		s.Up()
+		require.Eventually(t, func() bool {
+			pg, err := harness.Cluster.Dynamic.Resource(podGroups).Namespace(namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			ok, _, _ := harness.HasCondition(pg, "Unschedulable", "True")
+			return ok
+		}, 2*time.Minute, time.Second, "Volcano says the gang is unschedulable")
+		out, code := status(t, svc)
+		assert.Equal(t, 2, code, "not running yet")
+		assert.Contains(t, out, "InferenceService deepseek-r1-disagg (namespace status-gang): not running yet")
+		assert.Contains(t, out, "PodGroup/deepseek-r1-disagg: Unschedulable")
+		assert.Contains(t, out, "the gang's minimal set needs 48 GPUs at once; the cluster's 5 ready GPU nodes have 40 free", "the GPU shortfall")
+		assert.Contains(t, out, "each pod needs 8 free nvidia.com/gpu on one node (5 of the cluster's 5 ready nodes have that; 40 GPUs free in all)")
+		assert.Contains(t, out, "the gang's minimal set needs 48 GPUs")
+		record(t, svc, "gang-cannot-fit")
+
+		out, code = status(t, svc, "-o", "json")
+		assert.Equal(t, 2, code)
+		var report diagnosis.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &report), out)
+		assert.Equal(t, diagnosis.Progressing, report.Phase)
+		assert.Len(t, report.Roles, 2)
+		s.Destroy()
+	})
+	t.Run("an image that cannot be pulled", func(t *testing.T) {
+		harness.AddGPUNodes(t, "status-image", 1)
+		namespace := "status-image"
+		harness.EnsureNamespace(t, namespace)
+		svc := storyOne(t, namespace)
+		svc.Spec.Await = api.AwaitNone // a deployment that waited would time out: the server never starts
+		svc.Spec.Roles[0].Template.Annotations = map[string]string{testcluster.ImagePullFailsAnnotation: "true"}
+		svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.0-typo"
+		s := harness.NewStack(t, harness.ServicesProgram(svc))
+		s.Up()
+		var out string
+		var code int
+		require.Eventually(t, func() bool {
+			out, code = status(t, svc)
+			return code == 3
+		}, time.Minute, 2*time.Second, "the status says failed")
+		assert.Contains(t, out, "InferenceService qwen-inference (namespace status-image): failed")
+		assert.Contains(t, out, `container vllm: Back-off pulling image "vllm/vllm-openai:v0.11.0-typo"`)
+		assert.Contains(t, out, `fix: check the image "vllm/vllm-openai:v0.11.0-typo" and the pod's imagePullSecrets`)
+		record(t, svc, "image-cannot-be-pulled")
+		s.Destroy()
+	})
+	t.Run("a healthy service", func(t *testing.T) {
+		harness.AddGPUNodes(t, "status-healthy", 1)
+		namespace := "status-healthy"
+		harness.EnsureNamespace(t, namespace)
+		svc := storyOne(t, namespace)
+		s := harness.NewStack(t, harness.ServicesProgram(svc))
+		s.Up()
+		out, code := status(t, svc)
+		assert.Equal(t, 0, code)
+		assert.True(t, strings.HasPrefix(out, "InferenceService qwen-inference (namespace status-healthy): Running\n"), out)
+		assert.NotContains(t, out, "fix:")
+		record(t, svc, "healthy")
+		s.Destroy()
+	})
+	t.Run("a service that does not exist", func(t *testing.T) {
+		svc := storyOne(t, "status-nowhere")
+		out, code := status(t, svc)
+		assert.Equal(t, 1, code)
+		assert.Equal(t, `fusioninfer: no InferenceService "qwen-inference" in namespace "status-nowhere": nothing there carries the label `+
+			"fusioninfer.io/service=qwen-inference (deploy it, or give the right --namespace) (see 'fusioninfer status --help')\n", out)
+	})
+}
+
+// storyOne is story 1 (one single-GPU replica of Qwen3-8B) in namespace.
+func storyOne(t *testing.T, namespace string) *api.InferenceService {
+	t.Helper()
+	svc := harness.ManifestServices(t, filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "story1-monolithic.yaml"))[0]
+	svc.Namespace = namespace
+	return svc
+}
