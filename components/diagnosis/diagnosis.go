@@ -462,7 +462,7 @@ func (d *diagnoser) routerCauses(service string) []Cause {
 				if c.Status == metav1.ConditionFalse && (c.Type == "Accepted" || c.Type == "ResolvedRefs") {
 					out = append(out, Cause{Object: "HTTPRoute/" + route.Name, Reason: c.Reason,
 						Message: fmt.Sprintf("Gateway %s: %s %s: %s", parent.ParentRef.Name, c.Type, c.Status, c.Message),
-						Fix: "the Gateway must support InferencePool backends (or set shadowService: true)", failed: c.Type == "Accepted"})
+						Fix:     "the Gateway must support InferencePool backends (or set shadowService: true)", failed: c.Type == "Accepted"})
 				}
 			}
 		}
@@ -543,7 +543,9 @@ func podGroupCondition(pg *volcanov1beta1.PodGroup, t volcanov1beta1.PodGroupCon
 	return nil
 }
 
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool { return jobConditionOf(job, t) != nil }
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	return jobConditionOf(job, t) != nil
+}
 
 func jobConditionOf(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
 	for i := range job.Status.Conditions {

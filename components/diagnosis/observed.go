@@ -129,7 +129,7 @@ func (o *Observed) YAML() ([]byte, error) {
 	}
 	for _, group := range []struct {
 		apiVersion, kind string
-		items        []any
+		items            []any
 	}{
 		{"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", items(o.LeaderWorkerSets)},
 		{"v1", "Pod", items(o.Pods)},
