@@ -279,7 +279,7 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		if group := pod.Annotations[volcanov1beta1.KubeGroupNameAnnotationKey]; group != "" {
 			cause.Object = "PodGroup/" + group
 			if pg := d.podGroup(group); pg != nil && podGroupCondition(pg, volcanov1beta1.PodGroupUnschedulableType) != nil {
-				cause.Message = fmt.Sprintf("its gang cannot be placed whole (the PodGroup's cause above); pod %s: %s", pod.Name, msg)
+				cause.Message = "waits for its gang (the PodGroup's cause above); Volcano: " + msg
 			}
 		}
 		return cause, ReplicaPending
@@ -416,8 +416,8 @@ func (d *diagnoser) podGroupCauses() []Cause {
 		pg := &d.o.PodGroups[i]
 		if c := podGroupCondition(pg, volcanov1beta1.PodGroupUnschedulableType); c != nil && pg.Status.Phase != volcanov1beta1.PodGroupRunning {
 			msg := c.Message
-			if e := d.lastWarning("PodGroup", pg.Name); e != nil && e.Message != "" && !strings.Contains(msg, e.Message) {
-				msg += "; " + e.Message
+			if e := d.lastWarning("PodGroup", pg.Name); msg == "" && e != nil {
+				msg = e.Message
 			}
 			if need := d.minimalSetGPUs(); need > 0 {
 				nodes, _, free := d.freeGPUs(1)

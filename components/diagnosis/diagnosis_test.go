@@ -69,7 +69,7 @@ func TestDiagnosis(t *testing.T) {
 				"InferenceService deepseek-r1-disagg (namespace status-gang): not running yet",
 				"PodGroup/deepseek-r1-disagg: Unschedulable: phase Inqueue, minMember 6: the gang's minimal set needs 48 GPUs at once; " +
 					"the cluster's 5 ready GPU nodes have 40 free (Volcano: ",
-				"prefill  0/2    deepseek-r1-disagg-prefill-0  Pending  PodGroup/deepseek-r1-disagg: its gang cannot be placed whole",
+				"prefill  0/2    deepseek-r1-disagg-prefill-0  Pending  PodGroup/deepseek-r1-disagg: waits for its gang (the PodGroup's cause above); Volcano: ",
 				"decode   0/3    deepseek-r1-disagg-decode-0   Pending",
 				"fix: each pod needs 8 free nvidia.com/gpu on one node (5 of the cluster's 5 ready nodes have that; 40 GPUs free in all): " +
 					"add such nodes, use a smaller --tensor-parallel-size, or deploy with await: minimal and fewer replicas; " +
