@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -86,9 +87,19 @@ var waitingFailures = []string{"ImagePullBackOff", "ErrImagePull", "InvalidImage
 // without, the replicas are those found.
 func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *Report {
 	r := &Report{Service: name, Namespace: namespace}
-	d := &diagnoser{o: o, svc: svc}
+	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}}
+	if svc != nil {
+		if tree, errs := topology.Build(svc); len(errs) == 0 {
+			for _, obj := range tree.Objects {
+				if lws, ok := obj.Object.(*lwsv1.LeaderWorkerSet); ok {
+					d.revisions[lws.Name] = lws.Labels[topology.LabelRevision]
+				}
+			}
+		}
+	}
 	r.Causes = append(r.Causes, d.modelCauses()...)
 	r.Causes = append(r.Causes, d.podGroupCauses()...)
+	r.Causes = append(r.Causes, d.nodeClaimCauses()...)
 	r.Causes = append(r.Causes, d.routerCauses(name)...)
 	lwsByName := map[string]*lwsv1.LeaderWorkerSet{}
 	for i := range o.LeaderWorkerSets {
@@ -140,6 +151,8 @@ func phaseOf(replicas []Replica, causes []Cause) Phase {
 type diagnoser struct {
 	o   *Observed
 	svc *api.InferenceService
+	// revisions are the template revisions the spec asks of each LWS, when the spec is known.
+	revisions map[string]string
 }
 
 type expectedRole struct {
@@ -202,15 +215,29 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCaus
 	rep.Revision = lws.Labels[topology.LabelRevision]
 	available := conditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable))
 	updating := conditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetUpdateInProgress))
-	if available && !updating {
+	var podCause *Cause
+	podPhase := ""
+	for _, pod := range d.podsOf(name) {
+		if podCause, podPhase = d.podCause(&pod); podCause != nil {
+			break
+		}
+	}
+	switch want := d.revisions[name]; {
+	case podPhase == ReplicaFailed:
+		rep.Phase, rep.Cause = podPhase, podCause
+		return rep
+	case want != "" && want != rep.Revision:
+		rep.Phase = ReplicaUpdating
+		rep.Cause = &Cause{Object: "LeaderWorkerSet/" + name, Reason: "OldRevision", Message: fmt.Sprintf("runs template revision %s, "+
+			"the spec's is %s: `pulumi up` has not applied it yet (a rollout updates a replica after the batch before it is back)", rep.Revision, want),
+			Fix: "pulumi up"}
+		return rep
+	case available && !updating:
 		rep.Phase = ReplicaRunning
 		return rep
-	}
-	for _, pod := range d.podsOf(name) {
-		if cause, phase := d.podCause(&pod); cause != nil {
-			rep.Phase, rep.Cause = phase, cause
-			return rep
-		}
+	case podCause != nil:
+		rep.Phase, rep.Cause = podPhase, podCause
+		return rep
 	}
 	switch {
 	case updating:
@@ -427,6 +454,27 @@ func (d *diagnoser) podGroupCauses() []Cause {
 			out = append(out, Cause{Object: "PodGroup/" + pg.Name, Reason: string(c.Type), Message: fmt.Sprintf("phase %s, minMember %d: %s",
 				pg.Status.Phase, pg.Spec.MinMember, msg), Fix: "fusioninfer plan -f FILE --nodes N --gpus-per-node G shows what the gang needs"})
 		}
+	}
+	return out
+}
+
+// nodeClaimCauses: Karpenter's claims for the service's pools that have not launched a node.
+func (d *diagnoser) nodeClaimCauses() []Cause {
+	var out []Cause
+	for i := range d.o.NodeClaims {
+		nc := &d.o.NodeClaims[i]
+		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
+		if launched != nil && launched.IsTrue() {
+			continue
+		}
+		msg := "Karpenter has not launched a node for it yet"
+		reason := "NotLaunched"
+		if launched != nil && launched.Message != "" {
+			msg, reason = "Karpenter cannot launch its node: "+launched.Message, orDefault(launched.Reason, reason)
+		}
+		out = append(out, Cause{Object: "NodeClaim/" + nc.Name, Reason: reason,
+			Message: fmt.Sprintf("pool %s: %s", nc.Labels[karpv1.NodePoolLabelKey], msg),
+			Fix:     "check the pool's instance types, capacity types and zones, and the cloud account's GPU quota"})
 	}
 	return out
 }

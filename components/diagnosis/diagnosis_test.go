@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/awslabs/operatorpkg/status"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
@@ -79,7 +81,11 @@ func TestDiagnosis(t *testing.T) {
 			phase: diagnosis.Progressing, exit: 2, want: []string{"PodGroup/deepseek-r1-disagg: Unschedulable", "deepseek-r1-disagg-decode-2"},
 			absent: []string{"minimal set needs"}},
 		{name: "an image that cannot be pulled: failed, with the kubelet's message", svc: func(t *testing.T) *api.InferenceService {
-			return story1(t, "status-image")
+			svc := story1(t, "status-image") // as tests/e2e/status_test.go deployed it
+			svc.Spec.Await = api.AwaitNone
+			svc.Spec.Roles[0].Template.Annotations = map[string]string{"e2e.fusioninfer.io/image-pull-fails": "true"}
+			svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.0-typo"
+			return svc
 		}, fixture: "image-cannot-be-pulled", phase: diagnosis.Failed, exit: 3, want: []string{
 			"InferenceService qwen-inference (namespace status-image): failed",
 			`inference  0/1    qwen-inference-inference-0  Failed  Pod/qwen-inference-inference-0-0: container vllm: Back-off pulling image "vllm/vllm-openai:v0.11.0-typo"`,
@@ -141,6 +147,23 @@ func TestDiagnosis(t *testing.T) {
 			}, phase: diagnosis.Progressing, exit: 2, want: []string{
 				`PersistentVolumeClaim/qwen-inference-model: Pending: not bound: storageclass.storage.k8s.io "efs" not found`,
 			}},
+		{name: "a replica that runs an older template", svc: func(t *testing.T) *api.InferenceService {
+			svc := story1(t, "status-healthy")
+			svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.1"
+			return svc
+		}, fixture: "healthy", phase: diagnosis.Progressing, exit: 2, want: []string{
+			"qwen-inference-inference-0  Updating  LeaderWorkerSet/qwen-inference-inference-0: runs template revision ",
+			"`pulumi up` has not applied it yet",
+		}},
+		{name: "a node Karpenter cannot launch", svc: story4, fixture: "gang-cannot-fit", mutate: func(o *diagnosis.Observed) {
+			nc := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "deepseek-r1-disagg-h100-x7k2p", Labels: map[string]string{karpv1.NodePoolLabelKey: "deepseek-r1-disagg-h100"}}}
+			nc.Status.Conditions = []status.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionFalse, Reason: "InsufficientCapacityError",
+				Message: "all requested instance types were unavailable during launch"}}
+			o.NodeClaims = append(o.NodeClaims, nc)
+		}, phase: diagnosis.Progressing, exit: 2, want: []string{
+			"NodeClaim/deepseek-r1-disagg-h100-x7k2p: InsufficientCapacityError: pool deepseek-r1-disagg-h100: Karpenter cannot launch its node: " +
+				"all requested instance types were unavailable during launch",
+		}},
 		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
 				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	karpenter "sigs.k8s.io/karpenter/pkg/apis"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -123,6 +125,9 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 	if err := c.addNodes(ctx, o); err != nil {
 		return nil, err
 	}
+	if err := c.addNodeClaims(ctx, o, svc); err != nil {
+		return nil, err
+	}
 	events, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, c.readError("events", namespace, err)
@@ -169,6 +174,41 @@ func (c *Clients) addNodes(ctx context.Context, o *diagnosis.Observed) error {
 			bound.Spec.Containers = append(bound.Spec.Containers, corev1.Container{Name: ctr.Name, Resources: ctr.Resources})
 		}
 		o.Pods = append(o.Pods, bound)
+	}
+	return nil
+}
+
+// nodeClaimResource is Karpenter's NodeClaim.
+var nodeClaimResource = schema.GroupVersionResource{Group: karpenter.Group, Version: "v1", Resource: "nodeclaims"}
+
+// addNodeClaims adds Karpenter's claims for the service's karpenter pools (known from the spec).
+func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc *api.InferenceService) error {
+	if svc == nil {
+		return nil
+	}
+	var pools []string
+	for _, ref := range topology.Plan(svc) {
+		if ref.TypeMeta == topology.KindNodePool {
+			pools = append(pools, ref.Name)
+		}
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	list, err := c.dynamic.Resource(nodeClaimResource).List(ctx, metav1.ListOptions{
+		LabelSelector: karpv1.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("the cluster at %s has no nodeclaims API (karpenter.sh/v1): the service's karpenter node pools need Karpenter v1", c.server)
+	case err != nil:
+		return c.readError("nodeclaims", "", err)
+	}
+	for _, item := range list.Items {
+		nc := &karpv1.NodeClaim{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, nc); err != nil {
+			return err
+		}
+		o.NodeClaims = append(o.NodeClaims, *nc)
 	}
 	return nil
 }
