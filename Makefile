@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: release demo test test-typescript test-python conformance e2e build vet fuzz bench golden gen clean
+.PHONY: image release demo test test-typescript test-python conformance e2e build vet fuzz bench golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -114,6 +114,12 @@ release:
 	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
 	npm pack ./sdk/nodejs/bin --pack-destination dist --loglevel=error
 	python3 -m venv dist/.venv && dist/.venv/bin/pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir dist ./sdk/python && rm -rf dist/.venv
+
+## image: the model download Job's image, ghcr.io/fusioninfer/fusioninfer-download:vVERSION (the
+## default of every download Job, topology.DownloaderImage), from cmd/fusioninfer-download/Dockerfile.
+## Needs docker (or a compatible builder); push it with the release.
+image:
+	docker build -f cmd/fusioninfer-download/Dockerfile --build-arg VERSION=$(VERSION) -t ghcr.io/fusioninfer/fusioninfer-download:v$(VERSION) .
 
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
 gen:
