@@ -404,6 +404,36 @@ func TestNodePoolChildren(t *testing.T) {
 	assert.Equal(t, []string{"deepseek-r1-pools-h100"}, poolNames)
 }
 
+// TestModelDownloadChildren: the cache claim, then the download Job, which a changed revision
+// replaces (deleted first: same name), then the LWSs, created after the download.
+func TestModelDownloadChildren(t *testing.T) {
+	data, err := os.ReadFile("../../examples/manifests/deepseek-model-cache.yaml")
+	require.NoError(t, err)
+	docs, errs := api.Decode(data)
+	require.Empty(t, errs)
+	args, err := ArgsFromService(docs[0].Service)
+	require.NoError(t, err)
+	monitor := &pulumimock.Monitor{}
+	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
+		_, err := NewInferenceService(ctx, "cached", args)
+		return err
+	}))
+	claim, ok := monitor.Find("cached-model")
+	require.True(t, ok)
+	assert.Equal(t, "kubernetes:core/v1:PersistentVolumeClaim", claim.Type)
+	job, ok := monitor.Find("cached-model-download")
+	require.True(t, ok)
+	assert.Equal(t, "kubernetes:batch/v1:Job", job.Type)
+	assert.Contains(t, job.Dependencies, string(claim.URN()))
+	assert.Equal(t, []string{"spec"}, job.ReplaceOnChanges, "a Job's template cannot change: a new revision is a new Job")
+	assert.True(t, job.DeleteBeforeReplace, "the new Job has the old one's name")
+	assert.False(t, claim.DeleteBeforeReplace)
+	for _, name := range []string{"cached-prefill-0", "cached-decode-0", "cached-decode-1"} {
+		lws, _ := monitor.Find(name)
+		assert.Contains(t, lws.Dependencies, string(job.URN()), "%s is created once the model is downloaded", name)
+	}
+}
+
 func TestPartitionPinsTheTemplatesOfLowReplicas(t *testing.T) {
 	args := story4Args()
 	args.Roles[1].RolloutStrategy = &api.RolloutStrategy{Partition: pulumi.IntRef(1)}

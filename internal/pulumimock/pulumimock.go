@@ -20,7 +20,10 @@ type Resource struct {
 	Dependencies         []string
 	// IgnoreChanges are the input paths the resource option ignoreChanges names.
 	IgnoreChanges []string
-	Inputs        resource.PropertyMap
+	// ReplaceOnChanges and DeleteBeforeReplace are those resource options.
+	ReplaceOnChanges    []string
+	DeleteBeforeReplace bool
+	Inputs              resource.PropertyMap
 }
 
 // Monitor is a pulumi.MockResourceMonitor that records registrations in order.
@@ -39,6 +42,8 @@ func (m *Monitor) NewResource(args pulumi.MockResourceArgs) (string, resource.Pr
 		r.ParentURN = rpc.GetParent()
 		r.Dependencies = rpc.GetDependencies()
 		r.IgnoreChanges = rpc.GetIgnoreChanges()
+		r.ReplaceOnChanges = rpc.GetReplaceOnChanges()
+		r.DeleteBeforeReplace = rpc.GetDeleteBeforeReplace()
 	}
 	r.URNValue = mockURN(r.ParentURN, r.Type, r.Name)
 	outputs := args.Inputs.Copy()
