@@ -95,12 +95,15 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 					d.revisions[lws.Name] = lws.Labels[topology.LabelRevision]
 				}
 			}
+			if svc.Spec.GangScheduled() {
+				d.minimalSetGPUs = topology.Summarize(tree).MinimalGPUs
+			}
 		}
 	}
 	r.Causes = append(r.Causes, d.modelCauses()...)
 	r.Causes = append(r.Causes, d.podGroupCauses()...)
 	r.Causes = append(r.Causes, d.nodeClaimCauses()...)
-	r.Causes = append(r.Causes, d.routerCauses(name)...)
+	r.Causes = append(r.Causes, d.routerCauses()...)
 	lwsByName := map[string]*lwsv1.LeaderWorkerSet{}
 	for i := range o.LeaderWorkerSets {
 		lwsByName[o.LeaderWorkerSets[i].Name] = &o.LeaderWorkerSets[i]
@@ -153,6 +156,8 @@ type diagnoser struct {
 	svc *api.InferenceService
 	// revisions are the template revisions the spec asks of each LWS, when the spec is known.
 	revisions map[string]string
+	// minimalSetGPUs are the GPUs of the gang's minimal set; 0 without a spec or a gang.
+	minimalSetGPUs int64
 }
 
 type expectedRole struct {
@@ -329,22 +334,10 @@ func (d *diagnoser) capacityFix(pod *corev1.Pod) string {
 		}
 		fix += ": add such nodes, use a smaller --tensor-parallel-size, or deploy with await: minimal and fewer replicas"
 	}
-	if need := d.minimalSetGPUs(); need > 0 {
+	if need := d.minimalSetGPUs; need > 0 {
 		fix += fmt.Sprintf("; the gang's minimal set needs %d GPUs (fusioninfer plan shows where it fits)", need)
 	}
 	return fix
-}
-
-// minimalSetGPUs are the GPUs of the gang's minimal set, 0 when unknown (no spec) or no gang.
-func (d *diagnoser) minimalSetGPUs() int64 {
-	if d.svc == nil || !d.svc.Spec.GangScheduled() {
-		return 0
-	}
-	tree, errs := topology.Build(d.svc)
-	if len(errs) > 0 {
-		return 0
-	}
-	return topology.Summarize(tree).MinimalGPUs
 }
 
 // podGPUs is what a pod's containers ask of nvidia.com/gpu.
@@ -446,7 +439,7 @@ func (d *diagnoser) podGroupCauses() []Cause {
 			if e := d.lastWarning("PodGroup", pg.Name); msg == "" && e != nil {
 				msg = e.Message
 			}
-			if need := d.minimalSetGPUs(); need > 0 {
+			if need := d.minimalSetGPUs; need > 0 {
 				nodes, _, free := d.freeGPUs(1)
 				msg = fmt.Sprintf("the gang's minimal set needs %d GPUs at once; the cluster's %d ready GPU nodes have %d free (Volcano: %s)",
 					need, nodes, free, msg)
@@ -480,7 +473,7 @@ func (d *diagnoser) nodeClaimCauses() []Cause {
 }
 
 // routerCauses: an Endpoint Picker not available, a route no Gateway accepted.
-func (d *diagnoser) routerCauses(service string) []Cause {
+func (d *diagnoser) routerCauses() []Cause {
 	var out []Cause
 	for i := range d.o.Deployments {
 		dep := &d.o.Deployments[i]
