@@ -376,13 +376,20 @@ func TestObserveLeaderWorkerSet(t *testing.T) {
 		"an elastic LWS counts the replicas its autoscaler set")
 }
 
-func TestNodePoolChildren(t *testing.T) {
-	data, err := os.ReadFile("../../examples/manifests/pd-gpu-node-pools.yaml")
+// manifestArgs are the Args of an example manifest's first service.
+func manifestArgs(t *testing.T, file string) *Args {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/manifests/" + file)
 	require.NoError(t, err)
 	docs, errs := api.Decode(data)
 	require.Empty(t, errs)
 	args, err := ArgsFromService(docs[0].Service)
 	require.NoError(t, err)
+	return args
+}
+
+func TestNodePoolChildren(t *testing.T) {
+	args := manifestArgs(t, "pd-gpu-node-pools.yaml")
 	monitor := &pulumimock.Monitor{}
 	var poolNames any
 	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
@@ -407,12 +414,7 @@ func TestNodePoolChildren(t *testing.T) {
 // TestModelDownloadChildren: the cache claim, then the download Job, which a changed revision
 // replaces (deleted first: same name), then the LWSs, created after the download.
 func TestModelDownloadChildren(t *testing.T) {
-	data, err := os.ReadFile("../../examples/manifests/deepseek-model-cache.yaml")
-	require.NoError(t, err)
-	docs, errs := api.Decode(data)
-	require.Empty(t, errs)
-	args, err := ArgsFromService(docs[0].Service)
-	require.NoError(t, err)
+	args := manifestArgs(t, "deepseek-model-cache.yaml")
 	monitor := &pulumimock.Monitor{}
 	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
 		_, err := NewInferenceService(ctx, "cached", args)
