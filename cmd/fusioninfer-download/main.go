@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/modelsource"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/download"
@@ -63,7 +64,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if endpoint == "" {
 			endpoint = download.DefaultHubEndpoint
 		}
-		store = &download.Hub{Endpoint: endpoint, Token: os.Getenv("HF_TOKEN"), Source: src, Client: http.DefaultClient}
+		// a Hub that does not answer fails the attempt (the Job retries and resumes) rather than
+		// holding it until the Job's deadline
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.ResponseHeaderTimeout = 2 * time.Minute
+		store = &download.Hub{Endpoint: endpoint, Token: os.Getenv("HF_TOKEN"), Source: src, Client: &http.Client{Transport: transport}}
 	case src.ObjectStorage():
 		if store, err = download.NewBucket(ctx, src); err != nil {
 			return err
