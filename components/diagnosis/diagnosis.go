@@ -87,12 +87,16 @@ var waitingFailures = []string{"ImagePullBackOff", "ErrImagePull", "InvalidImage
 // without, the replicas are those found.
 func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *Report {
 	r := &Report{Service: name, Namespace: namespace}
-	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}}
+	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}, batch: map[string]int{}}
 	if svc != nil {
 		if tree, errs := topology.Build(svc); len(errs) == 0 {
 			for _, obj := range tree.Objects {
 				if lws, ok := obj.Object.(*lwsv1.LeaderWorkerSet); ok {
 					d.revisions[lws.Name] = lws.Labels[topology.LabelRevision]
+				}
+				if obj.Batch > 0 {
+					d.batch[obj.Name] = obj.Batch
+					d.batches = max(d.batches, obj.Batch)
 				}
 			}
 			if svc.Spec.GangScheduled() {
@@ -158,6 +162,17 @@ type diagnoser struct {
 	revisions map[string]string
 	// minimalSetGPUs are the GPUs of the gang's minimal set; 0 without a spec or a gang.
 	minimalSetGPUs int64
+	// batch is each LWS's place in the rollout chain (topology.Ref.Batch) of batches in all.
+	batch   map[string]int
+	batches int
+}
+
+// inBatch says where an LWS's update stands in the rollout, "" when it is not rolled in batches.
+func (d *diagnoser) inBatch(lws string) string {
+	if b := d.batch[lws]; b > 0 {
+		return fmt.Sprintf(" (rollout batch %d of %d)", b, d.batches)
+	}
+	return ""
 }
 
 type expectedRole struct {
@@ -234,8 +249,8 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCaus
 	case want != "" && want != rep.Revision:
 		rep.Phase = ReplicaUpdating
 		rep.Cause = &Cause{Object: "LeaderWorkerSet/" + name, Reason: "OldRevision", Message: fmt.Sprintf("runs template revision %s, "+
-			"the spec's is %s: `pulumi up` has not applied it yet (a rollout updates a replica after the batch before it is back)", rep.Revision, want),
-			Fix: "pulumi up"}
+			"the spec's is %s%s: `pulumi up` has not applied it yet (a rollout updates a replica after the batch before it is back)",
+			rep.Revision, want, d.inBatch(name)), Fix: "pulumi up"}
 		return rep
 	case available && !updating:
 		rep.Phase = ReplicaRunning
@@ -248,7 +263,7 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCaus
 	case updating:
 		rep.Phase = ReplicaUpdating
 		rep.Cause = &Cause{Object: "LeaderWorkerSet/" + name, Reason: "UpdateInProgress",
-			Message: "rolling out revision " + rep.Revision + ": LWS is replacing the replica's pods"}
+			Message: "rolling out revision " + rep.Revision + d.inBatch(name) + ": LWS is replacing the replica's pods"}
 	case len(lws.Status.Conditions) == 0:
 		rep.Phase = ReplicaPending
 		rep.Cause = &Cause{Object: "LeaderWorkerSet/" + name, Reason: "NotObserved",

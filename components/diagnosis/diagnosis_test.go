@@ -153,7 +153,19 @@ func TestDiagnosis(t *testing.T) {
 			return svc
 		}, fixture: "healthy", phase: diagnosis.Progressing, exit: 2, want: []string{
 			"qwen-inference-inference-0  Updating  LeaderWorkerSet/qwen-inference-inference-0: runs template revision ",
-			"`pulumi up` has not applied it yet",
+			" (rollout batch 1 of 1): `pulumi up` has not applied it yet",
+		}},
+		{name: "a rollout pending: each replica's batch", svc: func(t *testing.T) *api.InferenceService {
+			svc := story4(t)
+			svc.Spec.Await = api.AwaitAll // batches: decode 0 + prefill 0, decode 1, decode 2, prefill 1
+			for i := range svc.Spec.Roles {
+				svc.Spec.Roles[i].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.1"
+			}
+			return svc
+		}, fixture: "gang-cannot-fit", phase: diagnosis.Progressing, exit: 2, want: []string{
+			"deepseek-r1-disagg-decode-1   Updating  LeaderWorkerSet/deepseek-r1-disagg-decode-1: runs template revision 6f0152220e, the spec's is ",
+			" (rollout batch 2 of 4): `pulumi up` has not applied it yet",
+			" (rollout batch 4 of 4)",
 		}},
 		{name: "a node Karpenter cannot launch", svc: story4, fixture: "gang-cannot-fit", mutate: func(o *diagnosis.Observed) {
 			nc := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "deepseek-r1-disagg-h100-x7k2p", Labels: map[string]string{karpv1.NodePoolLabelKey: "deepseek-r1-disagg-h100"}}}
