@@ -42,6 +42,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	source := flags.String("source", "", "the model's source: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix")
 	cache := flags.String("cache", "", "the cache volume's root; the files go to its directory of the source")
 	parallel := flags.Int("parallel", 4, "files fetched at once")
+	var exclude patterns
+	flags.Var(&exclude, "exclude", "a glob of files not to download, matched against each file's path and folders (repeatable)")
 	showVersion := flags.Bool("version", false, "print the version")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -56,6 +58,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	src, err := modelsource.Parse(*source)
 	if err != nil {
 		return err
+	}
+	for _, p := range exclude {
+		if err := modelsource.ValidPattern(p); err != nil {
+			return fmt.Errorf("--exclude %q: %w", p, err)
+		}
 	}
 	var store download.Store
 	switch {
@@ -77,5 +84,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("a %s:// source is mounted, not downloaded", src.Scheme)
 	}
 	logger := log.New(stderr, "", log.LstdFlags|log.LUTC)
-	return download.Run(ctx, src, store, download.Options{Cache: *cache, Parallel: *parallel, Log: logger})
+	return download.Run(ctx, src, store, download.Options{Cache: *cache, Parallel: *parallel, Exclude: exclude, Log: logger})
 }
+
+// patterns is a repeatable string flag.
+type patterns []string
+
+func (p *patterns) String() string     { return strings.Join(*p, ",") }
+func (p *patterns) Set(v string) error { *p = append(*p, v); return nil }

@@ -154,9 +154,9 @@ func gitBlobSHA1(content []byte) string {
 
 // jobCommand is the download Job's command line for a source, as the core renders it, with the
 // cache's mount path replaced by a directory of the test's.
-func jobCommand(t *testing.T, source, cache string) []string {
+func jobCommand(t *testing.T, source, cache string, exclude ...string) []string {
 	t.Helper()
-	tree := cachedTree(t, source)
+	tree := cachedTree(t, source, exclude...)
 	for _, o := range tree.Objects {
 		if job, ok := o.Object.(*batchv1.Job); ok {
 			c := job.Spec.Template.Spec.Containers[0]
@@ -172,7 +172,7 @@ func jobCommand(t *testing.T, source, cache string) []string {
 	return nil
 }
 
-func cachedTree(t *testing.T, source string) *topology.Tree {
+func cachedTree(t *testing.T, source string, exclude ...string) *topology.Tree {
 	t.Helper()
 	data, err := os.ReadFile("../../examples/manifests/story1-monolithic.yaml")
 	require.NoError(t, err)
@@ -180,7 +180,7 @@ func cachedTree(t *testing.T, source string) *topology.Tree {
 	require.Empty(t, errs)
 	svc := docs[0].Service
 	svc.Spec.Roles[0].Template.Spec.Containers[0].Args = nil
-	svc.Spec.Model = &api.Model{Source: source, Name: "tiny", Cache: &api.ModelCache{Size: "1Gi", StorageClassName: "shared"}}
+	svc.Spec.Model = &api.Model{Source: source, Name: "tiny", Cache: &api.ModelCache{Size: "1Gi", StorageClassName: "shared", Exclude: exclude}}
 	tree, verrs := topology.Build(svc)
 	require.Empty(t, verrs)
 	return tree
@@ -256,6 +256,32 @@ func TestHubDownloadResumesAndVerifies(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "is complete in")
 	assert.Equal(t, resolves, hub.resolves, "a complete cache downloads nothing")
+}
+
+// TestHubDownloadExcludes: cache.exclude's patterns leave files out (a folder by its name), and a
+// later download without them fetches what is missing only.
+func TestHubDownloadExcludes(t *testing.T) {
+	hub := newFakeHub()
+	server := httptest.NewServer(hub)
+	defer server.Close()
+	cache := t.TempDir()
+	source := "hf://test-org/tiny-model@v1.0"
+	args := jobCommand(t, source, cache, "original", "generation_*.json")
+	assert.Equal(t, []string{"--exclude", "original", "--exclude", "generation_*.json"}, args[len(args)-4:])
+	out, err := runDownloader(t, args, "HF_ENDPOINT="+server.URL)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "5 files (2 excluded)")
+	dir := serverModelDir(t, cachedTree(t, source), cache)
+	for _, path := range []string{"original/params.json", "generation_config.json"} {
+		_, err := os.Stat(filepath.Join(dir, path))
+		assert.True(t, os.IsNotExist(err), "%s is excluded", path)
+	}
+	resolves := hub.resolves
+	out, err = runDownloader(t, jobCommand(t, source, cache), "HF_ENDPOINT="+server.URL)
+	require.NoError(t, err, out)
+	assert.Equal(t, resolves+2, hub.resolves, "the two excluded files, and nothing else")
+	_, err = os.Stat(filepath.Join(dir, "original/params.json"))
+	assert.NoError(t, err)
 }
 
 func TestHubDownloadRefusesACorruptFile(t *testing.T) {
@@ -384,6 +410,7 @@ func TestCommandLineErrors(t *testing.T) {
 		"no source":            {"--cache", "/tmp"},
 		"an unknown scheme":    {"--source", "ftp://x/y", "--cache", "/tmp"},
 		"a source not fetched": {"--source", "pvc://weights/x", "--cache", "/tmp"},
+		"a bad pattern":        {"--source", "hf://org/name", "--cache", "/tmp", "--exclude", "[a-"},
 	} {
 		out, err := runDownloader(t, args)
 		assert.Error(t, err, name)

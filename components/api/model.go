@@ -227,6 +227,11 @@ func validateModelCache(m *Model, src modelsource.Source, serviceName, owner str
 				fmt.Sprintf("must be a duration of whole seconds from 1m to %s, such as \"6h\"", MaxDownloadTimeout)))
 		}
 	}
+	for i, pattern := range c.Exclude {
+		if err := modelsource.ValidPattern(pattern); err != nil {
+			errs = append(errs, field.Invalid(path.Child("exclude").Index(i), pattern, `must be a glob pattern such as "original" or "*.pth"`))
+		}
+	}
 	if name := ModelDownloadJobName(serviceName, owner); serviceName != "" && len(name) > validation.LabelValueMaxLength {
 		errs = append(errs, field.Invalid(path, name, fmt.Sprintf("the download Job's name %q is %d characters; it must be at most %d "+
 			"(the Job controller labels its pods with it): shorten metadata.name or the role name", name, len(name), validation.LabelValueMaxLength)))

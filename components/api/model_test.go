@@ -67,6 +67,8 @@ func TestModelRules(t *testing.T) {
 			`spec.model.cache.accessMode: Unsupported value: "ReadWriteOnce": supported values: "ReadWriteMany", "ReadOnlyMany"`},
 		{"a download timeout", func(s *InferenceService) { model(s).Cache.DownloadTimeout = "30s" },
 			`spec.model.cache.downloadTimeout: Invalid value: "30s": must be a duration of whole seconds from 1m to 168h0m0s`},
+		{"exclude patterns are globs", func(s *InferenceService) { model(s).Cache.Exclude = []string{"original", "[a-"} },
+			`spec.model.cache.exclude[1]: Invalid value: "[a-": must be a glob pattern such as "original" or "*.pth"`},
 		{"a secret reference with a name", func(s *InferenceService) { model(s).CredentialsSecret.Name = "" },
 			"spec.model.credentialsSecret.name: Required value"},
 		{"no credentials for a claim", func(s *InferenceService) { model(s).Source, model(s).Cache = "pvc://weights", nil },

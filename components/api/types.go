@@ -358,6 +358,10 @@ type ModelCache struct {
 	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may
 	// run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout string `json:"downloadTimeout,omitempty" pulumi:"downloadTimeout,optional"`
+	// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched
+	// against each file's path and each of its folders, e.g. "original" (the consolidated
+	// checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+	Exclude []string `json:"exclude,omitempty" pulumi:"exclude,optional"`
 	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download
 	// of this release): a mirror of it.
 	DownloaderImage string `json:"downloaderImage,omitempty" pulumi:"downloaderImage,optional"`

@@ -174,3 +174,28 @@ func (s Source) String() string {
 	}
 	return out
 }
+
+// ValidPattern checks a pattern of files not to download: a glob of Go's path.Match.
+func ValidPattern(pattern string) error {
+	if pattern == "" {
+		return fmt.Errorf("an empty pattern")
+	}
+	_, err := path.Match(pattern, "")
+	return err
+}
+
+// Excluded reports whether a file (its path in the source, with slashes) matches one of the
+// patterns, itself or through one of its folders: "original" excludes original/consolidated.00.pth.
+func Excluded(file string, patterns []string) bool {
+	for _, pattern := range patterns {
+		for p := file; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+			if ok, _ := path.Match(pattern, p); ok {
+				return true
+			}
+			if ok, _ := path.Match(pattern, path.Base(p)); ok && !strings.Contains(pattern, "/") {
+				return true
+			}
+		}
+	}
+	return false
+}

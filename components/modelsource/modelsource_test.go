@@ -69,3 +69,22 @@ func TestKinds(t *testing.T) {
 		assert.Equal(t, want, [2]bool{src.Downloaded(), src.ObjectStorage()}, uri)
 	}
 }
+
+func TestExcluded(t *testing.T) {
+	patterns := []string{"original", "*.pth", "metal/*.bin"}
+	for file, want := range map[string]bool{
+		"original/consolidated.00.pth":     true, // its folder
+		"original/params.json":             true, // its folder
+		"consolidated.pth":                 true, // its name
+		"sub/model.pth":                    true, // its name, in a folder
+		"metal/model.bin":                  true, // the whole path
+		"model-00001-of-00002.safetensors": false,
+		"config.json":                      false,
+		"originality.json":                 false,
+	} {
+		assert.Equal(t, want, Excluded(file, patterns), file)
+	}
+	assert.Error(t, ValidPattern("[a-"))
+	assert.Error(t, ValidPattern(""))
+	assert.NoError(t, ValidPattern("original"))
+}

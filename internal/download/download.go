@@ -18,6 +18,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ type Store interface {
 type Manifest struct {
 	Source   string    `json:"source"`
 	Revision string    `json:"revision,omitempty"`
+	Exclude  []string  `json:"exclude,omitempty"`
 	Files    []File    `json:"files"`
 	Finished time.Time `json:"finished"`
 }
@@ -86,19 +88,27 @@ type Options struct {
 	Cache string
 	// Parallel is how many files are fetched at once.
 	Parallel int
-	Log      *log.Logger
+	// Exclude are patterns of files not to download (modelsource.Excluded).
+	Exclude []string
+	Log     *log.Logger
 }
 
 // Run downloads a source into the cache.
 func Run(ctx context.Context, src modelsource.Source, store Store, opts Options) error {
 	dir := filepath.Join(opts.Cache, filepath.FromSlash(src.CacheDir()))
-	if m, err := readManifest(dir); err == nil && m.Source == src.String() {
+	if m, err := readManifest(dir); err == nil && m.Source == src.String() && slices.Equal(m.Exclude, opts.Exclude) {
 		opts.Log.Printf("%s is complete in %s (%d files, revision %q): nothing to do", src, dir, len(m.Files), m.Revision)
 		return nil
 	}
-	revision, files, err := store.List(ctx)
+	revision, listed, err := store.List(ctx)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", src, err)
+	}
+	var files []File
+	for _, f := range listed {
+		if !modelsource.Excluded(f.Path, opts.Exclude) {
+			files = append(files, f)
+		}
 	}
 	if len(files) == 0 {
 		return fmt.Errorf("%s has no files", src)
@@ -110,7 +120,8 @@ func Run(ctx context.Context, src modelsource.Source, store Store, opts Options)
 		}
 		total += f.Size
 	}
-	opts.Log.Printf("downloading %s (revision %q): %d files, %d bytes, into %s", src, revision, len(files), total, dir)
+	opts.Log.Printf("downloading %s (revision %q): %d files (%d excluded), %d bytes, into %s", src, revision, len(files),
+		len(listed)-len(files), total, dir)
 	group, ctx := errgroup.WithContext(ctx)
 	group.SetLimit(max(1, opts.Parallel))
 	for _, f := range files {
@@ -119,7 +130,8 @@ func Run(ctx context.Context, src modelsource.Source, store Store, opts Options)
 	if err := group.Wait(); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(Manifest{Source: src.String(), Revision: revision, Files: files, Finished: time.Now().UTC()}, "", "  ")
+	data, err := json.MarshalIndent(Manifest{Source: src.String(), Revision: revision, Exclude: opts.Exclude, Files: files,
+		Finished: time.Now().UTC()}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -1322,6 +1322,8 @@ type ModelCache struct {
 	DownloadTimeout *string `pulumi:"downloadTimeout"`
 	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
 	DownloaderImage *string `pulumi:"downloaderImage"`
+	// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+	Exclude []string `pulumi:"exclude"`
 	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 	Size string `pulumi:"size"`
 	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
@@ -1346,6 +1348,8 @@ type ModelCacheArgs struct {
 	DownloadTimeout pulumi.StringPtrInput `pulumi:"downloadTimeout"`
 	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
 	DownloaderImage pulumi.StringPtrInput `pulumi:"downloaderImage"`
+	// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+	Exclude pulumi.StringArrayInput `pulumi:"exclude"`
 	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 	Size pulumi.StringInput `pulumi:"size"`
 	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
@@ -1444,6 +1448,11 @@ func (o ModelCacheOutput) DownloaderImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ModelCache) *string { return v.DownloaderImage }).(pulumi.StringPtrOutput)
 }
 
+// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+func (o ModelCacheOutput) Exclude() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v ModelCache) []string { return v.Exclude }).(pulumi.StringArrayOutput)
+}
+
 // Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 func (o ModelCacheOutput) Size() pulumi.StringOutput {
 	return o.ApplyT(func(v ModelCache) string { return v.Size }).(pulumi.StringOutput)
@@ -1506,6 +1515,16 @@ func (o ModelCachePtrOutput) DownloaderImage() pulumi.StringPtrOutput {
 		}
 		return v.DownloaderImage
 	}).(pulumi.StringPtrOutput)
+}
+
+// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+func (o ModelCachePtrOutput) Exclude() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *ModelCache) []string {
+		if v == nil {
+			return nil
+		}
+		return v.Exclude
+	}).(pulumi.StringArrayOutput)
 }
 
 // Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.

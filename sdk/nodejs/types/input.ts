@@ -142,6 +142,10 @@ export interface ModelCacheArgs {
      */
     downloaderImage?: pulumi.Input<string | undefined>;
     /**
+     * Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+     */
+    exclude?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
      * Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
      */
     size: pulumi.Input<string>;

@@ -636,6 +636,10 @@ class ModelCacheArgsDict(TypedDict):
     """
     DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
     """
+    exclude: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    """
+    Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+    """
 
 @pulumi.input_type
 class ModelCacheArgs:
@@ -644,13 +648,15 @@ class ModelCacheArgs:
                  storage_class_name: pulumi.Input[_builtins.str],
                  access_mode: pulumi.Input[Optional[_builtins.str]] = None,
                  download_timeout: pulumi.Input[Optional[_builtins.str]] = None,
-                 downloader_image: pulumi.Input[Optional[_builtins.str]] = None):
+                 downloader_image: pulumi.Input[Optional[_builtins.str]] = None,
+                 exclude: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None):
         """
         :param pulumi.Input[_builtins.str] size: Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
         :param pulumi.Input[_builtins.str] storage_class_name: StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
         :param pulumi.Input[_builtins.str] access_mode: AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
         :param pulumi.Input[_builtins.str] download_timeout: DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
         :param pulumi.Input[_builtins.str] downloader_image: DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] exclude: Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
         """
         pulumi.set(__self__, "size", size)
         pulumi.set(__self__, "storage_class_name", storage_class_name)
@@ -660,6 +666,8 @@ class ModelCacheArgs:
             pulumi.set(__self__, "download_timeout", download_timeout)
         if downloader_image is not None:
             pulumi.set(__self__, "downloader_image", downloader_image)
+        if exclude is not None:
+            pulumi.set(__self__, "exclude", exclude)
 
     @_builtins.property
     @pulumi.getter
@@ -720,6 +728,18 @@ class ModelCacheArgs:
     @downloader_image.setter
     def downloader_image(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "downloader_image", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def exclude(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+        """
+        return pulumi.get(self, "exclude")
+
+    @exclude.setter
+    def exclude(self, value: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]):
+        pulumi.set(self, "exclude", value)
 
 
 class ModelFlexibilityArgsDict(TypedDict):
