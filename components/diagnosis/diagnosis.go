@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -87,7 +89,7 @@ var waitingFailures = []string{"ImagePullBackOff", "ErrImagePull", "InvalidImage
 // without, the replicas are those found.
 func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *Report {
 	r := &Report{Service: name, Namespace: namespace}
-	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}, batch: map[string]int{}}
+	d := newDiagnoser(o, svc)
 	if svc != nil {
 		if tree, errs := topology.Build(svc); len(errs) == 0 {
 			for _, obj := range tree.Objects {
@@ -165,6 +167,40 @@ type diagnoser struct {
 	// batch is each LWS's place in the rollout chain (topology.Ref.Batch) of batches in all.
 	batch   map[string]int
 	batches int
+	// pods are each LWS's pods, its leader first; gpusInUse what the pods bound to a node ask.
+	pods      map[string][]corev1.Pod
+	gpusInUse map[string]int64
+}
+
+// newDiagnoser indexes the observed pods once: by LWS, and their GPUs by node.
+func newDiagnoser(o *Observed, svc *api.InferenceService) *diagnoser {
+	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}, batch: map[string]int{},
+		pods: map[string][]corev1.Pod{}, gpusInUse: map[string]int64{}}
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		if lws := p.Labels[lwsv1.SetNameLabelKey]; lws != "" {
+			d.pods[lws] = append(d.pods[lws], *p)
+		}
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			d.gpusInUse[p.Spec.NodeName] += podGPUs(p)
+		}
+	}
+	for _, pods := range d.pods {
+		sort.SliceStable(pods, func(i, j int) bool {
+			a, b := workerIndex(&pods[i]), workerIndex(&pods[j])
+			return a < b || (a == b && pods[i].Name < pods[j].Name)
+		})
+	}
+	return d
+}
+
+// workerIndex is a pod's index in its LWS group (0: the leader), -1 if it has none.
+func workerIndex(pod *corev1.Pod) int {
+	i, err := strconv.Atoi(pod.Labels[lwsv1.WorkerIndexLabelKey])
+	if err != nil {
+		return -1
+	}
+	return i
 }
 
 // inBatch says where an LWS's update stands in the rollout, "" when it is not rolled in batches.
@@ -233,11 +269,11 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCaus
 		return rep
 	}
 	rep.Revision = lws.Labels[topology.LabelRevision]
-	available := conditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable))
-	updating := conditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetUpdateInProgress))
+	available := meta.IsStatusConditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable))
+	updating := meta.IsStatusConditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetUpdateInProgress))
 	var podCause *Cause
 	podPhase := ""
-	for _, pod := range d.podsOf(name) {
+	for _, pod := range d.pods[name] {
 		if podCause, podPhase = d.podCause(&pod); podCause != nil {
 			break
 		}
@@ -273,20 +309,6 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCaus
 		rep.Cause = &Cause{Object: "LeaderWorkerSet/" + name, Reason: "NoPods", Message: "no pods yet" + conditionMessage(lws.Status.Conditions)}
 	}
 	return rep
-}
-
-// podsOf are the pods of an LWS, its leader first.
-func (d *diagnoser) podsOf(lws string) []corev1.Pod {
-	var pods []corev1.Pod
-	for _, p := range d.o.Pods {
-		if p.Labels[lwsv1.SetNameLabelKey] == lws {
-			pods = append(pods, p)
-		}
-	}
-	sort.SliceStable(pods, func(i, j int) bool {
-		return pods[i].Labels[lwsv1.WorkerIndexLabelKey] < pods[j].Labels[lwsv1.WorkerIndexLabelKey] || pods[i].Name < pods[j].Name
-	})
-	return pods
 }
 
 // podCause is what holds a pod back, nil when it is ready.
@@ -371,13 +393,6 @@ func podGPUs(pod *corev1.Pod) int64 {
 // freeGPUs counts the ready, schedulable nodes, those with at least perPod GPUs free (allocatable
 // less what the pods bound to them ask), and the GPUs free in all.
 func (d *diagnoser) freeGPUs(perPod int64) (nodes, room int, free int64) {
-	used := map[string]int64{}
-	for i := range d.o.Pods {
-		p := &d.o.Pods[i]
-		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			used[p.Spec.NodeName] += podGPUs(p)
-		}
-	}
 	for i := range d.o.Nodes {
 		n := &d.o.Nodes[i]
 		if n.Spec.Unschedulable || !nodeReady(n) {
@@ -388,7 +403,7 @@ func (d *diagnoser) freeGPUs(perPod int64) (nodes, room int, free int64) {
 			continue
 		}
 		nodes++
-		left := q.Value() - used[n.Name]
+		left := q.Value() - d.gpusInUse[n.Name]
 		free += max(left, 0)
 		if left >= perPod {
 			room++
@@ -421,7 +436,7 @@ func (d *diagnoser) modelCauses() []Cause {
 	}
 	for i := range d.o.Jobs {
 		job := &d.o.Jobs[i]
-		if jobCondition(job, batchv1.JobComplete) {
+		if jobConditionOf(job, batchv1.JobComplete) != nil {
 			continue
 		}
 		object := "Job/" + job.Name
@@ -558,15 +573,6 @@ func eventTime(e *corev1.Event) metav1.Time {
 	return e.CreationTimestamp
 }
 
-func conditionTrue(conditions []metav1.Condition, t string) bool {
-	for _, c := range conditions {
-		if c.Type == t && c.Status == metav1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 func conditionMessage(conditions []metav1.Condition) string {
 	for _, c := range conditions {
 		if c.Status == metav1.ConditionFalse && c.Message != "" {
@@ -597,10 +603,6 @@ func podGroupCondition(pg *volcanov1beta1.PodGroup, t volcanov1beta1.PodGroupCon
 		}
 	}
 	return nil
-}
-
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	return jobConditionOf(job, t) != nil
 }
 
 func jobConditionOf(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
