@@ -41,22 +41,16 @@ func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 				"spec":     map[string]any{"weight": int64(1), "reclaimable": true},
 			}}
 			_, err := Cluster.Dynamic.Resource(queueResource).Create(ctx, queue, metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				require.NoError(t, err)
-				t.Cleanup(func() {
-					_ = Cluster.Dynamic.Resource(queueResource).Delete(ctx, strategy.Queue, metav1.DeleteOptions{})
-				})
-			}
+			removeWhenDone(t, err, func() error {
+				return Cluster.Dynamic.Resource(queueResource).Delete(ctx, strategy.Queue, metav1.DeleteOptions{})
+			})
 		}
 		if name := strategy.PriorityClassName; name != "" {
 			_, err := Cluster.Clientset.SchedulingV1().PriorityClasses().Create(ctx,
 				&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1000}, metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				require.NoError(t, err)
-				t.Cleanup(func() {
-					_ = Cluster.Clientset.SchedulingV1().PriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
-				})
-			}
+			removeWhenDone(t, err, func() error {
+				return Cluster.Clientset.SchedulingV1().PriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
+			})
 		}
 	}
 	// GPU feature discovery labels a node with its GPU's product; a pool's accelerators select it.
@@ -122,23 +116,30 @@ func prepareModelStorage(t *testing.T, svc *api.InferenceService) {
 				ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 				VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
 			}, metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = Cluster.Clientset.StorageV1().StorageClasses().Delete(ctx, class, metav1.DeleteOptions{}) })
-			}
+			removeWhenDone(t, err, func() error {
+				return Cluster.Clientset.StorageV1().StorageClasses().Delete(ctx, class, metav1.DeleteOptions{})
+			})
 		}
 		if ref := m.CredentialsSecret; ref != nil {
 			_, err := Cluster.Clientset.CoreV1().Secrets(svc.Namespace).Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: ref.Name}, StringData: map[string]string{"HF_TOKEN": "hf_e2e"},
 			}, metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				require.NoError(t, err)
-				t.Cleanup(func() {
-					_ = Cluster.Clientset.CoreV1().Secrets(svc.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
-				})
-			}
+			removeWhenDone(t, err, func() error {
+				return Cluster.Clientset.CoreV1().Secrets(svc.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
+			})
 		}
 	}
+}
+
+// removeWhenDone takes the result of creating a platform object: one already there (another
+// test's, or the platform's) stays; one this create made is removed when the test ends.
+func removeWhenDone(t *testing.T, err error, remove func() error) {
+	t.Helper()
+	if apierrors.IsAlreadyExists(err) {
+		return
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = remove() })
 }
 
 var (
