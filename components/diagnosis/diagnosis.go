@@ -95,6 +95,7 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 			for _, obj := range tree.Objects {
 				if lws, ok := obj.Object.(*lwsv1.LeaderWorkerSet); ok {
 					d.revisions[lws.Name] = lws.Labels[topology.LabelRevision]
+					d.planned = append(d.planned, obj.Ref)
 				}
 				if obj.Batch > 0 {
 					d.batch[obj.Name] = obj.Batch
@@ -160,8 +161,10 @@ func phaseOf(replicas []Replica, causes []Cause) Phase {
 type diagnoser struct {
 	o   *Observed
 	svc *api.InferenceService
-	// revisions are the template revisions the spec asks of each LWS, when the spec is known.
+	// revisions are the template revisions the spec asks of each LWS, when the spec is known;
+	// planned are those LWSs, in the spec's order.
 	revisions map[string]string
+	planned   []topology.Ref
 	// minimalSetGPUs are the GPUs of the gang's minimal set; 0 without a spec or a gang.
 	minimalSetGPUs int64
 	// batch is each LWS's place in the rollout chain (topology.Ref.Batch) of batches in all.
@@ -216,7 +219,7 @@ type expectedRole struct {
 	lwss []string
 }
 
-// expectedReplicas are the LWSs of each serving role: the spec's plan, else what exists.
+// expectedReplicas are the LWSs of each serving role: those of the spec's tree, else what exists.
 func (d *diagnoser) expectedReplicas(found map[string]*lwsv1.LeaderWorkerSet) []expectedRole {
 	var roles []expectedRole
 	index := map[string]int{}
@@ -232,10 +235,8 @@ func (d *diagnoser) expectedReplicas(found map[string]*lwsv1.LeaderWorkerSet) []
 		}
 	}
 	if d.svc != nil {
-		for _, ref := range topology.Plan(d.svc) {
-			if ref.TypeMeta == topology.KindLeaderWorkerSet {
-				add(ref.Role, ref.Name)
-			}
+		for _, ref := range d.planned {
+			add(ref.Role, ref.Name)
 		}
 		return roles
 	}
