@@ -132,10 +132,10 @@ func buildClaim(svc *api.InferenceService, ref Ref, size, storageClass string, m
 	}
 }
 
-// DownloadArgs are the downloader's arguments: the source, the cache's root, under which it
+// downloadArgs are the downloader's arguments: the source, the cache's root, under which it
 // writes the source's directory (modelsource.Source.CacheDir), the one the servers' --model names,
 // and the patterns of files not to download.
-func DownloadArgs(m *api.Model) []string {
+func downloadArgs(m *api.Model) []string {
 	args := []string{"--source", m.Source, "--cache", api.ModelMountPath}
 	for _, pattern := range m.Cache.Exclude {
 		args = append(args, "--exclude", pattern)
@@ -158,7 +158,7 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.Model) *batchv1
 		Name:         "download",
 		Image:        image,
 		Command:      []string{DownloaderCommand},
-		Args:         DownloadArgs(m),
+		Args:         downloadArgs(m),
 		Resources:    *downloaderResources.DeepCopy(),
 		VolumeMounts: []corev1.VolumeMount{{Name: api.ModelVolumeName, MountPath: api.ModelMountPath}},
 	}
