@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,14 +109,8 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 		case err != nil:
 			return nil, c.readError(gvr.Resource, namespace, err)
 		}
-		for _, item := range list.Items {
-			obj, err := typed(gvr, item.Object)
-			if err != nil {
-				return nil, err
-			}
-			if err := o.Add(obj); err != nil {
-				return nil, err
-			}
+		if err := addTyped(o, gvr, list.Items); err != nil {
+			return nil, err
 		}
 	}
 	if o.Empty() {
@@ -203,14 +198,7 @@ func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc 
 	case err != nil:
 		return c.readError("nodeclaims", "", err)
 	}
-	for _, item := range list.Items {
-		nc := &karpv1.NodeClaim{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, nc); err != nil {
-			return err
-		}
-		o.NodeClaims = append(o.NodeClaims, *nc)
-	}
-	return nil
+	return addTyped(o, nodeClaimResource, list.Items)
 }
 
 // needed reports whether the service uses an API: always LWS; the PodGroup when gang scheduled
@@ -253,17 +241,30 @@ func addItems(o *diagnosis.Observed, list runtime.Object) error {
 	return nil
 }
 
-func typed(gvr schema.GroupVersionResource, object map[string]any) (runtime.Object, error) {
-	var obj runtime.Object
-	switch gvr {
-	case lwsResource:
-		obj = &lwsv1.LeaderWorkerSet{}
-	case podGroupResource:
-		obj = &volcanov1beta1.PodGroup{}
-	default:
-		obj = &gatewayv1.HTTPRoute{}
+// addTyped adds custom resources read as unstructured objects, as their typed objects.
+func addTyped(o *diagnosis.Observed, gvr schema.GroupVersionResource, items []unstructured.Unstructured) error {
+	for _, item := range items {
+		var obj runtime.Object
+		switch gvr {
+		case lwsResource:
+			obj = &lwsv1.LeaderWorkerSet{}
+		case podGroupResource:
+			obj = &volcanov1beta1.PodGroup{}
+		case httpRouteResource:
+			obj = &gatewayv1.HTTPRoute{}
+		case nodeClaimResource:
+			obj = &karpv1.NodeClaim{}
+		default:
+			return fmt.Errorf("internal error: no type for %s", gvr)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, obj); err != nil {
+			return err
+		}
+		if err := o.Add(obj); err != nil {
+			return err
+		}
 	}
-	return obj, runtime.DefaultUnstructuredConverter.FromUnstructured(object, obj)
+	return nil
 }
 
 // involvedNames are "Kind/name" of every object observed, to pick their events.
