@@ -12,11 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
@@ -487,8 +487,8 @@ func (d *diagnoser) nodeClaimCauses() []Cause {
 	var out []Cause
 	for i := range d.o.NodeClaims {
 		nc := &d.o.NodeClaims[i]
-		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
-		if launched != nil && launched.IsTrue() {
+		launched := meta.FindStatusCondition(nc.Status.Conditions, mirror.ConditionTypeLaunched)
+		if launched != nil && launched.Status == metav1.ConditionTrue {
 			continue
 		}
 		msg := "Karpenter has not launched a node for it yet"
@@ -497,7 +497,7 @@ func (d *diagnoser) nodeClaimCauses() []Cause {
 			msg, reason = "Karpenter cannot launch its node: "+launched.Message, orDefault(launched.Reason, reason)
 		}
 		out = append(out, Cause{Object: "NodeClaim/" + nc.Name, Reason: reason,
-			Message: fmt.Sprintf("pool %s: %s", nc.Labels[karpv1.NodePoolLabelKey], msg),
+			Message: fmt.Sprintf("pool %s: %s", nc.Labels[mirror.NodePoolLabelKey], msg),
 			Fix:     "check the pool's instance types, capacity types and zones, and the cloud account's GPU quota"})
 	}
 	return out

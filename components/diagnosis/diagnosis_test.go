@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/awslabs/operatorpkg/status"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 )
 
 // The fixtures are states of the simulated cluster, recorded by tests/e2e/status_test.go
@@ -168,8 +167,8 @@ func TestDiagnosis(t *testing.T) {
 			" (rollout batch 4 of 4)",
 		}},
 		{name: "a node Karpenter cannot launch", svc: story4, fixture: "gang-cannot-fit", mutate: func(o *diagnosis.Observed) {
-			nc := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "deepseek-r1-disagg-h100-x7k2p", Labels: map[string]string{karpv1.NodePoolLabelKey: "deepseek-r1-disagg-h100"}}}
-			nc.Status.Conditions = []status.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionFalse, Reason: "InsufficientCapacityError",
+			nc := mirror.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "deepseek-r1-disagg-h100-x7k2p", Labels: map[string]string{mirror.NodePoolLabelKey: "deepseek-r1-disagg-h100"}}}
+			nc.Status.Conditions = []metav1.Condition{{Type: mirror.ConditionTypeLaunched, Status: metav1.ConditionFalse, Reason: "InsufficientCapacityError",
 				Message: "all requested instance types were unavailable during launch"}}
 			o.NodeClaims = append(o.NodeClaims, nc)
 		}, phase: diagnosis.Progressing, exit: 2, want: []string{

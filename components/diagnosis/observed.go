@@ -16,15 +16,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	karpenter "sigs.k8s.io/karpenter/pkg/apis"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 )
 
 // Observed is what the cluster holds of one service: the objects that carry its label, the events
@@ -40,16 +39,13 @@ type Observed struct {
 	HTTPRoutes       []gatewayv1.HTTPRoute
 	Events           []corev1.Event
 	// NodeClaims are Karpenter's claims for the service's karpenter pools.
-	NodeClaims []karpv1.NodeClaim
+	NodeClaims []mirror.NodeClaim
 }
 
 // Empty reports whether nothing of the service was found.
 func (o *Observed) Empty() bool {
 	return len(o.LeaderWorkerSets)+len(o.Pods)+len(o.PodGroups)+len(o.Jobs)+len(o.Claims)+len(o.Deployments)+len(o.HTTPRoutes) == 0
 }
-
-// nodeClaimVersion is Karpenter's API (its package registers it only in client-go's own scheme).
-var nodeClaimVersion = schema.GroupVersion{Group: karpenter.Group, Version: "v1"}
 
 // scheme knows the kinds of Observed, to read and write fixtures.
 var scheme = func() *runtime.Scheme {
@@ -60,7 +56,7 @@ var scheme = func() *runtime.Scheme {
 			panic(err)
 		}
 	}
-	s.AddKnownTypes(nodeClaimVersion, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
+	s.AddKnownTypes(mirror.KarpenterGroupVersion, &mirror.NodeClaim{}, &mirror.NodeClaimList{})
 	return s
 }()
 
@@ -85,7 +81,7 @@ func (o *Observed) Add(obj runtime.Object) error {
 		o.Events = append(o.Events, *t)
 	case *corev1.Node:
 		o.Nodes = append(o.Nodes, *t)
-	case *karpv1.NodeClaim:
+	case *mirror.NodeClaim:
 		o.NodeClaims = append(o.NodeClaims, *t)
 	default:
 		return fmt.Errorf("diagnosis does not read %T", obj)
@@ -151,7 +147,7 @@ func (o *Observed) YAML() ([]byte, error) {
 		{"gateway.networking.k8s.io/v1", "HTTPRoute", items(o.HTTPRoutes)},
 		{"v1", "Event", items(o.Events)},
 		{"v1", "Node", items(o.Nodes)},
-		{nodeClaimVersion.String(), "NodeClaim", items(o.NodeClaims)},
+		{mirror.KarpenterGroupVersion.String(), "NodeClaim", items(o.NodeClaims)},
 	} {
 		for _, item := range group.items {
 			if err := add(group.apiVersion, group.kind, item); err != nil {

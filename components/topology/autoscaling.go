@@ -12,6 +12,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 )
 
 // An autoscaled role (docs/design/0014-autoscaling.md) keeps its base replicas, one LWS each, and
@@ -90,12 +91,12 @@ func baseReplicasOnly(selector *metav1.LabelSelector) {
 // buildScaledObject is KEDA's ScaledObject for a role's elastic LWS: a Prometheus trigger whose
 // query is the load the base replicas do not carry, so KEDA's HPA asks for
 // ceil(load / target) - base elastic replicas, between 0 and maxReplicas - base.
-func buildScaledObject(svc *api.InferenceService, role *api.Role) *ScaledObject {
+func buildScaledObject(svc *api.InferenceService, role *api.Role) *mirror.ScaledObject {
 	as := role.Autoscaling
 	load, target := roleLoad(svc, role)
 	delay := int32(as.ScaleDownDelayOrDefault().Seconds())
 	base := float64(role.ReplicaCount()) * target
-	return &ScaledObject{
+	return &mirror.ScaledObject{
 		TypeMeta: metav1.TypeMeta{APIVersion: KindScaledObject.APIVersion, Kind: KindScaledObject.Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        api.ElasticLeaderWorkerSetName(svc.Name, role.Name),
@@ -103,18 +104,18 @@ func buildScaledObject(svc *api.InferenceService, role *api.Role) *ScaledObject 
 			Labels:      merged(svc.Labels, roleLabels(svc.Name, role)),
 			Annotations: map[string]string{AnnotationPulumiSkipAwait: "true"}, // KEDA's readiness is its own
 		},
-		Spec: ScaledObjectSpec{
-			ScaleTargetRef: &ScaleTarget{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet",
+		Spec: mirror.ScaledObjectSpec{
+			ScaleTargetRef: &mirror.ScaleTarget{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet",
 				Name: api.ElasticLeaderWorkerSetName(svc.Name, role.Name)},
 			CooldownPeriod:  ptr.To(delay),
 			MinReplicaCount: ptr.To[int32](0),
 			MaxReplicaCount: ptr.To(role.ElasticReplicaLimit()),
-			Advanced: &AdvancedConfig{HorizontalPodAutoscalerConfig: &HorizontalPodAutoscalerConfig{
+			Advanced: &mirror.AdvancedConfig{HorizontalPodAutoscalerConfig: &mirror.HorizontalPodAutoscalerConfig{
 				Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
 					ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(delay)},
 				},
 			}},
-			Triggers: []ScaleTriggers{{
+			Triggers: []mirror.ScaleTriggers{{
 				Type:       "prometheus",
 				MetricType: autoscalingv2.AverageValueMetricType,
 				Metadata: map[string]string{

@@ -6,17 +6,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-func scaledObject(t *testing.T, tree *topology.Tree, role string) *topology.ScaledObject {
+func scaledObject(t *testing.T, tree *topology.Tree, role string) *mirror.ScaledObject {
 	t.Helper()
 	for _, o := range tree.Objects {
-		if so, ok := o.Object.(*topology.ScaledObject); ok && o.Role == role {
+		if so, ok := o.Object.(*mirror.ScaledObject); ok && o.Role == role {
 			return so
 		}
 	}
@@ -122,6 +122,6 @@ func TestNodePoolLimitAllowsMaxReplicas(t *testing.T) {
 	svc.Spec.Roles[1].NodePool = "h100"
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
-	limit := tree.Objects[0].Object.(*karpv1.NodePool).Spec.Limits[api.GPUResourceName]
+	limit := tree.Objects[0].Object.(*mirror.NodePool).Spec.Limits[api.GPUResourceName]
 	assert.Equal(t, "80", limit.String(), "decode at maxReplicas: 5 replicas x 2 nodes x 8 GPUs")
 }

@@ -3,18 +3,18 @@ package topology
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	karpenter "sigs.k8s.io/karpenter/pkg/apis"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 )
 
 // Kinds of the objects in a tree.
 var (
 	KindPodGroup        = TypeMeta{APIVersion: volcanov1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"}
 	KindLeaderWorkerSet = TypeMeta{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet"}
-	KindNodePool        = TypeMeta{APIVersion: karpenter.Group + "/v1", Kind: "NodePool"}
+	KindNodePool        = TypeMeta{APIVersion: mirror.KarpenterGroupVersion.String(), Kind: "NodePool"}
 )
 
 // TypeMeta is an object's apiVersion and kind.

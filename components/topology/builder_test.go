@@ -8,11 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
@@ -295,14 +295,14 @@ func TestNodePools(t *testing.T) {
 		"NodePool/deepseek-r1-pools-h100", "PodGroup/deepseek-r1-pools",
 		"LeaderWorkerSet/deepseek-r1-pools-decode-0", "LeaderWorkerSet/deepseek-r1-pools-prefill-0", "LeaderWorkerSet/deepseek-r1-pools-decode-1",
 	}, names(tree), "one NodePool for the karpenter pool, none for the existing one")
-	np := tree.Objects[0].Object.(*karpv1.NodePool)
+	np := tree.Objects[0].Object.(*mirror.NodePool)
 	assert.Empty(t, np.Namespace, "NodePools are cluster-scoped")
 	limit := np.Spec.Limits[api.GPUResourceName]
 	assert.Equal(t, "64", limit.String(), "decode at full size: 2 replicas x 4 nodes x 8 GPUs")
-	assert.Equal(t, karpv1.ConsolidationPolicyWhenEmpty, np.Spec.Disruption.ConsolidationPolicy, "serving nodes are never repacked")
+	assert.Equal(t, mirror.ConsolidationPolicyWhenEmpty, np.Spec.Disruption.ConsolidationPolicy, "serving nodes are never repacked")
 	assert.Equal(t, "10%", np.Spec.Disruption.Budgets[0].Nodes)
-	assert.Nil(t, np.Spec.Template.Spec.ExpireAfter.Duration, "serving nodes do not expire")
-	assert.Equal(t, &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "gpu"}, np.Spec.Template.Spec.NodeClassRef)
+	assert.Equal(t, mirror.Never, np.Spec.Template.Spec.ExpireAfter, "serving nodes do not expire")
+	assert.Equal(t, &mirror.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "gpu"}, np.Spec.Template.Spec.NodeClassRef)
 	assert.Contains(t, np.Spec.Template.Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule})
 	assert.Equal(t, "llm-serving", np.Spec.Template.Labels["workload"])
 	var keys []string
@@ -339,7 +339,7 @@ func TestNodePoolLimitPacksSingleNodePods(t *testing.T) {
 	svc.Spec.Roles[0].Replicas = ptr.To(5)
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
-	np := tree.Objects[0].Object.(*karpv1.NodePool)
+	np := tree.Objects[0].Object.(*mirror.NodePool)
 	limit := np.Spec.Limits[api.GPUResourceName]
 	assert.Equal(t, "12", limit.String(), "5 pods -> 2 nodes, 1 pod -> 1 node: 3 nodes x 4 GPUs")
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -27,7 +28,6 @@ import (
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
@@ -218,7 +218,7 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			if want := map[bool]int32{false: 1, true: 0}[tree.Objects[i].Elastic]; *o.Spec.Replicas != want {
 				t.Fatalf("%s has %d replicas, want %d (the autoscaler sets an elastic LWS's)", o.Name, *o.Spec.Replicas, want)
 			}
-		case *topology.ScaledObject:
+		case *mirror.ScaledObject:
 			scaledObjects++
 			if o.Spec.ScaleTargetRef.Name != api.ElasticLeaderWorkerSetName(tree.Service.Name, tree.Objects[i].Role) {
 				t.Fatalf("ScaledObject %s scales %s", o.Name, o.Spec.ScaleTargetRef.Name)
@@ -227,7 +227,7 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 			podGroups++
 		case *corev1.PersistentVolumeClaim, *batchv1.Job:
 			modelObjects++
-		case *karpv1.NodePool:
+		case *mirror.NodePool:
 			nodePools++
 		case *monitoringv1.PodMonitor:
 			monitoringObjects++

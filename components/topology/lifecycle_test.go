@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
@@ -146,7 +146,7 @@ func TestSurgeRaisesTheNodePoolLimit(t *testing.T) {
 		}
 	}
 	limit := func() string {
-		q := build(t, svc).Objects[0].Object.(*karpv1.NodePool).Spec.Limits[api.GPUResourceName]
+		q := build(t, svc).Objects[0].Object.(*mirror.NodePool).Spec.Limits[api.GPUResourceName]
 		return q.String()
 	}
 	assert.Equal(t, "96", limit(), "(2 decode replicas + 1 surge group, as batches of 1 update) x 4 nodes x 8 GPUs: room for the new group")

@@ -6,10 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 )
 
 // Node labels the pools use.
@@ -19,17 +18,14 @@ const (
 	// LabelInstanceFamily is Karpenter's AWS provider label for instance families.
 	LabelInstanceFamily = "karpenter.k8s.aws/instance-family"
 	LabelNodePool       = api.ReservedLabelPrefix + "node-pool"
-	defaultCapacityType = karpv1.CapacityTypeOnDemand
+	defaultCapacityType = mirror.CapacityTypeOnDemand
 )
 
 // Disruption of a serving GPU pool: only empty nodes are consolidated, a few at a time, so a
 // node that serves a model is never taken away to repack the cluster; and nodes do not expire
-// (Karpenter's default, 720h, would recycle every serving node monthly). The duration is built
-// from a time.Duration: a parsed NillableDuration keeps its raw JSON, which Karpenter's
-// ToUnstructured returns as bytes.
+// (Karpenter's default, 720h, would recycle every serving node monthly).
 var (
-	consolidateAfter   = karpv1.NillableDuration{Duration: ptr.To(10 * time.Minute)}
-	neverExpire        = karpv1.NillableDuration{}
+	consolidateAfter   = (10 * time.Minute).String()
 	disruptionBudgetOf = "10%"
 )
 
@@ -39,12 +35,12 @@ var gpuTaint = corev1.Taint{Key: string(api.GPUResourceName), Value: "true", Eff
 func nodePoolSuffix(pool string) string { return "nodepool-" + pool }
 
 // buildNodePool is the Karpenter NodePool of a karpenter pool.
-func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *karpv1.NodePool {
+func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *mirror.NodePool {
 	capacity := pool.CapacityTypes
 	if len(capacity) == 0 {
 		capacity = []string{defaultCapacityType}
 	}
-	requirements := []karpv1.NodeSelectorRequirementWithMinValues{requirement(karpv1.CapacityTypeLabelKey, capacity)}
+	requirements := []mirror.NodeSelectorRequirementWithMinValues{requirement(mirror.CapacityTypeLabelKey, capacity)}
 	if len(pool.InstanceTypes) > 0 {
 		requirements = append(requirements, requirement(LabelInstanceType, pool.InstanceTypes))
 	}
@@ -55,7 +51,7 @@ func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *karpv1.NodePo
 	for _, t := range pool.Taints {
 		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	return &karpv1.NodePool{
+	return &mirror.NodePool{
 		TypeMeta: metav1.TypeMeta{APIVersion: KindNodePool.APIVersion, Kind: KindNodePool.Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   api.KarpenterNodePoolName(svc.Name, pool.Name),
@@ -63,30 +59,30 @@ func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *karpv1.NodePo
 			// A NodePool has no readiness of its own: its nodes come when pods need them.
 			Annotations: map[string]string{AnnotationPulumiSkipAwait: "true"},
 		},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{
-				ObjectMeta: karpv1.ObjectMeta{Labels: merged(pool.Labels, map[string]string{
+		Spec: mirror.NodePoolSpec{
+			Template: mirror.NodeClaimTemplate{
+				TemplateMeta: mirror.TemplateMeta{Labels: merged(pool.Labels, map[string]string{
 					LabelService: svc.Name, LabelNodePool: pool.Name,
 				})},
-				Spec: karpv1.NodeClaimTemplateSpec{
+				Spec: mirror.NodeClaimTemplateSpec{
 					Requirements: requirements,
 					Taints:       taints,
-					NodeClassRef: &karpv1.NodeClassReference{Group: pool.NodeClassRef.Group, Kind: pool.NodeClassRef.Kind, Name: pool.NodeClassRef.Name},
-					ExpireAfter:  neverExpire,
+					NodeClassRef: &mirror.NodeClassReference{Group: pool.NodeClassRef.Group, Kind: pool.NodeClassRef.Kind, Name: pool.NodeClassRef.Name},
+					ExpireAfter:  mirror.Never,
 				},
 			},
-			Disruption: karpv1.Disruption{
-				ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
+			Disruption: mirror.Disruption{
+				ConsolidationPolicy: mirror.ConsolidationPolicyWhenEmpty,
 				ConsolidateAfter:    consolidateAfter,
-				Budgets:             []karpv1.Budget{{Nodes: disruptionBudgetOf}},
+				Budgets:             []mirror.Budget{{Nodes: disruptionBudgetOf}},
 			},
-			Limits: karpv1.Limits{api.GPUResourceName: *resource.NewQuantity(poolGPULimit(&svc.Spec, pool), resource.DecimalSI)},
+			Limits: corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(poolGPULimit(&svc.Spec, pool), resource.DecimalSI)},
 		},
 	}
 }
 
-func requirement(key string, values []string) karpv1.NodeSelectorRequirementWithMinValues {
-	return karpv1.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
+func requirement(key string, values []string) mirror.NodeSelectorRequirementWithMinValues {
+	return mirror.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
 		Key: key, Operator: corev1.NodeSelectorOpIn, Values: append([]string{}, values...),
 	}}
 }
@@ -125,7 +121,7 @@ func placeOnPool(svcName string, pool *api.NodePool, spec *corev1.PodSpec) {
 	var required, preferred []corev1.NodeSelectorRequirement
 	switch pool.PoolKind() {
 	case api.NodePoolKarpenter:
-		selector[karpv1.NodePoolLabelKey] = api.KarpenterNodePoolName(svcName, pool.Name)
+		selector[mirror.NodePoolLabelKey] = api.KarpenterNodePoolName(svcName, pool.Name)
 		// Karpenter cannot provision for a label GPU feature discovery adds later: a preference.
 		if len(pool.Accelerators) > 0 {
 			preferred = append(preferred, corev1.NodeSelectorRequirement{Key: LabelGPUProduct, Operator: corev1.NodeSelectorOpIn, Values: pool.Accelerators})

@@ -9,31 +9,29 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	karpenter "sigs.k8s.io/karpenter/pkg/apis"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// Clients read a cluster.
+// Clients read a cluster. Every read goes through the dynamic client into the typed objects
+// diagnosis reads: client-go's typed clientset would link every Kubernetes API group into the CLI.
 type Clients struct {
-	kube    kubernetes.Interface
 	dynamic dynamic.Interface
 	server  string
 }
@@ -49,27 +47,37 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 		return nil, fmt.Errorf("no cluster to read: %v; give --kubeconfig or set KUBECONFIG", firstLine(err.Error()))
 	}
 	config.Timeout = timeout
-	kube, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, err
-	}
 	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{kube: kube, dynamic: dyn, server: config.Host}, nil
+	return &Clients{dynamic: dyn, server: config.Host}, nil
 }
 
-// The custom resources the status reads, and what provides them.
+// resource is a kind the status reads: its API resource and the typed object it is read into.
+type resource struct {
+	schema.GroupVersionResource
+	object func() runtime.Object
+	// provider installs a custom resource's API, for the error when the cluster lacks it.
+	provider string
+}
+
+// The kinds the status reads.
 var (
-	lwsResource       = lwsv1.GroupVersion.WithResource("leaderworkersets")
-	podGroupResource  = volcanov1beta1.SchemeGroupVersion.WithResource("podgroups")
-	httpRouteResource = gatewayv1.SchemeGroupVersion.WithResource("httproutes")
-	providers         = map[schema.GroupVersionResource]string{
-		lwsResource:       "LeaderWorkerSet (install LWS)",
-		podGroupResource:  "Volcano's PodGroup (install Volcano)",
-		httpRouteResource: "Gateway API's HTTPRoute (install the Gateway API CRDs)",
-	}
+	pods        = resource{corev1.SchemeGroupVersion.WithResource("pods"), func() runtime.Object { return &corev1.Pod{} }, ""}
+	jobs        = resource{batchv1.SchemeGroupVersion.WithResource("jobs"), func() runtime.Object { return &batchv1.Job{} }, ""}
+	claims      = resource{corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, ""}
+	deployments = resource{appsv1.SchemeGroupVersion.WithResource("deployments"), func() runtime.Object { return &appsv1.Deployment{} }, ""}
+	nodes       = resource{corev1.SchemeGroupVersion.WithResource("nodes"), func() runtime.Object { return &corev1.Node{} }, ""}
+	events      = resource{corev1.SchemeGroupVersion.WithResource("events"), func() runtime.Object { return &corev1.Event{} }, ""}
+	lwss        = resource{lwsv1.GroupVersion.WithResource("leaderworkersets"), func() runtime.Object { return &lwsv1.LeaderWorkerSet{} },
+		"LeaderWorkerSet (install LWS)"}
+	podGroups = resource{volcanov1beta1.SchemeGroupVersion.WithResource("podgroups"), func() runtime.Object { return &volcanov1beta1.PodGroup{} },
+		"Volcano's PodGroup (install Volcano)"}
+	httpRoutes = resource{gatewayv1.SchemeGroupVersion.WithResource("httproutes"), func() runtime.Object { return &gatewayv1.HTTPRoute{} },
+		"Gateway API's HTTPRoute (install the Gateway API CRDs)"}
+	nodeClaims = resource{mirror.KarpenterGroupVersion.WithResource("nodeclaims"), func() runtime.Object { return &mirror.NodeClaim{} },
+		"the service's karpenter node pools need Karpenter v1"}
 )
 
 // Service reads what the cluster holds of one service: everything with its label, and the events
@@ -78,38 +86,15 @@ var (
 func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.InferenceService) (*diagnosis.Observed, error) {
 	selector := metav1.ListOptions{LabelSelector: topology.LabelService + "=" + name}
 	o := &diagnosis.Observed{}
-	kube := c.kube
-	lists := []struct {
-		what string
-		list func() (runtime.Object, error)
-	}{
-		{"pods", func() (runtime.Object, error) { return kube.CoreV1().Pods(namespace).List(ctx, selector) }},
-		{"jobs", func() (runtime.Object, error) { return kube.BatchV1().Jobs(namespace).List(ctx, selector) }},
-		{"persistentvolumeclaims", func() (runtime.Object, error) {
-			return kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, selector)
-		}},
-		{"deployments", func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, selector) }},
-	}
-	for _, l := range lists {
-		list, err := l.list()
-		if err != nil {
-			return nil, c.readError(l.what, namespace, err)
-		}
-		if err := addItems(o, list); err != nil {
+	for _, r := range []resource{pods, jobs, claims, deployments, lwss, podGroups, httpRoutes} {
+		items, err := c.list(ctx, r, namespace, selector)
+		switch {
+		case apierrors.IsNotFound(err) && r.provider != "" && !needed(r.GroupVersionResource, svc):
+			continue // an API the service does not use
+		case err != nil:
 			return nil, err
 		}
-	}
-	for _, gvr := range []schema.GroupVersionResource{lwsResource, podGroupResource, httpRouteResource} {
-		list, err := c.dynamic.Resource(gvr).Namespace(namespace).List(ctx, selector)
-		switch {
-		case apierrors.IsNotFound(err) && !needed(gvr, svc):
-			continue // an API the service does not use
-		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("the cluster at %s has no %s API (%s): %s", c.server, gvr.Resource, gvr.GroupVersion(), providers[gvr])
-		case err != nil:
-			return nil, c.readError(gvr.Resource, namespace, err)
-		}
-		if err := addTyped(o, gvr, list.Items); err != nil {
+		if err := addAll(o, items); err != nil {
 			return nil, err
 		}
 	}
@@ -123,58 +108,75 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 	if err := c.addNodeClaims(ctx, o, svc); err != nil {
 		return nil, err
 	}
-	events, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	all, err := c.list(ctx, events, namespace, metav1.ListOptions{})
 	if err != nil {
-		return nil, c.readError("events", namespace, err)
+		return nil, err
 	}
 	involved := involvedNames(o)
-	for _, e := range events.Items {
-		if involved[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] {
-			o.Events = append(o.Events, e)
+	for _, obj := range all {
+		if e := obj.(*corev1.Event); involved[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] {
+			o.Events = append(o.Events, *e)
 		}
 	}
 	return o, nil
+}
+
+// list reads the objects of a kind, typed; its error says what to do.
+func (c *Clients) list(ctx context.Context, r resource, namespace string, opts metav1.ListOptions) ([]runtime.Object, error) {
+	list, err := c.dynamic.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, c.readError(r, namespace, err)
+	}
+	out := make([]runtime.Object, 0, len(list.Items))
+	for _, item := range list.Items {
+		obj := r.object()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, obj); err != nil {
+			return nil, fmt.Errorf("cannot read %s %s: %v", r.Resource, item.GetName(), err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }
 
 // addNodes adds the nodes and, to count the GPUs they have free, the other pods bound to them
 // (only what the count reads). Someone who may not list nodes or every namespace's pods gets a
 // report without the count.
 func (c *Clients) addNodes(ctx context.Context, o *diagnosis.Observed) error {
-	nodes, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	all, err := c.list(ctx, nodes, "", metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		return nil
 	}
 	if err != nil {
-		return c.readError("nodes", "", err)
+		return err
 	}
-	pods, err := c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
+	bound, err := c.list(ctx, pods, "", metav1.ListOptions{FieldSelector: "spec.nodeName!="})
 	if apierrors.IsForbidden(err) {
 		return nil
 	}
 	if err != nil {
-		return c.readError("pods", "", err)
+		return err
 	}
-	o.Nodes = append(o.Nodes, nodes.Items...)
+	if err := addAll(o, all); err != nil {
+		return err
+	}
 	seen := map[types.UID]bool{}
 	for _, p := range o.Pods {
 		seen[p.UID] = true
 	}
-	for _, p := range pods.Items {
+	for _, obj := range bound {
+		p := obj.(*corev1.Pod)
 		if seen[p.UID] {
 			continue
 		}
-		bound := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+		trimmed := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
 			Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}, Status: corev1.PodStatus{Phase: p.Status.Phase}}
 		for _, ctr := range p.Spec.Containers {
-			bound.Spec.Containers = append(bound.Spec.Containers, corev1.Container{Name: ctr.Name, Resources: ctr.Resources})
+			trimmed.Spec.Containers = append(trimmed.Spec.Containers, corev1.Container{Name: ctr.Name, Resources: ctr.Resources})
 		}
-		o.Pods = append(o.Pods, bound)
+		o.Pods = append(o.Pods, trimmed)
 	}
 	return nil
 }
-
-// nodeClaimResource is Karpenter's NodeClaim.
-var nodeClaimResource = schema.GroupVersionResource{Group: karpenter.Group, Version: "v1", Resource: "nodeclaims"}
 
 // addNodeClaims adds Karpenter's claims for the service's karpenter pools (known from the spec).
 func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc *api.InferenceService) error {
@@ -190,76 +192,58 @@ func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc 
 	if len(pools) == 0 {
 		return nil
 	}
-	list, err := c.dynamic.Resource(nodeClaimResource).List(ctx, metav1.ListOptions{
-		LabelSelector: karpv1.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("the cluster at %s has no nodeclaims API (karpenter.sh/v1): the service's karpenter node pools need Karpenter v1", c.server)
-	case err != nil:
-		return c.readError("nodeclaims", "", err)
+	claims, err := c.list(ctx, nodeClaims, "", metav1.ListOptions{
+		LabelSelector: mirror.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
+	if err != nil {
+		return err
 	}
-	return addTyped(o, nodeClaimResource, list.Items)
+	return addAll(o, claims)
 }
 
 // needed reports whether the service uses an API: always LWS; the PodGroup when gang scheduled
 // and the HTTPRoute with a router, when the spec is known.
 func needed(gvr schema.GroupVersionResource, svc *api.InferenceService) bool {
 	switch {
-	case gvr == lwsResource:
+	case gvr == lwss.GroupVersionResource:
 		return true
 	case svc == nil:
 		return false
-	case gvr == podGroupResource:
+	case gvr == podGroups.GroupVersionResource:
 		return svc.Spec.GangScheduled()
-	case gvr == httpRouteResource:
+	case gvr == httpRoutes.GroupVersionResource:
 		return svc.Spec.Router() != nil
 	}
 	return false
 }
 
-func (c *Clients) readError(what, namespace string, err error) error {
+// readError says what to do about a failed list; it wraps the API error, so that callers can
+// tell a missing API or a forbidden list.
+func (c *Clients) readError(r resource, namespace string, err error) error {
+	var msg string
 	switch {
+	case apierrors.IsNotFound(err) && r.provider != "":
+		msg = fmt.Sprintf("the cluster at %s has no %s API (%s): %s", c.server, r.Resource, r.GroupVersion(), r.provider)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("not allowed to list %s in namespace %q: the status needs get and list on the service's objects and events "+
-			"(kubectl auth can-i list %s -n %s)", what, namespace, what, namespace)
+		msg = fmt.Sprintf("not allowed to list %s in namespace %q: the status needs get and list on the service's objects and events "+
+			"(kubectl auth can-i list %s -n %s)", r.Resource, namespace, r.Resource, namespace)
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("the cluster at %s does not accept these credentials: %s", c.server, firstLine(err.Error()))
+		msg = fmt.Sprintf("the cluster at %s does not accept these credentials: %s", c.server, firstLine(err.Error()))
+	default:
+		msg = fmt.Sprintf("cannot read %s from the cluster at %s: %s", r.Resource, c.server, firstLine(err.Error()))
 	}
-	return fmt.Errorf("cannot read %s from the cluster at %s: %s", what, c.server, firstLine(err.Error()))
+	return &listError{msg: msg, err: err}
 }
 
-func addItems(o *diagnosis.Observed, list runtime.Object) error {
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	for _, item := range items {
-		if err := o.Add(item); err != nil {
-			return err
-		}
-	}
-	return nil
+type listError struct {
+	msg string
+	err error
 }
 
-// addTyped adds custom resources read as unstructured objects, as their typed objects.
-func addTyped(o *diagnosis.Observed, gvr schema.GroupVersionResource, items []unstructured.Unstructured) error {
-	for _, item := range items {
-		var obj runtime.Object
-		switch gvr {
-		case lwsResource:
-			obj = &lwsv1.LeaderWorkerSet{}
-		case podGroupResource:
-			obj = &volcanov1beta1.PodGroup{}
-		case httpRouteResource:
-			obj = &gatewayv1.HTTPRoute{}
-		case nodeClaimResource:
-			obj = &karpv1.NodeClaim{}
-		default:
-			return fmt.Errorf("internal error: no type for %s", gvr)
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, obj); err != nil {
-			return err
-		}
+func (e *listError) Error() string { return e.msg }
+func (e *listError) Unwrap() error { return e.err }
+
+func addAll(o *diagnosis.Observed, objects []runtime.Object) error {
+	for _, obj := range objects {
 		if err := o.Add(obj); err != nil {
 			return err
 		}

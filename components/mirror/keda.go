@@ -1,8 +1,6 @@
-package topology
+package mirror
 
 import (
-	"encoding/json"
-
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,16 +53,5 @@ type ScaleTriggers struct {
 	MetricType autoscalingv2.MetricTargetType `json:"metricType,omitempty"`
 }
 
-// DeepCopyObject implements runtime.Object. The type holds only what JSON carries, so a round
-// trip is a deep copy.
-func (in *ScaledObject) DeepCopyObject() runtime.Object {
-	data, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	out := &ScaledObject{}
-	if err := json.Unmarshal(data, out); err != nil {
-		panic(err)
-	}
-	return out
-}
+// DeepCopyObject implements runtime.Object.
+func (in *ScaledObject) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }

@@ -1,0 +1,120 @@
+package mirror
+
+// Karpenter v1 (sigs.k8s.io/karpenter v1.8.0, pkg/apis/v1): the NodePool of a karpenter pool, and
+// what `fusioninfer status` reads of a NodeClaim.
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// KarpenterGroupVersion is Karpenter's API group and version.
+var KarpenterGroupVersion = schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
+
+// Labels, values and conditions of Karpenter v1 this project uses.
+const (
+	// NodePoolLabelKey is the label Karpenter puts on every node and NodeClaim of a NodePool.
+	NodePoolLabelKey = "karpenter.sh/nodepool"
+	// CapacityTypeLabelKey selects on-demand or spot capacity.
+	CapacityTypeLabelKey = "karpenter.sh/capacity-type"
+	CapacityTypeOnDemand = "on-demand"
+	// ConsolidationPolicyWhenEmpty consolidates only nodes without workload pods.
+	ConsolidationPolicyWhenEmpty = "WhenEmpty"
+	// ConditionTypeLaunched is true once the cloud provider has launched a NodeClaim's instance.
+	ConditionTypeLaunched = "Launched"
+	// Never is a duration that never elapses (Karpenter's NillableDuration without a value).
+	Never = "Never"
+)
+
+// NodePool is a Karpenter NodePool: the nodes Karpenter may launch for pending pods.
+type NodePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              NodePoolSpec `json:"spec"`
+}
+
+// NodePoolSpec is the part of Karpenter's NodePoolSpec this project sets.
+type NodePoolSpec struct {
+	Template   NodeClaimTemplate `json:"template"`
+	Disruption Disruption        `json:"disruption"`
+	// Limits cap the node capacity the pool may launch, summed over its nodes.
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+}
+
+// NodeClaimTemplate describes the nodes of a pool.
+type NodeClaimTemplate struct {
+	TemplateMeta `json:"metadata,omitempty"`
+	Spec         NodeClaimTemplateSpec `json:"spec"`
+}
+
+// TemplateMeta is the metadata every node of a pool carries.
+type TemplateMeta struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// NodeClaimTemplateSpec is the part of Karpenter's NodeClaimTemplateSpec this project sets.
+type NodeClaimTemplateSpec struct {
+	Taints       []corev1.Taint                         `json:"taints,omitempty"`
+	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
+	NodeClassRef *NodeClassReference                    `json:"nodeClassRef"`
+	// ExpireAfter is a Go duration or Never.
+	ExpireAfter string `json:"expireAfter,omitempty"`
+}
+
+// NodeSelectorRequirementWithMinValues is a node requirement, optionally with the least number
+// of distinct values Karpenter must keep choosing from.
+type NodeSelectorRequirementWithMinValues struct {
+	corev1.NodeSelectorRequirement `json:",inline"`
+	MinValues                      *int `json:"minValues,omitempty"`
+}
+
+// NodeClassReference names the cloud provider's node class.
+type NodeClassReference struct {
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	Group string `json:"group"`
+}
+
+// Disruption is when Karpenter may take a pool's nodes away.
+type Disruption struct {
+	// ConsolidateAfter is a Go duration or Never.
+	ConsolidateAfter    string   `json:"consolidateAfter"`
+	ConsolidationPolicy string   `json:"consolidationPolicy,omitempty"`
+	Budgets             []Budget `json:"budgets,omitempty"`
+}
+
+// Budget limits how many of a pool's nodes are disrupted at once.
+type Budget struct {
+	Nodes string `json:"nodes"`
+}
+
+// NodeClaim is what this project reads of a Karpenter NodeClaim: its labels and conditions.
+type NodeClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            NodeClaimStatus `json:"status,omitempty"`
+}
+
+// NodeClaimStatus holds a NodeClaim's conditions (Karpenter's are metav1.Condition's fields).
+type NodeClaimStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeClaimList is a list of NodeClaims.
+type NodeClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeClaim `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (in *NodePool) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }
+
+// DeepCopyObject implements runtime.Object.
+func (in *NodeClaim) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }
+
+// DeepCopyObject implements runtime.Object.
+func (in *NodeClaimList) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }

@@ -1,0 +1,132 @@
+package mirror_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/randfill"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
+)
+
+// TestKarpenterMirrorsAgreeWithKarpenter: every field of the Karpenter mirrors, set, decodes
+// strictly into Karpenter's own type and comes back the same, so no field has a JSON name or a
+// shape Karpenter does not have.
+func TestKarpenterMirrorsAgreeWithKarpenter(t *testing.T) {
+	for seed := int64(0); seed < 20; seed++ {
+		f := filler(seed)
+
+		pool := &mirror.NodePool{}
+		f.Fill(pool)
+		pool.Spec.Template.Spec.ExpireAfter = []string{mirror.Never, "720h0m0s"}[seed%2]
+		pool.Spec.Disruption.ConsolidateAfter = []string{"10m0s", mirror.Never}[seed%2]
+		requireSameInUpstream(t, pool, &karpv1.NodePool{})
+
+		claim := &mirror.NodeClaim{}
+		f.Fill(claim)
+		requireSameInUpstream(t, claim, &karpv1.NodeClaim{})
+	}
+}
+
+// TestRenderedNodePoolsAreKarpenters: the NodePools the examples render (the topology goldens)
+// are Karpenter NodePools, field for field.
+func TestRenderedNodePoolsAreKarpenters(t *testing.T) {
+	goldens, err := filepath.Glob("../topology/testdata/golden/*.yaml")
+	require.NoError(t, err)
+	pools := 0
+	for _, golden := range goldens {
+		data, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var doc map[string]any
+			if decoder.Decode(&doc) != nil {
+				break
+			}
+			if doc["kind"] != "NodePool" {
+				continue
+			}
+			pools++
+			ours := &mirror.NodePool{}
+			raw, err := json.Marshal(doc)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(raw, ours), golden)
+			requireSameInUpstream(t, ours, &karpv1.NodePool{})
+		}
+	}
+	require.NotZero(t, pools, "the goldens have node pools")
+}
+
+// requireSameInUpstream: ours, as JSON, decodes strictly into upstream (every field of ours is one
+// of upstream's), and upstream's JSON holds every value ours has, at the same path (upstream may
+// write more: its fields this project does not set, and their defaults).
+func requireSameInUpstream(t *testing.T, ours, upstream any) {
+	t.Helper()
+	data, err := json.Marshal(ours)
+	require.NoError(t, err)
+	strict, err := sigsjson.UnmarshalStrict(data, upstream)
+	require.NoError(t, err)
+	require.Empty(t, strict, "fields %T does not have", upstream)
+	back, err := json.Marshal(upstream)
+	require.NoError(t, err)
+	var want, got any
+	require.NoError(t, json.Unmarshal(data, &want))
+	require.NoError(t, json.Unmarshal(back, &got))
+	require.Equal(t, want, restrictTo(got, want), "%T loses or changes a value of %T", upstream, ours)
+}
+
+// restrictTo is got with only the map keys want has, recursively.
+func restrictTo(got, want any) any {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return got
+		}
+		out := map[string]any{}
+		for k, child := range w {
+			if value, ok := g[k]; ok {
+				out[k] = restrictTo(value, child)
+			}
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return got
+		}
+		out := make([]any, len(g))
+		for i := range g {
+			out[i] = restrictTo(g[i], w[i])
+		}
+		return out
+	}
+	return got
+}
+
+// filler sets every field, with values both sides can carry (quantities, timestamps to the second).
+func filler(seed int64) *randfill.Filler {
+	return randfill.NewWithSeed(seed).NilChance(0).NumElements(1, 2).Funcs(
+		func(s *string, c randfill.Continue) { *s = "v" + c.String(6) },
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = *resource.NewQuantity(int64(c.Intn(1000)+1), resource.DecimalSI)
+		},
+		func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.Unix(int64(c.Int31()), 0).Rfc3339Copy() },
+		func(m *metav1.ObjectMeta, c randfill.Continue) {
+			*m = metav1.ObjectMeta{Name: "v" + c.String(6), Labels: map[string]string{"a": c.String(4)}}
+		},
+		func(s *metav1.ConditionStatus, c randfill.Continue) { *s = metav1.ConditionFalse },
+		func(e *corev1.TaintEffect, c randfill.Continue) { *e = corev1.TaintEffectNoSchedule },
+		func(op *corev1.NodeSelectorOperator, c randfill.Continue) { *op = corev1.NodeSelectorOpIn },
+	)
+}
