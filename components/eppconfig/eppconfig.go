@@ -1,23 +1,21 @@
 // Package eppconfig holds the Endpoint Picker (EPP) configurations a router role deploys:
 // presets for the routing strategies, strict parsing of a user's raw configuration, and a check
-// that loads a configuration with the EPP's own loader and the plugins of the EPP flavor that
-// will run it, so that an accepted configuration is one the EPP accepts at start-up.
+// that applies the rules of the EPP's loader and of the factories of the plugins of the EPP
+// flavor that will run it, so that an accepted configuration is one the EPP accepts at start-up.
 //
-// The router role (issue 3) builds on it; nothing else imports it yet.
+// The check does not link the EPP (its plugins bring grpc, controller-runtime and Prometheus:
+// 800 packages, and half the CLI's size): loader_test.go runs the EPP's own loader and plugin
+// factories beside it over a corpus of configurations and requires the same verdict on each
+// (docs/design/0017-a-light-cli.md).
 package eppconfig
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
+	"time"
 
-	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/sets"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	configapi "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/config/loader"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/plugins"
 	"sigs.k8s.io/yaml"
 )
 
@@ -49,20 +47,62 @@ func (f Flavor) DefaultImage() string {
 	return ImageGIE
 }
 
-// Parse decodes a raw EndpointPickerConfig strictly, as the EPP's loader does.
+// Parse decodes a raw EndpointPickerConfig strictly (no unknown or repeated field, this API
+// version and kind) and sets the defaults of the EPP's loader (LoadConfigPhaseOne: a strict codec
+// of this one kind, then setDefaultsPhaseOne), so the ConfigMap says what the EPP will run.
 func Parse(raw string) (*configapi.EndpointPickerConfig, error) {
-	cfg, _, err := loader.LoadConfigPhaseOne([]byte(raw), logr.Discard())
-	if err != nil {
+	cfg := &configapi.EndpointPickerConfig{}
+	if err := yaml.UnmarshalStrict([]byte(raw), cfg); err != nil {
+		return nil, fmt.Errorf("the configuration is invalid - %w", err)
+	}
+	if cfg.APIVersion != configapi.GroupVersion.String() || cfg.Kind != kindEndpointPickerConfig {
+		return nil, fmt.Errorf("the configuration is invalid - apiVersion %q and kind %q: want %s and %s",
+			cfg.APIVersion, cfg.Kind, configapi.GroupVersion, kindEndpointPickerConfig)
+	}
+	if err := checkFeatureGates(cfg.FeatureGates); err != nil {
 		return nil, err
 	}
+	setDefaults(cfg)
 	return cfg, nil
 }
+
+// The saturation detector's defaults (pkg/epp/saturationdetector of GIE v1.2.0).
+const (
+	defaultQueueDepthThreshold       = 5
+	defaultKVCacheUtilThreshold      = 0.8
+	defaultMetricsStalenessThreshold = 200 * time.Millisecond
+)
+
+// setDefaults: a plugin is named after its type unless named, and the saturation detector's
+// thresholds default (the loader's setDefaultsPhaseOne).
+func setDefaults(cfg *configapi.EndpointPickerConfig) {
+	for i := range cfg.Plugins {
+		if cfg.Plugins[i].Name == "" {
+			cfg.Plugins[i].Name = cfg.Plugins[i].Type
+		}
+	}
+	if cfg.SaturationDetector == nil {
+		cfg.SaturationDetector = &configapi.SaturationDetector{}
+	}
+	sd := cfg.SaturationDetector
+	if sd.QueueDepthThreshold == 0 {
+		sd.QueueDepthThreshold = defaultQueueDepthThreshold
+	}
+	if sd.KVCacheUtilThreshold == 0 {
+		sd.KVCacheUtilThreshold = defaultKVCacheUtilThreshold
+	}
+	if sd.MetricsStalenessThreshold.Duration == 0 {
+		sd.MetricsStalenessThreshold = metav1.Duration{Duration: defaultMetricsStalenessThreshold}
+	}
+}
+
+const kindEndpointPickerConfig = "EndpointPickerConfig"
 
 // Marshal renders a configuration for the EPP's ConfigMap, without the empty names, null
 // parameters and null weights the upstream type writes (the loader defaults them).
 func Marshal(cfg *configapi.EndpointPickerConfig) (string, error) {
 	out := cfg.DeepCopy()
-	out.APIVersion, out.Kind = configapi.GroupVersion.String(), "EndpointPickerConfig"
+	out.APIVersion, out.Kind = configapi.GroupVersion.String(), kindEndpointPickerConfig
 	data, err := json.Marshal(out)
 	if err != nil {
 		return "", err
@@ -92,52 +132,4 @@ func pruneUnset(v any) any {
 		}
 	}
 	return v
-}
-
-// Check loads a configuration the way the EPP of the flavor does at start-up: every plugin type
-// must exist in that flavor, every plugin must instantiate with its parameters, and every
-// scheduling profile must be complete. The error says which plugin or profile is wrong.
-func Check(cfg *configapi.EndpointPickerConfig, flavor Flavor) error {
-	known, instantiable := pluginTypes(flavor)
-	if known == nil {
-		return fmt.Errorf("unknown EPP flavor %q", flavor)
-	}
-	var unknown []string
-	verifiable := true
-	for _, p := range cfg.Plugins {
-		switch {
-		case !known.Has(p.Type):
-			unknown = append(unknown, fmt.Sprintf("%s (%s)", p.Type, p.Name))
-		case !instantiable.Has(p.Type):
-			verifiable = false
-		}
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("plugin types not in %s (%s): %s; it has: %s", flavor, flavor.DefaultImage(), strings.Join(unknown, ", "), strings.Join(sortedList(known), ", "))
-	}
-	if !verifiable {
-		// llm-d's scorers link libzmq and CPython through cgo; their names are checked, their
-		// parameters are left to the EPP.
-		return nil
-	}
-	raw, err := Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	loaded, _, err := loader.LoadConfigPhaseOne([]byte(raw), logr.Discard())
-	if err != nil {
-		return err
-	}
-	// Some plugins start background work on the handle's context (the prefix-cache scorer's
-	// inactive-pod sweep, which would crash on this handle's missing datastore): end it with the check.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err = loader.LoadConfigPhaseTwo(loaded, plugins.NewEppHandle(ctx, nil), logr.Discard())
-	return err
-}
-
-func sortedList(s sets.Set[string]) []string {
-	out := s.UnsortedList()
-	sort.Strings(out)
-	return out
 }

@@ -1,17 +1,15 @@
 package eppconfig
 
 import (
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestEveryPresetLoadsInItsEPP: each preset goes through the EPP's own loader with the plugins of
-// the image that runs it, as the EPP does at start-up.
+// TestEveryPresetLoadsInItsEPP: each preset passes Check, and its ConfigMap's text goes through
+// the EPP's own loader with the plugins of the image that runs it, as at start-up.
 func TestEveryPresetLoadsInItsEPP(t *testing.T) {
 	for _, strategy := range append(Strategies(), StrategyDefault) {
 		t.Run("strategy="+strategy, func(t *testing.T) {
@@ -23,6 +21,7 @@ func TestEveryPresetLoadsInItsEPP(t *testing.T) {
 			reparsed, err := Parse(raw)
 			require.NoError(t, err, raw)
 			require.NoError(t, Check(reparsed, image), "the ConfigMap's text loads too")
+			require.NoError(t, epp(raw, image), "the EPP loads it")
 		})
 	}
 }
@@ -37,6 +36,9 @@ func TestDisaggregatedServicesRouteWithPDProfiles(t *testing.T) {
 	}
 	assert.Equal(t, []string{"prefill", "decode"}, profiles)
 	assert.Error(t, Check(cfg, FlavorGIE), "the reference EPP has no prefill/decode plugins")
+	raw, err := Marshal(cfg)
+	require.NoError(t, err)
+	assert.NoError(t, epp(raw, FlavorLLMD), "llm-d's EPP loads it")
 }
 
 func TestUnknownStrategy(t *testing.T) {
@@ -102,19 +104,4 @@ plugins:
 			assert.True(t, strings.Contains(err.Error(), tc.want), err.Error())
 		})
 	}
-}
-
-// TestCheckLeavesNothingRunning: loading a configuration starts the plugins as the EPP does, and
-// some start background work: the prefix-cache scorer sweeps inactive pods every 2 minutes
-// (prefix.CleanUpInactivePods) through a handle that here has no datastore, and crashes the
-// process when it fires. A program that checks a configuration and goes on running (the
-// provider, for the whole of a `pulumi up`; the e2e suite found it) must be left with none.
-func TestCheckLeavesNothingRunning(t *testing.T) {
-	cfg, image, err := Preset(StrategyPrefixCache, false)
-	require.NoError(t, err)
-	require.NoError(t, Check(cfg, image))
-	assert.Eventually(t, func() bool {
-		stacks := make([]byte, 1<<20)
-		return !strings.Contains(string(stacks[:runtime.Stack(stacks, true)]), "CleanUpInactivePods")
-	}, 5*time.Second, 10*time.Millisecond, "the prefix-cache sweep stops with the check")
 }

@@ -5,14 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/filter"
-	prerequest "github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/pre-request"
-	llmdprofile "github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/profile"
 	"k8s.io/utils/ptr"
 	configapi "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/multi/prefix"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/picker"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/scorer"
 )
 
 // Strategies a router role may name; the empty strategy is the upstream chart's default mix.
@@ -36,12 +30,12 @@ type weighted struct {
 var singleProfile = map[string][]weighted{
 	// The inferencepool chart's default-plugins.yaml of GIE v1.2.0.
 	StrategyDefault: {
-		{scorer.QueueScorerType, 2}, {scorer.KvCacheUtilizationScorerType, 2}, {prefix.PrefixCachePluginType, 3},
+		{QueueScorer, 2}, {KVCacheUtilizationScorer, 2}, {PrefixCacheScorer, 3},
 	},
-	StrategyPrefixCache:        {{prefix.PrefixCachePluginType, 1}},
-	StrategyKVCacheUtilization: {{scorer.KvCacheUtilizationScorerType, 1}},
-	StrategyQueueSize:          {{scorer.QueueScorerType, 1}},
-	StrategyLoRAAffinity:       {{scorer.LoraAffinityScorerType, 1}},
+	StrategyPrefixCache:        {{PrefixCacheScorer, 1}},
+	StrategyKVCacheUtilization: {{KVCacheUtilizationScorer, 1}},
+	StrategyQueueSize:          {{QueueScorer, 1}},
+	StrategyLoRAAffinity:       {{LoRAAffinityScorer, 1}},
 }
 
 // Strategies are the strategy names, sorted, for error messages.
@@ -88,21 +82,21 @@ func Preset(strategy string, disaggregated bool) (*configapi.EndpointPickerConfi
 func pdDisaggregation() *configapi.EndpointPickerConfig {
 	profile := func(name, filterType string) configapi.SchedulingProfile {
 		return configapi.SchedulingProfile{Name: name, Plugins: []configapi.SchedulingPlugin{
-			{PluginRef: filterType}, {PluginRef: prefix.PrefixCachePluginType, Weight: ptr.To(1)}, {PluginRef: picker.MaxScorePickerType},
+			{PluginRef: filterType}, {PluginRef: PrefixCacheScorer, Weight: ptr.To(1)}, {PluginRef: MaxScorePicker},
 		}}
 	}
 	return &configapi.EndpointPickerConfig{
 		Plugins: []configapi.PluginSpec{
-			{Type: prerequest.PrefillHeaderHandlerType},
-			{Type: filter.PrefillRoleType},
-			{Type: filter.DecodeRoleType},
-			{Type: prefix.PrefixCachePluginType},
-			{Type: picker.MaxScorePickerType},
-			{Type: llmdprofile.PdProfileHandlerType, Parameters: json.RawMessage(`{"threshold":0}`)},
+			{Type: PrefillHeaderHandler},
+			{Type: PrefillFilter},
+			{Type: DecodeFilter},
+			{Type: PrefixCacheScorer},
+			{Type: MaxScorePicker},
+			{Type: PDProfileHandler, Parameters: json.RawMessage(`{"threshold":0}`)},
 		},
 		SchedulingProfiles: []configapi.SchedulingProfile{
-			profile("prefill", filter.PrefillRoleType),
-			profile("decode", filter.DecodeRoleType),
+			profile("prefill", PrefillFilter),
+			profile("decode", DecodeFilter),
 		},
 	}
 }

@@ -104,9 +104,8 @@ func knownStrategy(strategy string) bool {
 
 // needsLLMD reports whether the configuration names a plugin the reference EPP does not have.
 func needsLLMD(cfg *configapi.EndpointPickerConfig) bool {
-	gie, _ := pluginTypes(FlavorGIE)
 	for _, p := range cfg.Plugins {
-		if !gie.Has(p.Type) {
+		if _, ok := gie[p.Type]; !ok {
 			return true
 		}
 	}
