@@ -192,12 +192,12 @@ func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc 
 	if len(pools) == 0 {
 		return nil
 	}
-	claims, err := c.list(ctx, nodeClaims, "", metav1.ListOptions{
+	found, err := c.list(ctx, nodeClaims, "", metav1.ListOptions{
 		LabelSelector: mirror.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
 	if err != nil {
 		return err
 	}
-	return addAll(o, claims)
+	return addAll(o, found)
 }
 
 // needed reports whether the service uses an API: always LWS; the PodGroup when gang scheduled
