@@ -115,13 +115,14 @@ var projectCRDs = []projectCRD{
 	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml", "", ""},
 	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", "", ""},
 	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml", "", ""},
+	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodeclaims.yaml", "", ""},
 	{"", "third_party/volcano/scheduling.volcano.sh_podgroups.yaml", "", "Volcano"},
 	// KEDA's apis need k8s.io v0.36 (docs/design/0014-autoscaling.md).
 	{"github.com/kedacore/keda/v2", "config/crd/bases/keda.sh_scaledobjects.yaml", "keda", "KEDA"},
 	{"github.com/prometheus-operator/prometheus-operator", "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml", "prometheus-operator", ""},
 }
 
-// installProjectCRDs installs the CRDs of every kind the project emits, but those a controller
+// installProjectCRDs installs the CRDs of every kind the project emits or reads, but those a controller
 // that runs installed in its own version.
 func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
 	var paths []string

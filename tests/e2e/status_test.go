@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -72,7 +73,8 @@ func record(t *testing.T, svc *api.InferenceService, name string) {
 
 // `fusioninfer status` on the real controllers: a gang that cannot fit is explained by its
 // PodGroup and the GPUs it lacks; a server whose image cannot be pulled is named with the
-// kubelet's message; a healthy service is Running with nothing to report.
+// kubelet's message; a node pool whose NodeClaim Karpenter cannot launch is named with
+// Karpenter's reason; a healthy service is Running with nothing to report.
 func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 	t.Run("a gang that cannot fit", func(t *testing.T) {
 		harness.AddGPUNodes(t, "status-gang", 5)
@@ -140,6 +142,45 @@ func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 		assert.True(t, strings.HasPrefix(out, "InferenceService qwen-inference (namespace status-healthy): Running\n"), out)
 		assert.NotContains(t, out, "fix:")
 		record(t, svc, "healthy")
+		s.Destroy()
+	})
+	t.Run("a node Karpenter cannot launch", func(t *testing.T) {
+		namespace := "status-karpenter"
+		harness.EnsureNamespace(t, namespace)
+		svc := storyOne(t, namespace)
+		svc.Spec.Await = api.AwaitNone // no node ever comes for the pool
+		svc.Spec.NodePools = []api.NodePool{{Name: "l4", GPUsPerNode: 1,
+			NodeClassRef: &api.NodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "gpu"}}}
+		svc.Spec.Roles[0].NodePool = "l4"
+		s := harness.NewStack(t, harness.ServicesProgram(svc))
+		s.Up()
+		// What Karpenter makes for the pending pod when the cloud has no capacity (no Karpenter here).
+		pool := api.KarpenterNodePoolName(svc.Name, "l4")
+		claim := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+			"metadata": map[string]any{"name": pool + "-x7k2p", "labels": map[string]any{"karpenter.sh/nodepool": pool}},
+			"spec": map[string]any{
+				"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+				"requirements": []any{map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}}},
+			},
+		}}
+		nodeClaims := schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+		ctx := context.Background()
+		created, err := harness.Cluster.Dynamic.Resource(nodeClaims).Create(ctx, claim, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = harness.Cluster.Dynamic.Resource(nodeClaims).Delete(ctx, claim.GetName(), metav1.DeleteOptions{})
+		})
+		require.NoError(t, unstructured.SetNestedSlice(created.Object, []any{map[string]any{
+			"type": "Launched", "status": "False", "reason": "InsufficientCapacityError", "lastTransitionTime": "2026-11-23T00:00:00Z",
+			"message": "all requested instance types were unavailable during launch",
+		}}, "status", "conditions"))
+		_, err = harness.Cluster.Dynamic.Resource(nodeClaims).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		out, code := status(t, svc)
+		assert.Equal(t, 2, code, "not running yet")
+		assert.Contains(t, out, "NodeClaim/"+pool+"-x7k2p: InsufficientCapacityError: pool "+pool+
+			": Karpenter cannot launch its node: all requested instance types were unavailable during launch")
 		s.Destroy()
 	})
 	t.Run("a service that does not exist", func(t *testing.T) {

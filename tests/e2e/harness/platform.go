@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
-	karpenterv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
@@ -69,15 +69,24 @@ func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 	}
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
+	launched := 0
 	for _, o := range tree.Objects { // what Karpenter would launch for a karpenter pool
-		if pool, ok := o.Object.(*karpenterv1.NodePool); ok {
-			labels := map[string]string{karpenterv1.NodePoolLabelKey: pool.Name}
+		if pool, ok := o.Object.(*mirror.NodePool); ok {
+			launched++
+			labels := map[string]string{mirror.NodePoolLabelKey: pool.Name}
 			for k, v := range pool.Spec.Template.Labels {
 				labels[k] = v
 			}
 			addPoolNodes(pool.Spec.Template.Labels[topology.LabelNodePool], pool.Name, labels, pool.Spec.Template.Spec.Taints)
 		}
 	}
+	var karpenterPools int
+	for _, pool := range svc.Spec.NodePools {
+		if pool.PoolKind() == api.NodePoolKarpenter {
+			karpenterPools++
+		}
+	}
+	require.Equal(t, karpenterPools, launched, "nodes for every karpenter pool's NodePool in the tree")
 	for _, pool := range svc.Spec.NodePools { // the nodes of an existing pool
 		if pool.PoolKind() == api.NodePoolExisting {
 			var taints []corev1.Taint
