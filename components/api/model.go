@@ -171,9 +171,7 @@ func validateModel(m *Model, serviceName, owner string, path *field.Path) field.
 			errs = append(errs, field.Forbidden(path.Child("credentialsSecret"), fmt.Sprintf(
 				"a %s:// source is mounted, not fetched: a claim needs no credentials and an image volume is pulled with the pod's imagePullSecrets", src.Scheme)))
 		default:
-			for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
-				errs = append(errs, field.Invalid(path.Child("credentialsSecret", "name"), ref.Name, msg))
-			}
+			errs = append(errs, validateWith(path.Child("credentialsSecret", "name"), ref.Name, validation.IsDNS1123Subdomain)...)
 		}
 	}
 	switch m.LoadFormat {
@@ -210,9 +208,7 @@ func validateModelCache(m *Model, src modelsource.Source, serviceName, owner str
 	if c.StorageClassName == "" {
 		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount"))
 	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(c.StorageClassName) {
-			errs = append(errs, field.Invalid(path.Child("storageClassName"), c.StorageClassName, msg))
-		}
+		errs = append(errs, validateWith(path.Child("storageClassName"), c.StorageClassName, validation.IsDNS1123Subdomain)...)
 	}
 	switch c.AccessMode {
 	case "", corev1.ReadWriteMany, corev1.ReadOnlyMany:
@@ -248,9 +244,7 @@ func validateCompileCache(m *Model, path *field.Path) field.ErrorList {
 	if sc := m.CompileCacheStorageClass(); sc == "" {
 		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount (the model has no cache to take it from)"))
 	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(sc) {
-			errs = append(errs, field.Invalid(path.Child("storageClassName"), sc, msg))
-		}
+		errs = append(errs, validateWith(path.Child("storageClassName"), sc, validation.IsDNS1123Subdomain)...)
 	}
 	return errs
 }

@@ -62,14 +62,10 @@ func validateMetadata(svc *InferenceService) field.ErrorList {
 	if svc.Name == "" {
 		errs = append(errs, field.Required(meta.Child("name"), "the service name"))
 	} else {
-		for _, msg := range validation.IsDNS1035Label(svc.Name) {
-			errs = append(errs, field.Invalid(meta.Child("name"), svc.Name, msg))
-		}
+		errs = append(errs, validateWith(meta.Child("name"), svc.Name, validation.IsDNS1035Label)...)
 	}
 	if svc.Namespace != "" {
-		for _, msg := range validation.IsDNS1123Label(svc.Namespace) {
-			errs = append(errs, field.Invalid(meta.Child("namespace"), svc.Namespace, msg))
-		}
+		errs = append(errs, validateWith(meta.Child("namespace"), svc.Namespace, validation.IsDNS1123Label)...)
 	}
 	errs = append(errs, apivalidation.ValidateAnnotations(svc.Annotations, meta.Child("annotations"))...)
 	for _, k := range slices.Sorted(maps.Keys(svc.Labels)) {
@@ -80,14 +76,20 @@ func validateMetadata(svc *InferenceService) field.ErrorList {
 
 func validateLabel(key, value string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(key) {
-		errs = append(errs, field.Invalid(fldPath, key, msg))
-	}
-	for _, msg := range validation.IsValidLabelValue(value) {
-		errs = append(errs, field.Invalid(fldPath.Key(key), value, msg))
-	}
+	errs = append(errs, validateWith(fldPath, key, validation.IsQualifiedName)...)
+	errs = append(errs, validateWith(fldPath.Key(key), value, validation.IsValidLabelValue)...)
 	if strings.HasPrefix(key, ReservedLabelPrefix) {
 		errs = append(errs, field.Forbidden(fldPath.Key(key), "labels with the prefix "+ReservedLabelPrefix+" are set by fusioninfer"))
+	}
+	return errs
+}
+
+// validateWith is an error at path for each message apimachinery's check (validation.IsDNS1123Label,
+// IsQualifiedName, ...) has for value.
+func validateWith(path *field.Path, value string, check func(string) []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range check(value) {
+		errs = append(errs, field.Invalid(path, value, msg))
 	}
 	return errs
 }
@@ -160,9 +162,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 	if role.Name == "" {
 		errs = append(errs, field.Required(rolePath.Child("name"), "a DNS label unique among the roles"))
 	} else {
-		for _, msg := range validation.IsDNS1123Label(role.Name) {
-			errs = append(errs, field.Invalid(rolePath.Child("name"), role.Name, msg))
-		}
+		errs = append(errs, validateWith(rolePath.Child("name"), role.Name, validation.IsDNS1123Label)...)
 	}
 	switch role.ComponentType {
 	case ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder:
@@ -348,15 +348,11 @@ func validateScheduling(spec *InferenceServiceSpec, fldPath *field.Path) field.E
 		}
 	}
 	if strategy.Queue != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(strategy.Queue) {
-			errs = append(errs, field.Invalid(path.Child("queue"), strategy.Queue, msg))
-		}
+		errs = append(errs, validateWith(path.Child("queue"), strategy.Queue, validation.IsDNS1123Subdomain)...)
 		needsGang("queue", "a queue")
 	}
 	if strategy.PriorityClassName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(strategy.PriorityClassName) {
-			errs = append(errs, field.Invalid(path.Child("priorityClassName"), strategy.PriorityClassName, msg))
-		}
+		errs = append(errs, validateWith(path.Child("priorityClassName"), strategy.PriorityClassName, validation.IsDNS1123Subdomain)...)
 	}
 	switch strategy.MinResources {
 	case "", MinResourcesNone:
@@ -493,9 +489,7 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 		if pool.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), "a DNS label unique among the pools"))
 		} else {
-			for _, msg := range validation.IsDNS1123Label(pool.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), pool.Name, msg))
-			}
+			errs = append(errs, validateWith(p.Child("name"), pool.Name, validation.IsDNS1123Label)...)
 			if names.Has(pool.Name) {
 				errs = append(errs, field.Duplicate(p.Child("name"), pool.Name))
 			}
@@ -516,9 +510,7 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 		}
 		for j, taint := range pool.Taints {
 			tp := p.Child("taints").Index(j)
-			for _, msg := range validation.IsQualifiedName(taint.Key) {
-				errs = append(errs, field.Invalid(tp.Child("key"), taint.Key, msg))
-			}
+			errs = append(errs, validateWith(tp.Child("key"), taint.Key, validation.IsQualifiedName)...)
 			switch taint.Effect {
 			case "NoSchedule", "PreferNoSchedule", "NoExecute":
 			default:
@@ -527,12 +519,8 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 		}
 		for _, k := range slices.Sorted(maps.Keys(pool.Labels)) {
 			v := pool.Labels[k]
-			for _, msg := range validation.IsQualifiedName(k) {
-				errs = append(errs, field.Invalid(p.Child("labels"), k, msg))
-			}
-			for _, msg := range validation.IsValidLabelValue(v) {
-				errs = append(errs, field.Invalid(p.Child("labels").Key(k), v, msg))
-			}
+			errs = append(errs, validateWith(p.Child("labels"), k, validation.IsQualifiedName)...)
+			errs = append(errs, validateWith(p.Child("labels").Key(k), v, validation.IsValidLabelValue)...)
 		}
 		switch pool.PoolKind() {
 		case NodePoolKarpenter:
