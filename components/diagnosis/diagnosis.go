@@ -363,6 +363,9 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 
 // capacityFix says what would make room for a pod that cannot be placed.
 func (d *diagnoser) capacityFix(pod *corev1.Pod) string {
+	if pool := pod.Spec.NodeSelector[mirror.NodePoolLabelKey]; pool != "" {
+		return d.karpenterFix(pool)
+	}
 	gpus := podGPUs(pod)
 	fix := "add nodes, or free the resources other pods hold"
 	if gpus > 0 {
@@ -376,6 +379,22 @@ func (d *diagnoser) capacityFix(pod *corev1.Pod) string {
 		fix += fmt.Sprintf("; the gang's minimal set needs %d GPUs (fusioninfer plan shows where it fits)", need)
 	}
 	return fix
+}
+
+// karpenterFix is what to look at for a pod that waits for the nodes of a karpenter pool. The
+// NodeClaims are read when the spec is known: without one for the pool, Karpenter has not acted.
+func (d *diagnoser) karpenterFix(pool string) string {
+	claims := "kubectl get nodeclaims -l " + mirror.NodePoolLabelKey + "=" + pool
+	if d.svc == nil {
+		return fmt.Sprintf("Karpenter launches the nodes of NodePool %s: see its NodeClaims (%s)", pool, claims)
+	}
+	for i := range d.o.NodeClaims {
+		if d.o.NodeClaims[i].Labels[mirror.NodePoolLabelKey] == pool {
+			return fmt.Sprintf("Karpenter launches the nodes of NodePool %s: wait for them, or see its NodeClaims (%s)", pool, claims)
+		}
+	}
+	return fmt.Sprintf("Karpenter has made no NodeClaim for NodePool %s: check that Karpenter runs (its logs) and that the pool's "+
+		"limits and node class allow a node (kubectl describe nodepool %s)", pool, pool)
 }
 
 // podGPUs is what a pod's containers ask of nvidia.com/gpu.

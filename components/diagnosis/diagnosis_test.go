@@ -175,6 +175,14 @@ func TestDiagnosis(t *testing.T) {
 			"NodeClaim/deepseek-r1-disagg-h100-x7k2p: InsufficientCapacityError: pool deepseek-r1-disagg-h100: Karpenter cannot launch its node: " +
 				"all requested instance types were unavailable during launch",
 		}},
+		{name: "pods of a karpenter pool Karpenter has not acted on", svc: story4, fixture: "gang-cannot-fit", mutate: func(o *diagnosis.Observed) {
+			for i := range o.Pods {
+				o.Pods[i].Spec.NodeSelector = map[string]string{mirror.NodePoolLabelKey: "deepseek-r1-disagg-h100"}
+			}
+		}, phase: diagnosis.Progressing, exit: 2, want: []string{
+			"fix: Karpenter has made no NodeClaim for NodePool deepseek-r1-disagg-h100: check that Karpenter runs (its logs) and that the pool's " +
+				"limits and node class allow a node (kubectl describe nodepool deepseek-r1-disagg-h100)",
+		}},
 		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
 				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}

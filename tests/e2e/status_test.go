@@ -181,6 +181,7 @@ func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 		assert.Equal(t, 2, code, "not running yet")
 		assert.Contains(t, out, "NodeClaim/"+pool+"-x7k2p: InsufficientCapacityError: pool "+pool+
 			": Karpenter cannot launch its node: all requested instance types were unavailable during launch")
+		assert.Contains(t, out, "fix: Karpenter launches the nodes of NodePool "+pool+": wait for them, or see its NodeClaims", "the pending pod points at them")
 		s.Destroy()
 	})
 	t.Run("a service that does not exist", func(t *testing.T) {
