@@ -177,11 +177,15 @@ func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 		}}, "status", "conditions"))
 		_, err = harness.Cluster.Dynamic.Resource(nodeClaims).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		out, code := status(t, svc)
+		var out string
+		var code int
+		require.Eventually(t, func() bool {
+			out, code = status(t, svc)
+			return strings.Contains(out, "fix: Karpenter launches the nodes of NodePool "+pool+": wait for them, or see its NodeClaims")
+		}, time.Minute, 2*time.Second, "the pending pod points at the pool's NodeClaims")
 		assert.Equal(t, 2, code, "not running yet")
 		assert.Contains(t, out, "NodeClaim/"+pool+"-x7k2p: InsufficientCapacityError: pool "+pool+
 			": Karpenter cannot launch its node: all requested instance types were unavailable during launch")
-		assert.Contains(t, out, "fix: Karpenter launches the nodes of NodePool "+pool+": wait for them, or see its NodeClaims", "the pending pod points at them")
 		s.Destroy()
 	})
 	t.Run("a service that does not exist", func(t *testing.T) {
