@@ -47,11 +47,11 @@ func pluginsOf(flavor Flavor) (map[string]pluginSpec, []string) {
 // parameters, and every scheduling profile, with the loader's defaults, must be complete. The
 // error says which plugin or profile is wrong, in the loader's words where it has them.
 func Check(cfg *configapi.EndpointPickerConfig, flavor Flavor) error {
-	specs, byName := pluginsOf(flavor)
+	specs, namesOnly := pluginsOf(flavor)
 	if specs == nil {
 		return fmt.Errorf("unknown EPP flavor %q", flavor)
 	}
-	known := sets.KeySet(specs).Insert(byName...)
+	known := sets.KeySet(specs).Insert(namesOnly...)
 	var unknown []string
 	for _, p := range cfg.Plugins {
 		if !known.Has(p.Type) {
@@ -90,7 +90,7 @@ type instance struct {
 // instantiate checks each plugin as the loader's instantiatePlugins does, and returns the
 // plugins by name (a plugin's name defaults to its type).
 func instantiate(declared []configapi.PluginSpec, specs map[string]pluginSpec) (map[string]instance, error) {
-	kinds := map[string]instance{}
+	byName := map[string]instance{}
 	for _, p := range declared {
 		name := p.Name
 		if name == "" {
@@ -99,7 +99,7 @@ func instantiate(declared []configapi.PluginSpec, specs map[string]pluginSpec) (
 		if p.Type == "" {
 			return nil, fmt.Errorf("plugin definition for '%s' is missing a type", name)
 		}
-		if _, taken := kinds[name]; taken {
+		if _, taken := byName[name]; taken {
 			return nil, fmt.Errorf("plugin name '%s' used more than once", name)
 		}
 		spec := specs[p.Type]
@@ -108,20 +108,20 @@ func instantiate(declared []configapi.PluginSpec, specs map[string]pluginSpec) (
 				return nil, fmt.Errorf("failed to instantiate the plugin type '%s' - %w", p.Type, err)
 			}
 		}
-		kinds[name] = instance{spec.kind, p.Type}
+		byName[name] = instance{spec.kind, p.Type}
 	}
-	return kinds, nil
+	return byName, nil
 }
 
 // checkProfiles applies the loader's phase-two defaults and rules to the scheduling profiles
 // (setDefaultsPhaseTwo, validateSchedulingProfiles, loadSchedulerConfig).
-func checkProfiles(declared []configapi.SchedulingProfile, kinds map[string]instance) error {
+func checkProfiles(declared []configapi.SchedulingProfile, byName map[string]instance) error {
 	profiles := declared
 	if len(profiles) == 0 {
 		// The loader makes one profile of every filter, scorer and picker, in map order: a
 		// scorer that lands after the picker gets no weight, and the EPP crashes on it.
 		var pickers, scorers []string
-		for name, p := range kinds {
+		for name, p := range byName {
 			switch p.kind {
 			case pickerKind:
 				pickers = append(pickers, name)
@@ -140,7 +140,7 @@ func checkProfiles(declared []configapi.SchedulingProfile, kinds map[string]inst
 	}
 	handlers, hasPicker := 0, false
 	singleHandler := false
-	for _, p := range kinds {
+	for _, p := range byName {
 		switch p.kind {
 		case profileHandlerKind:
 			handlers++
@@ -150,10 +150,10 @@ func checkProfiles(declared []configapi.SchedulingProfile, kinds map[string]inst
 		}
 	}
 	if len(profiles) == 1 && handlers == 0 {
-		kinds[SingleProfileHandler], handlers, singleHandler = instance{profileHandlerKind, SingleProfileHandler}, 1, true
+		byName[SingleProfileHandler], handlers, singleHandler = instance{profileHandlerKind, SingleProfileHandler}, 1, true
 	}
 	if !hasPicker {
-		kinds[MaxScorePicker] = instance{pickerKind, MaxScorePicker}
+		byName[MaxScorePicker] = instance{pickerKind, MaxScorePicker}
 	}
 	names := sets.New[string]()
 	for _, profile := range profiles {
@@ -164,7 +164,7 @@ func checkProfiles(declared []configapi.SchedulingProfile, kinds map[string]inst
 			return fmt.Errorf("failed to validate scheduling profiles - the name '%s' has been specified for more than one SchedulingProfile", profile.Name)
 		}
 		names.Insert(profile.Name)
-		if err := checkProfile(profile, kinds); err != nil {
+		if err := checkProfile(profile, byName); err != nil {
 			return err
 		}
 	}
@@ -182,13 +182,13 @@ func checkProfiles(declared []configapi.SchedulingProfile, kinds map[string]inst
 // checkProfile: every reference names a plugin; scorers before the profile's first picker get
 // the default weight, scorers after it must have one; one picker at most (the default picker
 // is added to a profile without one).
-func checkProfile(profile configapi.SchedulingProfile, kinds map[string]instance) error {
+func checkProfile(profile configapi.SchedulingProfile, byName map[string]instance) error {
 	pickers, pastPicker := 0, false
 	for _, plugin := range profile.Plugins {
 		if plugin.PluginRef == "" {
 			return fmt.Errorf("failed to validate scheduling profiles - SchedulingProfile '%s' plugins must have a plugin reference", profile.Name)
 		}
-		p, defined := kinds[plugin.PluginRef]
+		p, defined := byName[plugin.PluginRef]
 		if !defined {
 			return fmt.Errorf("failed to validate scheduling profiles - %s is a reference to an undefined Plugin", plugin.PluginRef)
 		}
