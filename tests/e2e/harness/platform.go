@@ -69,24 +69,18 @@ func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 	}
 	tree, errs := topology.Build(svc)
 	require.Empty(t, errs)
-	launched := 0
 	for _, o := range tree.Objects { // what Karpenter would launch for a karpenter pool
-		if pool, ok := o.Object.(*mirror.NodePool); ok {
-			launched++
-			labels := map[string]string{mirror.NodePoolLabelKey: pool.Name}
-			for k, v := range pool.Spec.Template.Labels {
-				labels[k] = v
-			}
-			addPoolNodes(pool.Spec.Template.Labels[topology.LabelNodePool], pool.Name, labels, pool.Spec.Template.Spec.Taints)
+		if o.TypeMeta != topology.KindNodePool {
+			continue
 		}
-	}
-	var karpenterPools int
-	for _, pool := range svc.Spec.NodePools {
-		if pool.PoolKind() == api.NodePoolKarpenter {
-			karpenterPools++
+		pool, ok := o.Object.(*mirror.NodePool)
+		require.True(t, ok, "NodePool %s is a %T", o.Name, o.Object)
+		labels := map[string]string{mirror.NodePoolLabelKey: pool.Name}
+		for k, v := range pool.Spec.Template.Labels {
+			labels[k] = v
 		}
+		addPoolNodes(pool.Spec.Template.Labels[topology.LabelNodePool], pool.Name, labels, pool.Spec.Template.Spec.Taints)
 	}
-	require.Equal(t, karpenterPools, launched, "nodes for every karpenter pool's NodePool in the tree")
 	for _, pool := range svc.Spec.NodePools { // the nodes of an existing pool
 		if pool.PoolKind() == api.NodePoolExisting {
 			var taints []corev1.Taint
