@@ -223,15 +223,34 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 // registerRolledLeaderWorkerSet registers an LWS that a rollout updates in batches as two
 // resources (docs/design/0013-create-in-parallel-roll-in-batches.md): the LWS itself, which
 // creates the replica with no other replica to wait for (so a first deployment loads every
-// model at once) and ignores every later change; and its rollout, a CustomResourcePatch of the
-// same object that applies each change after the batch before is done (ref.RolloutAfter) and
-// waits for the replica to be Available again. The rollout is the replica's latest state: the
-// status and every dependency read it. Deleting it leaves the LWS as it is (retainOnDelete):
-// the LWS's own deletion removes the replica.
+// model at once) and ignores every later change; and its rollout, a Patch resource of the same
+// object that applies each change after the batch before is done (ref.RolloutAfter) and waits for
+// the replica to be Available again. The rollout is the replica's latest state: the status and
+// every dependency read it. Deleting it leaves the LWS as it is (retainOnDelete): the LWS's own
+// deletion removes the replica.
+//
+// Both carry the same inputs, patchForce included, so the rollout's first apply changes nothing
+// on the object: the state the provider returns for it is the same whether its wait saw the
+// object before or after that apply (docs/design/0018-a-rollout-that-changes-nothing.md).
 func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref topology.Ref,
 	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error)) (*apiextensions.CustomResource, error) {
+	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
+	forced := kubernetes.UntypedArgs{}
+	for k, v := range inputs {
+		forced[k] = v
+	}
+	forced["metadata"] = &k8smetav1.ObjectMetaArgs{
+		Name: metadata.Name, Namespace: metadata.Namespace, Labels: metadata.Labels,
+		Annotations: metadata.Annotations.ToStringMapOutput().ApplyT(func(annotations map[string]string) map[string]string {
+			out := map[string]string{annotationPatchForce: "true"} // the rollout takes the fields the LWS resource created
+			for k, v := range annotations {
+				out[k] = v
+			}
+			return out
+		}).(pulumi.StringMapOutput),
+	}
 	var lws apiextensions.CustomResource
-	if err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &lws,
+	if err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, forced, &lws,
 		pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)); err != nil {
 		return nil, err
 	}
@@ -239,37 +258,20 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	if err != nil {
 		return nil, err
 	}
-	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
-	patch := kubernetes.UntypedArgs{}
-	for k, v := range inputs {
-		patch[k] = v
-	}
-	patch["metadata"] = &k8smetav1.ObjectMetaArgs{
-		Name: metadata.Name, Namespace: metadata.Namespace, Labels: metadata.Labels,
-		Annotations: metadata.Annotations.ToStringMapOutput().ApplyT(func(annotations map[string]string) map[string]string {
-			out := map[string]string{annotationPatchForce: "true"} // take the fields the LWS resource created
-			for k, v := range annotations {
-				out[k] = v
-			}
-			return out
-		}).(pulumi.StringMapOutput),
-	}
 	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(append([]pulumi.Resource{&lws}, after...)), pulumi.RetainOnDelete(true)}
 	if ref.Pinned {
 		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(topology.TemplateFields))
 	}
 	var rollout apiextensions.CustomResource
-	err = ctx.RegisterResource(rolloutTypeToken, componentName+"-"+ref.Suffix+"-rollout", patch, &rollout, rolloutOpts...)
+	err = ctx.RegisterResource(patchTypeToken(ref.TypeMeta), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...)
 	return &rollout, err
 }
 
-// The rollout of an LWS is a pulumi-kubernetes CustomResourcePatch, applied with force: its
-// first apply shares the fields the LWS resource created (same values), each later one changes
-// them, and only a forced apply may change a field another field manager set.
-const (
-	rolloutTypeToken     = "kubernetes:apiextensions.k8s.io:CustomResourcePatch"
-	annotationPatchForce = "pulumi.com/patchForce"
-)
+// The rollout of an LWS is applied with force: its first apply shares the fields the LWS
+// resource created (same values), each later one changes them, and only a forced apply may
+// change a field another field manager set (pulumi-kubernetes provider/pkg/await/await.go,
+// patchForce).
+const annotationPatchForce = "pulumi.com/patchForce"
 
 // createOnlyFields are what the LWS resource of a rolled replica ignores after creating it:
 // everything its rollout applies.
@@ -277,8 +279,8 @@ var createOnlyFields = []string{"metadata.labels", "metadata.annotations", "spec
 
 // typeToken is the pulumi-kubernetes type of a kind, "kubernetes:{group}/{version}:{kind}", as
 // apiextensions.NewCustomResource derives it, except for the core group, which pulumi-kubernetes
-// names "core" ("kubernetes:core/v1:Service"): registered as "kubernetes:v1:Service", a
-// Service would not be the provider's Service.
+// names "core" ("kubernetes:core/v1:Service"): the provider reads the group and version from the
+// type, never from the inputs (internal/kubeprovider.GVKFromURN), and refuses one without both.
 func typeToken(kind topology.TypeMeta) string {
 	apiVersion := kind.APIVersion
 	if !strings.Contains(apiVersion, "/") {
@@ -286,6 +288,11 @@ func typeToken(kind topology.TypeMeta) string {
 	}
 	return "kubernetes:" + apiVersion + ":" + kind.Kind
 }
+
+// patchTypeToken is the pulumi-kubernetes Patch resource of a kind,
+// "kubernetes:{group}/{version}:{kind}Patch", as apiextensions.NewCustomResourcePatch registers it
+// (the provider treats a resource as a Patch when its type's name is the inputs' kind + "Patch").
+func patchTypeToken(kind topology.TypeMeta) string { return typeToken(kind) + "Patch" }
 
 // setOutputs derives the component's outputs: names from the plan (known at preview), status
 // from the LWSs' outputs.

@@ -18,7 +18,7 @@ import (
 
 const (
 	typeLWS      = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
-	typeRollout  = "kubernetes:apiextensions.k8s.io:CustomResourcePatch"
+	typeRollout  = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSetPatch"
 	typePodGroup = "kubernetes:scheduling.volcano.sh/v1beta1:PodGroup"
 )
 
@@ -131,12 +131,12 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		assert.Equal(t, []string{string(podGroup.URN())}, lws.Dependencies, "%s is created after the PodGroup, with the other replicas", name)
 		assert.Equal(t, []string{"metadata.labels", "metadata.annotations", "spec"}, lws.IgnoreChanges, "its rollout applies every change")
 		rollout, _ := monitor.Find(name + "-rollout")
-		assert.Equal(t, lws.Inputs["spec"], rollout.Inputs["spec"], "the rollout applies the same LWS")
+		assert.Equal(t, lws.Inputs, rollout.Inputs, "the rollout's first apply changes nothing the LWS resource created")
 		assert.Contains(t, rollout.Dependencies, string(lws.URN()), "%s is rolled once it exists", name)
 		meta := lws.Inputs["metadata"].Mappable().(map[string]any)
 		assert.Equal(t, name, meta["name"])
 		assert.Equal(t, "default", meta["namespace"])
-		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600"}, meta["annotations"],
+		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600", "pulumi.com/patchForce": "true"}, meta["annotations"],
 			"awaited for an hour by default: a model loads for longer than the provider's 10 minutes")
 	}
 	rollout1, _ := monitor.Find("deepseek-r1-disagg-decode-1-rollout")

@@ -64,13 +64,20 @@ type registration struct {
 }
 
 // objectsOf are the objects of the registrations. A replica rolled in batches registers its LWS
-// twice, as the LWS and as its rollout (a CustomResourcePatch with pulumi.com/patchForce): the
-// rollout must carry the same object, or it is kept as "Kind/name rollout", so that a comparison
-// shows the difference.
+// twice, as the LWS and as its rollout (a Patch resource), both with pulumi.com/patchForce, a
+// directive to the provider that the CLI does not render: the rollout must carry the same object,
+// or it is kept as "Kind/name rollout", so that a comparison shows the difference.
 func objectsOf(registrations []registration) Objects {
 	objects := Objects{}
 	var rollouts []map[string]any
 	for _, r := range registrations {
+		meta := r.inputs["metadata"].(map[string]any)
+		if annotations, _ := meta["annotations"].(map[string]any); annotations["pulumi.com/patchForce"] == "true" {
+			delete(annotations, "pulumi.com/patchForce")
+			if len(annotations) == 0 {
+				delete(meta, "annotations")
+			}
+		}
 		if strings.HasSuffix(r.typeToken, "Patch") {
 			rollouts = append(rollouts, r.inputs)
 		} else {
@@ -78,14 +85,7 @@ func objectsOf(registrations []registration) Objects {
 		}
 	}
 	for _, rollout := range rollouts {
-		meta := rollout["metadata"].(map[string]any)
-		if annotations, _ := meta["annotations"].(map[string]any); annotations["pulumi.com/patchForce"] == "true" {
-			delete(annotations, "pulumi.com/patchForce")
-			if len(annotations) == 0 {
-				delete(meta, "annotations")
-			}
-		}
-		key := rollout["kind"].(string) + "/" + meta["name"].(string)
+		key := rollout["kind"].(string) + "/" + rollout["metadata"].(map[string]any)["name"].(string)
 		if !reflect.DeepEqual(objects[key], rollout) {
 			objects[key+" rollout"] = rollout
 		}
