@@ -35,6 +35,7 @@ func inputs(t *testing.T, svc *api.InferenceService) property.Map {
 func TestConstructEqualsTheCLIForEveryExample(t *testing.T) {
 	files, err := filepath.Glob("../examples/manifests/*.yaml")
 	require.NoError(t, err)
+	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)

@@ -37,6 +37,9 @@ func TestPythonProgramsBuildTheGoProgramsObjects(t *testing.T) {
 func capturedDir(t *testing.T, env, language string) string {
 	t.Helper()
 	dir := os.Getenv(env)
+	if dir == "" && os.Getenv("CI") != "" {
+		t.Fatalf("%s is not set: in CI these tests run only from `make test-%s`, after its programs ran under their mocks", env, language)
+	}
 	if dir == "" {
 		t.Skipf("%s is not set: `make test` sets it after running the %s programs under their mocks", env, language)
 	}
