@@ -80,3 +80,21 @@ func ParseCheckpoint(state resource.PropertyMap) (inputs, live *unstructured.Uns
 	delete(obj, inputsKey)
 	return &unstructured.Unstructured{Object: in}, &unstructured.Unstructured{Object: obj}
 }
+
+// InitialAPIVersion is provider.go initialAPIVersion: the apiVersion the state says the object
+// was first created with, else the inputs'.
+func InitialAPIVersion(state resource.PropertyMap, inputs *unstructured.Unstructured) string {
+	if v, ok := state[initialAPIVersionKey]; ok && v.IsString() {
+		return v.StringValue()
+	}
+	return inputs.GetAPIVersion()
+}
+
+// Refreshed is provider.go Read after its GET, for a resource this project created: the new
+// inputs are the live object cut to the shape of the old (normalised) inputs, and the state is
+// those with the live object.
+func Refreshed(oldInputs resource.PropertyMap, live *unstructured.Unstructured, oldState resource.PropertyMap, fieldManager string) (inputs, state resource.PropertyMap) {
+	old := normalizeInputs(Unstructured(oldInputs))
+	liveInputs := pruneLiveState(live, old)
+	return resource.NewPropertyMapFromMap(liveInputs.Object), Checkpoint(liveInputs, live, InitialAPIVersion(oldState, old), fieldManager)
+}

@@ -49,7 +49,8 @@ func ServicesProgram(services ...*api.InferenceService) pulumi.RunFunc {
 // with what a platform has in place for them (PreparePlatform): `pulumi up` returns (with await
 // minimal once the minimal set runs; `pulumi up --refresh` then reads the rest), the component's
 // status says Running for every role (from the real LWSs' status), a second `pulumi up` takes no
-// step, and `pulumi destroy` leaves nothing of the services behind.
+// step and three previews after it find no change (the provider's Diff, mirrored, against the
+// state its Create returned), and `pulumi destroy` leaves nothing of the services behind.
 func AssertProgramRuns(t *testing.T, program pulumi.RunFunc, manifest string) {
 	t.Helper()
 	services := ManifestServices(t, manifest)
@@ -73,6 +74,9 @@ func AssertProgramRuns(t *testing.T, program pulumi.RunFunc, manifest string) {
 		}
 	}
 	assert.Empty(t, s.Up(), "a second deployment takes no step")
+	for i := range 3 {
+		assert.Empty(t, s.Preview(), "preview %d after a deployment finds no change", i+1)
+	}
 	s.Destroy()
 	for _, svc := range services {
 		assert.Empty(t, leftBehind(t, svc.Namespace, svc.Name), "destroy leaves nothing of %s", svc.Name)

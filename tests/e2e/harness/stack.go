@@ -42,19 +42,41 @@ func NewStack(t *testing.T, program func(ctx *pulumi.Context) error) *Stack {
 // Up runs `pulumi up` and returns the operations of the steps it took (not "same").
 func (s *Stack) Up() []string {
 	s.t.Helper()
+	steps, snap := s.run(false, "up")
+	s.snap = snap
+	return steps
+}
+
+// Preview runs `pulumi preview` and returns the operations of the steps it would take (not
+// "same"), each with the properties the provider's Diff found changed: `pulumi preview
+// --expect-no-changes` fails unless it is empty.
+func (s *Stack) Preview() []string {
+	s.t.Helper()
+	steps, _ := s.run(true, "preview")
+	return steps
+}
+
+func (s *Stack) run(dryRun bool, name string) ([]string, *deploy.Snapshot) {
+	s.t.Helper()
 	var steps []string
-	validate := func(_ workspace.Project, _ deploy.Target, entries engine.JournalEntries, _ []engine.Event, err error) error {
+	validate := func(_ workspace.Project, _ deploy.Target, entries engine.JournalEntries, events []engine.Event, err error) error {
 		for _, e := range entries {
 			if op := e.Step.Op(); op != deploy.OpSame {
 				steps = append(steps, fmt.Sprintf("%s %s", op, e.Step.URN().Name()))
 			}
 		}
+		if dryRun { // a preview journals nothing: its steps are in the events
+			for _, e := range events {
+				if pre, ok := e.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame {
+					steps = append(steps, fmt.Sprintf("%s %s %v", pre.Metadata.Op, pre.Metadata.URN.Name(), pre.Metadata.Diffs))
+				}
+			}
+		}
 		return err
 	}
-	snap, err := lt.TestOp(engine.Update).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, validate, "up")
-	require.NoError(s.t, err, "pulumi up\n%s", s.log)
-	s.snap = snap
-	return steps
+	snap, err := lt.TestOp(engine.Update).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, dryRun, nil, validate, name)
+	require.NoError(s.t, err, "pulumi %s\n%s", name, s.log)
+	return steps, snap
 }
 
 // RefreshedStatus runs `pulumi up --refresh` (a refresh, then an update) and returns, per role,

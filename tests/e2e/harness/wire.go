@@ -29,16 +29,23 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubeprovider"
 )
 
-// wire is a stand-in for the pulumi-kubernetes provider (which the module proxy refuses at every
-// version): the engine's "kubernetes" plugin in these tests. It does what that provider does on
-// the wire, and no more, so that what the suite proves is our plan, our objects and the real
-// controllers' behaviour:
+// wire is a stand-in for the pulumi-kubernetes provider (v4.32.0; the module proxy refuses it at
+// every version): the engine's "kubernetes" plugin in these tests. It does what that provider does
+// on the wire, and no more, so that what the suite proves is our plan, our objects and the real
+// controllers' behaviour. What it mirrors, and from where, is the table in docs/e2e.md; the rules
+// that need no cluster (the type token's group, version and kind, Check, the state it returns,
+// Diff) are internal/kubeprovider's, held to the real provider's recorded answers. Here:
+//   - check: kubeprovider.Check (refuses a type token the provider cannot read);
+//   - diff: kubeprovider.Diff of the stored state against the new inputs;
 //   - create: POST with the field manager "pulumi-kubernetes" (a Patch resource: server-side
 //     apply); update: server-side apply with the resource's own field manager, which takes the
 //     creation's fields over, and for a Patch resource forced only with pulumi.com/patchForce
-//     (pulumi-kubernetes provider/pkg/await/await.go, Creation and Update);
+//     (pulumi-kubernetes provider/pkg/await/await.go, Creation and Update); the object's group,
+//     version and kind are the type token's (kubeprovider.ObjectGVK), never only the inputs';
 //   - then wait as provider/pkg/await/awaiters.go does: nothing with pulumi.com/skipAwait;
 //     pulumi.com/waitFor "condition=X[=status]" as condition/kubectl.go checkCondition (a
 //     condition older than metadata.generation does not count), "jsonpath={.path}[=value]" as
@@ -47,11 +54,13 @@ import (
 //     (checker/job); Services with a selector until their Endpoints have an address (service.go);
 //     PersistentVolumeClaims until Bound, or Pending with a WaitForFirstConsumer class (awaiters.go);
 //     for pulumi.com/timeoutSeconds, else 10 minutes (metadata/overrides.go TimeoutDuration);
-//   - read (refresh): the live object;
+//     an apply that leaves metadata.generation as it was returns the object as it was before the
+//     apply when that one already satisfies the wait (the informer's stale object, which
+//     condition/observer.go ObjectObserver.Observe keeps: the real provider's worst case);
+//   - the state Create, Update and Read return: kubeprovider.Checkpoint of the inputs and the live
+//     object (Read: the live object cut to the old inputs' shape as the new inputs, provider.go Read);
 //   - delete: foreground propagation, then wait until the object is gone (await.go Deletion); a
 //     Patch resource relinquishes its fields instead.
-//
-// The outputs are the live object after the wait, as pulumi-kubernetes returns them.
 type wire struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
@@ -71,59 +80,120 @@ func newWire(config *rest.Config) (*wire, error) {
 
 func (w *wire) provider() *deploytest.Provider {
 	return &deploytest.Provider{
+		CheckF: func(_ context.Context, req plugin.CheckRequest) (plugin.CheckResponse, error) {
+			checked, err := kubeprovider.Check(req.URN, req.News)
+			return plugin.CheckResponse{Properties: checked}, err
+		},
+		DiffF: func(_ context.Context, req plugin.DiffRequest) (plugin.DiffResult, error) {
+			return kubeprovider.Diff(req.URN, req.OldOutputs, req.NewInputs, req.IgnoreChanges, w.namespaced(kubeprovider.Unstructured(req.NewInputs)))
+		},
 		CreateF: func(ctx context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			live, err := w.write(ctx, req.URN, req.Properties, req.Timeout, false)
+			if req.Preview { // provider.go Create: a Patch, or inputs not yet known, preview as given
+				return plugin.CreateResponse{Properties: req.Properties, Status: resource.StatusOK}, nil
+			}
+			obj, err := objectOf(req.URN, req.Properties)
+			if err != nil {
+				return plugin.CreateResponse{Status: resource.StatusUnknown}, err
+			}
+			manager := fieldManager(req.URN, obj, nil)
+			live, err := w.write(ctx, req.URN, obj, manager, req.Timeout, false)
 			if err != nil {
 				return plugin.CreateResponse{Status: resource.StatusUnknown}, err
 			}
 			return plugin.CreateResponse{ID: resource.ID(live.GetNamespace() + "/" + live.GetName()),
-				Properties: resource.NewPropertyMapFromMap(live.Object), Status: resource.StatusOK}, nil
+				Properties: kubeprovider.Checkpoint(obj, live, obj.GetAPIVersion(), manager), Status: resource.StatusOK}, nil
 		},
 		UpdateF: func(ctx context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
-			inputs, err := w.keepIgnoredFields(ctx, req.URN, req.NewInputs, req.IgnoreChanges)
+			if req.Preview {
+				return plugin.UpdateResponse{Properties: req.NewInputs, Status: resource.StatusOK}, nil
+			}
+			obj, err := objectOf(req.URN, req.NewInputs)
 			if err != nil {
 				return plugin.UpdateResponse{Status: resource.StatusUnknown}, err
 			}
-			live, err := w.write(ctx, req.URN, inputs, req.Timeout, true)
+			manager := fieldManager(req.URN, obj, req.OldOutputs)
+			if err := w.keepIgnoredFields(ctx, obj, manager, req.IgnoreChanges); err != nil {
+				return plugin.UpdateResponse{Status: resource.StatusUnknown}, err
+			}
+			live, err := w.write(ctx, req.URN, obj, manager, req.Timeout, true)
 			if err != nil {
 				return plugin.UpdateResponse{Status: resource.StatusUnknown}, err
 			}
-			return plugin.UpdateResponse{Properties: resource.NewPropertyMapFromMap(live.Object), Status: resource.StatusOK}, nil
-		},
-		ReadF: func(ctx context.Context, req plugin.ReadRequest) (plugin.ReadResponse, error) {
-			// refresh: the live object (the inputs stay), none when it is gone
-			obj := &unstructured.Unstructured{Object: req.State.Mappable()}
-			client, err := w.client(obj)
-			if err != nil {
-				return plugin.ReadResponse{}, err
-			}
-			live, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return plugin.ReadResponse{ReadResult: plugin.ReadResult{ID: req.ID}, Status: resource.StatusOK}, nil
-			}
-			if err != nil {
-				return plugin.ReadResponse{}, err
-			}
-			return plugin.ReadResponse{ReadResult: plugin.ReadResult{ID: req.ID, Outputs: resource.NewPropertyMapFromMap(live.Object)},
+			return plugin.UpdateResponse{Properties: kubeprovider.Checkpoint(obj, live, kubeprovider.InitialAPIVersion(req.OldOutputs, obj), manager),
 				Status: resource.StatusOK}, nil
 		},
+		ReadF: func(ctx context.Context, req plugin.ReadRequest) (plugin.ReadResponse, error) {
+			// refresh (provider.go Read): the live object, and as inputs the live values of the
+			// inputs' fields; none when it is gone
+			oldInputs, err := objectOf(req.URN, req.Inputs)
+			if err != nil {
+				return plugin.ReadResponse{}, err
+			}
+			client, err := w.client(oldInputs)
+			if err != nil {
+				return plugin.ReadResponse{}, err
+			}
+			live, err := client.Get(ctx, oldInputs.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return plugin.ReadResponse{ReadResult: plugin.ReadResult{}, Status: resource.StatusOK}, nil
+			}
+			if err != nil {
+				return plugin.ReadResponse{}, err
+			}
+			inputs, state := kubeprovider.Refreshed(req.Inputs, live, req.State, fieldManager(req.URN, oldInputs, req.State))
+			return plugin.ReadResponse{ReadResult: plugin.ReadResult{ID: req.ID, Inputs: inputs, Outputs: state}, Status: resource.StatusOK}, nil
+		},
 		DeleteF: func(ctx context.Context, req plugin.DeleteRequest) (plugin.DeleteResponse, error) {
-			return plugin.DeleteResponse{}, w.delete(ctx, req.URN, req.Inputs, req.Timeout)
+			obj, err := objectOf(req.URN, req.Inputs)
+			if err != nil {
+				return plugin.DeleteResponse{}, err
+			}
+			return plugin.DeleteResponse{}, w.delete(ctx, req.URN, obj, fieldManager(req.URN, obj, req.Outputs), req.Timeout)
 		},
 	}
 }
 
-// isPatch is pulumi-kubernetes' kinds.IsPatchResource: a type whose name ends in "Patch".
-func isPatch(urn resource.URN) bool { return strings.HasSuffix(string(urn.Type()), "Patch") }
+// objectOf is the object a resource's inputs describe, normalised as the provider's Check leaves
+// them; its group, version and kind must be the ones the provider reads from the type token
+// (kubeprovider.ObjectGVK), or the stand-in refuses it: the provider would not write what the
+// inputs say.
+func objectOf(urn resource.URN, inputs resource.PropertyMap) (*unstructured.Unstructured, error) {
+	obj := kubeprovider.Unstructured(inputs)
+	gvk, err := kubeprovider.ObjectGVK(urn, obj.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	if gvk != obj.GroupVersionKind() {
+		return nil, fmt.Errorf("%s: the type token names %s, the inputs %s", urn.Name(), gvk, obj.GroupVersionKind())
+	}
+	return obj, nil
+}
 
-// fieldManager is the resource's own field manager, as pulumi-kubernetes makes one per resource
-// ("pulumi-kubernetes-" and a suffix) unless pulumi.com/patchFieldManager names it.
-func fieldManager(urn resource.URN, obj *unstructured.Unstructured) string {
+// isPatch is pulumi-kubernetes' kinds.IsPatchResource.
+func isPatch(urn resource.URN, obj *unstructured.Unstructured) bool {
+	return kubeprovider.IsPatchResource(urn, obj.GetKind())
+}
+
+// fieldManager is provider.go fieldManagerName: pulumi.com/patchFieldManager, else the one in the
+// resource's state, else a new one, "pulumi-kubernetes-" and 8 characters (random there; from the
+// URN here, so runs repeat).
+func fieldManager(urn resource.URN, obj *unstructured.Unstructured, state resource.PropertyMap) string {
 	if name := obj.GetAnnotations()["pulumi.com/patchFieldManager"]; name != "" {
 		return name
 	}
+	if v, ok := state["__fieldManager"]; ok && v.IsString() {
+		return v.StringValue()
+	}
 	sum := sha256.Sum256([]byte(urn))
 	return "pulumi-kubernetes-" + hex.EncodeToString(sum[:4])
+}
+
+// namespaced says whether the object's kind is namespaced; an unknown kind is, as the provider's
+// Diff takes it (clients.IsNamespacedKind's NoNamespaceInfo error).
+func (w *wire) namespaced(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	mapping, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err != nil || mapping.Scope.Name() == meta.RESTScopeNameNamespace
 }
 
 func (w *wire) client(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
@@ -145,18 +215,17 @@ func (w *wire) client(obj *unstructured.Unstructured) (dynamic.ResourceInterface
 // keepIgnoredFields is await.go handleSSAIgnoreFields: a field under ignoreChanges that another
 // field manager owns alone (an autoscaler's spec.replicas) is left out of the apply; one we own is
 // sent with its live value, so an update never resets it.
-func (w *wire) keepIgnoredFields(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, ignored []string) (resource.PropertyMap, error) {
+func (w *wire) keepIgnoredFields(ctx context.Context, obj *unstructured.Unstructured, manager string, ignored []string) error {
 	if len(ignored) == 0 {
-		return inputs, nil
+		return nil
 	}
-	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
 	client, err := w.client(obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	live, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ours, theirs := &fieldpath.Set{}, &fieldpath.Set{}
 	for _, entry := range live.GetManagedFields() {
@@ -164,16 +233,17 @@ func (w *wire) keepIgnoredFields(ctx context.Context, urn resource.URN, inputs r
 		if entry.FieldsV1 == nil || set.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)) != nil {
 			continue
 		}
-		if entry.Manager == fieldManager(urn, obj) {
+		if entry.Manager == manager {
 			ours = ours.Union(set)
 		} else {
 			theirs = theirs.Union(set)
 		}
 	}
+	inputs := resource.NewPropertyMapFromMap(obj.Object)
 	for _, path := range ignored {
 		parsed, err := resource.ParsePropertyPath(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var elements []any
 		for _, e := range parsed {
@@ -181,7 +251,7 @@ func (w *wire) keepIgnoredFields(ctx context.Context, urn resource.URN, inputs r
 		}
 		fields, err := fieldpath.MakePath(elements...)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if theirs.Has(fields) && !ours.Has(fields) {
 			parsed.Delete(resource.NewObjectProperty(inputs))
@@ -191,18 +261,21 @@ func (w *wire) keepIgnoredFields(ctx context.Context, urn resource.URN, inputs r
 			parsed.Set(resource.NewObjectProperty(inputs), value)
 		}
 	}
-	return inputs, nil
+	obj.Object = inputs.Mappable()
+	return nil
 }
 
-// write creates or updates the object and waits for it.
-func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, timeout float64, update bool) (*unstructured.Unstructured, error) {
-	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
+// write creates or updates the object with the field manager and waits for it.
+func (w *wire) write(ctx context.Context, urn resource.URN, obj *unstructured.Unstructured, manager string, timeout float64, update bool) (*unstructured.Unstructured, error) {
 	client, err := w.client(obj)
 	if err != nil {
 		return nil, err
 	}
-	var live *unstructured.Unstructured
-	if update || isPatch(urn) {
+	var live, before *unstructured.Unstructured
+	if update || isPatch(urn, obj) {
+		if current, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
+			before = current
+		}
 		data, err := yaml.Marshal(obj.Object)
 		if err != nil {
 			return nil, err
@@ -210,9 +283,9 @@ func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.Prop
 		// A Patch resource forces only with pulumi.com/patchForce. Another resource's first update
 		// takes its creation's fields over (await.go fixCSAFieldManagers); a forced apply of its
 		// own manager does the same.
-		force := obj.GetAnnotations()["pulumi.com/patchForce"] == "true" || !isPatch(urn)
+		force := obj.GetAnnotations()["pulumi.com/patchForce"] == "true" || !isPatch(urn, obj)
 		live, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: fieldManager(urn, obj), Force: &force})
+			metav1.PatchOptions{FieldManager: manager, Force: &force})
 		if err != nil {
 			return nil, fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
@@ -222,11 +295,33 @@ func (w *wire) write(ctx context.Context, urn resource.URN, inputs resource.Prop
 			return nil, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
-	live, err = w.await(ctx, client, obj, live, awaitTimeout(obj, timeout))
-	if err != nil {
+	if stale, err := w.staleObject(ctx, obj, before, live); stale != nil || err != nil {
+		return stale, err
+	}
+	return w.await(ctx, client, obj, live, awaitTimeout(obj, timeout))
+}
+
+// staleObject is the object as it was before an apply that left its generation as it was, when
+// that one already satisfies the wait: what the real provider may return then. Its wait reads
+// objects from an informer shared by every resource of the kind (await.go Creation,
+// condition.NewDynamicSource), which can hand it the object from before the apply, and
+// condition/observer.go ObjectObserver.Observe takes any object whose generation is not older
+// than the one it has; so the wait ends on it and Create or Update returns it as the state
+// (internal/kubeprovider/testdata/traces, the spurious-diff run). The stand-in always takes this
+// worst case, so a change that relies on the fresh object fails here too.
+func (w *wire) staleObject(ctx context.Context, obj, before, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if before == nil || before.GetGeneration() != live.GetGeneration() {
+		return nil, nil
+	}
+	ready := readiness(obj)
+	if ready == nil {
+		return nil, nil
+	}
+	ok, _, err := ready(ctx, w, before)
+	if !ok || err != nil {
 		return nil, err
 	}
-	return live, nil
+	return before, nil
 }
 
 // awaitTimeout is metadata/overrides.go TimeoutDuration: customTimeouts, else
@@ -415,13 +510,12 @@ func serviceHasEndpoints(ctx context.Context, w *wire, live *unstructured.Unstru
 
 // delete deletes the object with foreground propagation and waits until it is gone; a Patch
 // resource relinquishes its fields (an apply of nothing but its identity).
-func (w *wire) delete(ctx context.Context, urn resource.URN, inputs resource.PropertyMap, timeout float64) error {
-	obj := &unstructured.Unstructured{Object: inputs.Mappable()}
+func (w *wire) delete(ctx context.Context, urn resource.URN, obj *unstructured.Unstructured, manager string, timeout float64) error {
 	client, err := w.client(obj)
 	if err != nil {
 		return err
 	}
-	if isPatch(urn) {
+	if isPatch(urn, obj) {
 		identity := &unstructured.Unstructured{}
 		identity.SetAPIVersion(obj.GetAPIVersion())
 		identity.SetKind(obj.GetKind())
@@ -431,7 +525,7 @@ func (w *wire) delete(ctx context.Context, urn resource.URN, inputs resource.Pro
 		if err != nil {
 			return err
 		}
-		_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager(urn, obj)})
+		_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
