@@ -111,8 +111,8 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 		}
 		component.Children[ref.Suffix] = child
 	}
-	setOutputs(component, shape, refs)
-	setRouterOutputs(component, shape, refs)
+	setOutputs(ctx, component, shape, refs)
+	setRouterOutputs(ctx, component, shape, refs)
 	setGPUOutputs(component, tree)
 	return component, ctx.RegisterResourceOutputs(component, pulumi.Map{
 		"serviceName":               component.ServiceName,
@@ -295,8 +295,8 @@ func typeToken(kind topology.TypeMeta) string {
 func patchTypeToken(kind topology.TypeMeta) string { return typeToken(kind) + "Patch" }
 
 // setOutputs derives the component's outputs: names from the plan (known at preview), status
-// from the LWSs' outputs.
-func setOutputs(component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
+// from the LWSs' outputs, settled when one of them fails (settle).
+func setOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
 	svc := topology.WithDefaults(shape)
 	component.ServiceName = pulumi.String(svc.Name).ToStringOutput()
 	component.Namespace = pulumi.String(svc.Namespace).ToStringOutput()
@@ -304,7 +304,8 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 	podGroupName := ""
 	nodePoolNames := pulumi.StringArray{}
 	lwsNames := pulumi.StringArrayMap{}
-	observations := map[string][]any{}
+	var lwsOutputs []pulumi.Output
+	var lwsRoles []string // the role of each of lwsOutputs
 	var roleOrder []string
 	for _, ref := range refs {
 		switch ref.TypeMeta {
@@ -313,13 +314,13 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 		case topology.KindNodePool:
 			nodePoolNames = append(nodePoolNames, pulumi.String(ref.Name))
 		case topology.KindLeaderWorkerSet:
-			if _, seen := observations[ref.Role]; !seen {
+			if _, seen := lwsNames[ref.Role]; !seen {
 				roleOrder = append(roleOrder, ref.Role)
 				lwsNames[ref.Role] = pulumi.StringArray{}
 			}
 			lwsNames[ref.Role] = append(lwsNames[ref.Role].(pulumi.StringArray), pulumi.String(ref.Name))
-			observations[ref.Role] = append(observations[ref.Role],
-				component.Children[ref.Suffix].OtherFields.ApplyT(observeLeaderWorkerSet))
+			lwsOutputs = append(lwsOutputs, component.Children[ref.Suffix].OtherFields)
+			lwsRoles = append(lwsRoles, ref.Role)
 		}
 	}
 	component.PodGroupName = pulumi.String(podGroupName).ToStringOutput()
@@ -330,18 +331,19 @@ func setOutputs(component *InferenceService, shape *api.InferenceService, refs [
 	for i := range svc.Spec.Roles {
 		nodesPerReplica[svc.Spec.Roles[i].Name] = int(svc.Spec.Roles[i].NodeCount())
 	}
-	var perRole []any
-	for _, role := range roleOrder {
-		perRole = append(perRole, pulumi.All(observations[role]...))
-	}
-	component.Status = pulumi.All(perRole...).ApplyT(func(roles []any) map[string]RoleStatus {
-		out := make(map[string]RoleStatus, len(roles))
-		for i, role := range roleOrder {
-			var obs []lwsObservation
-			for _, o := range roles[i].([]any) {
-				obs = append(obs, o.(lwsObservation))
+	component.Status = settle(ctx, lwsOutputs).ApplyT(func(v any) map[string]RoleStatus {
+		lws := v.(settled)
+		observations := map[string][]lwsObservation{}
+		for i, role := range lwsRoles {
+			obs := lwsObservation{Replicas: 1, Failed: lws.failed[i]}
+			if fields, ok := lws.values[i].(map[string]any); ok {
+				obs = observeLeaderWorkerSet(fields)
 			}
-			out[role] = roleStatus(nodesPerReplica[role], obs)
+			observations[role] = append(observations[role], obs)
+		}
+		out := make(map[string]RoleStatus, len(roleOrder))
+		for _, role := range roleOrder {
+			out[role] = roleStatus(nodesPerReplica[role], observations[role])
 		}
 		return out
 	}).(RoleStatusMapOutput)

@@ -336,6 +336,7 @@ func TestRoleStatusPhases(t *testing.T) {
 	elasticNone := lwsObservation{Observed: true, Available: true}
 	elasticReady := lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 3, Available: true}
 	elasticScaling := lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 1}
+	failed := lwsObservation{Replicas: 1, Failed: true}
 	cases := []struct {
 		name                         string
 		replicas                     []lwsObservation
@@ -352,6 +353,7 @@ func TestRoleStatusPhases(t *testing.T) {
 		{"autoscaled, no elastic replica", []lwsObservation{ready, ready, elasticNone}, PhaseRunning, 2, 2, 2},
 		{"autoscaled to 5, all ready", []lwsObservation{ready, ready, elasticReady}, PhaseRunning, 5, 5, 5},
 		{"autoscaled to 5, elastic replicas coming", []lwsObservation{ready, ready, elasticScaling}, PhaseDeploying, 5, 5, 3},
+		{"one failed (its wait timed out)", []lwsObservation{ready, failed}, PhaseFailed, 2, 1, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

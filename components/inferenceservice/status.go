@@ -40,7 +40,7 @@ type RoleStatus struct {
 	// awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it
 	// is created, before its controller has seen it, and again at `pulumi up --refresh`.
 	ObservedReplicas int `pulumi:"observedReplicas"`
-	// Phase is Pending, Deploying, Running or Unknown.
+	// Phase is Pending, Deploying, Running, Failed or Unknown.
 	Phase string `pulumi:"phase"`
 }
 
@@ -54,6 +54,9 @@ type lwsObservation struct {
 	ReadyReplicas int
 	Available     bool
 	Updating      bool
+	// Failed is true when the LWS's resource failed: its wait timed out or saw a failure, or the
+	// deployment stopped before it was registered.
+	Failed bool
 }
 
 // observeLeaderWorkerSet reads the status of an LWS from the resource's outputs.
@@ -100,6 +103,8 @@ func asInt(v any) int {
 // roleStatus derives a role's status from its LWSs (one per base replica, each with replicas 1,
 // and an autoscaled role's elastic LWS with the replicas its autoscaler set).
 // The phase rules:
+//   - Failed: an LWS's resource failed (its wait timed out or saw a failure): `pulumi up` fails
+//     with that error, and the outputs say which role it was.
 //   - Unknown: no LWS has a status yet (no controller has observed any).
 //   - Running: every replica is observed and ready, and none is being updated.
 //   - Pending: no replica is ready and none is being updated.
@@ -107,12 +112,13 @@ func asInt(v any) int {
 //     not yet observed beside ready ones (await minimal: the minimal set serves, the rest come).
 //
 // LWS v0.8 reports no failure condition, so Failed is never derived from status: a replica that
-// cannot start shows as Pending, and `pulumi up` fails when its waitFor times out.
+// cannot start shows as Pending until `pulumi up`'s wait for it times out.
 func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
 	s := RoleStatus{NodesPerReplica: nodesPerReplica}
-	updating := false
+	updating, failed := false, false
 	for _, r := range replicas {
 		updating = updating || r.Updating
+		failed = failed || r.Failed
 		s.DesiredReplicas += r.Replicas
 		if r.Observed {
 			s.ObservedReplicas += r.Replicas
@@ -122,6 +128,8 @@ func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
 	s.TotalPods = s.DesiredReplicas * nodesPerReplica
 	s.ReadyPods = s.ReadyReplicas * nodesPerReplica
 	switch {
+	case failed:
+		s.Phase = PhaseFailed
 	case s.ObservedReplicas == 0:
 		s.Phase = PhaseUnknown
 	case s.ReadyReplicas == s.DesiredReplicas && !updating:
@@ -168,7 +176,7 @@ func init() {
 
 // setRouterOutputs names the router's objects and reads its readiness from the Endpoint
 // Picker Deployment's outputs.
-func setRouterOutputs(component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
+func setRouterOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
 	var poolName, eppServiceName, routeName string
 	ready := pulumi.Bool(false).ToBoolOutput()
 	if shape.Spec.Router() != nil {
@@ -176,9 +184,11 @@ func setRouterOutputs(component *InferenceService, shape *api.InferenceService, 
 		for _, ref := range refs {
 			if ref.TypeMeta == topology.KindDeployment {
 				epp := component.Children[ref.Suffix]
-				ready = pulumi.All(epp.OtherFields, epp.Metadata.Generation()).ApplyT(func(v []any) bool {
-					generation, _ := v[1].(*int)
-					return deploymentReady(v[0].(map[string]any), generation)
+				ready = settle(ctx, []pulumi.Output{epp.OtherFields, epp.Metadata.Generation()}).ApplyT(func(v any) bool {
+					epp := v.(settled)
+					fields, _ := epp.values[0].(map[string]any)
+					generation, _ := epp.values[1].(*int)
+					return deploymentReady(fields, generation)
 				}).(pulumi.BoolOutput)
 			}
 		}

@@ -30,6 +30,9 @@ type Resource struct {
 type Monitor struct {
 	// Outputs, when set, gives the outputs a resource reports beyond its inputs (e.g. a status).
 	Outputs func(r Resource) resource.PropertyMap
+	// Fail, when set, gives the error a resource's registration fails with (its wait timing out),
+	// or nil.
+	Fail func(r Resource) error
 
 	mu        sync.Mutex
 	resources []Resource
@@ -46,6 +49,11 @@ func (m *Monitor) NewResource(args pulumi.MockResourceArgs) (string, resource.Pr
 		r.DeleteBeforeReplace = rpc.GetDeleteBeforeReplace()
 	}
 	r.URNValue = mockURN(r.ParentURN, r.Type, r.Name)
+	if m.Fail != nil {
+		if err := m.Fail(r); err != nil {
+			return "", nil, err
+		}
+	}
 	outputs := args.Inputs.Copy()
 	if m.Outputs != nil {
 		for k, v := range m.Outputs(r) {
