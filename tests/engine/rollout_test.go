@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
@@ -29,45 +28,45 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
 )
 
-// rolloutTime is how long the fake provider's update of an awaited LWS takes: the time its new
-// group needs to become Available. Long enough that updates the engine runs together overlap.
-const rolloutTime = 40 * time.Millisecond
-
-// update is one LWS update the engine ran.
+// update is one LWS write the engine ran: its start and end are numbers of the fake cluster's
+// event sequence (gate), not times.
 type update struct {
 	name       string // the LWS's metadata.name
-	start, end time.Time
-	awaited    bool // the update waited for the group to be Available (pulumi.com/waitFor)
+	start, end int
+	awaited    bool // the write waited for the group to be Available (pulumi.com/waitFor)
 }
 
-// cluster is a fake kubernetes provider that records the LWS creations and updates. Creating an
-// awaited LWS returns once its replica is Available (after rolloutTime, its model's load time);
-// so does an awaited update (the LWS's rollout patch applying a new template). An update that is
-// not awaited returns at once, and its replica stays unavailable until its model has loaded,
-// past the deployment's end. A rollout patch's creation finds its replica Available already.
+// cluster is a fake kubernetes provider that records the LWS creations and updates. Creating or
+// updating an awaited LWS loads its model: the gate holds it until its whole expected batch has
+// started, and the write returns once the replica is Available. An update that is not awaited
+// returns at once, and its replica stays unavailable until its model has loaded, past the
+// deployment's end. A rollout patch's creation finds its replica Available already.
 type cluster struct {
+	gate    gate
 	mu      sync.Mutex
 	updates []update
 	creates []update // the LWSs created (not their rollout patches)
 	created []string // the Pulumi names of the resources created
 }
 
-// lwsWrite is the LWS a create or an update writes, if it writes one; the sleep is its load time.
-func lwsWrite(inputs resource.PropertyMap, loads bool) (update, bool) {
-	u := update{start: time.Now()}
+// lwsWrite is the LWS write of inputs, if it writes one; loads says the write loads a model.
+func (c *cluster) lwsWrite(inputs resource.PropertyMap, loads bool) (update, bool) {
 	if !inputs["kind"].IsString() || inputs["kind"].StringValue() != "LeaderWorkerSet" {
-		return u, false
+		return update{}, false
 	}
 	meta := inputs["metadata"].ObjectValue()
-	u.name = meta["name"].StringValue()
+	u := update{name: meta["name"].StringValue()}
 	if annotations, ok := meta["annotations"]; ok {
 		waitFor := annotations.ObjectValue()["pulumi.com/waitFor"]
 		u.awaited = waitFor.IsString() && waitFor.StringValue() == "condition=Available"
 	}
 	if u.awaited && loads {
-		time.Sleep(rolloutTime)
+		u.start = c.gate.enter(u.name)
+		u.end = c.gate.leave(u.name)
+	} else {
+		u.start = c.gate.tick()
+		u.end = c.gate.tick()
 	}
-	u.end = time.Now()
 	return u, true
 }
 
@@ -75,7 +74,7 @@ func (c *cluster) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
 			isPatch := strings.HasSuffix(string(req.URN.Type()), "Patch")
-			u, isLWS := lwsWrite(req.Properties, !isPatch)
+			u, isLWS := c.lwsWrite(req.Properties, !isPatch)
 			c.mu.Lock()
 			c.created = append(c.created, req.URN.Name())
 			if isLWS && !isPatch {
@@ -85,7 +84,7 @@ func (c *cluster) provider() *deploytest.Provider {
 			return plugin.CreateResponse{ID: resource.ID(req.URN.Name()), Properties: req.Properties, Status: resource.StatusOK}, nil
 		},
 		UpdateF: func(_ context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
-			if u, isLWS := lwsWrite(req.NewInputs, true); isLWS {
+			if u, isLWS := c.lwsWrite(req.NewInputs, true); isLWS {
 				c.mu.Lock()
 				c.updates = append(c.updates, u)
 				c.mu.Unlock()
@@ -96,17 +95,19 @@ func (c *cluster) provider() *deploytest.Provider {
 }
 
 // deployTemplateChange runs `pulumi up` of the program built by args with an image, then again
-// with a new image (a template change), and returns the LWS updates of the second deployment.
-func deployTemplateChange(t *testing.T, args func(image string) *inferenceservice.Args) []update {
+// with a new image (a template change) whose awaited updates must come in the batches expect, and
+// returns the LWS updates of the second deployment.
+func deployTemplateChange(t *testing.T, args func(image string) *inferenceservice.Args, expect [][]string) []update {
 	t.Helper()
 	image := "vllm/vllm-openai:v0.11.0"
-	fake := deployTwice(t, func() *inferenceservice.Args { return args(image) }, func() { image = "vllm/vllm-openai:v0.11.1" })
+	fake := deployTwice(t, func() *inferenceservice.Args { return args(image) }, func() { image = "vllm/vllm-openai:v0.11.1" }, expect)
 	return fake.updates
 }
 
-// deployTwice runs `pulumi up` of the program, changes its Args, and runs it again; the cluster
-// holds what the second deployment did.
-func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func()) *cluster {
+// deployTwice runs `pulumi up` of the program, changes its Args, and runs it again, its awaited
+// writes in the batches expect (the test fails otherwise); the cluster holds what the second
+// deployment did.
+func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func(), expect [][]string) *cluster {
 	t.Helper()
 	fake := &cluster{}
 	plan, _ := testPlan(t, fake, args)
@@ -115,8 +116,10 @@ func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func()
 	require.Empty(t, fake.updates, "the first deployment creates")
 	fake.created, fake.creates = nil, nil
 	change()
+	fake.gate.expect(expect)
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "second")
 	require.NoError(t, err)
+	assert.Empty(t, fake.gate.problems(), "the engine ran the awaited writes in the expected batches")
 	return fake
 }
 
@@ -124,12 +127,13 @@ func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func()
 // changes only their dependencies: the engine leaves the running replicas alone.
 func TestScalingUpCreatesAndUpdatesNothing(t *testing.T) {
 	replicas := 4
-	fake := deployTwice(t, func() *inferenceservice.Args { return chat(replicas, nil, "")("vllm/vllm-openai:v0.11.0") }, func() { replicas = 8 })
+	// the new replicas load their models together
+	fake := deployTwice(t, func() *inferenceservice.Args { return chat(replicas, nil, "")("vllm/vllm-openai:v0.11.0") }, func() { replicas = 8 },
+		[][]string{{"svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}})
 	assert.Empty(t, fake.updates, "no running replica is touched")
 	sort.Strings(fake.created)
 	assert.Equal(t, []string{"svc-chat-4", "svc-chat-4-rollout", "svc-chat-5", "svc-chat-5-rollout",
 		"svc-chat-6", "svc-chat-6-rollout", "svc-chat-7", "svc-chat-7-rollout"}, fake.created)
-	assert.Len(t, batches(fake.creates), 1, "the new replicas load their models together")
 }
 
 // A first deployment creates every replica at once, so their models load in parallel, and
@@ -138,17 +142,17 @@ func TestFirstDeploymentCreatesEveryReplicaAtOnce(t *testing.T) {
 	fake := &cluster{}
 	image := "vllm/vllm-openai:v0.11.0"
 	plan, _ := testPlan(t, fake, func() *inferenceservice.Args { return chat(8, nil, "")(image) })
+	fake.gate.expect([][]string{{"svc-chat-0", "svc-chat-1", "svc-chat-2", "svc-chat-3", "svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}})
 	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
 	require.NoError(t, err)
 	require.Len(t, fake.creates, 8)
-	assert.Equal(t, [][]string{{"svc-chat-0", "svc-chat-1", "svc-chat-2", "svc-chat-3", "svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}},
-		batches(fake.creates), "one wave of creations: every model loads at once")
+	assert.Empty(t, fake.gate.problems(), "one wave of creations: every model loads at once")
 
 	image = "vllm/vllm-openai:v0.11.1"
+	fake.gate.expect([][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}, {"svc-chat-6", "svc-chat-7"}})
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "second")
 	require.NoError(t, err)
-	assert.Equal(t, [][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}, {"svc-chat-6", "svc-chat-7"}},
-		batches(fake.updates), "the update rolls 25% at a time")
+	assert.Empty(t, fake.gate.problems(), "the update rolls 25% at a time")
 }
 
 // testPlan runs the component with the Args args returns at each run, against the fake cluster.
@@ -176,37 +180,15 @@ func TestPreviewSaysHowTheChangeRolls(t *testing.T) {
 	assert.Contains(t, log.String(), "A renamed role is not rolled: its replicas' LWSs are replaced")
 }
 
-// batches groups the updates as the engine ran them: an update that starts after every earlier
-// one has ended opens a new batch. Names are sorted within a batch.
-func batches(updates []update) [][]string {
-	sorted := append([]update{}, updates...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].start.Before(sorted[j].start) })
-	var out [][]string
-	var lastEnd time.Time
-	for _, u := range sorted {
-		if len(out) == 0 || !u.start.Before(lastEnd) {
-			out = append(out, nil)
-		}
-		out[len(out)-1] = append(out[len(out)-1], u.name)
-		if u.end.After(lastEnd) {
-			lastEnd = u.end
-		}
-	}
-	for _, b := range out {
-		sort.Strings(b)
-	}
-	return out
-}
-
-// mostUnavailable is the largest number of the role's replicas unavailable at one instant. A
-// replica is unavailable while its awaited update runs; one whose update is not awaited stays
-// unavailable after it, as its new group is still loading the model.
+// mostUnavailable is the largest number of the role's replicas unavailable at one event of the
+// sequence. A replica is unavailable while its awaited update runs; one whose update is not
+// awaited stays unavailable after it, as its new group is still loading the model.
 func mostUnavailable(updates []update, role string) int {
 	most := 0
 	for _, at := range updates {
 		n := 0
 		for _, u := range updates {
-			if roleOf(u.name) == role && !at.start.Before(u.start) && (!u.awaited || at.start.Before(u.end)) {
+			if roleOf(u.name) == role && at.start >= u.start && (!u.awaited || at.start < u.end) {
 				n++
 			}
 		}
@@ -239,20 +221,20 @@ func chat(replicas int, strategy *api.RolloutStrategy, await string) func(image 
 }
 
 func TestSixReplicasWithMaxUnavailable2RollInThreeOrderedBatches(t *testing.T) {
-	updates := deployTemplateChange(t, chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, ""))
-	assert.Equal(t, [][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}}, batches(updates))
+	updates := deployTemplateChange(t, chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, ""),
+		[][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}})
 	assert.Equal(t, 2, mostUnavailable(updates, "chat"))
 }
 
 func TestPartitionedReplicasAreLeftAlone(t *testing.T) {
-	updates := deployTemplateChange(t, chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: ptr.To(2)}, ""))
-	assert.Equal(t, [][]string{{"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}}, batches(updates),
-		"replicas 0 and 1 keep their template: the engine updates nothing of theirs")
+	// replicas 0 and 1 keep their template: the engine updates nothing of theirs
+	deployTemplateChange(t, chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: ptr.To(2)}, ""),
+		[][]string{{"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}})
 }
 
 // Without awaits nothing holds an update back: the cost the validation refuses maxUnavailable for.
 func TestUnawaitedReplicasRollAllAtOnce(t *testing.T) {
-	updates := deployTemplateChange(t, chat(6, nil, "none"))
+	updates := deployTemplateChange(t, chat(6, nil, "none"), nil)
 	assert.Len(t, updates, 6)
 	assert.Equal(t, 6, mostUnavailable(updates, "chat"), "every replica reloads its model at once")
 }
@@ -272,19 +254,17 @@ func disaggregated(rolloutOrder ...string) func(image string) *inferenceservice.
 
 func TestPrefillDecodeRollInRoleOrder(t *testing.T) {
 	t.Run("default: decoders, then prefillers", func(t *testing.T) {
-		updates := deployTemplateChange(t, disaggregated())
-		assert.Equal(t, [][]string{
+		updates := deployTemplateChange(t, disaggregated(), [][]string{
 			{"svc-decode-0", "svc-prefill-0"}, // the gang's minimal set, created and so updated together
 			{"svc-decode-1"}, {"svc-decode-2"}, {"svc-prefill-1"}, {"svc-prefill-2"},
-		}, batches(updates))
+		})
 		assert.Equal(t, 1, mostUnavailable(updates, "decode"), "25% of 3, at least 1")
 		assert.Equal(t, 1, mostUnavailable(updates, "prefill"))
 	})
 	t.Run("declared: prefillers first", func(t *testing.T) {
-		updates := deployTemplateChange(t, disaggregated("prefill"))
-		assert.Equal(t, [][]string{
+		deployTemplateChange(t, disaggregated("prefill"), [][]string{
 			{"svc-decode-0", "svc-prefill-0"},
 			{"svc-prefill-1"}, {"svc-prefill-2"}, {"svc-decode-1"}, {"svc-decode-2"},
-		}, batches(updates))
+		})
 	})
 }
