@@ -23,6 +23,7 @@ func goldenInputs(t testing.TB) []string {
 	cases, err := filepath.Glob("testdata/cases/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, examples)
+	require.NotEmpty(t, cases)
 	return append(examples, cases...)
 }
 

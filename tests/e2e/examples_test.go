@@ -19,6 +19,7 @@ func TestExamplesDeployRunAndLeaveNothing(t *testing.T) {
 	harness.AddNodesWithTopology(t, "examples", 40, 8)
 	files, err := filepath.Glob(filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "*.yaml"))
 	require.NoError(t, err)
+	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
 			harness.AssertProgramRuns(t, harness.ServicesProgram(harness.ManifestServices(t, file)...), file)
