@@ -21,7 +21,7 @@ export interface RoleStatus {
      */
     observedReplicas: number;
     /**
-     * Phase is Pending, Deploying, Running or Unknown.
+     * Phase is Pending, Deploying, Running, Failed or Unknown.
      */
     phase: string;
     /**
