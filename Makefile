@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python conformance e2e build vet fuzz bench golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages conformance e2e build vet fuzz bench golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -22,6 +22,7 @@ test: vet
 	$(GO) test ./... -skip '^Test(TypeScript|Python)'
 	$(MAKE) test-typescript
 	$(MAKE) test-python
+	$(MAKE) test-packages
 
 TS_INPUTS := $(CURDIR)/tests/typescript/out/inputs
 
@@ -57,6 +58,24 @@ test-typescript:
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/mocks.js
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/preview.js
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) $(GO) test ./tests/crosslang -count=1 -run TypeScript
+
+PKG_OUT := $(CURDIR)/tests/release/out
+
+## test-packages: the SDK packages as a release ships them, each into a fresh project: npm pack of
+## sdk/nodejs (built by test-typescript) installed with npm and required from Node; the Python
+## wheel installed into a new virtual environment and imported. The Go module's own release path
+## (go install and go get from a module proxy) is tests/release, in go test.
+test-packages:
+	rm -rf $(PKG_OUT) && mkdir -p $(PKG_OUT)/node-program
+	npm pack ./sdk/nodejs/bin --pack-destination $(PKG_OUT) --loglevel=error
+	cd $(PKG_OUT)/node-program && npm init -y > /dev/null && \
+		npm install --no-audit --no-fund --loglevel=error $(PKG_OUT)/fusioninfer-pulumi-fusioninfer-$(VERSION).tgz && \
+		node -e 'const f = require("@fusioninfer/pulumi-fusioninfer"); if (typeof f.InferenceService !== "function") { console.error("no InferenceService in the npm package"); process.exit(1) }'
+	python3 -m venv $(PKG_OUT)/venv
+	$(PKG_OUT)/venv/bin/pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir $(PKG_OUT) ./sdk/python
+	rm -rf sdk/python/build sdk/python/*.egg-info
+	$(PKG_OUT)/venv/bin/pip install --quiet --disable-pip-version-check $(PKG_OUT)/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl
+	cd $(PKG_OUT) && venv/bin/python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService), "no InferenceService in the wheel"'
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
 conformance:
@@ -97,11 +116,14 @@ golden:
 clean:
 	rm -rf bin dist
 
-## release: the CLI and the provider plugin for every platform, as the archives Pulumi downloads
+## release: from a clean tree, the tag vVERSION (if it is not there yet), then the CLI and the
+## provider plugin for every platform, as the archives Pulumi downloads
 ## (pulumi-resource-fusioninfer-vVERSION-OS-ARCH.tar.gz, from the GitHub release the SDKs name),
 ## the model downloader for Linux (its image: cmd/fusioninfer-download/Dockerfile), and the npm
 ## and Python SDK packages, all in dist/ and all of version VERSION.
 release:
+	@test -z "$$(git status --porcelain)" || { echo "release: commit or stash first; a release is a tagged commit"; exit 1; }
+	git rev-parse -q --verify refs/tags/v$(VERSION) > /dev/null || git tag -a v$(VERSION) -m "pulumi-fusioninfer v$(VERSION)"
 	rm -rf dist && mkdir -p dist
 	for platform in $(PLATFORMS); do \
 		os=$${platform%/*}; arch=$${platform#*/}; out=dist/$$os-$$arch; \

@@ -7,13 +7,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
+// version is stamped at build time with -ldflags "-X main.version=..."; a binary from
+// `go install .../cmd/fusioninfer@vX` is not stamped, and reports the module version it was built
+// from (buildVersion).
 var version = "dev"
+
+// buildVersion is the stamped version, else the version of the module the binary was installed
+// from, else "dev".
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && version == "dev" && strings.HasPrefix(info.Main.Version, "v") {
+		return strings.TrimPrefix(info.Main.Version, "v")
+	}
+	return version
+}
 
 func main() {
 	os.Exit(runMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -66,7 +78,7 @@ cluster and says what holds back each replica that does not run.`,
   fusioninfer status -f service.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
+		Version:       buildVersion(),
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
