@@ -153,8 +153,8 @@ type trackedFile struct {
 	info       os.FileInfo
 }
 
-func (f trackedFile) Path() string                { return f.path }
-func (f trackedFile) Lstat() (os.FileInfo, error) { return f.info, nil }
+func (f trackedFile) Path() string                 { return f.path }
+func (f trackedFile) Lstat() (os.FileInfo, error)  { return f.info, nil }
 func (f trackedFile) Open() (io.ReadCloser, error) { return os.Open(f.file) }
 
 // goEnv is the environment of a user whose GOPROXY serves the release first: the module's
