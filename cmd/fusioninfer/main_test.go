@@ -29,6 +29,16 @@ func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err
 	return out.String(), errOut.String(), err
 }
 
+// requireExit: the command exited with status want (0: no error), its table printed either way.
+func requireExit(t *testing.T, want int, err error, stderr string) {
+	t.Helper()
+	if want == 0 {
+		require.NoError(t, err, stderr)
+		return
+	}
+	require.EqualError(t, err, fmt.Sprintf("exit status %d", want), stderr)
+}
+
 // documents parses a YAML stream into its objects.
 func documents(t *testing.T, stream string) []map[any]any {
 	t.Helper()
@@ -145,6 +155,56 @@ func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {
 	assert.Contains(t, string(data), "name: deepseek-r1-disagg-decode-0")
 }
 
+// TestOutputDirectoryMustBeEmpty: an earlier render's files beside the new ones would be applied
+// too; -o refuses a directory that is not empty, and --replace deletes only the object files.
+func TestOutputDirectoryMustBeEmpty(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := run(t, "", "render", "-f", story4, "-o", dir)
+	require.NoError(t, err)
+	_, stderr, err := run(t, "", "render", "-f", "../../examples/manifests/story1-monolithic.yaml", "-o", dir)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "is not empty (4 files)")
+	assert.Contains(t, stderr, "--replace")
+
+	stdout, stderr, err := run(t, "", "render", "-f", "../../examples/manifests/story1-monolithic.yaml", "-o", dir, "--replace")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "wrote 1 objects")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the new render's file is left")
+	assert.Equal(t, "0000-default-leaderworkerset-qwen-inference-inference-0.yaml", entries[0].Name())
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources: []\n"), 0o644))
+	_, stderr, err = run(t, "", "render", "-f", story4, "-o", dir, "--replace")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "holds files an earlier render did not write (kustomization.yaml)")
+}
+
+// TestObjectsAreUniqueAcrossEverythingRendered: service "a" with role "b-c" and service "a-b"
+// with role "c" both make LeaderWorkerSet a-b-c-0; rendered together they are refused, with both
+// sources. A file given twice is refused rather than rendered twice.
+func TestObjectsAreUniqueAcrossEverythingRendered(t *testing.T) {
+	service := func(name, role string) string {
+		return fmt.Sprintf("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: %s}\nspec:\n  roles:\n"+
+			"  - {name: %s, componentType: worker, template: {spec: {containers: [{name: vllm, image: vllm/vllm-openai:v0.11.0}]}}}\n", name, role)
+	}
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first.yaml"), filepath.Join(dir, "second.yaml")
+	require.NoError(t, os.WriteFile(first, []byte(service("a", "b-c")), 0o644))
+	require.NoError(t, os.WriteFile(second, []byte(service("x", "y")+"---\n"+service("a-b", "c")), 0o644))
+	stdout, stderr, err := run(t, "", "render", "-f", first, "-f", second)
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, second+`:8: InferenceService "a-b": LeaderWorkerSet default/a-b-c-0 is also an object of `+first+`:1: InferenceService "a"`)
+
+	stdout, stderr, err = run(t, "", "render", "-f", first, "-f", first)
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, first+": given twice with -f")
+	_, _, err = run(t, "", "render", "-f", first, "-f", second, "-n", "other")
+	require.Error(t, err, "the same names in one namespace still collide")
+}
+
 const badServices = `apiVersion: fusioninfer.io/v1alpha1
 kind: InferenceService
 metadata:
@@ -180,15 +240,14 @@ func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
 	assert.Empty(t, stdout, "nothing is printed when anything is refused")
 	badLine := strings.Count(string(good), "\n") + 2 // after the good document and the separator
 	typoLine := badLine + 16
-	for _, want := range []string{
-		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine),
-		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to`, badLine),
-		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role`, badLine),
-		fmt.Sprintf(`-: document at line %d: unknown field "spec.roles[0].replica"`, typoLine),
+	// Each problem is at the line of its field (or of the field's parent, when it is missing).
+	assert.Equal(t, strings.Join([]string{
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role to receive KV caches from`, badLine+5),
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine+9),
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}`, badLine+13),
+		fmt.Sprintf(`-:%d: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`, typoLine+8),
 		"4 problem(s); nothing rendered",
-	} {
-		assert.Contains(t, stderr, want)
-	}
+	}, "\n")+"\n", stderr)
 }
 
 func TestHelpExplainsItself(t *testing.T) {
@@ -228,7 +287,7 @@ func TestMissingFileAndUnknownFlag(t *testing.T) {
 
 func TestPlanReproducesTheSeedTable(t *testing.T) {
 	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes", "10,8,6,4,2", "--gpus-per-node", "8")
-	require.NoError(t, err, stderr)
+	requireExit(t, 3, err, stderr) // a row is Blocked
 	for _, want := range []string{
 		"InferenceService deepseek-r1-disagg: 80 GPUs at full size, 48 GPUs for the gang's minimal set",
 		"not of every scheduler plugin",
@@ -246,7 +305,7 @@ func TestPlanReproducesTheSeedTable(t *testing.T) {
 // TestPlanOfAnAutoscaledService: the base, the minimal set and the maximum, elastic replicas last.
 func TestPlanOfAnAutoscaledService(t *testing.T) {
 	stdout, stderr, err := run(t, "", "plan", "-f", "../../examples/manifests/autoscaling-pd.yaml", "--nodes", "6", "--gpus-per-node", "8")
-	require.NoError(t, err, stderr)
+	requireExit(t, 2, err, stderr) // Partial
 	assert.Contains(t, stdout, "InferenceService deepseek-autoscaled: 104 GPUs at maxReplicas, 40 GPUs for the base replicas, 24 GPUs for the gang's minimal set")
 	assert.Contains(t, stdout, "Partial (prefill-0, decode-0, decode-1, prefill-elastic-0)")
 	assert.Contains(t, stdout, "decode-elastic-0, decode-elastic-1, decode-elastic-2 wait: each needs 2 pods of 8 GPUs")
@@ -259,13 +318,13 @@ func TestPlanWithANodesFileAndManyReplicas(t *testing.T) {
 	nodes := filepath.Join(t.TempDir(), "nodes.yaml")
 	require.NoError(t, os.WriteFile(nodes, []byte("nodes:\n  - {name: gpu, count: 5, gpus: 2}\n"), 0o644))
 	stdout, stderr, err := run(t, "", "plan", "-f", "../../examples/manifests/qwen-pd-nixl.yaml", "--nodes-file", nodes)
-	require.NoError(t, err, stderr)
+	requireExit(t, 2, err, stderr)
 	assert.Contains(t, stdout, "scheduled           scheduled           scheduled          scheduled          scheduled          pending")
 	assert.Contains(t, stdout, "Partial (prefill-0, prefill-1, decode-0, decode-1, decode-2)")
 
 	// 1,250 replicas: one column per role. The minimal set first, then extras in role order.
 	stdout, stderr, err = run(t, "", "plan", "-f", "../../tests/perf/testdata/pd-1000-decode-250-prefill.yaml", "--nodes", "600", "--gpus-per-node", "8")
-	require.NoError(t, err, stderr)
+	requireExit(t, 2, err, stderr)
 	assert.Contains(t, stdout, "prefill (scheduled/replicas)  decode (scheduled/replicas)  SERVICE")
 	assert.Contains(t, stdout, "250/250                       25/1000                      Partial")
 }
@@ -292,10 +351,10 @@ func TestPlanRefusesBadInput(t *testing.T) {
 func TestPlanWithTopology(t *testing.T) {
 	nodes := "../../examples/nodes/two-spines.yaml"
 	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes-file", nodes)
-	require.NoError(t, err, stderr)
+	requireExit(t, 0, err, stderr)
 	assert.Contains(t, stdout, "scheduled           scheduled           Full")
 	stdout, stderr, err = run(t, "", "plan", "-f", "../../examples/manifests/deepseek-topology-queue.yaml", "--nodes-file", nodes)
-	require.NoError(t, err, stderr)
+	requireExit(t, 3, err, stderr)
 	assert.Contains(t, stdout, "pending              pending             pending             Blocked",
 		"spine-1's leaves hold 3 nodes (a decode replica needs 4 in one leaf); spine-2 holds 4 (the minimal set needs 6)")
 }
@@ -339,14 +398,14 @@ func TestNeverSilent(t *testing.T) {
 // not described with one.
 func TestPlanSaysWhy(t *testing.T) {
 	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes", "20,6", "--gpus-per-node", "4")
-	require.NoError(t, err, stderr)
+	requireExit(t, 3, err, stderr)
 	assert.Contains(t, stdout, "  80 GPUs (20 x 4): each prefill pod needs 8 nvidia.com/gpu on one node; the largest node has 4\n")
 	assert.Contains(t, stdout, "  24 GPUs (6 x 4): each decode pod needs 8 nvidia.com/gpu on one node; the largest node has 4\n")
 	stdout, stderr, err = run(t, "", "plan", "-f", story4, "--nodes", "6", "--gpus-per-node", "8")
-	require.NoError(t, err, stderr)
+	requireExit(t, 2, err, stderr)
 	assert.Contains(t, stdout, "  48 GPUs (6 x 8): decode-1 waits: it needs 4 pods of 8 GPUs, and 0 GPUs are free beside the placed replicas\n")
 	stdout, stderr, err = run(t, "", "plan", "-f", "../../examples/manifests/story1-monolithic.yaml", "--nodes", "0", "--gpus-per-node", "8")
-	require.NoError(t, err, stderr)
+	requireExit(t, 3, err, stderr)
 	assert.NotContains(t, stdout, "gang")
 	assert.Contains(t, stdout, "each replica is placed on its own (no PodGroup)")
 }

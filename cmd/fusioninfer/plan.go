@@ -34,6 +34,9 @@ PodGroup this service emits: the gang's minimal set (minRoleReplicas of every ro
 nothing, then each further replica whole when it fits. It prints one row per cluster, one column per
 replica, and the service's status: Full, Partial or Blocked.
 
+Exit status: 0 when every service is Full on every cluster given, 2 when one is Partial (and none
+Blocked), 3 when one is Blocked, 1 an error.
+
 It is a prediction of the gang rules counting GPUs only, with hard network-topology policies when
 the nodes file gives topology; it is not a prediction of every scheduler plugin (CPU, memory,
 affinity, taints and soft policies are not modelled).
@@ -108,22 +111,35 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error 
 		}
 		return errInvalidInput
 	}
+	worst := 0
 	for _, tree := range trees {
-		if err := writePlan(stdout, tree, clusters, labels); err != nil {
+		code, err := writePlan(stdout, tree, clusters, labels)
+		if err != nil {
 			return err
 		}
+		worst = max(worst, code)
+	}
+	if worst != 0 {
+		return exitCode(worst)
 	}
 	return nil
 }
 
-func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, labels []string) error {
+// planExitCodes are plan's exit status for a service's status on a cluster; the command exits
+// with the worst of every service on every cluster given (the table is printed either way).
+var planExitCodes = map[planner.ServiceStatus]int{planner.Full: 0, planner.Partial: 2, planner.Blocked: 3}
+
+// writePlan prints a service's table and returns its exit status on the clusters given.
+func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, labels []string) (int, error) {
 	var predictions []*planner.Prediction
+	code := 0
 	for _, c := range clusters {
 		p, err := planner.Predict(tree.Service, c)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		predictions = append(predictions, p)
+		code = max(code, planExitCodes[p.Status])
 	}
 	first := predictions[0]
 	fullSize := fmt.Sprintf("%d GPUs at full size", first.GPUsFull)
@@ -184,7 +200,7 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 		}
 	}
 	fmt.Fprintln(w)
-	return nil
+	return code, nil
 }
 
 func serviceCell(p *planner.Prediction, perReplica bool) string {

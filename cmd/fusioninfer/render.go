@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -20,6 +21,7 @@ type renderOptions struct {
 	files     []string
 	namespace string
 	outputDir string
+	replace   bool
 	summary   bool
 }
 
@@ -44,6 +46,7 @@ and exits non-zero.`,
 	cmd.Flags().StringArrayVarP(&opts.files, "filename", "f", nil, `manifest file to render ("-" for stdin); repeatable`)
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for services that name none (default \"default\")")
 	cmd.Flags().StringVarP(&opts.outputDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout")
+	cmd.Flags().BoolVar(&opts.replace, "replace", false, "with -o: delete the object files of an earlier render in the directory first")
 	cmd.Flags().BoolVar(&opts.summary, "summary", false, "print a summary of roles, pods, GPUs and gang keys (as YAML comments) before the objects")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -62,7 +65,7 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 		return errInvalidInput
 	}
 	if opts.outputDir != "" {
-		return writeObjectFiles(opts.outputDir, trees, stdout)
+		return writeObjectFiles(opts.outputDir, opts.replace, trees, stdout)
 	}
 	var out bytes.Buffer
 	for _, tree := range trees {
@@ -80,60 +83,101 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 }
 
 // loadTrees decodes, validates and builds every service of every input; it returns either all
-// trees or every problem found (in file and line order), never a mix.
-// A file that cannot be read is an error of its own: nothing is checked after it.
+// trees or every problem found (in file and line order), never a mix. Objects are unique across
+// everything rendered together: two that share a kind, namespace and name are refused with both
+// sources. A file that cannot be read is an error of its own: nothing is checked after it.
 func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string, error) {
 	var trees []*topology.Tree
+	var sources []string // where each tree's service is, "file:line"
 	var problems []string
+	given := map[string]bool{}
 	for _, file := range opts.files {
+		if key := filepath.Clean(file); given[key] {
+			problems = append(problems, fmt.Sprintf("%s: given twice with -f; its services would be rendered twice", file))
+			continue
+		} else {
+			given[key] = true
+		}
 		data, err := readInput(stdin, file)
 		if err != nil {
 			return nil, nil, err
 		}
-		fileTrees, fileProblems := loadFile(file, data, opts.namespace)
+		fileTrees, fileSources, fileProblems := loadFile(file, data, opts.namespace)
 		trees = append(trees, fileTrees...)
+		sources = append(sources, fileSources...)
 		problems = append(problems, fileProblems...)
 	}
+	problems = append(problems, duplicateObjects(trees, sources)...)
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
 	return trees, problems, nil
 }
 
-// loadFile builds the services of one file; its problems come in line order.
-func loadFile(file string, data []byte, namespace string) ([]*topology.Tree, []string) {
+// duplicateObjects: objects of different services that would be the same Kubernetes object (one
+// service "a" with role "b-c", another "a-b" with role "c": two LeaderWorkerSets a-b-c-0), each
+// named with the two services it comes from.
+func duplicateObjects(trees []*topology.Tree, sources []string) []string {
+	type identity struct{ apiVersion, kind, namespace, name string }
+	first := map[identity]int{}
+	var problems []string
+	for i, tree := range trees {
+		for _, obj := range tree.Objects {
+			id := identity{obj.APIVersion, obj.Kind, obj.Namespace, obj.Name}
+			j, seen := first[id]
+			switch {
+			case !seen:
+				first[id] = i
+			case j != i:
+				problems = append(problems, fmt.Sprintf("%s: %s %s/%s is also an object of %s; rename one of the services or roles",
+					sources[i], obj.Kind, obj.Namespace, obj.Name, sources[j]))
+			}
+		}
+	}
+	return problems
+}
+
+// loadFile builds the services of one file; its problems come in line order, each at the line
+// of the field it names.
+func loadFile(file string, data []byte, namespace string) ([]*topology.Tree, []string, []string) {
 	type problem struct {
 		line int
 		text string
 	}
 	var trees []*topology.Tree
+	var sources []string
 	var problems []problem
 	docs, errs := api.Decode(data)
 	for _, err := range errs {
-		line := 0
 		var decodeErr *api.DecodeError
-		if errors.As(err, &decodeErr) {
-			line = decodeErr.Line
+		if !errors.As(err, &decodeErr) {
+			problems = append(problems, problem{0, fmt.Sprintf("%s: %v", file, err)})
+			continue
 		}
-		problems = append(problems, problem{line, fmt.Sprintf("%s: %v", file, err)})
+		for _, p := range decodeErr.Problems {
+			problems = append(problems, problem{p.Line, fmt.Sprintf("%s:%d: %s", file, p.Line, p.Message)})
+		}
 	}
 	for _, doc := range docs {
 		svc := doc.Service
-		where := fmt.Sprintf("%s:%d: InferenceService %q", file, doc.Line, svc.Name)
+		service := fmt.Sprintf("InferenceService %q", svc.Name)
 		if namespace != "" {
 			if svc.Namespace != "" && svc.Namespace != namespace {
-				problems = append(problems, problem{doc.Line, fmt.Sprintf(
-					"%s: metadata.namespace: Invalid value: %q: does not match --namespace %q", where, svc.Namespace, namespace)})
+				line := doc.LineOf("metadata.namespace")
+				problems = append(problems, problem{line, fmt.Sprintf(
+					"%s:%d: %s: metadata.namespace: Invalid value: %q: does not match --namespace %q", file, line, service, svc.Namespace, namespace)})
 				continue
 			}
 			svc.Namespace = namespace
 		}
 		tree, verrs := topology.Build(svc)
 		for _, e := range verrs {
-			problems = append(problems, problem{doc.Line, fmt.Sprintf("%s: %v", where, e)})
+			line := doc.LineOf(e.Field)
+			problems = append(problems, problem{line, fmt.Sprintf("%s:%d: %s: %v", file, line, service, e)})
 		}
 		if tree != nil {
 			trees = append(trees, tree)
+			sources = append(sources, fmt.Sprintf("%s:%d: %s", file, doc.Line, service))
 		}
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].line < problems[j].line })
@@ -141,7 +185,7 @@ func loadFile(file string, data []byte, namespace string) ([]*topology.Tree, []s
 	for i, p := range problems {
 		texts[i] = p.text
 	}
-	return trees, texts
+	return trees, sources, texts
 }
 
 func readInput(stdin io.Reader, file string) ([]byte, error) {
@@ -155,11 +199,36 @@ func readInput(stdin io.Reader, file string) ([]byte, error) {
 	return data, nil
 }
 
-// writeObjectFiles writes each object to its own file, prefixed with its apply position so that
-// `kubectl apply -f DIR` applies them in order.
-func writeObjectFiles(dir string, trees []*topology.Tree, stdout io.Writer) error {
+// objectFileName is the name of an object's file in an output directory: its apply position,
+// so that `kubectl apply -f DIR` applies them in order, then what it is.
+var objectFileName = regexp.MustCompile(`^[0-9]{4}-.+\.yaml$`)
+
+// writeObjectFiles writes each object to its own file in dir. The directory must be new or
+// empty: an earlier render's files left beside the new ones would be applied too. With replace,
+// the object files of an earlier render are deleted first (and nothing else is).
+func writeObjectFiles(dir string, replace bool, trees []*topology.Tree, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, e := range entries {
+		if replace && e.Type().IsRegular() && objectFileName.MatchString(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+			continue
+		}
+		others = append(others, e.Name())
+	}
+	switch {
+	case len(others) > 0 && replace:
+		return fmt.Errorf("-o %s holds files an earlier render did not write (%s); give an empty directory", dir, strings.Join(others, ", "))
+	case len(others) > 0:
+		return fmt.Errorf("-o %s is not empty (%d files): `kubectl apply -f %s` would apply an earlier render's objects too; give --replace to delete them first, or an empty directory", dir, len(others), dir)
 	}
 	n := 0
 	for _, tree := range trees {

@@ -61,11 +61,53 @@ Exit status: 0 Running, 2 not running yet, 3 failed (waiting will not help), 1 a
 	return cmd
 }
 
+// statusError is what status prints on stdout under -o json when it cannot report: the error,
+// and the manifest's problems when it was refused, so that a tool reading stdout gets JSON either
+// way.
+type statusError struct {
+	Error    string   `json:"error"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// inputProblems are a manifest's problems, each printed on its own line.
+type inputProblems []string
+
+func (p inputProblems) Error() string { return fmt.Sprintf("%d problem(s) in the manifest", len(p)) }
+
 func runStatus(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, opts statusOptions) error {
 	if opts.output != "text" && opts.output != "json" {
 		return fmt.Errorf("-o %q: give text or json", opts.output)
 	}
-	services, err := statusTargets(stdin, stderr, opts)
+	err := reportStatus(ctx, stdin, stdout, opts)
+	var code exitCode
+	var problems inputProblems
+	switch {
+	case err == nil || errors.As(err, &code):
+		return err
+	case opts.output == "json":
+		report := statusError{Error: oneLine(err.Error())}
+		if errors.As(err, &problems) {
+			report.Problems = problems
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if encErr := enc.Encode(report); encErr != nil {
+			return encErr
+		}
+		fmt.Fprintf(stderr, "fusioninfer: %s\n", report.Error)
+		return errReported
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		return errInvalidInput
+	}
+	return err
+}
+
+// reportStatus prints the status of every service, and returns the worst exit code.
+func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts statusOptions) error {
+	services, err := statusTargets(stdin, opts)
 	if err != nil {
 		return err
 	}
@@ -117,7 +159,7 @@ type statusTarget struct {
 	svc             *api.InferenceService
 }
 
-func statusTargets(stdin io.Reader, stderr io.Writer, opts statusOptions) ([]statusTarget, error) {
+func statusTargets(stdin io.Reader, opts statusOptions) ([]statusTarget, error) {
 	switch {
 	case len(opts.files) > 0 && opts.name != "":
 		return nil, errors.New("give -f FILE or --name NAME, not both")
@@ -135,10 +177,7 @@ func statusTargets(stdin io.Reader, stderr io.Writer, opts statusOptions) ([]sta
 		return nil, err
 	}
 	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p)
-		}
-		return nil, errInvalidInput
+		return nil, inputProblems(problems)
 	}
 	var out []statusTarget
 	for _, tree := range trees {

@@ -2,15 +2,21 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
 )
 
 // fakeAPIServer answers the status command's reads as a cluster would: empty lists, except what
@@ -84,9 +90,42 @@ func TestStatusBadInput(t *testing.T) {
 			assert.Contains(t, errOut.String(), tc.want)
 			assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line: %q", errOut.String())
 		})
+		if slices.Contains(tc.args, "-o") {
+			continue
+		}
+		// Under -o json a tool reads the same error from stdout, as JSON.
+		t.Run(tc.name+" as JSON", func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runMain(append(tc.args, "-o", "json"), strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, 1, code)
+			var report statusError
+			require.NoError(t, json.Unmarshal(out.Bytes(), &report), out.String())
+			assert.Contains(t, "fusioninfer: "+report.Error, tc.want)
+		})
 	}
 	var out, errOut bytes.Buffer
 	runMain([]string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, []string{"leaderworkerset.x-k8s.io"}, nil, onePod)},
 		strings.NewReader(""), &out, &errOut)
 	assert.Contains(t, errOut.String(), "has no leaderworkersets API (leaderworkerset.x-k8s.io/v1): LeaderWorkerSet (install LWS)")
+}
+
+// TestStatusErrorsAsJSON: a refused manifest under -o json gives its problems in the JSON; with no
+// kubeconfig at all the error says so, not client-go's KUBERNETES_MASTER hint.
+func TestStatusErrorsAsJSON(t *testing.T) {
+	bad := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\nspec:\n  roles:\n  - {name: a, componentType: worker, replica: 2}\n"
+	var out, errOut bytes.Buffer
+	require.Equal(t, 1, runMain([]string{"status", "-f", "-", "-o", "json"}, strings.NewReader(bad), &out, &errOut))
+	var report statusError
+	require.NoError(t, json.Unmarshal(out.Bytes(), &report), out.String())
+	assert.Equal(t, []string{`-:6: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`}, report.Problems)
+
+	cmd := exec.Command(testcli.Binary(t), "status", "--name", "x", "-o", "json")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(v string) bool {
+		return strings.HasPrefix(v, "KUBECONFIG=") || strings.HasPrefix(v, "HOME=")
+	}), "HOME="+t.TempDir())
+	stdout, err := cmd.Output()
+	require.Error(t, err)
+	require.NoError(t, json.Unmarshal(stdout, &report), string(stdout))
+	assert.Contains(t, report.Error, "no cluster to read: no kubeconfig found")
+	assert.NotContains(t, report.Error, "KUBERNETES_MASTER")
 }

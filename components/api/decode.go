@@ -19,17 +19,29 @@ import (
 type Document struct {
 	Service *InferenceService
 	// Line is the 1-based line of the file where the document starts.
-	Line int
+	Line  int
+	lines manifestLines
 }
 
 // DecodeError reports every problem found in one document of a manifest stream.
 type DecodeError struct {
+	// Line is the 1-based line where the document starts.
 	Line     int
-	Problems []string
+	Problems []Problem
+}
+
+// Problem is one problem of a document, at the line of the field it names.
+type Problem struct {
+	Line    int
+	Message string
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("document at line %d: %s", e.Line, strings.Join(e.Problems, "; "))
+	texts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		texts[i] = fmt.Sprintf("line %d: %s", p.Line, p.Message)
+	}
+	return strings.Join(texts, "; ")
 }
 
 // Decode reads a multi-document YAML stream of InferenceServices. Decoding is strict: an unknown
@@ -42,30 +54,49 @@ func Decode(data []byte) ([]Document, []error) {
 		if isBlank(chunk.text) {
 			continue
 		}
-		svc, err := decodeOne(chunk.text, chunk.line)
+		svc, lines, err := decodeOne(chunk.text, chunk.line)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
 		case svc != nil: // a document that is only comments, or null ("~", "&anchor"), holds no service
-			docs = append(docs, Document{Service: svc, Line: chunk.line})
+			docs = append(docs, Document{Service: svc, Line: chunk.line, lines: lines})
 		}
 	}
 	return docs, errs
 }
 
-func decodeOne(text []byte, startLine int) (*InferenceService, error) {
+func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, error) {
 	jsonData, err := yaml.YAMLToJSONStrict(text)
 	if err != nil {
-		return nil, &DecodeError{Line: startLine, Problems: []string{absoluteYAMLLines(err.Error(), startLine)}}
+		line := startLine
+		if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1]) // the pattern matched digits
+			line = n + startLine - 1
+		}
+		return nil, manifestLines{}, &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
 	}
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
-		return nil, nil
+		return nil, manifestLines{}, nil
 	}
+	lines := newManifestLines(text, startLine)
 	svc, problems := decodeJSON(jsonData)
 	if len(problems) > 0 {
-		return nil, &DecodeError{Line: startLine, Problems: problems}
+		located := make([]Problem, len(problems))
+		for i, p := range problems {
+			located[i] = Problem{Line: lines.line(p.path), Message: p.message}
+		}
+		return nil, lines, &DecodeError{Line: startLine, Problems: located}
 	}
-	return svc, nil
+	return svc, lines, nil
+}
+
+// LineOf is the manifest line of the field at path (a field.Error's Field), or of its deepest
+// parent the document has.
+func (d Document) LineOf(path string) int {
+	if d.lines.root == nil {
+		return d.Line
+	}
+	return d.lines.line(path)
 }
 
 // DecodeService decodes one InferenceService given as JSON, as strictly as a manifest: the
@@ -73,25 +104,86 @@ func decodeOne(text []byte, startLine int) (*InferenceService, error) {
 func DecodeService(jsonData []byte) (*InferenceService, error) {
 	svc, problems := decodeJSON(jsonData)
 	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "; "))
+		texts := make([]string, len(problems))
+		for i, p := range problems {
+			texts[i] = p.message
+		}
+		return nil, errors.New(strings.Join(texts, "; "))
 	}
 	return svc, nil
 }
 
-// decodeJSON is strict decoding: an unknown or duplicated field is a problem naming its path.
-func decodeJSON(jsonData []byte) (*InferenceService, []string) {
-	var svc InferenceService
-	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &svc)
-	if err != nil {
-		return nil, []string{typeProblem(err)}
+// withoutIndexes is a field path as encoding/json names a field: its names and map keys,
+// dot-separated, without list indexes.
+func withoutIndexes(path string) string {
+	var names []string
+	for _, segment := range pathSegments(path) {
+		if _, err := strconv.Atoi(segment); err != nil {
+			names = append(names, segment)
+		}
 	}
-	var problems []string
+	return strings.Join(names, ".")
+}
+
+// decodeProblem is a decoding problem and the field path it is at.
+type decodeProblem struct {
+	path, message string
+	// typeError: a value of the wrong type, which ends decoding.
+	typeError bool
+}
+
+var serviceType = reflect.TypeFor[InferenceService]()
+
+// strictDecode decodes JSON into the struct into points to: an unknown or duplicated field is a
+// problem naming its path (an unknown one with the known field it is nearest to), and a value of
+// the wrong type is the one problem, naming its path with list indexes.
+func strictDecode(jsonData []byte, into any) []decodeProblem {
+	root := reflect.TypeOf(into).Elem()
+	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, into)
+	if err != nil {
+		return []decodeProblem{typeProblem(jsonData, err, root)}
+	}
+	var problems []decodeProblem
 	for _, e := range strictErrs {
-		problems = append(problems, e.Error())
+		problem := decodeProblem{message: e.Error()}
+		if located, ok := e.(interface{ FieldPath() string }); ok {
+			problem.path = located.FieldPath()
+			if strings.HasPrefix(e.Error(), "unknown field") {
+				if near := didYouMean(root, problem.path); near != "" {
+					problem.message += fmt.Sprintf(" (did you mean %q?)", near)
+				}
+			}
+		}
+		problems = append(problems, problem)
+	}
+	return problems
+}
+
+// DecodeStrictly decodes JSON into the struct into points to as strictly as a manifest (every
+// unknown or duplicated field, or the value of the wrong type, named by its path); the error
+// holds every problem.
+func DecodeStrictly(jsonData []byte, into any) error {
+	problems := strictDecode(jsonData, into)
+	if len(problems) == 0 {
+		return nil
+	}
+	texts := make([]string, len(problems))
+	for i, p := range problems {
+		texts[i] = p.message
+	}
+	return errors.New(strings.Join(texts, "; "))
+}
+
+// decodeJSON is strict decoding of a service, with its apiVersion and kind checked.
+func decodeJSON(jsonData []byte) (*InferenceService, []decodeProblem) {
+	var svc InferenceService
+	problems := strictDecode(jsonData, &svc)
+	if len(problems) == 1 && problems[0].typeError {
+		return nil, problems
 	}
 	if svc.APIVersion != APIVersion || svc.Kind != Kind {
-		problems = append(problems, fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
-			svc.APIVersion, svc.Kind, APIVersion, Kind))
+		problems = append(problems, decodeProblem{path: "apiVersion", message: fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
+			svc.APIVersion, svc.Kind, APIVersion, Kind)})
 	}
 	if len(problems) > 0 {
 		return nil, problems
@@ -159,12 +251,19 @@ func absoluteYAMLLines(msg string, startLine int) string {
 }
 
 // typeProblem says which field has a value of the wrong type and what it must be, in the field
-// path form of every other problem ("spec.roles.replicas: must be an integer, not string "two"").
-// JSON decoding does not track list indexes, so a field in a list is named without its index.
-func typeProblem(err error) string {
+// path form of every other problem ("spec.roles[0].replicas: must be an integer, not string").
+// JSON decoding names the field without list indexes; valuePathAt finds them from the offset.
+func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	var typeErr *json.UnmarshalTypeError
-	if !errors.As(err, &typeErr) || typeErr.Field == "" {
-		return err.Error()
+	if !errors.As(err, &typeErr) {
+		return decodeProblem{message: err.Error(), typeError: true}
+	}
+	// A type's own UnmarshalJSON (intstr.IntOrString's) reports an offset within its value:
+	// the value found there is then not the field named (nor a map value of it), and the
+	// field's name is all there is.
+	path := valuePathAt(jsonData, typeErr.Offset, root)
+	if found := withoutIndexes(path); found != typeErr.Field && !strings.HasPrefix(found, typeErr.Field+".") {
+		path = typeErr.Field
 	}
 	want := "a " + typeErr.Type.String()
 	switch typeErr.Type.Kind() {
@@ -179,5 +278,8 @@ func typeProblem(err error) string {
 	case reflect.Map, reflect.Struct:
 		want = "an object"
 	}
-	return fmt.Sprintf("%s: must be %s, not %s", typeErr.Field, want, typeErr.Value)
+	if path == "" {
+		return decodeProblem{message: fmt.Sprintf("the document must be %s, not %s", want, typeErr.Value), typeError: true}
+	}
+	return decodeProblem{path, fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), true}
 }

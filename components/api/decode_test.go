@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,11 +59,11 @@ func TestDecodeIsStrict(t *testing.T) {
 	}{
 		"unknown field names its path": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec:\n  roles:\n  - name: a\n    componentType: worker\n    replica: 2\n",
-			want: []string{`document at line 1: unknown field "spec.roles[0].replica"`},
+			want: []string{`line 8: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`},
 		},
 		"unknown field inside the pod template": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec:\n  roles:\n  - name: a\n    componentType: worker\n    template: {spec: {contianers: []}}\n",
-			want: []string{`unknown field "spec.roles[0].template.spec.contianers"`},
+			want: []string{`line 8: unknown field "spec.roles[0].template.spec.contianers" (did you mean "containers"?)`},
 		},
 		"duplicate field": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: []}\nspec: {roles: []}\n",
@@ -70,7 +71,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		},
 		"syntax error names its line in the whole stream": {
 			yaml: twoServices + "---\napiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata:\n  name: [unclosed\n",
-			want: []string{"document at line 21", "yaml: line 24: did not find expected"},
+			want: []string{"line 24: yaml: line 24: did not find expected"},
 		},
 		"wrong kind": {
 			yaml: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {roles: []}\n",
@@ -78,7 +79,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		},
 		"wrong type": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: [{name: a, componentType: worker, replicas: two}]}\n",
-			want: []string{"spec.roles.replicas: must be an integer, not string"},
+			want: []string{"line 4: spec.roles[0].replicas: must be an integer, not string"},
 		},
 	}
 	for name, tc := range cases {
@@ -97,20 +98,82 @@ func TestDecodeReportsEveryBadDocument(t *testing.T) {
 	docs, errs := Decode([]byte(bad + "---\n" + bad))
 	assert.Empty(t, docs)
 	require.Len(t, errs, 2)
-	assert.Contains(t, errs[1].Error(), "document at line 6")
+	assert.Contains(t, errs[1].Error(), `line 9: unknown field "spec.rolez" (did you mean "roles"?)`)
 }
 
 // TestWrongTypesNameTheFieldAndWhatItMustBe: a value of the wrong type (a Python program can send
 // one) is refused with the field's path and the type it must have, as every other problem is.
 func TestWrongTypesNameTheFieldAndWhatItMustBe(t *testing.T) {
 	for doc, want := range map[string]string{
-		"spec: {roles: [{name: b, componentType: worker, replicas: two}]}":               "spec.roles.replicas: must be an integer, not string",
-		"spec: {roles: [{name: b, componentType: worker, multinode: {nodeCount: 2.5}}]}": "spec.roles.multinode.nodeCount: must be an integer, not number 2.5",
+		"spec: {roles: [{name: b, componentType: worker, replicas: two}]}":                                   "spec.roles[0].replicas: must be an integer, not string",
+		"spec: {roles: [{name: a, componentType: worker}, {name: b, componentType: worker, replicas: two}]}": "spec.roles[1].replicas: must be an integer, not string",
+		"spec: {roles: [{name: b, componentType: worker, multinode: {nodeCount: 2.5}}]}":                     "spec.roles[0].multinode.nodeCount: must be an integer, not number 2.5",
 		"spec: {roles: {a: 1}}": "spec.roles: must be a list, not object",
-		"spec: {roles: [{name: b, componentType: worker, shadowService: yes-please}]}": "spec.roles.shadowService: must be true or false, not string",
+		"spec: {roles: [{name: b, componentType: worker, shadowService: yes-please}]}":                              "spec.roles[0].shadowService: must be true or false, not string",
+		"metadata: {name: a, labels: {team: 3}}\nspec: {roles: []}":                                                 "metadata.labels[team]: must be a string, not number",
+		"spec: {roles: [{name: b, componentType: worker, template: {spec: {containers: [{name: c, args: [1]}]}}}]}": "spec.roles[0].template.spec.containers[0].args[0]: must be a string, not number",
 	} {
-		_, errs := Decode([]byte("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\n" + doc + "\n"))
+		header := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\n"
+		if !strings.HasPrefix(doc, "metadata") {
+			header += "metadata: {name: a}\n"
+		}
+		_, errs := Decode([]byte(header + doc + "\n"))
 		require.Len(t, errs, 1, doc)
 		assert.Contains(t, errs[0].Error(), want, doc)
+	}
+}
+
+// TestProblemsNameTheirFieldsLine: a problem found after decoding (a rule of validation) is put
+// at the line of the field it names, or of the deepest parent there is when the field is missing.
+func TestProblemsNameTheirFieldsLine(t *testing.T) {
+	manifest := twoServices + `---
+apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata:
+  name: third
+spec:
+  roles:
+    - name: a
+      componentType: worker
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.11.0
+              resources:
+                limits: {nvidia.com/gpu: "-2"}
+`
+	docs, errs := Decode([]byte(manifest))
+	require.Empty(t, errs)
+	require.Len(t, docs, 3)
+	third := docs[2]
+	assert.Equal(t, 21, third.Line)
+	for path, line := range map[string]int{
+		"metadata.name":                                   24,
+		"spec.roles[0].componentType":                     28,
+		"spec.roles[0].template.spec.containers[0].image": 33,
+		"spec.roles[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]": 35,
+		"spec.roles[0].replicas": 27, // missing: the role's line
+		"spec.gangPolicy.mode":   25, // missing: spec's line
+		"spec.roles[3].name":     26, // no such role: the list's line
+	} {
+		assert.Equal(t, line, third.LineOf(path), path)
+	}
+	assert.Equal(t, 5, docs[0].LineOf("metadata.name"))
+}
+
+// TestDidYouMean: an unknown field's hint is the nearest known field of the same object, and none
+// when no field is near.
+func TestDidYouMean(t *testing.T) {
+	for path, want := range map[string]string{
+		"spec.roles[0].replica":       "replicas",
+		"spec.roles[0].componenttype": "componentType",
+		"spec.rolez":                  "roles",
+		"metadata.nmae":               "name",
+		"spec.roles[0].template.spec.containers[0].imag": "image",
+		"spec.roles[0].zzzzzzzz":                         "",
+		"metadata.labels[x].y":                           "",
+	} {
+		assert.Equal(t, want, didYouMean(serviceType, path), path)
 	}
 }

@@ -258,6 +258,7 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	if len(podSpec.Containers) == 0 {
 		return append(errs, field.Required(specPath.Child("containers"), "the model-server container, first"))
 	}
+	errs = append(errs, validateGPUQuantities(podSpec, specPath)...)
 	server := &podSpec.Containers[ServingContainerIndex]
 	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
 	if server.Image == "" {
@@ -267,6 +268,44 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 		errs = append(errs, validateRayLaunch(server, serverPath)...)
 	}
 	return append(errs, validateParallelism(role, server, serverPath)...)
+}
+
+// validateGPUQuantities: a container's nvidia.com/gpu is a whole number of devices, at least 1
+// (an extended resource cannot be overcommitted or split: Kubernetes' own rule, which the API
+// server applies only at pod creation, after every replica was already planned from the count).
+// Its request, when given beside the limit, equals it.
+func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		name       string
+		containers []corev1.Container
+	}{{"initContainers", podSpec.InitContainers}, {"containers", podSpec.Containers}} {
+		for i := range list.containers {
+			resources := &list.containers[i].Resources
+			resourcesPath := specPath.Child(list.name).Index(i).Child("resources")
+			for _, kind := range []string{"limits", "requests"} {
+				values := resources.Limits
+				if kind == "requests" {
+					values = resources.Requests
+				}
+				q, found := values[GPUResourceName]
+				if !found {
+					continue
+				}
+				if n, whole := q.AsInt64(); !whole || n < 1 {
+					errs = append(errs, field.Invalid(resourcesPath.Child(kind).Key(string(GPUResourceName)), q.String(),
+						"a GPU count is a whole number of devices, at least 1 (remove it for a pod without GPUs)"))
+				}
+			}
+			limit, hasLimit := resources.Limits[GPUResourceName]
+			request, hasRequest := resources.Requests[GPUResourceName]
+			if hasLimit && hasRequest && limit.Cmp(request) != 0 {
+				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), request.String(),
+					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", limit.String())))
+			}
+		}
+	}
+	return errs
 }
 
 // validateRayLaunch checks that a multi-node server's command line can be wrapped by the Ray

@@ -5,7 +5,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	sigsjson "sigs.k8s.io/json"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,12 +38,8 @@ func ParseNodesFile(data []byte) (Cluster, error) {
 		return Cluster{}, err
 	}
 	var file NodesFile
-	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &file)
-	if err != nil {
-		return Cluster{}, err
-	}
-	if len(strictErrs) > 0 {
-		return Cluster{}, fmt.Errorf("%v", strictErrs)
+	if err := api.DecodeStrictly(jsonData, &file); err != nil {
+		return Cluster{}, fmt.Errorf("%w: a nodes file has nodes and, optionally, tiers", err)
 	}
 	var errs field.ErrorList
 	cluster := Cluster{TierNames: file.Tiers}

@@ -43,6 +43,10 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 	rules.ExplicitPath = kubeconfig
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) { // client-go's own message asks for KUBERNETES_MASTER
+		return nil, fmt.Errorf("no cluster to read: no kubeconfig found (KUBECONFIG is not set and %s does not exist); give --kubeconfig or set KUBECONFIG",
+			clientcmd.RecommendedHomeFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to read: %v; give --kubeconfig or set KUBECONFIG", firstLine(err.Error()))
 	}

@@ -1,0 +1,219 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/agext/levenshtein"
+	yamlv3 "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Where a decoding problem is: the field path of a value of the wrong type (JSON decoding reports
+// it without list indexes), the field names a misspelt one was probably meant to be, and the
+// manifest line of any field path. All three read paths in field.Path's form,
+// "spec.roles[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]".
+
+// pathSegments splits a field path into its names, indexes and keys.
+func pathSegments(path string) []string {
+	var segments []string
+	for len(path) > 0 {
+		switch path[0] {
+		case '.':
+			path = path[1:]
+		case '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return append(segments, path[1:])
+			}
+			segments = append(segments, path[1:end])
+			path = path[end+1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			segments = append(segments, path[:end])
+			path = path[end:]
+		}
+	}
+	return segments
+}
+
+// jsonFields are a struct type's fields by their JSON names, with those of inlined (embedded)
+// structs, as encoding/json sees them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		ft := indirect(f.Type)
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct || strings.Contains(opts, "inline") {
+			for n, inner := range jsonFields(ft) {
+				fields[n] = inner
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
+
+func indirect(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// child is the type of segment within t: a struct's field, a list's or map's element.
+func child(t reflect.Type, segment string) (reflect.Type, bool) {
+	if t == nil {
+		return nil, false
+	}
+	switch t = indirect(t); t.Kind() {
+	case reflect.Struct:
+		ft, ok := jsonFields(t)[segment]
+		return ft, ok
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return t.Elem(), true
+	}
+	return nil, false
+}
+
+// didYouMean is the known field nearest to the unknown one at path, under the type root: a
+// hint when the names are close (an edit or two, or a third of the name), else "".
+func didYouMean(root reflect.Type, path string) string {
+	segments := pathSegments(path)
+	if len(segments) == 0 {
+		return ""
+	}
+	t := root
+	for _, segment := range segments[:len(segments)-1] {
+		var ok bool
+		if t, ok = child(t, segment); !ok {
+			return ""
+		}
+	}
+	if t = indirect(t); t.Kind() != reflect.Struct {
+		return ""
+	}
+	unknown := segments[len(segments)-1]
+	best, bestDistance := "", max(2, len(unknown)/3)+1
+	for name := range jsonFields(t) {
+		distance := levenshtein.Distance(strings.ToLower(unknown), strings.ToLower(name), nil)
+		if distance < bestDistance || distance == bestDistance && name < best {
+			best, bestDistance = name, distance
+		}
+	}
+	return best
+}
+
+// valuePathAt is the field path of the JSON value that ends at offset (where encoding/json
+// reports a value of the wrong type), with list indexes, and map keys or struct fields as root's
+// types have them; "" if no value ends there.
+func valuePathAt(jsonData []byte, offset int64, root reflect.Type) string {
+	path, _ := walkTo(json.NewDecoder(bytes.NewReader(jsonData)), nil, root, offset)
+	return path
+}
+
+// walkTo reads one value at path, of type t, and what it holds; found when a value ends at or
+// after offset.
+func walkTo(dec *json.Decoder, path *field.Path, t reflect.Type, offset int64) (string, bool) {
+	token, err := dec.Token()
+	if err != nil {
+		return "", true
+	}
+	if dec.InputOffset() >= offset {
+		if path == nil {
+			return "", true
+		}
+		return path.String(), true
+	}
+	switch token {
+	case json.Delim('{'):
+		for dec.More() {
+			key, err := dec.Token()
+			name, ok := key.(string)
+			if err != nil || !ok {
+				return "", true
+			}
+			childPath := path.Child(name)
+			if t != nil && indirect(t).Kind() == reflect.Map {
+				childPath = path.Key(name)
+			}
+			ct, _ := child(t, name)
+			if found, done := walkTo(dec, childPath, ct, offset); done {
+				return found, true
+			}
+		}
+		_, _ = dec.Token()
+	case json.Delim('['):
+		et, _ := child(t, "")
+		for i := 0; dec.More(); i++ {
+			if found, done := walkTo(dec, path.Index(i), et, offset); done {
+				return found, true
+			}
+		}
+		_, _ = dec.Token()
+	}
+	return "", false
+}
+
+// manifestLines finds the line of a field in one YAML document.
+type manifestLines struct {
+	root *yamlv3.Node
+	// first is the document's first line in the whole stream.
+	first int
+}
+
+func newManifestLines(text []byte, first int) manifestLines {
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(text, &doc); err != nil || len(doc.Content) == 0 {
+		return manifestLines{first: first}
+	}
+	return manifestLines{root: doc.Content[0], first: first}
+}
+
+// line is the stream line of the field at path, or of its deepest parent the document has (a
+// required field that is missing is reported where its parent is).
+func (m manifestLines) line(path string) int {
+	node := m.root
+	if node == nil {
+		return m.first
+	}
+	at := node.Line
+	for _, segment := range pathSegments(path) {
+		for node.Kind == yamlv3.AliasNode && node.Alias != nil {
+			node = node.Alias
+		}
+		var next *yamlv3.Node
+		switch node.Kind {
+		case yamlv3.MappingNode:
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				if node.Content[i].Value == segment {
+					next, at = node.Content[i+1], node.Content[i].Line
+					break
+				}
+			}
+		case yamlv3.SequenceNode:
+			if i, err := strconv.Atoi(segment); err == nil && i >= 0 && i < len(node.Content) {
+				next, at = node.Content[i], node.Content[i].Line
+			}
+		}
+		if next == nil {
+			break
+		}
+		node = next
+	}
+	return at + m.first - 1
+}
