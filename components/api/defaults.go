@@ -298,12 +298,10 @@ func (r *Role) MaxUnavailableOrDefault() intstr.IntOrString {
 // RolloutBatchSize is how many of the role's replicas a rollout updates at once: maxUnavailable
 // resolved against the replicas (a percent rounded down), at least 1 (with maxUnavailable 0 and
 // maxSurge 1 each replica of the batch surges, so none is unavailable) and at most the replicas.
+// On a role that was not validated, a maxUnavailable that is no count or percent counts as the
+// default, as ScaleDownDelayOrDefault treats a duration that does not parse.
 func (r *Role) RolloutBatchSize() int32 {
-	n, err := resolveMaxUnavailable(r.MaxUnavailableOrDefault(), r.ReplicaCount())
-	if err != nil {
-		panic("rolloutStrategy of a validated role: " + err.Error())
-	}
-	return min(max(n, 1), r.ReplicaCount())
+	return min(max(r.maxUnavailableOf(r.ReplicaCount()), 1), r.ReplicaCount())
 }
 
 // ElasticMaxUnavailable is the maxUnavailable of an autoscaled role's elastic LWS, as a count: the
@@ -312,20 +310,22 @@ func (r *Role) RolloutBatchSize() int32 {
 // replicas the autoscaler set at that moment, and its webhook refuses a 0 without a surge: "25%"
 // of 3 elastic replicas failed a rollout (tests/e2e/autoscaling).
 func (r *Role) ElasticMaxUnavailable() int32 {
-	n, err := resolveMaxUnavailable(r.MaxUnavailableOrDefault(), r.ElasticReplicaLimit())
-	if err != nil {
-		panic("rolloutStrategy of a validated role: " + err.Error())
-	}
+	n := r.maxUnavailableOf(r.ElasticReplicaLimit())
 	if r.MaxSurge() > 0 {
 		return n
 	}
 	return max(n, 1)
 }
 
-// resolveMaxUnavailable is a count as it is, or a percent of replicas rounded down.
-func resolveMaxUnavailable(v intstr.IntOrString, replicas int32) (int32, error) {
-	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(replicas), false)
-	return int32(n), err
+// maxUnavailableOf is the role's maxUnavailable against replicas: a count as it is, or a percent
+// rounded down; the default's when the role's is neither (validation refuses it).
+func (r *Role) maxUnavailableOf(replicas int32) int32 {
+	for _, v := range []intstr.IntOrString{r.MaxUnavailableOrDefault(), DefaultMaxUnavailable} {
+		if n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(replicas), false); err == nil {
+			return int32(n)
+		}
+	}
+	return 0
 }
 
 // RolloutBatched reports whether rollouts go in batches: only when `pulumi up` awaits every

@@ -90,6 +90,8 @@ func TestRolloutBatchSize(t *testing.T) {
 		{replicas: 6, maxUnavailable: ptr.To(intstr.FromInt32(0)), want: 1}, // with a surge: one at a time
 		{replicas: 6, maxUnavailable: ptr.To(intstr.FromInt32(9)), want: 6},
 		{replicas: 6, maxUnavailable: ptr.To(intstr.FromString("100%")), want: 6},
+		// A role no validation has seen (a Go program calls the method): the default's, no panic.
+		{replicas: 8, maxUnavailable: ptr.To(intstr.FromString("half")), want: 2},
 	}
 	for _, tc := range cases {
 		role := Role{Replicas: ptr.To(int(tc.replicas))}
@@ -98,4 +100,7 @@ func TestRolloutBatchSize(t *testing.T) {
 		}
 		assert.Equal(t, tc.want, role.RolloutBatchSize(), "replicas %d maxUnavailable %v", tc.replicas, tc.maxUnavailable)
 	}
+	autoscaled := Role{ComponentType: ComponentTypeWorker, Replicas: ptr.To(2), Autoscaling: &Autoscaling{MinReplicas: ptr.To(2), MaxReplicas: 10},
+		RolloutStrategy: &RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString("half"))}}
+	assert.Equal(t, int32(2), autoscaled.ElasticMaxUnavailable(), "25% of 8 elastic replicas")
 }
