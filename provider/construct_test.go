@@ -99,3 +99,31 @@ func TestPreviewKeepsAnUnknownInsideATemplate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `{"name":"MODEL_CONFIGMAP","value":"qwen-config"}`)
 }
+
+// TestErrorsNameTheInputs: a TypeScript, Python or YAML program wrote the inputs, not a manifest;
+// the provider's errors name its fields (roles[0].replicas, namespace), not the manifest's
+// (spec.roles[0].replicas, metadata.namespace), whether decoding or validation refused them.
+func TestErrorsNameTheInputs(t *testing.T) {
+	role := func(fields map[string]property.Value) property.Map {
+		role := map[string]property.Value{"name": property.New("chat"), "componentType": property.New("worker")}
+		for k, v := range fields {
+			role[k] = v
+		}
+		return property.NewMap(map[string]property.Value{"roles": property.New(property.NewArray([]property.Value{property.New(property.NewMap(role))}))})
+	}
+	for _, tc := range []struct {
+		inputs property.Map
+		want   string
+	}{
+		{role(map[string]property.Value{"replicas": property.New(0.0)}), "roles[0].replicas: Invalid value: 0"},
+		{role(map[string]property.Value{"replica": property.New(2.0)}), `unknown field "roles[0].replica" (did you mean "replicas"?)`},
+		{role(map[string]property.Value{"replicas": property.New("two")}), "roles[0].replicas: must be an integer, not string"},
+		{role(nil).Set("namespace", property.New("Not_A_Label")), `namespace: Invalid value: "Not_A_Label"`},
+	} {
+		err := frontdoor.ConstructError(t, "svc", tc.inputs)
+		require.Error(t, err, tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.NotContains(t, err.Error(), "spec.")
+		assert.NotContains(t, err.Error(), "metadata.")
+	}
+}

@@ -66,11 +66,11 @@ func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.Cons
 	return p.ProgramConstruct(ctx, req, func(pctx *pulumi.Context, _, name string, inputs comProvider.ConstructInputs, opts pulumi.ResourceOption) (*comProvider.ConstructResult, error) {
 		svc, templates, err := decodeInputs(pctx, name, req.Inputs, inputs)
 		if err != nil {
-			return nil, err
+			return nil, inSDKNames(err)
 		}
 		component, err := inferenceservice.NewFromService(pctx, name, svc, templates, opts)
 		if err != nil {
-			return nil, err
+			return nil, inSDKNames(err)
 		}
 		return comProvider.NewConstructResult(component)
 	})

@@ -51,6 +51,17 @@ func ConstructedInputs(t *testing.T, name string, inputs property.Map, dryRun bo
 // sees every registration, one at a time.
 func construct(t *testing.T, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) {
 	t.Helper()
+	require.NoError(t, tryConstruct(t, name, inputs, dryRun, record))
+}
+
+// ConstructError is the provider's answer to inputs it refuses (nil if it constructs them).
+func ConstructError(t *testing.T, name string, inputs property.Map) error {
+	t.Helper()
+	return tryConstruct(t, name, inputs, false, func(integration.MockResourceArgs) {})
+}
+
+func tryConstruct(t *testing.T, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) error {
+	t.Helper()
 	var mu sync.Mutex
 	prov, err := provider.New()
 	require.NoError(t, err)
@@ -70,5 +81,5 @@ func construct(t *testing.T, name string, inputs property.Map, dryRun bool, reco
 		DryRun: dryRun,
 		Inputs: inputs,
 	})
-	require.NoError(t, err)
+	return err
 }
