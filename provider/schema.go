@@ -5,11 +5,14 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/blang/semver"
 	p "github.com/pulumi/pulumi-go-provider"
 	pschema "github.com/pulumi/pulumi/pkg/v3/codegen/schema"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
 // KubernetesVersion is the pulumi-kubernetes release whose PodTemplateSpec the pod templates are.
@@ -70,6 +73,7 @@ func rewriteSchema(raw string) (string, error) {
 		}
 		spec.Resources[token] = r
 	}
+	withEnums(&spec)
 	describe(&spec)
 	version := semver.MustParse(KubernetesVersion)
 	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
@@ -102,6 +106,70 @@ func upstreamType(t pschema.TypeSpec) pschema.TypeSpec {
 		t.AdditionalProperties = &values
 	}
 	return t
+}
+
+// withEnums gives every property of an enumerated type of the input model (api.Enum) its enum
+// type, fusioninfer:index:{Type}, with the values validation allows, found by walking the input
+// model's Go types from the spec: infer types such a field as a plain string.
+func withEnums(spec *pschema.PackageSpec) {
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type, props map[string]pschema.PropertySpec)
+	walk = func(t reflect.Type, props map[string]pschema.PropertySpec) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map {
+				ft = ft.Elem()
+			}
+			if enum, ok := reflect.New(ft).Elem().Interface().(api.Enum); ok && ft.Kind() == reflect.String {
+				token := typeToken(ft)
+				if _, declared := spec.Types[token]; !declared {
+					values := make([]pschema.EnumValueSpec, 0, len(enum.AllowedValues()))
+					for _, v := range enum.AllowedValues() {
+						values = append(values, pschema.EnumValueSpec{Value: v})
+					}
+					spec.Types[token] = pschema.ComplexTypeSpec{ObjectTypeSpec: pschema.ObjectTypeSpec{Type: "string",
+						Description: fmt.Sprintf("%s is one of: %s.", ft.Name(), strings.Join(enum.AllowedValues(), ", "))}, Enum: values}
+				}
+				if prop, ok := props[name]; ok {
+					prop.TypeSpec = withRef(prop.TypeSpec, "#/types/"+token)
+					props[name] = prop
+				}
+				continue
+			}
+			if ft.Kind() != reflect.Struct || ft.PkgPath() != t.PkgPath() || seen[ft] {
+				continue
+			}
+			seen[ft] = true
+			if typ, ok := spec.Types[typeToken(ft)]; ok {
+				walk(ft, typ.Properties)
+			}
+		}
+	}
+	for token, r := range spec.Resources {
+		walk(reflect.TypeFor[api.InferenceServiceSpec](), r.InputProperties)
+		spec.Resources[token] = r
+	}
+}
+
+// typeToken is a Go type of the input model as infer names it in the schema.
+func typeToken(t reflect.Type) string { return Name + ":index:" + t.Name() }
+
+// withRef is a property's type with its string values the enum at ref: the property itself, or
+// its items or values for a list or map of them.
+func withRef(t pschema.TypeSpec, ref string) pschema.TypeSpec {
+	switch {
+	case t.Items != nil:
+		items := withRef(*t.Items, ref)
+		t.Items = &items
+		return t
+	case t.AdditionalProperties != nil:
+		values := withRef(*t.AdditionalProperties, ref)
+		t.AdditionalProperties = &values
+		return t
+	}
+	return pschema.TypeSpec{Ref: ref}
 }
 
 //go:embed descriptions.json

@@ -93,7 +93,7 @@ func validateModelFlexibility(spec *InferenceServiceSpec, role *Role, rolePath *
 	path := rolePath.Child("modelFlexibility")
 	var errs field.ErrorList
 	if mf.Mode != DualPods {
-		errs = append(errs, field.NotSupported(path.Child("mode"), mf.Mode, []ModelFlexibilityMode{DualPods}))
+		errs = append(errs, field.NotSupported(path.Child("mode"), mf.Mode, mf.Mode.AllowedValues()))
 	}
 	switch {
 	case role.ComponentType != ComponentTypeWorker:

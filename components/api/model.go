@@ -182,7 +182,7 @@ func validateModel(m *Model, serviceName, owner string, path *field.Path) field.
 				fmt.Sprintf("the Run:ai streamer reads object storage: it needs an s3:// or gs:// source, not %s://", src.Scheme)))
 		}
 	default:
-		errs = append(errs, field.NotSupported(path.Child("loadFormat"), m.LoadFormat, []ModelLoadFormat{RunaiStreamer}))
+		errs = append(errs, field.NotSupported(path.Child("loadFormat"), m.LoadFormat, m.LoadFormat.AllowedValues()))
 	}
 	errs = append(errs, validateModelCache(m, src, serviceName, owner, path.Child("cache"))...)
 	return append(errs, validateCompileCache(m, path.Child("compileCache"))...)

@@ -76,12 +76,12 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	switch role.PoolAPIVersion {
 	case "", PoolV1, PoolV1Alpha2:
 	default:
-		errs = append(errs, field.NotSupported(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, []PoolAPIVersion{PoolV1, PoolV1Alpha2}))
+		errs = append(errs, field.NotSupported(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, role.PoolAPIVersion.AllowedValues()))
 	}
 	switch role.FailureMode {
 	case "", FailClose, FailOpen:
 	default:
-		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, []FailureMode{FailClose, FailOpen}))
+		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, role.FailureMode.AllowedValues()))
 	}
 	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
 	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(), role.EndpointPickerImage())

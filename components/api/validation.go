@@ -129,8 +129,7 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	switch spec.Await {
 	case "", AwaitAll, AwaitMinimal, AwaitNone:
 	default:
-		errs = append(errs, field.NotSupported(fldPath.Child("await"), spec.Await,
-			[]AwaitMode{AwaitAll, AwaitMinimal, AwaitNone}))
+		errs = append(errs, field.NotSupported(fldPath.Child("await"), spec.Await, spec.Await.AllowedValues()))
 	}
 	return errs
 }
@@ -172,8 +171,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 	case "":
 		errs = append(errs, field.Required(rolePath.Child("componentType"), "one of worker, prefiller, decoder, router"))
 	default:
-		errs = append(errs, field.NotSupported(rolePath.Child("componentType"), role.ComponentType,
-			[]ComponentType{ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder, ComponentTypeRouter}))
+		errs = append(errs, field.NotSupported(rolePath.Child("componentType"), role.ComponentType, role.ComponentType.AllowedValues()))
 	}
 	return errs
 }
@@ -398,8 +396,7 @@ func validateScheduling(spec *InferenceServiceSpec, fldPath *field.Path) field.E
 	case MinResourcesAuto:
 		needsGang("minResources", "minResources")
 	default:
-		errs = append(errs, field.NotSupported(path.Child("minResources"), strategy.MinResources,
-			[]MinResourcesMode{MinResourcesAuto, MinResourcesNone}))
+		errs = append(errs, field.NotSupported(path.Child("minResources"), strategy.MinResources, strategy.MinResources.AllowedValues()))
 	}
 	if nt := strategy.NetworkTopology; nt != nil {
 		ntPath := path.Child("networkTopology")
@@ -446,7 +443,7 @@ func validateTopologyPolicy(policy *NetworkTopologyPolicy, p *field.Path) field.
 	switch policy.Mode {
 	case "", NetworkTopologyHard, NetworkTopologySoft:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("mode"), policy.Mode, []NetworkTopologyMode{NetworkTopologyHard, NetworkTopologySoft}))
+		errs = append(errs, field.NotSupported(p.Child("mode"), policy.Mode, policy.Mode.AllowedValues()))
 	}
 	switch {
 	case policy.HighestTierAllowed != nil && policy.HighestTierName != "":
@@ -467,8 +464,7 @@ func validateGangPolicy(spec *InferenceServiceSpec, fldPath *field.Path) field.E
 	switch spec.GangPolicy.Mode {
 	case "", GangModeSubGroup, GangModeTaskMember:
 	default:
-		errs = append(errs, field.NotSupported(fldPath.Child("mode"), spec.GangPolicy.Mode,
-			[]GangMode{GangModeSubGroup, GangModeTaskMember}))
+		errs = append(errs, field.NotSupported(fldPath.Child("mode"), spec.GangPolicy.Mode, spec.GangPolicy.Mode.AllowedValues()))
 	}
 	roles := map[string]*Role{}
 	for i := range spec.Roles {
@@ -581,7 +577,7 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 				errs = append(errs, field.Required(p.Child("labels"), "how to select the existing nodes: labels, instanceTypes or accelerators"))
 			}
 		default:
-			errs = append(errs, field.NotSupported(p.Child("kind"), pool.Kind, []NodePoolKind{NodePoolKarpenter, NodePoolExisting}))
+			errs = append(errs, field.NotSupported(p.Child("kind"), pool.Kind, pool.Kind.AllowedValues()))
 		}
 	}
 	for i := range spec.Roles {

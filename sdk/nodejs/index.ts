@@ -16,6 +16,9 @@ export const Provider: typeof import("./provider").Provider = null as any;
 utilities.lazyLoad(exports, ["Provider"], () => require("./provider"));
 
 
+// Export enums:
+export * from "./types/enums";
+
 // Export sub-modules:
 import * as types from "./types";
 

@@ -4,6 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "./types/input";
 import * as outputs from "./types/output";
+import * as enums from "./types/enums";
 import * as utilities from "./utilities";
 
 import * as pulumiKubernetes from "@pulumi/kubernetes";
@@ -141,7 +142,7 @@ export interface InferenceServiceArgs {
     /**
      * Await chooses what `pulumi up` waits for: all (default), minimal or none.
      */
-    await?: string;
+    await?: pulumi.Input<enums.AwaitMode | undefined>;
     /**
      * AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
      */

@@ -64,7 +64,7 @@ func NewInferenceService(ctx *pulumi.Context,
 
 type inferenceServiceArgs struct {
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
-	Await *string `pulumi:"await"`
+	Await *AwaitMode `pulumi:"await"`
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
@@ -94,7 +94,7 @@ type inferenceServiceArgs struct {
 // The set of arguments for constructing a InferenceService resource.
 type InferenceServiceArgs struct {
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
-	Await *string
+	Await AwaitModePtrInput
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
 	AwaitTimeout *string
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.

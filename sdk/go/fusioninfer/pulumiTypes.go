@@ -931,7 +931,7 @@ type GangPolicy struct {
 	// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas"`
 	// Mode is subGroup (default) or taskMember.
-	Mode *string `pulumi:"mode"`
+	Mode *GangMode `pulumi:"mode"`
 }
 
 // GangPolicyInput is an input type that accepts GangPolicyArgs and GangPolicyOutput values.
@@ -949,7 +949,7 @@ type GangPolicyArgs struct {
 	// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 	MinRoleReplicas pulumi.IntMapInput `pulumi:"minRoleReplicas"`
 	// Mode is subGroup (default) or taskMember.
-	Mode pulumi.StringPtrInput `pulumi:"mode"`
+	Mode GangModePtrInput `pulumi:"mode"`
 }
 
 func (GangPolicyArgs) ElementType() reflect.Type {
@@ -1035,8 +1035,8 @@ func (o GangPolicyOutput) MinRoleReplicas() pulumi.IntMapOutput {
 }
 
 // Mode is subGroup (default) or taskMember.
-func (o GangPolicyOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v GangPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
+func (o GangPolicyOutput) Mode() GangModePtrOutput {
+	return o.ApplyT(func(v GangPolicy) *GangMode { return v.Mode }).(GangModePtrOutput)
 }
 
 type GangPolicyPtrOutput struct{ *pulumi.OutputState }
@@ -1074,13 +1074,13 @@ func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 }
 
 // Mode is subGroup (default) or taskMember.
-func (o GangPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *GangPolicy) *string {
+func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
+	return o.ApplyT(func(v *GangPolicy) *GangMode {
 		if v == nil {
 			return nil
 		}
 		return v.Mode
-	}).(pulumi.StringPtrOutput)
+	}).(GangModePtrOutput)
 }
 
 type Model struct {
@@ -1091,7 +1091,7 @@ type Model struct {
 	// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
 	CredentialsSecret *corev1.LocalObjectReference `pulumi:"credentialsSecret"`
 	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
-	LoadFormat *string `pulumi:"loadFormat"`
+	LoadFormat *ModelLoadFormat `pulumi:"loadFormat"`
 	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 	Name *string `pulumi:"name"`
 	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
@@ -1117,7 +1117,7 @@ type ModelArgs struct {
 	// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
 	CredentialsSecret corev1.LocalObjectReferencePtrInput `pulumi:"credentialsSecret"`
 	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
-	LoadFormat pulumi.StringPtrInput `pulumi:"loadFormat"`
+	LoadFormat ModelLoadFormatPtrInput `pulumi:"loadFormat"`
 	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 	Name pulumi.StringPtrInput `pulumi:"name"`
 	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
@@ -1217,8 +1217,8 @@ func (o ModelOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput {
 }
 
 // LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
-func (o ModelOutput) LoadFormat() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Model) *string { return v.LoadFormat }).(pulumi.StringPtrOutput)
+func (o ModelOutput) LoadFormat() ModelLoadFormatPtrOutput {
+	return o.ApplyT(func(v Model) *ModelLoadFormat { return v.LoadFormat }).(ModelLoadFormatPtrOutput)
 }
 
 // Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
@@ -1286,13 +1286,13 @@ func (o ModelPtrOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput
 }
 
 // LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
-func (o ModelPtrOutput) LoadFormat() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *Model) *string {
+func (o ModelPtrOutput) LoadFormat() ModelLoadFormatPtrOutput {
+	return o.ApplyT(func(v *Model) *ModelLoadFormat {
 		if v == nil {
 			return nil
 		}
 		return v.LoadFormat
-	}).(pulumi.StringPtrOutput)
+	}).(ModelLoadFormatPtrOutput)
 }
 
 // Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
@@ -1551,7 +1551,7 @@ type ModelFlexibility struct {
 	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
 	AdminPort *int `pulumi:"adminPort"`
 	// Mode is dualPods.
-	Mode string `pulumi:"mode"`
+	Mode ModelFlexibilityMode `pulumi:"mode"`
 	// ProbesPort is the requester's probes port (default 8080).
 	ProbesPort *int `pulumi:"probesPort"`
 	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
@@ -1573,7 +1573,7 @@ type ModelFlexibilityArgs struct {
 	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
 	AdminPort pulumi.IntPtrInput `pulumi:"adminPort"`
 	// Mode is dualPods.
-	Mode pulumi.StringInput `pulumi:"mode"`
+	Mode ModelFlexibilityModeInput `pulumi:"mode"`
 	// ProbesPort is the requester's probes port (default 8080).
 	ProbesPort pulumi.IntPtrInput `pulumi:"probesPort"`
 	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
@@ -1663,8 +1663,8 @@ func (o ModelFlexibilityOutput) AdminPort() pulumi.IntPtrOutput {
 }
 
 // Mode is dualPods.
-func (o ModelFlexibilityOutput) Mode() pulumi.StringOutput {
-	return o.ApplyT(func(v ModelFlexibility) string { return v.Mode }).(pulumi.StringOutput)
+func (o ModelFlexibilityOutput) Mode() ModelFlexibilityModeOutput {
+	return o.ApplyT(func(v ModelFlexibility) ModelFlexibilityMode { return v.Mode }).(ModelFlexibilityModeOutput)
 }
 
 // ProbesPort is the requester's probes port (default 8080).
@@ -1712,13 +1712,13 @@ func (o ModelFlexibilityPtrOutput) AdminPort() pulumi.IntPtrOutput {
 }
 
 // Mode is dualPods.
-func (o ModelFlexibilityPtrOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *ModelFlexibility) *string {
+func (o ModelFlexibilityPtrOutput) Mode() ModelFlexibilityModePtrOutput {
+	return o.ApplyT(func(v *ModelFlexibility) *ModelFlexibilityMode {
 		if v == nil {
 			return nil
 		}
 		return &v.Mode
-	}).(pulumi.StringPtrOutput)
+	}).(ModelFlexibilityModePtrOutput)
 }
 
 // ProbesPort is the requester's probes port (default 8080).
@@ -2215,7 +2215,7 @@ type NetworkTopologyPolicy struct {
 	// HighestTierName names that tier instead (Volcano HyperNode tier names).
 	HighestTierName *string `pulumi:"highestTierName"`
 	// Mode is hard (default: never cross the tier) or soft (prefer not to).
-	Mode *string `pulumi:"mode"`
+	Mode *NetworkTopologyMode `pulumi:"mode"`
 }
 
 // NetworkTopologyPolicyInput is an input type that accepts NetworkTopologyPolicyArgs and NetworkTopologyPolicyOutput values.
@@ -2235,7 +2235,7 @@ type NetworkTopologyPolicyArgs struct {
 	// HighestTierName names that tier instead (Volcano HyperNode tier names).
 	HighestTierName pulumi.StringPtrInput `pulumi:"highestTierName"`
 	// Mode is hard (default: never cross the tier) or soft (prefer not to).
-	Mode pulumi.StringPtrInput `pulumi:"mode"`
+	Mode NetworkTopologyModePtrInput `pulumi:"mode"`
 }
 
 func (NetworkTopologyPolicyArgs) ElementType() reflect.Type {
@@ -2326,8 +2326,8 @@ func (o NetworkTopologyPolicyOutput) HighestTierName() pulumi.StringPtrOutput {
 }
 
 // Mode is hard (default: never cross the tier) or soft (prefer not to).
-func (o NetworkTopologyPolicyOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v NetworkTopologyPolicy) *string { return v.Mode }).(pulumi.StringPtrOutput)
+func (o NetworkTopologyPolicyOutput) Mode() NetworkTopologyModePtrOutput {
+	return o.ApplyT(func(v NetworkTopologyPolicy) *NetworkTopologyMode { return v.Mode }).(NetworkTopologyModePtrOutput)
 }
 
 type NetworkTopologyPolicyPtrOutput struct{ *pulumi.OutputState }
@@ -2375,13 +2375,13 @@ func (o NetworkTopologyPolicyPtrOutput) HighestTierName() pulumi.StringPtrOutput
 }
 
 // Mode is hard (default: never cross the tier) or soft (prefer not to).
-func (o NetworkTopologyPolicyPtrOutput) Mode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *NetworkTopologyPolicy) *string {
+func (o NetworkTopologyPolicyPtrOutput) Mode() NetworkTopologyModePtrOutput {
+	return o.ApplyT(func(v *NetworkTopologyPolicy) *NetworkTopologyMode {
 		if v == nil {
 			return nil
 		}
 		return v.Mode
-	}).(pulumi.StringPtrOutput)
+	}).(NetworkTopologyModePtrOutput)
 }
 
 type NodeClassRef struct {
@@ -2571,7 +2571,7 @@ type NodePool struct {
 	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
 	InstanceTypes []string `pulumi:"instanceTypes"`
 	// Kind is karpenter (default) or existing.
-	Kind *string `pulumi:"kind"`
+	Kind *NodePoolKind `pulumi:"kind"`
 	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
 	Labels map[string]string `pulumi:"labels"`
 	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
@@ -2605,7 +2605,7 @@ type NodePoolArgs struct {
 	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
 	InstanceTypes pulumi.StringArrayInput `pulumi:"instanceTypes"`
 	// Kind is karpenter (default) or existing.
-	Kind pulumi.StringPtrInput `pulumi:"kind"`
+	Kind NodePoolKindPtrInput `pulumi:"kind"`
 	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
 	Labels pulumi.StringMapInput `pulumi:"labels"`
 	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
@@ -2693,8 +2693,8 @@ func (o NodePoolOutput) InstanceTypes() pulumi.StringArrayOutput {
 }
 
 // Kind is karpenter (default) or existing.
-func (o NodePoolOutput) Kind() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v NodePool) *string { return v.Kind }).(pulumi.StringPtrOutput)
+func (o NodePoolOutput) Kind() NodePoolKindPtrOutput {
+	return o.ApplyT(func(v NodePool) *NodePoolKind { return v.Kind }).(NodePoolKindPtrOutput)
 }
 
 // Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
@@ -2743,13 +2743,13 @@ type Role struct {
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// ComponentType is worker, prefiller, decoder or router.
-	ComponentType string `pulumi:"componentType"`
+	ComponentType ComponentType `pulumi:"componentType"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
 	EndpointPicker *EndpointPicker `pulumi:"endpointPicker"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig *string `pulumi:"endpointPickerConfig"`
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-	FailureMode *string `pulumi:"failureMode"`
+	FailureMode *FailureMode `pulumi:"failureMode"`
 	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
 	// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
@@ -2765,7 +2765,7 @@ type Role struct {
 	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool *string `pulumi:"nodePool"`
 	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-	PoolApiVersion *string `pulumi:"poolApiVersion"`
+	PoolApiVersion *PoolAPIVersion `pulumi:"poolApiVersion"`
 	// Replicas is the number of independent instances (default 1).
 	Replicas *int `pulumi:"replicas"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
@@ -2801,13 +2801,13 @@ type RoleArgs struct {
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 	AwaitTimeout pulumi.StringPtrInput `pulumi:"awaitTimeout"`
 	// ComponentType is worker, prefiller, decoder or router.
-	ComponentType pulumi.StringInput `pulumi:"componentType"`
+	ComponentType ComponentTypeInput `pulumi:"componentType"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
 	EndpointPicker EndpointPickerPtrInput `pulumi:"endpointPicker"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig pulumi.StringPtrInput `pulumi:"endpointPickerConfig"`
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-	FailureMode pulumi.StringPtrInput `pulumi:"failureMode"`
+	FailureMode FailureModePtrInput `pulumi:"failureMode"`
 	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
 	// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
@@ -2823,7 +2823,7 @@ type RoleArgs struct {
 	// NodePool names the spec.nodePools entry the role's pods run on.
 	NodePool pulumi.StringPtrInput `pulumi:"nodePool"`
 	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-	PoolApiVersion pulumi.StringPtrInput `pulumi:"poolApiVersion"`
+	PoolApiVersion PoolAPIVersionPtrInput `pulumi:"poolApiVersion"`
 	// Replicas is the number of independent instances (default 1).
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
@@ -2904,8 +2904,8 @@ func (o RoleOutput) AwaitTimeout() pulumi.StringPtrOutput {
 }
 
 // ComponentType is worker, prefiller, decoder or router.
-func (o RoleOutput) ComponentType() pulumi.StringOutput {
-	return o.ApplyT(func(v Role) string { return v.ComponentType }).(pulumi.StringOutput)
+func (o RoleOutput) ComponentType() ComponentTypeOutput {
+	return o.ApplyT(func(v Role) ComponentType { return v.ComponentType }).(ComponentTypeOutput)
 }
 
 // EndpointPicker sets the Endpoint Picker's image, replicas and resources.
@@ -2919,8 +2919,8 @@ func (o RoleOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
 }
 
 // FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-func (o RoleOutput) FailureMode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Role) *string { return v.FailureMode }).(pulumi.StringPtrOutput)
+func (o RoleOutput) FailureMode() FailureModePtrOutput {
+	return o.ApplyT(func(v Role) *FailureMode { return v.FailureMode }).(FailureModePtrOutput)
 }
 
 // HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
@@ -2959,8 +2959,8 @@ func (o RoleOutput) NodePool() pulumi.StringPtrOutput {
 }
 
 // PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-func (o RoleOutput) PoolApiVersion() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Role) *string { return v.PoolApiVersion }).(pulumi.StringPtrOutput)
+func (o RoleOutput) PoolApiVersion() PoolAPIVersionPtrOutput {
+	return o.ApplyT(func(v Role) *PoolAPIVersion { return v.PoolApiVersion }).(PoolAPIVersionPtrOutput)
 }
 
 // Replicas is the number of independent instances (default 1).
@@ -3286,7 +3286,7 @@ func (o RolloutStrategyPtrOutput) Partition() pulumi.IntPtrOutput {
 
 type SchedulingStrategy struct {
 	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
-	MinResources *string `pulumi:"minResources"`
+	MinResources *MinResourcesMode `pulumi:"minResources"`
 	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology *NetworkTopology `pulumi:"networkTopology"`
 	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
@@ -3310,7 +3310,7 @@ type SchedulingStrategyInput interface {
 
 type SchedulingStrategyArgs struct {
 	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
-	MinResources pulumi.StringPtrInput `pulumi:"minResources"`
+	MinResources MinResourcesModePtrInput `pulumi:"minResources"`
 	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology NetworkTopologyPtrInput `pulumi:"networkTopology"`
 	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
@@ -3399,8 +3399,8 @@ func (o SchedulingStrategyOutput) ToSchedulingStrategyPtrOutputWithContext(ctx c
 }
 
 // MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
-func (o SchedulingStrategyOutput) MinResources() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v SchedulingStrategy) *string { return v.MinResources }).(pulumi.StringPtrOutput)
+func (o SchedulingStrategyOutput) MinResources() MinResourcesModePtrOutput {
+	return o.ApplyT(func(v SchedulingStrategy) *MinResourcesMode { return v.MinResources }).(MinResourcesModePtrOutput)
 }
 
 // NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
@@ -3448,13 +3448,13 @@ func (o SchedulingStrategyPtrOutput) Elem() SchedulingStrategyOutput {
 }
 
 // MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
-func (o SchedulingStrategyPtrOutput) MinResources() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *SchedulingStrategy) *string {
+func (o SchedulingStrategyPtrOutput) MinResources() MinResourcesModePtrOutput {
+	return o.ApplyT(func(v *SchedulingStrategy) *MinResourcesMode {
 		if v == nil {
 			return nil
 		}
 		return v.MinResources
-	}).(pulumi.StringPtrOutput)
+	}).(MinResourcesModePtrOutput)
 }
 
 // NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.

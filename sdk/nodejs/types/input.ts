@@ -4,6 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
+import * as enums from "../types/enums";
 
 import * as pulumiKubernetes from "@pulumi/kubernetes";
 
@@ -98,7 +99,7 @@ export interface GangPolicyArgs {
     /**
      * Mode is subGroup (default) or taskMember.
      */
-    mode?: pulumi.Input<string | undefined>;
+    mode?: pulumi.Input<enums.GangMode | undefined>;
 }
 
 export interface ModelArgs {
@@ -117,7 +118,7 @@ export interface ModelArgs {
     /**
      * LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
      */
-    loadFormat?: pulumi.Input<string | undefined>;
+    loadFormat?: pulumi.Input<enums.ModelLoadFormat | undefined>;
     /**
      * Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
      */
@@ -163,7 +164,7 @@ export interface ModelFlexibilityArgs {
     /**
      * Mode is dualPods.
      */
-    mode: pulumi.Input<string>;
+    mode: pulumi.Input<enums.ModelFlexibilityMode>;
     /**
      * ProbesPort is the requester's probes port (default 8080).
      */
@@ -219,7 +220,7 @@ export interface NetworkTopologyPolicyArgs {
     /**
      * Mode is hard (default: never cross the tier) or soft (prefer not to).
      */
-    mode?: pulumi.Input<string | undefined>;
+    mode?: pulumi.Input<enums.NetworkTopologyMode | undefined>;
 }
 
 export interface NodeClassRefArgs {
@@ -261,7 +262,7 @@ export interface NodePoolArgs {
     /**
      * Kind is karpenter (default) or existing.
      */
-    kind?: pulumi.Input<string | undefined>;
+    kind?: pulumi.Input<enums.NodePoolKind | undefined>;
     /**
      * Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
      */
@@ -292,7 +293,7 @@ export interface RoleArgs {
     /**
      * ComponentType is worker, prefiller, decoder or router.
      */
-    componentType: pulumi.Input<string>;
+    componentType: pulumi.Input<enums.ComponentType>;
     /**
      * EndpointPicker sets the Endpoint Picker's image, replicas and resources.
      */
@@ -304,7 +305,7 @@ export interface RoleArgs {
     /**
      * FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
      */
-    failureMode?: pulumi.Input<string | undefined>;
+    failureMode?: pulumi.Input<enums.FailureMode | undefined>;
     /**
      * HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
      */
@@ -336,7 +337,7 @@ export interface RoleArgs {
     /**
      * PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
      */
-    poolApiVersion?: pulumi.Input<string | undefined>;
+    poolApiVersion?: pulumi.Input<enums.PoolAPIVersion | undefined>;
     /**
      * Replicas is the number of independent instances (default 1).
      */
@@ -390,7 +391,7 @@ export interface SchedulingStrategyArgs {
     /**
      * MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
      */
-    minResources?: pulumi.Input<string | undefined>;
+    minResources?: pulumi.Input<enums.MinResourcesMode | undefined>;
     /**
      * NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
      */

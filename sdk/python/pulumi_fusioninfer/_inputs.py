@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:
     from typing_extensions import NotRequired, TypedDict, TypeAlias
 from . import _utilities
+from ._enums import *
 import pulumi_kubernetes
 
 __all__ = [
@@ -443,7 +444,7 @@ class GangPolicyArgsDict(TypedDict):
     """
     MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
     """
-    mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    mode: NotRequired[pulumi.Input[Optional['GangMode']]]
     """
     Mode is subGroup (default) or taskMember.
     """
@@ -452,10 +453,10 @@ class GangPolicyArgsDict(TypedDict):
 class GangPolicyArgs:
     def __init__(__self__, *,
                  min_role_replicas: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]] = None,
-                 mode: pulumi.Input[Optional[_builtins.str]] = None):
+                 mode: pulumi.Input[Optional['GangMode']] = None):
         """
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
-        :param pulumi.Input[_builtins.str] mode: Mode is subGroup (default) or taskMember.
+        :param pulumi.Input['GangMode'] mode: Mode is subGroup (default) or taskMember.
         """
         if min_role_replicas is not None:
             pulumi.set(__self__, "min_role_replicas", min_role_replicas)
@@ -476,14 +477,14 @@ class GangPolicyArgs:
 
     @_builtins.property
     @pulumi.getter
-    def mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def mode(self) -> pulumi.Input[Optional['GangMode']]:
         """
         Mode is subGroup (default) or taskMember.
         """
         return pulumi.get(self, "mode")
 
     @mode.setter
-    def mode(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def mode(self, value: pulumi.Input[Optional['GangMode']]):
         pulumi.set(self, "mode", value)
 
 
@@ -504,7 +505,7 @@ class ModelArgsDict(TypedDict):
     """
     CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
     """
-    load_format: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    load_format: NotRequired[pulumi.Input[Optional['ModelLoadFormat']]]
     """
     LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
     """
@@ -520,14 +521,14 @@ class ModelArgs:
                  cache: pulumi.Input[Optional['ModelCacheArgs']] = None,
                  compile_cache: pulumi.Input[Optional['CompileCacheArgs']] = None,
                  credentials_secret: pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs']] = None,
-                 load_format: pulumi.Input[Optional[_builtins.str]] = None,
+                 load_format: pulumi.Input[Optional['ModelLoadFormat']] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None):
         """
         :param pulumi.Input[_builtins.str] source: Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
         :param pulumi.Input['ModelCacheArgs'] cache: Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
         :param pulumi.Input['CompileCacheArgs'] compile_cache: CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
         :param pulumi.Input['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs'] credentials_secret: CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
-        :param pulumi.Input[_builtins.str] load_format: LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+        :param pulumi.Input['ModelLoadFormat'] load_format: LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
         :param pulumi.Input[_builtins.str] name: Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
         """
         pulumi.set(__self__, "source", source)
@@ -592,14 +593,14 @@ class ModelArgs:
 
     @_builtins.property
     @pulumi.getter(name="loadFormat")
-    def load_format(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def load_format(self) -> pulumi.Input[Optional['ModelLoadFormat']]:
         """
         LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
         """
         return pulumi.get(self, "load_format")
 
     @load_format.setter
-    def load_format(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def load_format(self, value: pulumi.Input[Optional['ModelLoadFormat']]):
         pulumi.set(self, "load_format", value)
 
     @_builtins.property
@@ -743,7 +744,7 @@ class ModelCacheArgs:
 
 
 class ModelFlexibilityArgsDict(TypedDict):
-    mode: pulumi.Input[_builtins.str]
+    mode: pulumi.Input['ModelFlexibilityMode']
     """
     Mode is dualPods.
     """
@@ -763,12 +764,12 @@ class ModelFlexibilityArgsDict(TypedDict):
 @pulumi.input_type
 class ModelFlexibilityArgs:
     def __init__(__self__, *,
-                 mode: pulumi.Input[_builtins.str],
+                 mode: pulumi.Input['ModelFlexibilityMode'],
                  admin_port: pulumi.Input[Optional[_builtins.int]] = None,
                  probes_port: pulumi.Input[Optional[_builtins.int]] = None,
                  requester_image: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.str] mode: Mode is dualPods.
+        :param pulumi.Input['ModelFlexibilityMode'] mode: Mode is dualPods.
         :param pulumi.Input[_builtins.int] admin_port: AdminPort is the requester's SPI port, which the controller calls (default 8081).
         :param pulumi.Input[_builtins.int] probes_port: ProbesPort is the requester's probes port (default 8080).
         :param pulumi.Input[_builtins.str] requester_image: RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
@@ -783,14 +784,14 @@ class ModelFlexibilityArgs:
 
     @_builtins.property
     @pulumi.getter
-    def mode(self) -> pulumi.Input[_builtins.str]:
+    def mode(self) -> pulumi.Input['ModelFlexibilityMode']:
         """
         Mode is dualPods.
         """
         return pulumi.get(self, "mode")
 
     @mode.setter
-    def mode(self, value: pulumi.Input[_builtins.str]):
+    def mode(self, value: pulumi.Input['ModelFlexibilityMode']):
         pulumi.set(self, "mode", value)
 
     @_builtins.property
@@ -985,7 +986,7 @@ class NetworkTopologyPolicyArgsDict(TypedDict):
     """
     HighestTierName names that tier instead (Volcano HyperNode tier names).
     """
-    mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    mode: NotRequired[pulumi.Input[Optional['NetworkTopologyMode']]]
     """
     Mode is hard (default: never cross the tier) or soft (prefer not to).
     """
@@ -995,11 +996,11 @@ class NetworkTopologyPolicyArgs:
     def __init__(__self__, *,
                  highest_tier_allowed: pulumi.Input[Optional[_builtins.int]] = None,
                  highest_tier_name: pulumi.Input[Optional[_builtins.str]] = None,
-                 mode: pulumi.Input[Optional[_builtins.str]] = None):
+                 mode: pulumi.Input[Optional['NetworkTopologyMode']] = None):
         """
         :param pulumi.Input[_builtins.int] highest_tier_allowed: HighestTierAllowed is the highest tier the pods may span (1 = the closest).
         :param pulumi.Input[_builtins.str] highest_tier_name: HighestTierName names that tier instead (Volcano HyperNode tier names).
-        :param pulumi.Input[_builtins.str] mode: Mode is hard (default: never cross the tier) or soft (prefer not to).
+        :param pulumi.Input['NetworkTopologyMode'] mode: Mode is hard (default: never cross the tier) or soft (prefer not to).
         """
         if highest_tier_allowed is not None:
             pulumi.set(__self__, "highest_tier_allowed", highest_tier_allowed)
@@ -1034,14 +1035,14 @@ class NetworkTopologyPolicyArgs:
 
     @_builtins.property
     @pulumi.getter
-    def mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def mode(self) -> pulumi.Input[Optional['NetworkTopologyMode']]:
         """
         Mode is hard (default: never cross the tier) or soft (prefer not to).
         """
         return pulumi.get(self, "mode")
 
     @mode.setter
-    def mode(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def mode(self, value: pulumi.Input[Optional['NetworkTopologyMode']]):
         pulumi.set(self, "mode", value)
 
 
@@ -1136,7 +1137,7 @@ class NodePoolArgsDict(TypedDict):
     """
     InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
     """
-    kind: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    kind: NotRequired[pulumi.Input[Optional['NodePoolKind']]]
     """
     Kind is karpenter (default) or existing.
     """
@@ -1162,7 +1163,7 @@ class NodePoolArgs:
                  capacity_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  instance_families: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  instance_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
-                 kind: pulumi.Input[Optional[_builtins.str]] = None,
+                 kind: pulumi.Input[Optional['NodePoolKind']] = None,
                  labels: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  node_class_ref: pulumi.Input[Optional['NodeClassRefArgs']] = None,
                  taints: pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgs']]]] = None):
@@ -1173,7 +1174,7 @@ class NodePoolArgs:
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
-        :param pulumi.Input[_builtins.str] kind: Kind is karpenter (default) or existing.
+        :param pulumi.Input['NodePoolKind'] kind: Kind is karpenter (default) or existing.
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] labels: Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
         :param pulumi.Input['NodeClassRefArgs'] node_class_ref: NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
         :param pulumi.Input[Sequence[pulumi.Input['TaintArgs']]] taints: Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
@@ -1271,14 +1272,14 @@ class NodePoolArgs:
 
     @_builtins.property
     @pulumi.getter
-    def kind(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def kind(self) -> pulumi.Input[Optional['NodePoolKind']]:
         """
         Kind is karpenter (default) or existing.
         """
         return pulumi.get(self, "kind")
 
     @kind.setter
-    def kind(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def kind(self, value: pulumi.Input[Optional['NodePoolKind']]):
         pulumi.set(self, "kind", value)
 
     @_builtins.property
@@ -1319,7 +1320,7 @@ class NodePoolArgs:
 
 
 class RoleArgsDict(TypedDict):
-    component_type: pulumi.Input[_builtins.str]
+    component_type: pulumi.Input['ComponentType']
     """
     ComponentType is worker, prefiller, decoder or router.
     """
@@ -1343,7 +1344,7 @@ class RoleArgsDict(TypedDict):
     """
     EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
     """
-    failure_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    failure_mode: NotRequired[pulumi.Input[Optional['FailureMode']]]
     """
     FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
     """
@@ -1371,7 +1372,7 @@ class RoleArgsDict(TypedDict):
     """
     NodePool names the spec.nodePools entry the role's pods run on.
     """
-    pool_api_version: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    pool_api_version: NotRequired[pulumi.Input[Optional['PoolAPIVersion']]]
     """
     PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
     """
@@ -1411,20 +1412,20 @@ class RoleArgsDict(TypedDict):
 @pulumi.input_type
 class RoleArgs:
     def __init__(__self__, *,
-                 component_type: pulumi.Input[_builtins.str],
+                 component_type: pulumi.Input['ComponentType'],
                  name: pulumi.Input[_builtins.str],
                  autoscaling: pulumi.Input[Optional['AutoscalingArgs']] = None,
                  await_timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint_picker: pulumi.Input[Optional['EndpointPickerArgs']] = None,
                  endpoint_picker_config: pulumi.Input[Optional[_builtins.str]] = None,
-                 failure_mode: pulumi.Input[Optional[_builtins.str]] = None,
+                 failure_mode: pulumi.Input[Optional['FailureMode']] = None,
                  httproute: pulumi.Input[Optional[Mapping[str, Any]]] = None,
                  model: pulumi.Input[Optional['ModelArgs']] = None,
                  model_flexibility: pulumi.Input[Optional['ModelFlexibilityArgs']] = None,
                  multinode: pulumi.Input[Optional['MultinodeArgs']] = None,
                  network_topology: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None,
                  node_pool: pulumi.Input[Optional[_builtins.str]] = None,
-                 pool_api_version: pulumi.Input[Optional[_builtins.str]] = None,
+                 pool_api_version: pulumi.Input[Optional['PoolAPIVersion']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  restart_policy: pulumi.Input[Optional[_builtins.str]] = None,
                  rollout_strategy: pulumi.Input[Optional['RolloutStrategyArgs']] = None,
@@ -1434,20 +1435,20 @@ class RoleArgs:
                  template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None,
                  termination_grace_period_seconds: pulumi.Input[Optional[_builtins.int]] = None):
         """
-        :param pulumi.Input[_builtins.str] component_type: ComponentType is worker, prefiller, decoder or router.
+        :param pulumi.Input['ComponentType'] component_type: ComponentType is worker, prefiller, decoder or router.
         :param pulumi.Input[_builtins.str] name: Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
         :param pulumi.Input['AutoscalingArgs'] autoscaling: Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
         :param pulumi.Input[_builtins.str] await_timeout: AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
         :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: EndpointPicker sets the Endpoint Picker's image, replicas and resources.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
-        :param pulumi.Input[_builtins.str] failure_mode: FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+        :param pulumi.Input['FailureMode'] failure_mode: FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
         :param pulumi.Input[Mapping[str, Any]] httproute: HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
         :param pulumi.Input['ModelArgs'] model: Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
         :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
         :param pulumi.Input['MultinodeArgs'] multinode: Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
         :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
         :param pulumi.Input[_builtins.str] node_pool: NodePool names the spec.nodePools entry the role's pods run on.
-        :param pulumi.Input[_builtins.str] pool_api_version: PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+        :param pulumi.Input['PoolAPIVersion'] pool_api_version: PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
         :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
         :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy shapes how a changed pod template reaches the role's replicas.
@@ -1502,14 +1503,14 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="componentType")
-    def component_type(self) -> pulumi.Input[_builtins.str]:
+    def component_type(self) -> pulumi.Input['ComponentType']:
         """
         ComponentType is worker, prefiller, decoder or router.
         """
         return pulumi.get(self, "component_type")
 
     @component_type.setter
-    def component_type(self, value: pulumi.Input[_builtins.str]):
+    def component_type(self, value: pulumi.Input['ComponentType']):
         pulumi.set(self, "component_type", value)
 
     @_builtins.property
@@ -1574,14 +1575,14 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="failureMode")
-    def failure_mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def failure_mode(self) -> pulumi.Input[Optional['FailureMode']]:
         """
         FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
         """
         return pulumi.get(self, "failure_mode")
 
     @failure_mode.setter
-    def failure_mode(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def failure_mode(self, value: pulumi.Input[Optional['FailureMode']]):
         pulumi.set(self, "failure_mode", value)
 
     @_builtins.property
@@ -1658,14 +1659,14 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="poolApiVersion")
-    def pool_api_version(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def pool_api_version(self) -> pulumi.Input[Optional['PoolAPIVersion']]:
         """
         PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         """
         return pulumi.get(self, "pool_api_version")
 
     @pool_api_version.setter
-    def pool_api_version(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def pool_api_version(self, value: pulumi.Input[Optional['PoolAPIVersion']]):
         pulumi.set(self, "pool_api_version", value)
 
     @_builtins.property
@@ -1835,7 +1836,7 @@ class RolloutStrategyArgs:
 
 
 class SchedulingStrategyArgsDict(TypedDict):
-    min_resources: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    min_resources: NotRequired[pulumi.Input[Optional['MinResourcesMode']]]
     """
     MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
     """
@@ -1859,13 +1860,13 @@ class SchedulingStrategyArgsDict(TypedDict):
 @pulumi.input_type
 class SchedulingStrategyArgs:
     def __init__(__self__, *,
-                 min_resources: pulumi.Input[Optional[_builtins.str]] = None,
+                 min_resources: pulumi.Input[Optional['MinResourcesMode']] = None,
                  network_topology: pulumi.Input[Optional['NetworkTopologyArgs']] = None,
                  priority_class_name: pulumi.Input[Optional[_builtins.str]] = None,
                  queue: pulumi.Input[Optional[_builtins.str]] = None,
                  scheduler_name: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.str] min_resources: MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+        :param pulumi.Input['MinResourcesMode'] min_resources: MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
         :param pulumi.Input['NetworkTopologyArgs'] network_topology: NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
         :param pulumi.Input[_builtins.str] priority_class_name: PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
         :param pulumi.Input[_builtins.str] queue: Queue is the Volcano queue of the service's PodGroup.
@@ -1884,14 +1885,14 @@ class SchedulingStrategyArgs:
 
     @_builtins.property
     @pulumi.getter(name="minResources")
-    def min_resources(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def min_resources(self) -> pulumi.Input[Optional['MinResourcesMode']]:
         """
         MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
         """
         return pulumi.get(self, "min_resources")
 
     @min_resources.setter
-    def min_resources(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def min_resources(self, value: pulumi.Input[Optional['MinResourcesMode']]):
         pulumi.set(self, "min_resources", value)
 
     @_builtins.property

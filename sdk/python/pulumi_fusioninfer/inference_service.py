@@ -14,6 +14,7 @@ else:
     from typing_extensions import NotRequired, TypedDict, TypeAlias
 from . import _utilities
 from . import outputs
+from ._enums import *
 from ._inputs import *
 import pulumi_kubernetes
 
@@ -23,7 +24,7 @@ __all__ = ['InferenceServiceArgs', 'InferenceService']
 class InferenceServiceArgs:
     def __init__(__self__, *,
                  roles: pulumi.Input[Sequence[pulumi.Input['RoleArgs']]],
-                 await_: Optional[_builtins.str] = None,
+                 await_: pulumi.Input[Optional['AwaitMode']] = None,
                  await_timeout: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional['DualPodsControllerArgs']] = None,
                  gang_policy: pulumi.Input[Optional['GangPolicyArgs']] = None,
@@ -39,7 +40,7 @@ class InferenceServiceArgs:
         The set of arguments for constructing a InferenceService resource.
 
         :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: Roles are the logical components of the service, each with a unique name.
-        :param _builtins.str await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param pulumi.Input['AwaitMode'] await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
         :param _builtins.str await_timeout: AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
         :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
@@ -92,14 +93,14 @@ class InferenceServiceArgs:
 
     @_builtins.property
     @pulumi.getter(name="await")
-    def await_(self) -> Optional[_builtins.str]:
+    def await_(self) -> pulumi.Input[Optional['AwaitMode']]:
         """
         Await chooses what `pulumi up` waits for: all (default), minimal or none.
         """
         return pulumi.get(self, "await_")
 
     @await_.setter
-    def await_(self, value: Optional[_builtins.str]):
+    def await_(self, value: pulumi.Input[Optional['AwaitMode']]):
         pulumi.set(self, "await_", value)
 
     @_builtins.property
@@ -241,7 +242,7 @@ class InferenceService(pulumi.ComponentResource):
     def __init__(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
-                 await_: Optional[_builtins.str] = None,
+                 await_: pulumi.Input[Optional['AwaitMode']] = None,
                  await_timeout: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
@@ -260,7 +261,7 @@ class InferenceService(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
-        :param _builtins.str await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param pulumi.Input['AwaitMode'] await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
         :param _builtins.str await_timeout: AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
         :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
@@ -298,7 +299,7 @@ class InferenceService(pulumi.ComponentResource):
     def _internal_init(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
-                 await_: Optional[_builtins.str] = None,
+                 await_: pulumi.Input[Optional['AwaitMode']] = None,
                  await_timeout: Optional[_builtins.str] = None,
                  dual_pods_controller: pulumi.Input[Optional[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']]] = None,
                  gang_policy: pulumi.Input[Optional[Union['GangPolicyArgs', 'GangPolicyArgsDict']]] = None,
