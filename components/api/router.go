@@ -3,7 +3,9 @@ package api
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 
 	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
@@ -26,41 +28,42 @@ const (
 // MaxEndpointPickerReplicas bounds endpointPicker.replicas: one serves, the rest stand by.
 const MaxEndpointPickerReplicas = 5
 
-// routerFields are the router-only fields a role sets.
-func routerFields(role *Role) []string {
-	var set []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"strategy", role.Strategy != ""}, {"httproute", role.HTTPRoute != nil},
-		{"endpointPickerConfig", role.EndpointPickerConfig != ""}, {"poolApiVersion", role.PoolAPIVersion != ""},
-		{"failureMode", role.FailureMode != ""}, {"shadowService", role.ShadowService},
-		{"endpointPicker", role.EndpointPicker != nil},
-	} {
-		if f.set {
-			set = append(set, f.name)
+// Which roles a field of Role applies to is declared on the field, roles:"router", "serving" or
+// "any": validation refuses a field set on a role it does not apply to (fieldsNotFor), so a new
+// field is accepted only where it is used.
+
+// roleKinds are the role kinds a roles tag names.
+var roleKinds = map[string]func(ComponentType) bool{
+	"any":     func(ComponentType) bool { return true },
+	"router":  func(t ComponentType) bool { return t == ComponentTypeRouter },
+	"serving": func(t ComponentType) bool { return t.Serving() },
+}
+
+// fieldsNotFor are the JSON names of the fields set on role that do not apply to its kind.
+func fieldsNotFor(role *Role) []string {
+	var misplaced []string
+	v := reflect.ValueOf(role).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		appliesTo, known := roleKinds[f.Tag.Get("roles")]
+		if (!known || !appliesTo(role.ComponentType)) && !v.Field(i).IsZero() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			misplaced = append(misplaced, name)
 		}
 	}
-	return set
+	return misplaced
 }
 
 func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName string, rolePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"replicas", role.Replicas != nil}, {"multinode", role.Multinode != nil}, {"template", role.Template != nil}, {"nodePool", role.NodePool != ""},
-		{"modelFlexibility", role.ModelFlexibility != nil}, {"restartPolicy", role.RestartPolicy != ""}, {"startupPolicy", role.StartupPolicy != ""},
-		{"rolloutStrategy", role.RolloutStrategy != nil}, {"terminationGracePeriodSeconds", role.TerminationGracePeriodSeconds != nil},
-		{"awaitTimeout", role.AwaitTimeout != ""}, {"autoscaling", role.Autoscaling != nil}} {
-		if f.set && f.name == "autoscaling" {
-			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router's Endpoint Picker replicas elect one leader and only "+
+	for _, name := range fieldsNotFor(role) {
+		if name == "autoscaling" {
+			errs = append(errs, field.Forbidden(rolePath.Child(name), "a router's Endpoint Picker replicas elect one leader and only "+
 				"it picks endpoints: more of them add no capacity; autoscale the serving roles"))
-		} else if f.set {
-			errs = append(errs, field.Forbidden(rolePath.Child(f.name), "a router runs the Endpoint Picker, not model servers: "+
-				"only serving roles have "+f.name+" (size the Endpoint Picker with endpointPicker)"))
+			continue
 		}
+		errs = append(errs, field.Forbidden(rolePath.Child(name), "a router runs the Endpoint Picker, not model servers: "+
+			"only serving roles have "+name+" (size the Endpoint Picker with endpointPicker)"))
 	}
 	if serviceName != "" {
 		longest := EndpointPickerName(serviceName) // the Service, a DNS-1035 label

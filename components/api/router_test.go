@@ -1,6 +1,7 @@
 package api
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,6 +52,14 @@ func TestRouterRules(t *testing.T) {
 	}{
 		{"no template", func(s *InferenceService) { routerOf(s).Template = server() }, "spec.roles[2].template: Forbidden: a router runs the Endpoint Picker"},
 		{"no node pool", func(s *InferenceService) { routerOf(s).NodePool = "gpus" }, "spec.roles[2].nodePool: Forbidden"},
+		// Accepted and ignored while the router's fields were listed by hand.
+		{"no model", func(s *InferenceService) { routerOf(s).Model = &Model{Source: "hf://Qwen/Qwen3-8B"} }, "spec.roles[2].model: Forbidden: a router runs the Endpoint Picker"},
+		{"no network topology", func(s *InferenceService) {
+			routerOf(s).NetworkTopology = &NetworkTopologyPolicy{Mode: NetworkTopologyHard}
+		},
+			"spec.roles[2].networkTopology: Forbidden"},
+		{"a serving role has no router field", func(s *InferenceService) { s.Spec.Roles[0].FailureMode = FailOpen },
+			"spec.roles[0].failureMode: Forbidden: only a router role has failureMode"},
 		{"unknown strategy", func(s *InferenceService) { routerOf(s).Strategy = "round-robin" },
 			`spec.roles[2].strategy: Invalid value: "round-robin": unknown strategy "round-robin": one of [kv-cache-utilization lora-affinity pd-disaggregation prefix-cache queue-size]`},
 		{"a prefill/decode service routes with pd-disaggregation", func(s *InferenceService) { routerOf(s).Strategy = "queue-size" },
@@ -143,5 +152,16 @@ func TestServingPort(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
+	}
+}
+
+// TestEveryRoleFieldSaysWhichRolesItAppliesTo: a new field of Role must declare roles:"router",
+// "serving" or "any", or no role may set it.
+func TestEveryRoleFieldSaysWhichRolesItAppliesTo(t *testing.T) {
+	roleType := reflect.TypeFor[Role]()
+	for i := range roleType.NumField() {
+		f := roleType.Field(i)
+		_, known := roleKinds[f.Tag.Get("roles")]
+		assert.True(t, known, "Role.%s: roles tag %q: give router, serving or any", f.Name, f.Tag.Get("roles"))
 	}
 }

@@ -240,72 +240,72 @@ const (
 // Role describes one logical component of the inference pipeline.
 type Role struct {
 	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
-	Name string `json:"name" pulumi:"name"`
+	Name string `json:"name" pulumi:"name" roles:"any"`
 	// ComponentType is worker, prefiller, decoder or router.
-	ComponentType ComponentType `json:"componentType" pulumi:"componentType"`
+	ComponentType ComponentType `json:"componentType" pulumi:"componentType" roles:"any"`
 
 	// Router fields (componentType: router).
 
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
-	Strategy string `json:"strategy,omitempty" pulumi:"strategy,optional"`
+	Strategy string `json:"strategy,omitempty" pulumi:"strategy,optional" roles:"router"`
 	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs,
 	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
-	HTTPRoute map[string]any `json:"httproute,omitempty" pulumi:"httproute,optional"`
+	HTTPRoute map[string]any `json:"httproute,omitempty" pulumi:"httproute,optional" roles:"router"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
-	EndpointPickerConfig string `json:"endpointPickerConfig,omitempty" pulumi:"endpointPickerConfig,optional"`
+	EndpointPickerConfig string `json:"endpointPickerConfig,omitempty" pulumi:"endpointPickerConfig,optional" roles:"router"`
 	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io)
 	// or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty" pulumi:"poolApiVersion,optional"`
+	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty" pulumi:"poolApiVersion,optional" roles:"router"`
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose
 	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-	FailureMode FailureMode `json:"failureMode,omitempty" pulumi:"failureMode,optional"`
+	FailureMode FailureMode `json:"failureMode,omitempty" pulumi:"failureMode,optional" roles:"router"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
 	// to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
-	ShadowService bool `json:"shadowService,omitempty" pulumi:"shadowService,optional"`
+	ShadowService bool `json:"shadowService,omitempty" pulumi:"shadowService,optional" roles:"router"`
 	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
-	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty" pulumi:"endpointPicker,optional"`
+	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty" pulumi:"endpointPicker,optional" roles:"router"`
 
 	// Serving fields (worker, prefiller, decoder).
 
 	// Replicas is the number of independent instances (default 1).
-	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional"`
+	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" roles:"serving"`
 	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
-	Multinode *Multinode `json:"multinode,omitempty" pulumi:"multinode,optional"`
+	Multinode *Multinode `json:"multinode,omitempty" pulumi:"multinode,optional" roles:"serving"`
 	// Template is the pod template of every pod of the role.
-	Template *corev1.PodTemplateSpec `json:"template,omitempty" pulumi:"template,optional"`
+	Template *corev1.PodTemplateSpec `json:"template,omitempty" pulumi:"template,optional" roles:"serving"`
 	// NetworkTopology constrains the pods of each replica of this role, overriding
 	// schedulingStrategy.networkTopology.rolePolicy.
-	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty" pulumi:"networkTopology,optional"`
+	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty" pulumi:"networkTopology,optional" roles:"serving"`
 	// NodePool names the spec.nodePools entry the role's pods run on.
-	NodePool string `json:"nodePool,omitempty" pulumi:"nodePool,optional"`
+	NodePool string `json:"nodePool,omitempty" pulumi:"nodePool,optional" roles:"serving"`
 	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
-	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty" pulumi:"rolloutStrategy,optional"`
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty" pulumi:"rolloutStrategy,optional" roles:"serving"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart
 	// (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty" pulumi:"restartPolicy,optional"`
+	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty" pulumi:"restartPolicy,optional" roles:"serving"`
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional"`
+	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional" roles:"serving"`
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads
 	// slower than the others').
-	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional"`
+	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional" roles:"serving"`
 	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than
 	// Kubernetes' 30 s. Unset, the template's own value holds.
-	TerminationGracePeriodSeconds *int `json:"terminationGracePeriodSeconds,omitempty" pulumi:"terminationGracePeriodSeconds,optional"`
+	TerminationGracePeriodSeconds *int `json:"terminationGracePeriodSeconds,omitempty" pulumi:"terminationGracePeriodSeconds,optional" roles:"serving"`
 	// Model replaces spec.model for this role, whole: a role that serves another model (a draft
 	// model, a different size) gets its own cache and download.
-	Model *Model `json:"model,omitempty" pulumi:"model,optional"`
+	Model *Model `json:"model,omitempty" pulumi:"model,optional" roles:"serving"`
 	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas
 	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
 	// "{service}-{role}-elastic", whose groups are each placed whole.
-	Autoscaling *Autoscaling `json:"autoscaling,omitempty" pulumi:"autoscaling,optional"`
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty" pulumi:"autoscaling,optional" roles:"serving"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
-	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty" pulumi:"modelFlexibility,optional"`
+	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty" pulumi:"modelFlexibility,optional" roles:"serving"`
 }
 
 // Model is one model's weights: where they come from, where they are kept, how vLLM loads them

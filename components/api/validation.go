@@ -178,7 +178,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 
 func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, fld := range routerFields(role) {
+	for _, fld := range fieldsNotFor(role) {
 		errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
 	}
 	if role.Replicas != nil && (*role.Replicas < 1 || *role.Replicas > MaxReplicas) {
