@@ -145,9 +145,11 @@ release:
 image:
 	docker build -f cmd/fusioninfer-download/Dockerfile --build-arg VERSION=$(VERSION) -t ghcr.io/fusioninfer/fusioninfer-download:v$(VERSION) .
 
-## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go).
+## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go),
+## and the field reference of docs/reference.md.
 gen:
 	$(GO) generate ./components/inferenceservice
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
+	$(GO) run ./provider/cmd/describe -reference docs/reference.md
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update
 	$(GO) run ./provider/cmd/sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -version $(VERSION) -out sdk
