@@ -54,8 +54,25 @@ func fieldsNotFor(role *Role) []string {
 	return misplaced
 }
 
-func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName string, rolePath *field.Path) field.ErrorList {
+// Routing is a router's fields as validation parsed them.
+type Routing struct {
+	// Selection is the Endpoint Picker's image and configuration the strategy (or the raw
+	// configuration) selects.
+	Selection *eppconfig.Selection
+	// HTTPRoute is the router's httproute as the Gateway API type.
+	HTTPRoute *gatewayv1.HTTPRouteSpec
+	// PoolPort is the serving port of every serving role, which the InferencePool targets.
+	PoolPort int32
+}
+
+// validateRouterRole checks a router role, and resolves its Endpoint Picker selection and route
+// into resolved.Routing (the first router's: a second is refused elsewhere).
+func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName string, rolePath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
+	routing := &Routing{}
+	if resolved.Routing == nil {
+		resolved.Routing = routing
+	}
 	for _, name := range fieldsNotFor(role) {
 		if name == "autoscaling" {
 			errs = append(errs, field.Forbidden(rolePath.Child(name), "a router's Endpoint Picker replicas elect one leader and only "+
@@ -91,6 +108,7 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	if selErr == nil {
 		selErr = sel.Check()
 	}
+	routing.Selection = sel
 	if selErr != nil {
 		path := rolePath.Child(selErr.Field)
 		switch selErr.Field {
@@ -102,7 +120,9 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 			errs = append(errs, field.Invalid(path, "(the configuration)", selErr.Err.Error()))
 		}
 	}
-	return append(errs, validateHTTPRoute(role.HTTPRoute, rolePath.Child("httproute"))...)
+	route, routeErrs := validateHTTPRoute(role.HTTPRoute, rolePath.Child("httproute"))
+	routing.HTTPRoute = route
+	return append(errs, routeErrs...)
 }
 
 func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.ErrorList {
@@ -143,10 +163,11 @@ func DecodeHTTPRoute(route map[string]any) (*gatewayv1.HTTPRouteSpec, error) {
 	return &spec, nil
 }
 
-func validateHTTPRoute(route map[string]any, routePath *field.Path) field.ErrorList {
+// validateHTTPRoute checks a router's route and returns it as the Gateway API type.
+func validateHTTPRoute(route map[string]any, routePath *field.Path) (*gatewayv1.HTTPRouteSpec, field.ErrorList) {
 	spec, err := DecodeHTTPRoute(route)
 	if err != nil {
-		return field.ErrorList{field.Invalid(routePath, "(the route)", "not a Gateway API HTTPRouteSpec: "+err.Error())}
+		return nil, field.ErrorList{field.Invalid(routePath, "(the route)", "not a Gateway API HTTPRouteSpec: "+err.Error())}
 	}
 	var errs field.ErrorList
 	if len(spec.ParentRefs) == 0 {
@@ -159,12 +180,13 @@ func validateHTTPRoute(route map[string]any, routePath *field.Path) field.ErrorL
 				"set by the router: every rule sends its requests to the service's InferencePool"))
 		}
 	}
-	return errs
+	return spec, errs
 }
 
 // validateRoutedServers checks the serving containers a router's pool targets: one serving port
 // for every role, and, on a prefill/decode service, decode servers whose port can move.
-func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path) field.ErrorList {
+// The port is resolved into resolved.Routing.PoolPort.
+func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	poolPort, poolPortRole := int32(0), -1
 	for i := range spec.Roles {
@@ -182,6 +204,9 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path) fi
 			continue
 		case poolPortRole < 0:
 			poolPort, poolPortRole = port, i
+			if resolved.Routing != nil {
+				resolved.Routing.PoolPort = port
+			}
 		case port != poolPort:
 			errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
 				"the InferencePool targets one port on every serving role: %d, as spec.roles[%d] serves; serve on it too", poolPort, poolPortRole)))

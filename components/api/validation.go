@@ -41,17 +41,34 @@ const MaxTerminationGracePeriodSeconds = 3600
 
 // Validate checks every rule of the spec (docs/reference.md, Bad input) and returns all violations, each
 // with its field path. Nothing may be built from a service that does not validate.
-func Validate(svc *InferenceService) field.ErrorList { return validate(svc, true) }
+func Validate(svc *InferenceService) field.ErrorList {
+	_, errs := Resolve(svc)
+	return errs
+}
+
+// Resolved is what validation parsed of a valid service, for the renderer to read rather than
+// parse again: a router's Endpoint Picker selection, route and pool port.
+type Resolved struct {
+	// Routing is nil without a router.
+	Routing *Routing
+}
+
+// Resolve checks every rule, as Validate, and returns what it parsed on the way; the Resolved is
+// complete only when there are no errors.
+func Resolve(svc *InferenceService) (*Resolved, field.ErrorList) {
+	resolved := &Resolved{}
+	return resolved, validate(svc, true, resolved)
+}
 
 // ValidateShape checks every rule that does not read the pod templates' contents: all a caller
 // can check while templates are still unknown (a Pulumi preview whose templates depend on other
 // resources). Validate must still pass once they are known.
-func ValidateShape(svc *InferenceService) field.ErrorList { return validate(svc, false) }
+func ValidateShape(svc *InferenceService) field.ErrorList { return validate(svc, false, &Resolved{}) }
 
-func validate(svc *InferenceService, withTemplates bool) field.ErrorList {
+func validate(svc *InferenceService, withTemplates bool, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateMetadata(svc)...)
-	errs = append(errs, validateSpec(&svc.Spec, svc.Name, withTemplates, field.NewPath("spec"))...)
+	errs = append(errs, validateSpec(&svc.Spec, svc.Name, withTemplates, field.NewPath("spec"), resolved)...)
 	errs = append(errs, validateDualPodsController(&svc.Spec, svc.Namespace, field.NewPath("spec", "dualPodsController"))...)
 	return errs
 }
@@ -94,7 +111,7 @@ func validateWith(path *field.Path, value string, check func(string) []string) f
 	return errs
 }
 
-func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates bool, fldPath *field.Path) field.ErrorList {
+func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates bool, fldPath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	rolesPath := fldPath.Child("roles")
 	if len(spec.Roles) == 0 {
@@ -112,11 +129,11 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 			names.Insert(role.Name)
 		}
 		counts[role.ComponentType]++
-		errs = append(errs, validateRole(spec, role, serviceName, withTemplates, rolePath)...)
+		errs = append(errs, validateRole(spec, role, serviceName, withTemplates, rolePath, resolved)...)
 	}
 	errs = append(errs, validateTopology(spec, counts, rolesPath)...)
 	if withTemplates && spec.Router() != nil {
-		errs = append(errs, validateRoutedServers(spec, rolesPath)...)
+		errs = append(errs, validateRoutedServers(spec, rolesPath, resolved)...)
 	}
 	errs = append(errs, validateScheduling(spec, fldPath)...)
 	errs = append(errs, validateGangPolicy(spec, fldPath.Child("gangPolicy"))...)
@@ -156,7 +173,7 @@ func validateTopology(spec *InferenceServiceSpec, counts map[ComponentType]int, 
 	return errs
 }
 
-func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path) field.ErrorList {
+func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	if role.Name == "" {
 		errs = append(errs, field.Required(rolePath.Child("name"), "a DNS label unique among the roles"))
@@ -167,7 +184,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 	case ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder:
 		errs = append(errs, validateServingRole(spec, role, serviceName, withTemplates, rolePath)...)
 	case ComponentTypeRouter:
-		errs = append(errs, validateRouterRole(spec, role, serviceName, rolePath)...)
+		errs = append(errs, validateRouterRole(spec, role, serviceName, rolePath, resolved)...)
 	case "":
 		errs = append(errs, field.Required(rolePath.Child("componentType"), "one of worker, prefiller, decoder, router"))
 	default:

@@ -222,11 +222,12 @@ func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas, e
 // Build validates the service and builds its whole tree. On invalid input it returns every
 // violation and no objects.
 func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
-	if errs := api.Validate(svc); len(errs) > 0 {
+	resolved, errs := api.Resolve(svc)
+	if len(errs) > 0 {
 		return nil, errs
 	}
 	svc = WithDefaults(svc)
-	routing := newRouting(svc)
+	routing := newRouting(svc, resolved.Routing)
 	templates := map[string]roleTemplates{}
 	for i := range svc.Spec.Roles {
 		role := &svc.Spec.Roles[i]

@@ -119,36 +119,20 @@ func routerRef(svc *api.InferenceService, kind TypeMeta, name, suffix string, de
 	return Ref{TypeMeta: kind, Name: name, Namespace: svc.Namespace, Suffix: suffix, Role: svc.Spec.Router().Name, DependsOn: dependsOn}
 }
 
-// routing builds a router's objects.
+// routing builds a router's objects from what validation resolved of its fields (api.Routing:
+// the Endpoint Picker's selection, the route, the pool's port), never parsing them again.
 type routing struct {
-	svc       *api.InferenceService
-	router    *api.Role
-	selection *eppconfig.Selection
-	// poolPort is the serving port of every serving role (validated to be one).
-	poolPort int32
+	svc    *api.InferenceService
+	router *api.Role
+	api.Routing
 }
 
-func newRouting(svc *api.InferenceService) *routing {
+func newRouting(svc *api.InferenceService, resolved *api.Routing) *routing {
 	router := svc.Spec.Router()
-	if router == nil {
+	if router == nil || resolved == nil {
 		return nil
 	}
-	sel, err := eppconfig.Select(router.Strategy, router.EndpointPickerConfig, svc.Spec.Disaggregated(), router.EndpointPickerImage())
-	if err != nil {
-		panic("router of a validated service: " + err.Error())
-	}
-	r := &routing{svc: svc, router: router, selection: sel}
-	for i := range svc.Spec.Roles {
-		if role := &svc.Spec.Roles[i]; role.ComponentType.Serving() {
-			port, err := api.ServingPort(&role.Template.Spec.Containers[api.ServingContainerIndex])
-			if err != nil {
-				panic("serving port of a validated service: " + err.Error())
-			}
-			r.poolPort = port
-			break
-		}
-	}
-	return r
+	return &routing{svc: svc, router: router, Routing: *resolved}
 }
 
 func (r *routing) object(ref Ref) runtime.Object {
@@ -240,7 +224,7 @@ func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
 }
 
 func (r *routing) configText() string {
-	text, err := eppconfig.Marshal(r.selection.Config)
+	text, err := eppconfig.Marshal(r.Selection.Config)
 	if err != nil {
 		panic("EndpointPickerConfig does not marshal: " + err.Error()) // a typed struct always does
 	}
@@ -310,7 +294,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 					},
 					Containers: []corev1.Container{{
 						Name:            eppContainerName,
-						Image:           r.selection.Image,
+						Image:           r.Selection.Image,
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Args:            args,
 						Ports: []corev1.ContainerPort{
@@ -370,7 +354,7 @@ func (r *routing) pool(ref Ref) runtime.Object {
 			ObjectMeta: r.meta(ref),
 			Spec: inferencev1alpha2.InferencePoolSpec{
 				Selector:         labelMap[inferencev1alpha2.LabelKey, inferencev1alpha2.LabelValue](r.poolSelector()),
-				TargetPortNumber: r.poolPort,
+				TargetPortNumber: r.PoolPort,
 				ExtensionRef: inferencev1alpha2.Extension{
 					Kind:        ptr.To(inferencev1alpha2.Kind(KindService.Kind)),
 					Name:        inferencev1alpha2.ObjectName(eppName),
@@ -385,7 +369,7 @@ func (r *routing) pool(ref Ref) runtime.Object {
 		ObjectMeta: r.meta(ref),
 		Spec: inferencev1.InferencePoolSpec{
 			Selector:    inferencev1.LabelSelector{MatchLabels: labelMap[inferencev1.LabelKey, inferencev1.LabelValue](r.poolSelector())},
-			TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(r.poolPort)}},
+			TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(r.PoolPort)}},
 			EndpointPickerRef: inferencev1.EndpointPickerRef{
 				Kind:        inferencev1.Kind(KindService.Kind),
 				Name:        inferencev1.ObjectName(eppName),
@@ -430,8 +414,8 @@ func (r *routing) shadowService(ref Ref) *corev1.Service {
 			Type:      corev1.ServiceTypeClusterIP,
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  selector,
-			Ports: []corev1.ServicePort{{Name: api.ServingPortName, Port: r.poolPort,
-				TargetPort: intstr.FromInt32(r.poolPort), Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{{Name: api.ServingPortName, Port: r.PoolPort,
+				TargetPort: intstr.FromInt32(r.PoolPort), Protocol: corev1.ProtocolTCP}},
 		},
 	}
 }
@@ -440,10 +424,7 @@ func (r *routing) shadowService(ref Ref) *corev1.Service {
 // one for every path; a rule without timeouts gets the request timeout of the Inference
 // Extension's examples, as a gateway's default (often 15 s) would cut long generations.
 func (r *routing) httpRoute(ref Ref) *gatewayv1.HTTPRoute {
-	spec, err := api.DecodeHTTPRoute(r.router.HTTPRoute)
-	if err != nil {
-		panic("httproute of a validated service: " + err.Error())
-	}
+	spec := r.HTTPRoute.DeepCopy()
 	if len(spec.Rules) == 0 {
 		spec.Rules = []gatewayv1.HTTPRouteRule{{Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
 			Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/"),

@@ -178,8 +178,8 @@ func summarizeRouter(t *Tree) *RouterSummary {
 		return nil
 	}
 	rs := &RouterSummary{
-		Pool: api.PoolName(t.Service.Name), PoolPort: routing.poolPort, EndpointPicker: api.EndpointPickerName(t.Service.Name),
-		Image: routing.selection.Image, Strategy: routing.router.Strategy, HTTPRoute: api.HTTPRouteName(t.Service.Name),
+		Pool: api.PoolName(t.Service.Name), PoolPort: routing.PoolPort, EndpointPicker: api.EndpointPickerName(t.Service.Name),
+		Image: routing.Selection.Image, Strategy: routing.router.Strategy, HTTPRoute: api.HTTPRouteName(t.Service.Name),
 	}
 	for _, o := range t.Objects {
 		if o.Suffix == suffixPool {
