@@ -197,10 +197,9 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 		tplPath := rolesPath.Index(i).Child("template")
 		serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
 		server := &role.Template.Spec.Containers[ServingContainerIndex]
-		port, err := ServingPort(server)
+		port, resolvedPort := resolved.ServingPorts[role.Name]
 		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(serverPath.Child("ports"), server.Ports, "no port for the router's InferencePool: "+err.Error()))
+		case !resolvedPort: // its template's check says why
 			continue
 		case poolPortRole < 0:
 			poolPort, poolPortRole = port, i

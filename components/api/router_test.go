@@ -101,7 +101,7 @@ func TestRouterRules(t *testing.T) {
 		}, `the router's Service "` + strings.Repeat("d", 57) + `-shadow" is 64 characters`},
 		{"a serving port for the pool", func(s *InferenceService) {
 			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}
-		}, `spec.roles[1].template.spec.containers[0].ports: Invalid value: [{"name":"metrics","containerPort":9100}]: no port for the router's InferencePool`},
+		}, `spec.roles[1].template.spec.containers[0].ports: Invalid value: [{"name":"metrics","containerPort":9100}]: no serving port: none of the declared ports is the server's (8000)`},
 		{"the http port agrees with --port", func(s *InferenceService) {
 			decodeServer(s).Args = append(decodeServer(s).Args, "--port", "8001")
 			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}

@@ -51,19 +51,23 @@ func Validate(svc *InferenceService) field.ErrorList {
 type Resolved struct {
 	// Routing is nil without a router.
 	Routing *Routing
+	// ServingPorts are the serving roles' servers' ports, by role name.
+	ServingPorts map[string]int32
 }
 
 // Resolve checks every rule, as Validate, and returns what it parsed on the way; the Resolved is
 // complete only when there are no errors.
 func Resolve(svc *InferenceService) (*Resolved, field.ErrorList) {
-	resolved := &Resolved{}
+	resolved := &Resolved{ServingPorts: map[string]int32{}}
 	return resolved, validate(svc, true, resolved)
 }
 
 // ValidateShape checks every rule that does not read the pod templates' contents: all a caller
 // can check while templates are still unknown (a Pulumi preview whose templates depend on other
 // resources). Validate must still pass once they are known.
-func ValidateShape(svc *InferenceService) field.ErrorList { return validate(svc, false, &Resolved{}) }
+func ValidateShape(svc *InferenceService) field.ErrorList {
+	return validate(svc, false, &Resolved{ServingPorts: map[string]int32{}})
+}
 
 func validate(svc *InferenceService, withTemplates bool, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
@@ -182,7 +186,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 	}
 	switch role.ComponentType {
 	case ComponentTypeWorker, ComponentTypePrefiller, ComponentTypeDecoder:
-		errs = append(errs, validateServingRole(spec, role, serviceName, withTemplates, rolePath)...)
+		errs = append(errs, validateServingRole(spec, role, serviceName, withTemplates, rolePath, resolved)...)
 	case ComponentTypeRouter:
 		errs = append(errs, validateRouterRole(spec, role, serviceName, rolePath, resolved)...)
 	case "":
@@ -193,7 +197,7 @@ func validateRole(spec *InferenceServiceSpec, role *Role, serviceName string, wi
 	return errs
 }
 
-func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path) field.ErrorList {
+func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName string, withTemplates bool, rolePath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	for _, fld := range fieldsNotFor(role) {
 		errs = append(errs, field.Forbidden(rolePath.Child(fld), "only a router role has "+fld))
@@ -216,7 +220,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateRolloutStrategy(spec, role, rolePath.Child("rolloutStrategy"))...)
 	errs = append(errs, validateAutoscaling(spec, role, rolePath)...)
 	if withTemplates {
-		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"))...)
+		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"), resolved)...)
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
 		errs = append(errs, validateModelServer(spec, role, rolePath.Child("template"))...)
 	}
@@ -250,7 +254,9 @@ func validateLeaderWorkerSetName(serviceName string, role *Role, rolePath *field
 	return nil
 }
 
-func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Path) field.ErrorList {
+// validateTemplate checks a serving role's pod template, and resolves its server's port into
+// resolved.ServingPorts.
+func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	if role.Template == nil {
 		return field.ErrorList{field.Required(tplPath, "the pod template of the model server")}
@@ -278,6 +284,11 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
 	if server.Image == "" {
 		errs = append(errs, field.Required(serverPath.Child("image"), "the model-server image"))
+	}
+	if port, err := ServingPort(server); err != nil {
+		errs = append(errs, field.Invalid(serverPath.Child("ports"), server.Ports, "no serving port: "+err.Error()))
+	} else {
+		resolved.ServingPorts[role.Name] = port
 	}
 	if role.MultiNode() {
 		errs = append(errs, validateRayLaunch(server, serverPath)...)

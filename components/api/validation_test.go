@@ -142,6 +142,10 @@ func TestValidationRules(t *testing.T) {
 		{"tensor parallel matches the GPUs", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "16")
 		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--tensor-parallel-size 16": tensor x pipeline x data parallel size is 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
+		{"a serving port that parses, with or without a router", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--port", "abc")
+		}, `spec.roles[0].template.spec.containers[0].ports: Invalid value: null: no serving port: --port "abc": must be a port number`},
 		{"a GPU count is not negative", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Limits[GPUResourceName] = resource.MustParse("-2")
 		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "-2": a GPU count is a whole number of devices, at least 1`},

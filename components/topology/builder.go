@@ -254,7 +254,7 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 		case KindScaledObject:
 			obj = buildScaledObject(svc, roles[ref.Role])
 		case KindPodMonitor:
-			obj = buildPodMonitor(svc, roles[ref.Role], routing)
+			obj = buildPodMonitor(svc, roles[ref.Role], routing, resolved.ServingPorts[ref.Role])
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
 		case KindJob, KindPersistentVolumeClaim:

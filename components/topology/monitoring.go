@@ -52,7 +52,7 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 // buildPodMonitor scrapes /metrics of a role's servers (the leader of each replica: workers only
 // join its Ray cluster) on their serving port, or of the router's Endpoint Picker on its metrics
 // port, and labels every series with the service, role and replica.
-func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing) *monitoringv1.PodMonitor {
+func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing, servingPort int32) *monitoringv1.PodMonitor {
 	endpoint := monitoringv1.PodMetricsEndpoint{Path: "/metrics", RelabelConfigs: []monitoringv1.RelabelConfig{
 		fromPodLabel(LabelService, MetricLabelService),
 		fromPodLabel(LabelRoleName, MetricLabelRole),
@@ -64,8 +64,7 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 		endpoint.Port = ptr.To(eppMetricsPortName)
 	} else {
 		selector = map[string]string{LabelService: svc.Name, LabelRoleName: role.Name, lwsv1.WorkerIndexLabelKey: "0"}
-		port, _ := api.ServingPort(&role.Template.Spec.Containers[api.ServingContainerIndex]) // validated
-		endpoint.PortNumber = ptr.To(port)
+		endpoint.PortNumber = ptr.To(servingPort)
 	}
 	return &monitoringv1.PodMonitor{
 		TypeMeta: metav1.TypeMeta{APIVersion: KindPodMonitor.APIVersion, Kind: KindPodMonitor.Kind},
