@@ -203,6 +203,17 @@ func TestObjectsAreUniqueAcrossEverythingRendered(t *testing.T) {
 	assert.Contains(t, stderr, first+": given twice with -f")
 	_, _, err = run(t, "", "render", "-f", first, "-f", second, "-n", "other")
 	require.Error(t, err, "the same names in one namespace still collide")
+
+	// Two services that both install FMA's dual-pods controller share its CRDs, identical: they pass.
+	dualPods := func(name string) string {
+		data, err := os.ReadFile("../../examples/manifests/granite-sleep-wake.yaml")
+		require.NoError(t, err)
+		return strings.Replace(strings.Replace(string(data), "name: granite", "name: "+name, 1), "namespace: llm", "namespace: "+name, 1)
+	}
+	require.NoError(t, os.WriteFile(first, []byte(dualPods("first")), 0o644))
+	require.NoError(t, os.WriteFile(second, []byte(dualPods("second")), 0o644))
+	_, stderr, err = run(t, "", "render", "-f", first, "-f", second)
+	require.NoError(t, err, stderr)
 }
 
 const badServices = `apiVersion: fusioninfer.io/v1alpha1

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
@@ -114,21 +116,27 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string,
 	return trees, problems, nil
 }
 
-// duplicateObjects: objects of different services that would be the same Kubernetes object (one
-// service "a" with role "b-c", another "a-b" with role "c": two LeaderWorkerSets a-b-c-0), each
-// named with the two services it comes from.
+// duplicateObjects: objects of different services that would be the same Kubernetes object but
+// differ (one service "a" with role "b-c", another "a-b" with role "c": two LeaderWorkerSets
+// a-b-c-0), each named with the two services it comes from. Identical ones (the CRDs two services
+// that install FMA's controller both carry) are the same object applied twice, and pass.
 func duplicateObjects(trees []*topology.Tree, sources []string) []string {
 	type identity struct{ apiVersion, kind, namespace, name string }
-	first := map[identity]int{}
+	type firstSeen struct {
+		tree   int
+		object runtime.Object
+	}
+	first := map[identity]firstSeen{}
 	var problems []string
 	for i, tree := range trees {
 		for _, obj := range tree.Objects {
 			id := identity{obj.APIVersion, obj.Kind, obj.Namespace, obj.Name}
-			j, seen := first[id]
+			seenAs, seen := first[id]
+			j := seenAs.tree
 			switch {
 			case !seen:
-				first[id] = i
-			case j != i:
+				first[id] = firstSeen{i, obj.Object}
+			case j != i && !equality.Semantic.DeepEqual(seenAs.object, obj.Object):
 				problems = append(problems, fmt.Sprintf("%s: %s %s/%s is also an object of %s; rename one of the services or roles",
 					sources[i], obj.Kind, obj.Namespace, obj.Name, sources[j]))
 			}
