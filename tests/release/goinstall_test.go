@@ -159,13 +159,15 @@ func (f trackedFile) Open() (io.ReadCloser, error) { return os.Open(f.file) }
 
 // goEnv is the environment of a user whose GOPROXY serves the release first: the module's
 // checksum is not in the public checksum database, so it is exempt from it; the module cache is the
-// machine's own (its dependencies are there and built already).
+// machine's own (its dependencies are there and built already). The go command indexes a module
+// cache directory once per path and version, taking it to be immutable (the module index in
+// GOCACHE); this test serves the same version with new contents, so the index is off.
 func goEnv(t *testing.T, proxy string) []string {
 	t.Helper()
 	upstream := strings.TrimSpace(run(t, "", nil, "go", "env", "GOPROXY"))
 	return append(os.Environ(),
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+","+upstream,
-		"GONOSUMDB="+modulePath, "GOFLAGS=-modcacherw", "GOWORK=off")
+		"GONOSUMDB="+modulePath, "GOFLAGS=-modcacherw", "GOWORK=off", "GODEBUG=goindex=0")
 }
 
 // forgetCachedModule removes the module from the module cache, so that go fetches this run's zip
