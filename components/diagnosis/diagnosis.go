@@ -17,20 +17,21 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// Phase is where a service, a role or a replica stands.
-type Phase string
+// Phase is where a service or a role stands, in the words of the component's status output
+// (components/rolestatus: one model, one reading of the LWS status, one rule).
+type Phase = rolestatus.Phase
 
+// The phases, as rolestatus defines them.
 const (
-	// Running: every replica serves.
-	Running Phase = "Running"
-	// Progressing: not yet (pending, starting, rolling out, downloading), nothing failed.
-	Progressing Phase = "Progressing"
-	// Failed: something will not get better by waiting (an image that cannot be pulled, a
-	// server that crashes, a download that failed).
-	Failed Phase = "Failed"
+	Unknown     = rolestatus.Unknown
+	Pending     = rolestatus.Pending
+	Progressing = rolestatus.Progressing
+	Running     = rolestatus.Running
+	Failed      = rolestatus.Failed
 )
 
 // Replica phases, more precise than the service's.
@@ -115,45 +116,50 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 	for i := range o.LeaderWorkerSets {
 		lwsByName[o.LeaderWorkerSets[i].Name] = &o.LeaderWorkerSets[i]
 	}
+	var all []Replica
+	var allObserved []rolestatus.Replica
 	for _, role := range d.expectedReplicas(lwsByName) {
 		rr := Role{Name: role.name}
+		var observed []rolestatus.Replica
 		for _, lwsName := range role.lwss {
 			rep := d.replica(lwsName, lwsByName[lwsName], r.Causes)
 			if rep.Phase == ReplicaRunning {
 				rr.ReadyReplicas++
 			}
 			rr.Replicas = append(rr.Replicas, rep)
+			observed = append(observed, rolestatus.OfLeaderWorkerSet(lwsByName[lwsName]))
 		}
-		rr.Phase = phaseOf(rr.Replicas, nil)
+		rr.Phase = phaseOf(rr.Replicas, observed, nil)
 		r.Roles = append(r.Roles, rr)
+		all, allObserved = append(all, rr.Replicas...), append(allObserved, observed...)
 	}
-	var all []Replica
-	for _, role := range r.Roles {
-		all = append(all, role.Replicas...)
-	}
-	r.Phase = phaseOf(all, r.Causes)
+	r.Phase = phaseOf(all, allObserved, r.Causes)
 	return r
 }
 
-func phaseOf(replicas []Replica, causes []Cause) Phase {
-	phase := Running
-	for _, c := range causes {
-		if c.failed {
-			return Failed
+// phaseOf is rolestatus.Of over the replicas' LWSs, with what the diagnosis knows beyond their
+// status: a replica that failed (its pods' causes), one that runs an older revision than the
+// spec's (updating), one whose pods are not ready though its LWS last said so, and the service's
+// causes: a failed one fails the service, any other keeps it
+// from Running.
+func phaseOf(replicas []Replica, observed []rolestatus.Replica, causes []Cause) Phase {
+	all := make([]rolestatus.Replica, len(observed))
+	for i, r := range observed {
+		r.Failed = replicas[i].Phase == ReplicaFailed
+		r.Updating = r.Updating || replicas[i].Phase == ReplicaUpdating
+		if replicas[i].Phase != ReplicaRunning && r.ReadyReplicas == r.Replicas { // its pods say not yet
+			r.ReadyReplicas = max(r.Replicas-1, 0)
 		}
-		phase = Progressing
+		all[i] = r
 	}
-	for _, rep := range replicas {
-		switch rep.Phase {
-		case ReplicaFailed:
+	phase := rolestatus.Of(all)
+	for _, c := range causes {
+		switch {
+		case c.failed:
 			return Failed
-		case ReplicaRunning:
-		default:
+		case phase == Running:
 			phase = Progressing
 		}
-	}
-	if len(replicas) == 0 {
-		return Progressing
 	}
 	return phase
 }

@@ -66,7 +66,7 @@ func TestDiagnosis(t *testing.T) {
 		absent  []string
 	}{
 		{name: "a gang that cannot fit: the PodGroup and the GPUs it lacks", svc: story4, fixture: "gang-cannot-fit",
-			phase: diagnosis.Progressing, exit: 2, want: []string{
+			phase: diagnosis.Pending, exit: 2, want: []string{
 				"InferenceService deepseek-r1-disagg (namespace status-gang): not running yet",
 				"PodGroup/deepseek-r1-disagg: Unschedulable: phase Inqueue, minMember 6: the gang's minimal set needs 48 GPUs at once; " +
 					"the cluster's 5 ready GPU nodes have 40 free (Volcano: ",
@@ -77,7 +77,7 @@ func TestDiagnosis(t *testing.T) {
 					"the gang's minimal set needs 48 GPUs",
 			}},
 		{name: "the same without the spec: the replicas found, no minimal set", fixture: "gang-cannot-fit",
-			phase: diagnosis.Progressing, exit: 2, want: []string{"PodGroup/deepseek-r1-disagg: Unschedulable", "deepseek-r1-disagg-decode-2"},
+			phase: diagnosis.Pending, exit: 2, want: []string{"PodGroup/deepseek-r1-disagg: Unschedulable", "deepseek-r1-disagg-decode-2"},
 			absent: []string{"minimal set needs"}},
 		{name: "an image that cannot be pulled: failed, with the kubelet's message", svc: func(t *testing.T) *api.InferenceService {
 			svc := story1(t, "status-image") // as tests/e2e/status_test.go deployed it
@@ -124,7 +124,7 @@ func TestDiagnosis(t *testing.T) {
 						o.Pods[0].Status.Conditions[i].Status = corev1.ConditionFalse
 					}
 				}
-			}, phase: diagnosis.Progressing, exit: 2, want: []string{"Starting", "not ready yet: the server loads its model"}},
+			}, phase: diagnosis.Pending, exit: 2, want: []string{"Starting", "not ready yet: the server loads its model"}},
 		{name: "a failed model download holds every replica", svc: func(t *testing.T) *api.InferenceService {
 			svc := story1(t, "status-healthy")
 			svc.Spec.Roles[0].Replicas = ptr.To(2)
@@ -171,7 +171,7 @@ func TestDiagnosis(t *testing.T) {
 			nc.Status.Conditions = []metav1.Condition{{Type: mirror.ConditionTypeLaunched, Status: metav1.ConditionFalse, Reason: "InsufficientCapacityError",
 				Message: "all requested instance types were unavailable during launch"}}
 			o.NodeClaims = append(o.NodeClaims, nc)
-		}, phase: diagnosis.Progressing, exit: 2, want: []string{
+		}, phase: diagnosis.Pending, exit: 2, want: []string{
 			"NodeClaim/deepseek-r1-disagg-h100-x7k2p: InsufficientCapacityError: pool deepseek-r1-disagg-h100: Karpenter cannot launch its node: " +
 				"all requested instance types were unavailable during launch",
 		}},
@@ -179,7 +179,7 @@ func TestDiagnosis(t *testing.T) {
 			for i := range o.Pods {
 				o.Pods[i].Spec.NodeSelector = map[string]string{mirror.NodePoolLabelKey: "deepseek-r1-disagg-h100"}
 			}
-		}, phase: diagnosis.Progressing, exit: 2, want: []string{
+		}, phase: diagnosis.Pending, exit: 2, want: []string{
 			"fix: Karpenter has made no NodeClaim for NodePool deepseek-r1-disagg-h100: check that Karpenter runs (its logs) and that the pool's " +
 				"limits and node class allow a node (kubectl describe nodepool deepseek-r1-disagg-h100)",
 		}},

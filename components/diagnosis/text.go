@@ -7,7 +7,8 @@ import (
 )
 
 // phaseWords say a service's phase in plain words.
-var phaseWords = map[Phase]string{Running: "Running", Progressing: "not running yet", Failed: "failed"}
+var phaseWords = map[Phase]string{Running: "Running", Progressing: "not running yet", Pending: "not running yet",
+	Unknown: "not running yet", Failed: "failed"}
 
 // Text is the report for a terminal: the service's phase and what holds it back, then one line per
 // replica with its phase and first cause, then the fixes.

@@ -14,6 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
@@ -333,12 +334,13 @@ func setOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.Inf
 	}
 	component.Status = settle(ctx, lwsOutputs).ApplyT(func(v any) map[string]RoleStatus {
 		lws := v.(settled)
-		observations := map[string][]lwsObservation{}
+		observations := map[string][]rolestatus.Replica{}
 		for i, role := range lwsRoles {
-			obs := lwsObservation{Replicas: 1, Failed: lws.failed[i]}
+			obs := rolestatus.Replica{Replicas: 1}
 			if fields, ok := lws.values[i].(map[string]any); ok {
 				obs = observeLeaderWorkerSet(fields)
 			}
+			obs.Failed = lws.failed[i]
 			observations[role] = append(observations[role], obs)
 		}
 		out := make(map[string]RoleStatus, len(roleOrder))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
 )
 
@@ -161,7 +162,7 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 	assert.Equal(t, 80, gpusFull, "story 4: 80 GPUs at full size")
 	assert.Equal(t, 48, gpusMinimal, "prefill-0 (16) + decode-0 (32)")
 	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, ObservedReplicas: 1, Phase: PhaseRunning}, status["prefill"])
-	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, ObservedReplicas: 2, Phase: PhaseDeploying}, status["decode"])
+	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, ObservedReplicas: 2, Phase: PhaseProgressing}, status["decode"])
 }
 
 // unknownAtPreview: the SDK's mocks drop unknown values, so an unknown input arrives absent.
@@ -329,31 +330,31 @@ func TestAwaitModes(t *testing.T) {
 }
 
 func TestRoleStatusPhases(t *testing.T) {
-	ready := lwsObservation{Observed: true, Replicas: 1, ReadyReplicas: 1, Available: true}
-	starting := lwsObservation{Observed: true, Replicas: 1}
-	updating := lwsObservation{Observed: true, Replicas: 1, ReadyReplicas: 1, Updating: true}
-	unobserved := lwsObservation{Replicas: 1}
-	elasticNone := lwsObservation{Observed: true, Available: true}
-	elasticReady := lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 3, Available: true}
-	elasticScaling := lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 1}
-	failed := lwsObservation{Replicas: 1, Failed: true}
+	ready := rolestatus.Replica{Observed: true, Replicas: 1, ReadyReplicas: 1}
+	starting := rolestatus.Replica{Observed: true, Replicas: 1}
+	updating := rolestatus.Replica{Observed: true, Replicas: 1, ReadyReplicas: 1, Updating: true}
+	unobserved := rolestatus.Replica{Replicas: 1}
+	elasticNone := rolestatus.Replica{Observed: true}
+	elasticReady := rolestatus.Replica{Observed: true, Replicas: 3, ReadyReplicas: 3}
+	elasticScaling := rolestatus.Replica{Observed: true, Replicas: 3, ReadyReplicas: 1}
+	failed := rolestatus.Replica{Replicas: 1, Failed: true}
 	cases := []struct {
 		name                         string
-		replicas                     []lwsObservation
+		replicas                     []rolestatus.Replica
 		phase                        string
 		desired, observed, readyReps int
 	}{
-		{"all ready", []lwsObservation{ready, ready}, PhaseRunning, 2, 2, 2},
-		{"none ready", []lwsObservation{starting, starting}, PhasePending, 2, 2, 0},
-		{"some ready", []lwsObservation{ready, starting}, PhaseDeploying, 2, 2, 1},
-		{"all ready but one updating", []lwsObservation{ready, updating}, PhaseDeploying, 2, 2, 2},
-		{"one ready, one not yet observed (await minimal)", []lwsObservation{ready, unobserved}, PhaseDeploying, 2, 1, 1},
-		{"one starting, one not yet observed", []lwsObservation{starting, unobserved}, PhasePending, 2, 1, 0},
-		{"none observed", []lwsObservation{unobserved, unobserved}, PhaseUnknown, 2, 0, 0},
-		{"autoscaled, no elastic replica", []lwsObservation{ready, ready, elasticNone}, PhaseRunning, 2, 2, 2},
-		{"autoscaled to 5, all ready", []lwsObservation{ready, ready, elasticReady}, PhaseRunning, 5, 5, 5},
-		{"autoscaled to 5, elastic replicas coming", []lwsObservation{ready, ready, elasticScaling}, PhaseDeploying, 5, 5, 3},
-		{"one failed (its wait timed out)", []lwsObservation{ready, failed}, PhaseFailed, 2, 1, 1},
+		{"all ready", []rolestatus.Replica{ready, ready}, PhaseRunning, 2, 2, 2},
+		{"none ready", []rolestatus.Replica{starting, starting}, PhasePending, 2, 2, 0},
+		{"some ready", []rolestatus.Replica{ready, starting}, PhaseProgressing, 2, 2, 1},
+		{"all ready but one updating", []rolestatus.Replica{ready, updating}, PhaseProgressing, 2, 2, 2},
+		{"one ready, one not yet observed (await minimal)", []rolestatus.Replica{ready, unobserved}, PhaseProgressing, 2, 1, 1},
+		{"one starting, one not yet observed", []rolestatus.Replica{starting, unobserved}, PhasePending, 2, 1, 0},
+		{"none observed", []rolestatus.Replica{unobserved, unobserved}, PhaseUnknown, 2, 0, 0},
+		{"autoscaled, no elastic replica", []rolestatus.Replica{ready, ready, elasticNone}, PhaseRunning, 2, 2, 2},
+		{"autoscaled to 5, all ready", []rolestatus.Replica{ready, ready, elasticReady}, PhaseRunning, 5, 5, 5},
+		{"autoscaled to 5, elastic replicas coming", []rolestatus.Replica{ready, ready, elasticScaling}, PhaseProgressing, 5, 5, 3},
+		{"one failed (its wait timed out)", []rolestatus.Replica{ready, failed}, PhaseFailed, 2, 1, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -369,12 +370,12 @@ func TestRoleStatusPhases(t *testing.T) {
 }
 
 func TestObserveLeaderWorkerSet(t *testing.T) {
-	assert.Equal(t, lwsObservation{Replicas: 1}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
+	assert.Equal(t, rolestatus.Replica{Replicas: 1}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
 	obs := observeLeaderWorkerSet(lwsStatus(1, "Available").Mappable())
-	assert.Equal(t, lwsObservation{Observed: true, Replicas: 1, ReadyReplicas: 1, Available: true}, obs)
+	assert.Equal(t, rolestatus.Replica{Observed: true, Replicas: 1, ReadyReplicas: 1}, obs)
 	elastic := map[string]any{"spec": map[string]any{"replicas": float64(3)},
 		"status": map[string]any{"readyReplicas": float64(2), "conditions": []any{}}}
-	assert.Equal(t, lwsObservation{Observed: true, Replicas: 3, ReadyReplicas: 2}, observeLeaderWorkerSet(elastic),
+	assert.Equal(t, rolestatus.Replica{Observed: true, Replicas: 3, ReadyReplicas: 2}, observeLeaderWorkerSet(elastic),
 		"an elastic LWS counts the replicas its autoscaler set")
 }
 
@@ -480,5 +481,5 @@ func TestStatusAfterAwaitMinimal(t *testing.T) {
 	}))
 	roles := status.(map[string]RoleStatus)
 	assert.Equal(t, RoleStatus{DesiredReplicas: 1, ReadyReplicas: 1, NodesPerReplica: 2, TotalPods: 2, ReadyPods: 2, ObservedReplicas: 1, Phase: PhaseRunning}, roles["prefill"])
-	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, ObservedReplicas: 1, Phase: PhaseDeploying}, roles["decode"])
+	assert.Equal(t, RoleStatus{DesiredReplicas: 2, ReadyReplicas: 1, NodesPerReplica: 4, TotalPods: 8, ReadyPods: 4, ObservedReplicas: 1, Phase: PhaseProgressing}, roles["decode"])
 }

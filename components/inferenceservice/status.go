@@ -2,24 +2,29 @@ package inferenceservice
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
-// Phase is a role's high-level lifecycle stage (the fusioninfer design's ComponentPhase).
+// Phase is a role's high-level lifecycle stage (the fusioninfer design's ComponentPhase), in the
+// words `fusioninfer status` uses too (components/rolestatus).
 type Phase = string
 
-// Phases derived from the role's LeaderWorkerSets (see roleStatus).
+// Phases derived from the role's LeaderWorkerSets (rolestatus.Of).
 const (
-	PhasePending   Phase = "Pending"
-	PhaseDeploying Phase = "Deploying"
-	PhaseRunning   Phase = "Running"
-	PhaseFailed    Phase = "Failed"
-	PhaseUnknown   Phase = "Unknown"
+	PhasePending     Phase = string(rolestatus.Pending)
+	PhaseProgressing Phase = string(rolestatus.Progressing)
+	PhaseRunning     Phase = string(rolestatus.Running)
+	PhaseFailed      Phase = string(rolestatus.Failed)
+	PhaseUnknown     Phase = string(rolestatus.Unknown)
 )
 
 // RoleStatus is the observed state of one serving role, computed from its LWSs' status.
@@ -40,50 +45,23 @@ type RoleStatus struct {
 	// awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it
 	// is created, before its controller has seen it, and again at `pulumi up --refresh`.
 	ObservedReplicas int `pulumi:"observedReplicas"`
-	// Phase is Pending, Deploying, Running, Failed or Unknown.
+	// Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
 	Phase string `pulumi:"phase"`
 }
 
-// lwsObservation is what one LeaderWorkerSet's status says.
-type lwsObservation struct {
-	// Observed is false when the LWS carries no status yet: its controller has not seen it.
-	Observed bool
-	// Replicas is the LWS's spec.replicas: 1 for a base replica, the autoscaler's count for an
-	// elastic LWS.
-	Replicas      int
-	ReadyReplicas int
-	Available     bool
-	Updating      bool
-	// Failed is true when the LWS's resource failed: its wait timed out or saw a failure, or the
-	// deployment stopped before it was registered.
-	Failed bool
-}
-
-// observeLeaderWorkerSet reads the status of an LWS from the resource's outputs.
-func observeLeaderWorkerSet(fields map[string]any) lwsObservation {
-	replicas := 1
-	if spec, ok := fields["spec"].(map[string]any); ok && spec["replicas"] != nil {
-		replicas = asInt(spec["replicas"])
+// observeLeaderWorkerSet reads the status of an LWS from the resource's outputs, as the typed
+// object rolestatus reads (the CLI reads the same from the cluster).
+func observeLeaderWorkerSet(fields map[string]any) rolestatus.Replica {
+	var lws lwsv1.LeaderWorkerSet
+	spec, _ := fields["spec"].(map[string]any) // only its replicas: the templates are not read
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"replicas": spec["replicas"]}, "status": fields["status"]})
+	if err == nil {
+		err = json.Unmarshal(data, &lws)
 	}
-	status, ok := fields["status"].(map[string]any)
-	if !ok {
-		return lwsObservation{Replicas: replicas}
+	if err != nil { // not an LWS's shape: nothing observed
+		return rolestatus.Replica{Replicas: 1}
 	}
-	obs := lwsObservation{Observed: true, Replicas: replicas, ReadyReplicas: min(asInt(status["readyReplicas"]), replicas)}
-	conditions, _ := status["conditions"].([]any)
-	for _, c := range conditions {
-		cond, _ := c.(map[string]any)
-		if cond["status"] != "True" {
-			continue
-		}
-		switch cond["type"] {
-		case "Available":
-			obs.Available = true
-		case "UpdateInProgress":
-			obs.Updating = true
-		}
-	}
-	return obs
+	return rolestatus.OfLeaderWorkerSet(&lws)
 }
 
 func asInt(v any) int {
@@ -101,24 +79,13 @@ func asInt(v any) int {
 }
 
 // roleStatus derives a role's status from its LWSs (one per base replica, each with replicas 1,
-// and an autoscaled role's elastic LWS with the replicas its autoscaler set).
-// The phase rules:
-//   - Failed: an LWS's resource failed (its wait timed out or saw a failure): `pulumi up` fails
-//     with that error, and the outputs say which role it was.
-//   - Unknown: no LWS has a status yet (no controller has observed any).
-//   - Running: every replica is observed and ready, and none is being updated.
-//   - Pending: no replica is ready and none is being updated.
-//   - Deploying: anything in between: some replicas ready, a rolling update under way, or replicas
-//     not yet observed beside ready ones (await minimal: the minimal set serves, the rest come).
-//
-// LWS v0.8 reports no failure condition, so Failed is never derived from status: a replica that
-// cannot start shows as Pending until `pulumi up`'s wait for it times out.
-func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
+// and an autoscaled role's elastic LWS with the replicas its autoscaler set); the phase is
+// rolestatus.Of's. A replica whose resource failed (its wait timed out or saw a failure) makes the
+// role Failed: `pulumi up` fails with that error, and the outputs say which role it was. LWS v0.8
+// reports no failure condition, so Failed is never read from the status.
+func roleStatus(nodesPerReplica int, replicas []rolestatus.Replica) RoleStatus {
 	s := RoleStatus{NodesPerReplica: nodesPerReplica}
-	updating, failed := false, false
 	for _, r := range replicas {
-		updating = updating || r.Updating
-		failed = failed || r.Failed
 		s.DesiredReplicas += r.Replicas
 		if r.Observed {
 			s.ObservedReplicas += r.Replicas
@@ -127,18 +94,7 @@ func roleStatus(nodesPerReplica int, replicas []lwsObservation) RoleStatus {
 	}
 	s.TotalPods = s.DesiredReplicas * nodesPerReplica
 	s.ReadyPods = s.ReadyReplicas * nodesPerReplica
-	switch {
-	case failed:
-		s.Phase = PhaseFailed
-	case s.ObservedReplicas == 0:
-		s.Phase = PhaseUnknown
-	case s.ReadyReplicas == s.DesiredReplicas && !updating:
-		s.Phase = PhaseRunning
-	case s.ReadyReplicas == 0 && !updating:
-		s.Phase = PhasePending
-	default:
-		s.Phase = PhaseDeploying
-	}
+	s.Phase = string(rolestatus.Of(replicas))
 	return s
 }
 

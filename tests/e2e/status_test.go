@@ -104,7 +104,7 @@ func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 		assert.Equal(t, 2, code)
 		var report diagnosis.Report
 		require.NoError(t, json.Unmarshal([]byte(out), &report), out)
-		assert.Equal(t, diagnosis.Progressing, report.Phase)
+		assert.Equal(t, diagnosis.Pending, report.Phase)
 		assert.Len(t, report.Roles, 2)
 		s.Destroy()
 	})

@@ -3030,7 +3030,7 @@ type RoleStatus struct {
 	NodesPerReplica int `pulumi:"nodesPerReplica"`
 	// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
 	ObservedReplicas int `pulumi:"observedReplicas"`
-	// Phase is Pending, Deploying, Running, Failed or Unknown.
+	// Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
 	Phase string `pulumi:"phase"`
 	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
 	ReadyPods int `pulumi:"readyPods"`
@@ -3069,7 +3069,7 @@ func (o RoleStatusOutput) ObservedReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.ObservedReplicas }).(pulumi.IntOutput)
 }
 
-// Phase is Pending, Deploying, Running, Failed or Unknown.
+// Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
 func (o RoleStatusOutput) Phase() pulumi.StringOutput {
 	return o.ApplyT(func(v RoleStatus) string { return v.Phase }).(pulumi.StringOutput)
 }

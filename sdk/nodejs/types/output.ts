@@ -22,7 +22,7 @@ export interface RoleStatus {
      */
     observedReplicas: number;
     /**
-     * Phase is Pending, Deploying, Running, Failed or Unknown.
+     * Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
      */
     phase: string;
     /**

@@ -60,7 +60,7 @@ class RoleStatus(dict):
         :param _builtins.int desired_replicas: DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
         :param _builtins.int nodes_per_replica: NodesPerReplica is multinode.nodeCount (1 when single-node).
         :param _builtins.int observed_replicas: ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
-        :param _builtins.str phase: Phase is Pending, Deploying, Running, Failed or Unknown.
+        :param _builtins.str phase: Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
         :param _builtins.int ready_pods: ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
         :param _builtins.int ready_replicas: ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
         :param _builtins.int total_pods: TotalPods is desiredReplicas x nodesPerReplica.
@@ -101,7 +101,7 @@ class RoleStatus(dict):
     @pulumi.getter
     def phase(self) -> _builtins.str:
         """
-        Phase is Pending, Deploying, Running, Failed or Unknown.
+        Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
         """
         return pulumi.get(self, "phase")
 

@@ -1,0 +1,39 @@
+package rolestatus
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+)
+
+func TestOfLeaderWorkerSet(t *testing.T) {
+	assert.Equal(t, Replica{Replicas: 1}, OfLeaderWorkerSet(nil), "not created yet")
+	assert.Equal(t, Replica{Replicas: 3}, OfLeaderWorkerSet(&lwsv1.LeaderWorkerSet{Spec: lwsv1.LeaderWorkerSetSpec{Replicas: ptr.To[int32](3)}}),
+		"created, not seen by its controller")
+	rolling := &lwsv1.LeaderWorkerSet{Status: lwsv1.LeaderWorkerSetStatus{ReadyReplicas: 1, Conditions: []metav1.Condition{
+		{Type: string(lwsv1.LeaderWorkerSetUpdateInProgress), Status: metav1.ConditionTrue}}}}
+	assert.Equal(t, Replica{Observed: true, Replicas: 1, ReadyReplicas: 1, Updating: true}, OfLeaderWorkerSet(rolling))
+}
+
+func TestOf(t *testing.T) {
+	ready := Replica{Observed: true, Replicas: 1, ReadyReplicas: 1}
+	starting := Replica{Observed: true, Replicas: 1}
+	unobserved := Replica{Replicas: 1}
+	for _, tc := range []struct {
+		replicas []Replica
+		want     Phase
+	}{
+		{[]Replica{ready, ready}, Running},
+		{[]Replica{starting, starting}, Pending},
+		{[]Replica{ready, starting}, Progressing},
+		{[]Replica{ready, unobserved}, Progressing},
+		{[]Replica{unobserved}, Unknown},
+		{[]Replica{ready, {Replicas: 1, Failed: true}}, Failed},
+		{[]Replica{ready, {Observed: true, Replicas: 1, ReadyReplicas: 1, Updating: true}}, Progressing},
+	} {
+		assert.Equal(t, tc.want, Of(tc.replicas), "%+v", tc.replicas)
+	}
+}
