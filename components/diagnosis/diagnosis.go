@@ -122,12 +122,13 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 		rr := Role{Name: role.name}
 		var observed []rolestatus.Replica
 		for _, lwsName := range role.lwss {
-			rep := d.replica(lwsName, lwsByName[lwsName], r.Causes)
+			lws := rolestatus.OfLeaderWorkerSet(lwsByName[lwsName])
+			rep := d.replica(lwsName, lwsByName[lwsName], lws, r.Causes)
 			if rep.Phase == ReplicaRunning {
 				rr.ReadyReplicas++
 			}
 			rr.Replicas = append(rr.Replicas, rep)
-			observed = append(observed, rolestatus.OfLeaderWorkerSet(lwsByName[lwsName]))
+			observed = append(observed, lws)
 		}
 		rr.Phase = phaseOf(rr.Replicas, observed, nil)
 		r.Roles = append(r.Roles, rr)
@@ -258,7 +259,8 @@ func (d *diagnoser) expectedReplicas(found map[string]*lwsv1.LeaderWorkerSet) []
 }
 
 // replica explains one LWS: Running when Available, else the first cause among its pods.
-func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCauses []Cause) Replica {
+// status is the LWS's status as rolestatus reads it.
+func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, status rolestatus.Replica, serviceCauses []Cause) Replica {
 	rep := Replica{Name: name}
 	if lws == nil {
 		rep.Phase = ReplicaMissing
@@ -276,8 +278,7 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, serviceCaus
 		return rep
 	}
 	rep.Revision = lws.Labels[topology.LabelRevision]
-	available := meta.IsStatusConditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable))
-	updating := meta.IsStatusConditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetUpdateInProgress))
+	available, updating := status.Available, status.Updating
 	var podCause *Cause
 	podPhase := ""
 	for _, pod := range d.pods[name] {

@@ -372,7 +372,7 @@ func TestRoleStatusPhases(t *testing.T) {
 func TestObserveLeaderWorkerSet(t *testing.T) {
 	assert.Equal(t, rolestatus.Replica{Replicas: 1}, observeLeaderWorkerSet(map[string]any{"spec": map[string]any{}}))
 	obs := observeLeaderWorkerSet(lwsStatus(1, "Available").Mappable())
-	assert.Equal(t, rolestatus.Replica{Observed: true, Replicas: 1, ReadyReplicas: 1}, obs)
+	assert.Equal(t, rolestatus.Replica{Observed: true, Replicas: 1, ReadyReplicas: 1, Available: true}, obs)
 	elastic := map[string]any{"spec": map[string]any{"replicas": float64(3)},
 		"status": map[string]any{"readyReplicas": float64(2), "conditions": []any{}}}
 	assert.Equal(t, rolestatus.Replica{Observed: true, Replicas: 3, ReadyReplicas: 2}, observeLeaderWorkerSet(elastic),

@@ -36,7 +36,9 @@ type Replica struct {
 	// Replicas is the LWS's spec.replicas.
 	Replicas      int
 	ReadyReplicas int
-	Updating      bool
+	// Available and Updating are the LWS's conditions of those types, when True.
+	Available bool
+	Updating  bool
 	// Failed is set by the caller, from what it knows beyond the LWS's status.
 	Failed bool
 }
@@ -57,6 +59,7 @@ func OfLeaderWorkerSet(lws *lwsv1.LeaderWorkerSet) Replica {
 		Observed:      true,
 		Replicas:      replicas,
 		ReadyReplicas: min(int(lws.Status.ReadyReplicas), replicas),
+		Available:     meta.IsStatusConditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable)),
 		Updating:      meta.IsStatusConditionTrue(lws.Status.Conditions, string(lwsv1.LeaderWorkerSetUpdateInProgress)),
 	}
 }
