@@ -122,7 +122,7 @@ func withEnums(spec *pschema.PackageSpec) {
 			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map {
 				ft = ft.Elem()
 			}
-			if enum, ok := reflect.New(ft).Elem().Interface().(api.Enum); ok && ft.Kind() == reflect.String {
+			if enum, ok := api.EnumOf(ft); ok {
 				token := typeToken(ft)
 				if _, declared := spec.Types[token]; !declared {
 					values := make([]pschema.EnumValueSpec, 0, len(enum.AllowedValues()))

@@ -94,12 +94,11 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string,
 	var problems []string
 	given := map[string]bool{}
 	for _, file := range opts.files {
-		if key := filepath.Clean(file); given[key] {
+		if given[filepath.Clean(file)] {
 			problems = append(problems, fmt.Sprintf("%s: given twice with -f; its services would be rendered twice", file))
 			continue
-		} else {
-			given[key] = true
 		}
+		given[filepath.Clean(file)] = true
 		data, err := readInput(stdin, file)
 		if err != nil {
 			return nil, nil, err

@@ -113,18 +113,6 @@ func DecodeService(jsonData []byte) (*InferenceService, error) {
 	return svc, nil
 }
 
-// withoutIndexes is a field path as encoding/json names a field: its names and map keys,
-// dot-separated, without list indexes.
-func withoutIndexes(path string) string {
-	var names []string
-	for _, segment := range pathSegments(path) {
-		if _, err := strconv.Atoi(segment); err != nil {
-			names = append(names, segment)
-		}
-	}
-	return strings.Join(names, ".")
-}
-
 // decodeProblem is a decoding problem and the field path it is at.
 type decodeProblem struct {
 	path, message string

@@ -1,5 +1,7 @@
 package api
 
+import "reflect"
+
 // The input model's enumerations, each declared once here: validation refuses any other value
 // (field.NotSupported with this list) and the provider's schema gives each as an enum
 // (provider/schema.go, withEnums), so TypeScript and Python programs get the values as types.
@@ -28,6 +30,15 @@ func (ModelFlexibilityMode) AllowedValues() []string {
 }
 func (PoolAPIVersion) AllowedValues() []string { return values(PoolV1, PoolV1Alpha2) }
 func (FailureMode) AllowedValues() []string    { return values(FailClose, FailOpen) }
+
+// EnumOf is t's Enum when t is one of the input model's enumerations.
+func EnumOf(t reflect.Type) (Enum, bool) {
+	if t.Kind() != reflect.String {
+		return nil, false
+	}
+	enum, ok := reflect.New(t).Elem().Interface().(Enum)
+	return enum, ok
+}
 
 func values[T ~string](vs ...T) []string {
 	out := make([]string, len(vs))

@@ -43,6 +43,18 @@ func pathSegments(path string) []string {
 	return segments
 }
 
+// withoutIndexes is a field path as encoding/json names a field: its names and map keys,
+// dot-separated, without list indexes.
+func withoutIndexes(path string) string {
+	var names []string
+	for _, segment := range pathSegments(path) {
+		if _, err := strconv.Atoi(segment); err != nil {
+			names = append(names, segment)
+		}
+	}
+	return strings.Join(names, ".")
+}
+
 // jsonFields are a struct type's fields by their JSON names, with those of inlined (embedded)
 // structs, as encoding/json sees them.
 func jsonFields(t reflect.Type) map[string]reflect.Type {

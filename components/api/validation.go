@@ -58,23 +58,24 @@ type Resolved struct {
 // Resolve checks every rule, as Validate, and returns what it parsed on the way; the Resolved is
 // complete only when there are no errors.
 func Resolve(svc *InferenceService) (*Resolved, field.ErrorList) {
-	resolved := &Resolved{ServingPorts: map[string]int32{}}
-	return resolved, validate(svc, true, resolved)
+	return validate(svc, true)
 }
 
 // ValidateShape checks every rule that does not read the pod templates' contents: all a caller
 // can check while templates are still unknown (a Pulumi preview whose templates depend on other
 // resources). Validate must still pass once they are known.
 func ValidateShape(svc *InferenceService) field.ErrorList {
-	return validate(svc, false, &Resolved{ServingPorts: map[string]int32{}})
+	_, errs := validate(svc, false)
+	return errs
 }
 
-func validate(svc *InferenceService, withTemplates bool, resolved *Resolved) field.ErrorList {
+func validate(svc *InferenceService, withTemplates bool) (*Resolved, field.ErrorList) {
+	resolved := &Resolved{ServingPorts: map[string]int32{}}
 	var errs field.ErrorList
 	errs = append(errs, validateMetadata(svc)...)
 	errs = append(errs, validateSpec(&svc.Spec, svc.Name, withTemplates, field.NewPath("spec"), resolved)...)
 	errs = append(errs, validateDualPodsController(&svc.Spec, svc.Namespace, field.NewPath("spec", "dualPodsController"))...)
-	return errs
+	return resolved, errs
 }
 
 func validateMetadata(svc *InferenceService) field.ErrorList {

@@ -62,7 +62,7 @@ func typeName(t reflect.Type) (string, reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if enum, ok := reflect.New(t).Elem().Interface().(api.Enum); ok && t.Kind() == reflect.String {
+	if enum, ok := api.EnumOf(t); ok {
 		return "one of `" + strings.Join(enum.AllowedValues(), "`, `") + "`", nil
 	}
 	inModel := t.PkgPath() == reflect.TypeFor[api.Role]().PkgPath()
