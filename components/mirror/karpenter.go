@@ -6,7 +6,6 @@ package mirror
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -29,6 +28,7 @@ const (
 )
 
 // NodePool is a Karpenter NodePool: the nodes Karpenter may launch for pending pods.
+// +kubebuilder:object:root=true
 type NodePool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -92,6 +92,7 @@ type Budget struct {
 }
 
 // NodeClaim is what this project reads of a Karpenter NodeClaim: its labels and conditions.
+// +kubebuilder:object:root=true
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -104,17 +105,9 @@ type NodeClaimStatus struct {
 }
 
 // NodeClaimList is a list of NodeClaims.
+// +kubebuilder:object:root=true
 type NodeClaimList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeClaim `json:"items"`
 }
-
-// DeepCopyObject implements runtime.Object.
-func (in *NodePool) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }
-
-// DeepCopyObject implements runtime.Object.
-func (in *NodeClaim) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }
-
-// DeepCopyObject implements runtime.Object.
-func (in *NodeClaimList) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }

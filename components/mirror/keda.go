@@ -3,7 +3,6 @@ package mirror
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // KEDA's ScaledObject (keda.sh/v1alpha1), the fields this project sets, as KEDA v2.21's CRD
@@ -12,6 +11,8 @@ import (
 // v0.22, v2.20 and later need k8s.io v0.36 (docs/design/0014-autoscaling.md). tests/conformance
 // checks every ScaledObject we emit against KEDA's CRD in a real API server, so a field that
 // drifts from it fails there.
+//
+// +kubebuilder:object:root=true
 type ScaledObject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -52,6 +53,3 @@ type ScaleTriggers struct {
 	Metadata   map[string]string              `json:"metadata"`
 	MetricType autoscalingv2.MetricTargetType `json:"metricType,omitempty"`
 }
-
-// DeepCopyObject implements runtime.Object.
-func (in *ScaledObject) DeepCopyObject() runtime.Object { return deepCopyJSON(in) }

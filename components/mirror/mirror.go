@@ -10,20 +10,10 @@
 // Only the fields this project uses are here. mirror_test.go holds each against the upstream Go
 // type where one can be linked in tests (every field must exist upstream with the same JSON name
 // and shape, and every object the examples render decodes strictly into it), and tests/conformance
-// applies what we render to a real API server with the upstream CRDs installed.
+// applies what we render to a real API server with the upstream CRDs installed. Their deep copies
+// are generated (zz_generated.deepcopy.go), as the upstream projects generate theirs.
+//
+// +kubebuilder:object:generate=true
 package mirror
 
-import "encoding/json"
-
-// deepCopyJSON deep-copies an object whose every field JSON carries, by a JSON round trip.
-func deepCopyJSON[T any](in *T) *T {
-	data, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	out := new(T)
-	if err := json.Unmarshal(data, out); err != nil {
-		panic(err)
-	}
-	return out
-}
+//go:generate go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.19.0 object paths=.

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -129,4 +131,51 @@ func filler(seed int64) *randfill.Filler {
 		func(e *corev1.TaintEffect, c randfill.Continue) { *e = corev1.TaintEffectNoSchedule },
 		func(op *corev1.NodeSelectorOperator, c randfill.Continue) { *op = corev1.NodeSelectorOpIn },
 	)
+}
+
+// TestDeepCopiesShareNothing: a filled mirror's deep copy is equal to it, and changing every
+// string, map and slice element of the copy in place leaves the original as it was (no map, slice
+// or pointer shared), as informers and clients rely on when they hand out copies.
+func TestDeepCopiesShareNothing(t *testing.T) {
+	for seed := int64(0); seed < 10; seed++ {
+		for _, obj := range []runtime.Object{&mirror.NodePool{}, &mirror.NodeClaim{}, &mirror.NodeClaimList{}, &mirror.ScaledObject{}} {
+			filler(seed).Fill(obj)
+			before, err := json.Marshal(obj)
+			require.NoError(t, err)
+			cp := obj.DeepCopyObject()
+			require.Equal(t, obj, cp)
+			changeInPlace(reflect.ValueOf(cp))
+			require.NotEqual(t, obj, cp)
+			after, err := json.Marshal(obj)
+			require.NoError(t, err)
+			require.JSONEq(t, string(before), string(after), "%T: changing the copy changed the original", obj)
+		}
+	}
+}
+
+// changeInPlace changes every exported string under v where it is stored and adds a key to every
+// map, so whatever v shares with another object changes there too.
+func changeInPlace(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			changeInPlace(v.Elem())
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				changeInPlace(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			changeInPlace(v.Index(i))
+		}
+	case reflect.Map:
+		if !v.IsNil() {
+			v.SetMapIndex(reflect.ValueOf("added").Convert(v.Type().Key()), reflect.Zero(v.Type().Elem()))
+		}
+	case reflect.String:
+		v.SetString(v.String() + "-changed")
+	}
 }
