@@ -148,7 +148,7 @@ image:
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go),
 ## and the field reference of docs/reference.md.
 gen:
-	$(GO) generate ./components/inferenceservice ./components/mirror
+	$(GO) generate ./components/api ./components/inferenceservice ./components/mirror
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) run ./provider/cmd/describe -reference docs/reference.md
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update

@@ -85,8 +85,13 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 		}
 		shape.Spec.Roles[i].Template = nil
 	}
-	if errs := api.ValidateShape(shape); len(errs) > 0 {
+	resolved, errs := api.ResolveShape(shape)
+	if len(errs) > 0 {
 		return nil, &api.ValidationError{Service: shape.Name, Errors: errs}
+	}
+	refs, err := topology.Plan(shape, resolved)
+	if err != nil {
+		return nil, err
 	}
 	tree := buildTree(ctx, shape, templates)
 	// Resolving the tree validates the templates; at preview it may stay unknown, and the
@@ -99,7 +104,6 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	if err := ctx.RegisterComponentResource(TypeToken, name, component, opts...); err != nil {
 		return nil, err
 	}
-	refs := topology.Plan(shape)
 	if ctx.DryRun() {
 		// Known from the shape alone, so a preview says how the change it shows will roll.
 		_ = ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+

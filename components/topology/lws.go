@@ -25,9 +25,9 @@ type roleTemplates struct {
 
 // buildRoleTemplates are a role's templates. Behind a router, a prefill/decode role's pods carry
 // llm-d's role label, and a decode leader gets the routing sidecar (routing is nil without a router).
-func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, routing *routing) roleTemplates {
+func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, routing *routing) (roleTemplates, error) {
 	base := role.Template.DeepCopy()
-	useModel(serviceName, spec, role, base)
+	useModel(serviceName, spec, role, resolved, base)
 	routedDecoder := routing != nil && role.ComponentType == api.ComponentTypeDecoder
 	if routing != nil {
 		routePrefillDecode(base, role)
@@ -50,11 +50,15 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 		}
 		switch {
 		case role.DualPods():
-			dualPodsTemplate(role, base) // its server pods carry the serving label, not the requesters
+			// its server pods carry the serving label, not the requesters
+			if err := dualPodsTemplate(role, resolved.DualPodsReadinessPorts[role.Name], base); err != nil {
+				return roleTemplates{}, err
+			}
 		case routing != nil:
 			markServing(base)
 		}
-		return roleTemplates{worker: base, revision: templateRevision(base)}
+		revision, err := templateRevision(base)
+		return roleTemplates{worker: base, revision: revision}, err
 	}
 	leader, worker := base.DeepCopy(), base
 	if routedDecoder {
@@ -65,7 +69,8 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	}
 	rayLeaderTemplate(leader)
 	rayWorkerTemplate(worker)
-	return roleTemplates{leader: leader, worker: worker, revision: templateRevision(leader, worker)}
+	revision, err := templateRevision(leader, worker)
+	return roleTemplates{leader: leader, worker: worker, revision: revision}, err
 }
 
 // replicaTemplate is one LWS's copy of a role template with its labels and gang annotations
