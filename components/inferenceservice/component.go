@@ -106,8 +106,10 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	}
 	if ctx.DryRun() {
 		// Known from the shape alone, so a preview says how the change it shows will roll.
-		_ = ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+
-			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component})
+		if err := ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+
+			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component}); err != nil {
+			return nil, err
+		}
 	}
 	for i, ref := range refs {
 		child, err := registerChild(ctx, name, component, tree, i, ref)
