@@ -244,6 +244,14 @@ func (r *Role) EndpointPickerReplicas() int32 {
 	return int32(*r.EndpointPicker.Replicas) // bounded by MaxEndpointPickerReplicas in validation
 }
 
+// EndpointPickerRelease is the router's Endpoint Picker release, llm-d-router v0.10.0 when unset.
+func (r *Role) EndpointPickerRelease() EndpointPickerRelease {
+	if r.EndpointPicker == nil {
+		return DefaultEndpointPickerRelease
+	}
+	return cmp.Or(r.EndpointPicker.Release, DefaultEndpointPickerRelease)
+}
+
 // EndpointPickerImage is the image the user chose for the Endpoint Picker, empty for the default.
 func (r *Role) EndpointPickerImage() string {
 	if r.EndpointPicker == nil {

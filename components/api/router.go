@@ -104,7 +104,8 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, role.FailureMode.AllowedValues()))
 	}
 	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
-	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(), role.EndpointPickerImage())
+	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
+		eppconfig.Release(role.EndpointPickerRelease()), role.EndpointPickerImage())
 	if selErr == nil {
 		selErr = sel.Check()
 	}
@@ -112,6 +113,8 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	if selErr != nil {
 		path := rolePath.Child(selErr.Field)
 		switch selErr.Field {
+		case eppconfig.FieldRelease:
+			errs = append(errs, field.NotSupported(rolePath.Child("endpointPicker", "release"), role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
 		case eppconfig.FieldImage:
 			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
 		case eppconfig.FieldStrategy:

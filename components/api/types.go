@@ -462,10 +462,23 @@ const (
 	FailOpen  FailureMode = "FailOpen"
 )
 
+// EndpointPickerRelease is the Endpoint Picker generation a router targets.
+type EndpointPickerRelease string
+
+const (
+	EPPReleaseLLMDRouter EndpointPickerRelease = "llm-d-router-v0.10.0"
+	EPPReleaseGIE        EndpointPickerRelease = "gie-v1.2.0"
+)
+
 // EndpointPicker sets the router's Endpoint Picker Deployment.
 type EndpointPicker struct {
-	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's
-	// inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0
+	// (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers,
+	// configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's
+	// inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The
+	// configuration is checked by that release's loader rules.
+	Release EndpointPickerRelease `json:"release,omitempty" pulumi:"release,optional" default:"llm-d-router-v0.10.0"`
+	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image string `json:"image,omitempty" pulumi:"image,optional"`
 	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"1"`

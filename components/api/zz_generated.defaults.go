@@ -13,6 +13,8 @@ const (
 	DefaultDualPodsControllerSleeperLimit = 2
 	// DefaultDualPodsControllerVersion is DualPodsController.Version's default.
 	DefaultDualPodsControllerVersion = "v0.6.4"
+	// DefaultEndpointPickerRelease is EndpointPicker.Release's default.
+	DefaultEndpointPickerRelease = EndpointPickerRelease("llm-d-router-v0.10.0")
 	// DefaultEndpointPickerReplicas is EndpointPicker.Replicas's default.
 	DefaultEndpointPickerReplicas = 1
 	// DefaultGangPolicyMode is GangPolicy.Mode's default.

@@ -46,7 +46,7 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	}
 	if !role.MultiNode() {
 		if routedDecoder {
-			addRoutingSidecar(base, routing.PoolPort)
+			addRoutingSidecar(base, routing)
 		}
 		switch {
 		case role.DualPods():
@@ -62,7 +62,7 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	}
 	leader, worker := base.DeepCopy(), base
 	if routedDecoder {
-		addRoutingSidecar(leader, routing.PoolPort) // before the Ray launcher wraps the server's command line
+		addRoutingSidecar(leader, routing) // before the Ray launcher wraps the server's command line
 	}
 	if routing != nil {
 		markServing(leader) // the leader runs the server; the workers only join its Ray cluster

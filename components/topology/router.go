@@ -19,7 +19,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
 // Kinds of a router's objects.
@@ -135,7 +134,7 @@ func newRouting(svc *api.InferenceService, resolved *api.Routing) (*routing, err
 	if router == nil || resolved == nil {
 		return nil, nil
 	}
-	text, err := eppconfig.Marshal(resolved.Selection.Config)
+	text, err := resolved.Selection.Text()
 	if err != nil {
 		return nil, fmt.Errorf("the Endpoint Picker's configuration: %w", err)
 	}
