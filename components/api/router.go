@@ -214,7 +214,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 				"the InferencePool targets one port on every serving role: %d, as spec.roles[%d] serves; serve on it too", poolPort, poolPortRole)))
 		}
 		if role.ComponentType == ComponentTypeDecoder {
-			errs = append(errs, validateRoutedDecoder(role, server, port, tplPath)...)
+			errs = append(errs, validateRoutedDecoder(role, spec.Router().EndpointPickerRelease(), server, port, tplPath)...)
 		}
 	}
 	return errs
@@ -222,7 +222,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 
 // validateRoutedDecoder checks that llm-d's routing sidecar can take a decode leader's serving
 // port while its vLLM server moves to DecodeVLLMPort.
-func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
+func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
 	if vllm.IsShellScript(server) {
@@ -235,6 +235,11 @@ func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tpl
 			"behind a router, llm-d's routing sidecar serves the pool's port and the decode server moves to %d: serve on another port (vLLM's default is %d)",
 			DecodeVLLMPort, DefaultServingPort)))
 	}
+	if connector := RoutingConnector(server); connector == ConnectorLMCache && release == EPPReleaseLLMDRouter {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), "--kv-transfer-config", fmt.Sprintf(
+			"llm-d-router v0.10.0's disaggregation sidecar has no LMCache connector (it knows nixlv2, shared-storage, sglang, "+
+				"mooncake, offloading): use vLLM's NixlConnector, or set the router's endpointPicker.release to %s", EPPReleaseGIE)))
+	}
 	podSpec := &role.Template.Spec
 	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
 		for j := range containers {
@@ -245,4 +250,19 @@ func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tpl
 		}
 	}
 	return errs
+}
+
+// The disaggregation sidecar's names of the KV connectors a decode server may use.
+const (
+	ConnectorNIXL    = "nixlv2"
+	ConnectorLMCache = "lmcache"
+)
+
+// RoutingConnector is the sidecar's name for the KV connector a decode server uses, read from its
+// --kv-transfer-config: lmcache for LMCache, else nixlv2 (vLLM's NixlConnector).
+func RoutingConnector(server *corev1.Container) string {
+	if config, _ := vllm.FlagValue(vllm.CommandLine(server), "--kv-transfer-config"); strings.Contains(config, "LMCache") {
+		return ConnectorLMCache
+	}
+	return ConnectorNIXL
 }

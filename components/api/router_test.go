@@ -76,6 +76,9 @@ func TestRouterRules(t *testing.T) {
 		{"a parameter llm-d-router v0.10.0 refuses, with its path", func(s *InferenceService) {
 			routerOf(s).EndpointPickerConfig = "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: pd-profile-handler\n  parameters: {threshold: 0}\n"
 		}, "spec.roles[2].endpointPickerConfig: Invalid value: \"(the configuration)\": plugins[0].parameters: failed to create plugin 'pd-profile-handler' (type: pd-profile-handler): failed to parse the parameters of the 'pd-profile-handler' profile handler - unknown field \"threshold\": llm-d-router v0.10.0 removed it from pd-profile-handler; use prefix-based-pd-decider's nonCachedTokens"},
+		{"an LMCache decode server on llm-d-router v0.10.0, whose sidecar has no LMCache connector", func(s *InferenceService) {
+			decodeServer(s).Args = append(decodeServer(s).Args, "--kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}`)
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--kv-transfer-config": llm-d-router v0.10.0's disaggregation sidecar has no LMCache connector`},
 		{"an unknown release", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Release: "llm-d-router-v0.9.0"}
 		}, `spec.roles[2].endpointPicker.release: Unsupported value: "llm-d-router-v0.9.0": supported values: "llm-d-router-v0.10.0", "gie-v1.2.0"`},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // LabelPDRole is the label llm-d's prefill and decode filters select pods by.
@@ -21,7 +20,6 @@ var pdRoles = map[api.ComponentType]string{api.ComponentTypePrefiller: "prefill"
 
 const (
 	routingSidecarPortName = "sidecar-http"
-	kvTransferConfigFlag   = "--kv-transfer-config"
 )
 
 // routePrefillDecode labels a routed prefill/decode role's pods for llm-d's filters.
@@ -40,7 +38,7 @@ func routePrefillDecode(tpl *corev1.PodTemplateSpec, role *api.Role) {
 func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 	poolPort := routing.PoolPort
 	server := &tpl.Spec.Containers[api.ServingContainerIndex]
-	connector := routingConnector(server)
+	connector := api.RoutingConnector(server)
 	vllmPort := int32(api.DecodeVLLMPort)
 	setFlag(server, "--port", strconv.Itoa(api.DecodeVLLMPort))
 	for i := range server.Ports { // validation made sure that one of them, if any, is the serving port
@@ -86,16 +84,6 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	})
-}
-
-// routingConnector is the sidecar's name for the KV connector the server uses: lmcache for
-// LMCache, else nixlv2 (vLLM's NixlConnector).
-func routingConnector(server *corev1.Container) string {
-	config, _ := vllm.FlagValue(vllm.CommandLine(server), kvTransferConfigFlag)
-	if strings.Contains(config, "LMCache") {
-		return "lmcache"
-	}
-	return "nixlv2"
 }
 
 // setFlag gives a command-line flag one value: every occurrence in the command and args is
