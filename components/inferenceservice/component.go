@@ -96,13 +96,21 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	tree := buildTree(ctx, shape, templates)
 	// Resolving the tree validates the templates; at preview it may stay unknown, and the
 	// children's contents with it.
-	if _, err := internals.UnsafeAwaitOutput(ctx.Context(), tree); err != nil {
+	built, err := internals.UnsafeAwaitOutput(ctx.Context(), tree)
+	if err != nil {
 		return nil, err
 	}
 
 	component := &InferenceService{Children: map[string]*apiextensions.CustomResource{}}
 	if err := ctx.RegisterComponentResource(TypeToken, name, component, opts...); err != nil {
 		return nil, err
+	}
+	if t, known := built.Value.(*topology.Tree); known {
+		for _, w := range t.Warnings() {
+			if err := ctx.Log.Warn(w, &pulumi.LogArgs{Resource: component}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if ctx.DryRun() {
 		// Known from the shape alone, so a preview says how the change it shows will roll.

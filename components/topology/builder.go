@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -301,4 +302,18 @@ func build(svc *api.InferenceService, resolved *api.Resolved) (*Tree, error) {
 		tree.Objects = append(tree.Objects, Object{Ref: ref, Object: obj})
 	}
 	return tree, nil
+}
+
+// Warnings are what the service's Endpoint Picker would log as deprecated in its configuration,
+// each with the field it is in: it still loads, but a later release will refuse it.
+func (t *Tree) Warnings() []string {
+	if t.routing == nil {
+		return nil
+	}
+	index := slices.IndexFunc(t.Service.Spec.Roles, func(r api.Role) bool { return r.ComponentType == api.ComponentTypeRouter })
+	var out []string
+	for _, w := range t.routing.Selection.Warnings {
+		out = append(out, fmt.Sprintf("spec.roles[%d].endpointPickerConfig: %s", index, w))
+	}
+	return out
 }
