@@ -74,7 +74,7 @@ func TestConstructAtPreviewWithAnUnknownTemplate(t *testing.T) {
 func TestPreviewKeepsAnUnknownInsideATemplate(t *testing.T) {
 	withEnv := func(value property.Value) property.Map {
 		container := property.NewMap(map[string]property.Value{
-			"name": property.New("vllm"), "image": property.New("vllm/vllm-openai:v0.11.0"),
+			"name": property.New("vllm"), "image": property.New("vllm/vllm-openai:v0.33.0"),
 			"args": property.New(property.NewArray([]property.Value{property.New("--model"), property.New("Qwen/Qwen3-8B")})),
 			"env":  property.New(property.NewArray([]property.Value{property.New(property.NewMap(map[string]property.Value{"name": property.New("MODEL_CONFIGMAP"), "value": value}))})),
 			"resources": property.New(property.NewMap(map[string]property.Value{"limits": property.New(property.NewMap(map[string]property.Value{

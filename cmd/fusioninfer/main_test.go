@@ -202,7 +202,7 @@ func TestOutputDirectoryMustBeEmpty(t *testing.T) {
 func TestObjectsAreUniqueAcrossEverythingRendered(t *testing.T) {
 	service := func(name, role string) string {
 		return fmt.Sprintf("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: %s}\nspec:\n  roles:\n"+
-			"  - {name: %s, componentType: worker, template: {spec: {containers: [{name: vllm, image: vllm/vllm-openai:v0.11.0}]}}}\n", name, role)
+			"  - {name: %s, componentType: worker, template: {spec: {containers: [{name: vllm, image: vllm/vllm-openai:v0.33.0}]}}}\n", name, role)
 	}
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "first.yaml"), filepath.Join(dir, "second.yaml")
@@ -244,7 +244,7 @@ spec:
         nodeCount: 0
       template:
         spec:
-          containers: [{name: vllm, image: vllm/vllm-openai:v0.11.0}]
+          containers: [{name: vllm, image: vllm/vllm-openai:v0.33.0}]
     - name: router
       componentType: router
 ---

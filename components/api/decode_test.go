@@ -139,7 +139,7 @@ spec:
         spec:
           containers:
             - name: vllm
-              image: vllm/vllm-openai:v0.11.0
+              image: vllm/vllm-openai:v0.33.0
               resources:
                 limits: {nvidia.com/gpu: "-2"}
 `

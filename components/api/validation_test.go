@@ -15,7 +15,7 @@ import (
 
 func server(args ...string) *corev1.PodTemplateSpec {
 	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-		Name: "vllm", Image: "vllm/vllm-openai:v0.11.0", Args: args,
+		Name: "vllm", Image: "vllm/vllm-openai:v0.33.0", Args: args,
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResourceName: resource.MustParse("8")}},
 	}}}}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
 // The fixtures are states of the simulated cluster, recorded by tests/e2e/status_test.go
@@ -48,6 +49,21 @@ func story4(t *testing.T) *api.InferenceService {
 	svc.Spec.Await = api.AwaitNone
 	svc.Spec.Roles[0].Replicas, svc.Spec.Roles[1].Replicas = ptr.To(2), ptr.To(3)
 	return svc
+}
+
+// revisionOf is the template revision the service gives the LWS named lws: what the recorded
+// cluster runs when the fixture was recorded from that service.
+func revisionOf(t *testing.T, svc *api.InferenceService, lws string) string {
+	t.Helper()
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	for _, o := range tree.Objects {
+		if o.TypeMeta == topology.KindLeaderWorkerSet && o.Name == lws {
+			return o.Object.(metav1.Object).GetLabels()[topology.LabelRevision]
+		}
+	}
+	t.Fatalf("no LeaderWorkerSet %s", lws)
+	return ""
 }
 
 func story1(t *testing.T, namespace string) *api.InferenceService {
@@ -83,12 +99,12 @@ func TestDiagnosis(t *testing.T) {
 			svc := story1(t, "status-image") // as tests/e2e/status_test.go deployed it
 			svc.Spec.Await = api.AwaitNone
 			svc.Spec.Roles[0].Template.Annotations = map[string]string{"e2e.fusioninfer.io/image-pull-fails": "true"}
-			svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.0-typo"
+			svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.33.0-typo"
 			return svc
 		}, fixture: "image-cannot-be-pulled", phase: diagnosis.Failed, exit: 3, want: []string{
 			"InferenceService qwen-inference (namespace status-image): failed",
-			`inference  0/1    qwen-inference-inference-0  Failed  Pod/qwen-inference-inference-0-0: container vllm: Back-off pulling image "vllm/vllm-openai:v0.11.0-typo"`,
-			`fix: check the image "vllm/vllm-openai:v0.11.0-typo" and the pod's imagePullSecrets`,
+			`inference  0/1    qwen-inference-inference-0  Failed  Pod/qwen-inference-inference-0-0: container vllm: Back-off pulling image "vllm/vllm-openai:v0.33.0-typo"`,
+			`fix: check the image "vllm/vllm-openai:v0.33.0-typo" and the pod's imagePullSecrets`,
 		}},
 		{name: "a healthy service: Running, nothing to report", svc: func(t *testing.T) *api.InferenceService {
 			return story1(t, "status-healthy")
@@ -148,7 +164,7 @@ func TestDiagnosis(t *testing.T) {
 			}},
 		{name: "a replica that runs an older template", svc: func(t *testing.T) *api.InferenceService {
 			svc := story1(t, "status-healthy")
-			svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.1"
+			svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.33.1"
 			return svc
 		}, fixture: "healthy", phase: diagnosis.Progressing, exit: 2, want: []string{
 			"qwen-inference-inference-0  Updating  LeaderWorkerSet/qwen-inference-inference-0: runs template revision ",
@@ -158,11 +174,12 @@ func TestDiagnosis(t *testing.T) {
 			svc := story4(t)
 			svc.Spec.Await = api.AwaitAll // batches: decode 0 + prefill 0, decode 1, decode 2, prefill 1
 			for i := range svc.Spec.Roles {
-				svc.Spec.Roles[i].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.1"
+				svc.Spec.Roles[i].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.33.1"
 			}
 			return svc
 		}, fixture: "gang-cannot-fit", phase: diagnosis.Progressing, exit: 2, want: []string{
-			"deepseek-r1-disagg-decode-1   Updating  LeaderWorkerSet/deepseek-r1-disagg-decode-1: runs template revision 6f0152220e, the spec's is ",
+			"deepseek-r1-disagg-decode-1   Updating  LeaderWorkerSet/deepseek-r1-disagg-decode-1: runs template revision " +
+				revisionOf(t, story4(t), "deepseek-r1-disagg-decode-1") + ", the spec's is ",
 			" (rollout batch 2 of 4): `pulumi up` has not applied it yet",
 			" (rollout batch 4 of 4)",
 		}},

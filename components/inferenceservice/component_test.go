@@ -28,7 +28,7 @@ func vllmTemplate(tensorParallel string, kvRole string, gpus string) k8scorev1.P
 		Spec: &k8scorev1.PodSpecArgs{
 			Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
 				Name:  pulumi.String("vllm"),
-				Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+				Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
 				Args: pulumi.StringArray{
 					pulumi.String("--model"), pulumi.String("deepseek-ai/DeepSeek-R1"),
 					pulumi.String("--tensor-parallel-size"), pulumi.String(tensorParallel),
@@ -194,7 +194,7 @@ func TestPreviewWithUnknownTemplate(t *testing.T) {
 			Name: "inference", ComponentType: "worker", Replicas: &three,
 			Template: &k8scorev1.PodTemplateSpecArgs{Spec: &k8scorev1.PodSpecArgs{
 				Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
-					Name: pulumi.String("vllm"), Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+					Name: pulumi.String("vllm"), Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
 					Args: pulumi.StringArray{pulumi.String("--model"), model},
 				}},
 			}},

@@ -53,7 +53,7 @@ func TestDualPodsChildren(t *testing.T) {
 func templateWithRequests() k8scorev1.PodTemplateSpecInput {
 	return &k8scorev1.PodTemplateSpecArgs{Spec: &k8scorev1.PodSpecArgs{Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
 		Name:  pulumi.String("vllm"),
-		Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+		Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
 		Args:  pulumi.ToStringArray([]string{"--model", "ibm-granite/granite-3.3-2b-instruct"}),
 		Resources: &k8scorev1.ResourceRequirementsArgs{
 			Limits:   pulumi.StringMap{"nvidia.com/gpu": pulumi.String("1")},

@@ -23,7 +23,7 @@ func benchService(replicas int32, routed bool) *api.InferenceService {
 			Name: "inference", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(int(replicas)),
 			Multinode: &api.Multinode{NodeCount: 4},
 			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "vllm", Image: "vllm/vllm-openai:v0.11.0",
+				Name: "vllm", Image: "vllm/vllm-openai:v0.33.0",
 				Args:  []string{"--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32"},
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{

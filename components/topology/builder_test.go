@@ -215,7 +215,7 @@ func TestRevisionChangesExactlyWhenTheTemplateChanges(t *testing.T) {
 	assert.Equal(t, base, revisions(func(*api.InferenceService) {}), "stable across builds")
 
 	imageBump := revisions(func(svc *api.InferenceService) {
-		svc.Spec.Roles[1].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.1"
+		svc.Spec.Roles[1].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.33.1"
 	})
 	assert.Equal(t, base["deepseek-r1-disagg-prefill-0"], imageBump["deepseek-r1-disagg-prefill-0"], "other roles keep theirs")
 	assert.NotEqual(t, base["deepseek-r1-disagg-decode-0"], imageBump["deepseek-r1-disagg-decode-0"])

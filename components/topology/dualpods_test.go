@@ -94,7 +94,7 @@ func TestDualPodsServerPatchMakesTheServerAUserNeeds(t *testing.T) {
 		require.Len(t, server.Spec.Containers, 1, "one container: the server")
 		c := server.Spec.Containers[0]
 		assert.Equal(t, topology.DualPodsContainerName, c.Name)
-		assert.Equal(t, "vllm/vllm-openai:v0.11.0", c.Image)
+		assert.Equal(t, "vllm/vllm-openai:v0.33.0", c.Image)
 		assert.Equal(t, []string{"--model", "ibm-granite/granite-3.3-2b-instruct", "--max-model-len", "32768", "--enable-sleep-mode"}, c.Args)
 		assert.Equal(t, []corev1.EnvVar{{Name: "HF_HOME", Value: "/models"}, {Name: "VLLM_SERVER_DEV_MODE", Value: "1"}}, c.Env,
 			"the user's variables and dev mode; none of the requester's or LWS's")

@@ -25,7 +25,7 @@ func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
 	deploy := func(replicas int) time.Duration {
 		namespace := fmt.Sprintf("first-%d", replicas)
 		harness.EnsureNamespace(t, namespace)
-		image := "vllm/vllm-openai:v0.11.0"
+		image := "vllm/vllm-openai:v0.33.0"
 		s := harness.NewStack(t, harness.Chat(namespace, replicas, nil, modelLoadTime, &image))
 		start := time.Now()
 		s.Up()

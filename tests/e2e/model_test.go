@@ -33,7 +33,7 @@ func cachedChat(namespace string) *api.InferenceService {
 				RolloutStrategy: &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))},
 				Template: &corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testcluster.ReadyAfterAnnotation: "3s"}},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.11.0",
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0",
 						Args:      []string{"--model", "Qwen/Qwen3-8B"},
 						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{api.GPUResourceName: resource.MustParse("8")}},
 					}}},

@@ -36,13 +36,13 @@ func TestRolloutOnTheCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			namespace := fmt.Sprintf("rollout-%d", ptr.Deref(tc.partition, 0))
 			harness.EnsureNamespace(t, namespace)
-			image := "vllm/vllm-openai:v0.11.0"
+			image := "vllm/vllm-openai:v0.33.0"
 			s := harness.NewStack(t, harness.Chat(namespace, 6,
 				&api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: tc.partition}, 3*time.Second, &image))
 			s.Up()
 			before := harness.Revisions(t, namespace)
 			watch := harness.WatchLeaderWorkerSets(t, namespace)
-			image = "vllm/vllm-openai:v0.11.1"
+			image = "vllm/vllm-openai:v0.33.1"
 			s.Up()
 			states := watch.End()
 			done := harness.Rollouts(states, before)
@@ -76,7 +76,7 @@ func TestPrefillDecodeRollsDecodersFirstOnTheCluster(t *testing.T) {
 	harness.AddGPUNodes(t, "pd", 4)
 	namespace := "pd-rollout"
 	harness.EnsureNamespace(t, namespace)
-	image := "vllm/vllm-openai:v0.11.0"
+	image := "vllm/vllm-openai:v0.33.0"
 	kv := `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
 	s := harness.NewStack(t, harness.ComponentProgram("pd", func() *inferenceservice.Args {
 		role := func(name, componentType string) inferenceservice.RoleArgs {
@@ -88,7 +88,7 @@ func TestPrefillDecodeRollsDecodersFirstOnTheCluster(t *testing.T) {
 	s.Up()
 	before := harness.Revisions(t, namespace)
 	watch := harness.WatchLeaderWorkerSets(t, namespace)
-	image = "vllm/vllm-openai:v0.11.1"
+	image = "vllm/vllm-openai:v0.33.1"
 	s.Up()
 	done := harness.Rollouts(watch.End(), before)
 	harness.AssertOrdered(t, done, []string{"pd-decode-0", "pd-prefill-0"}, []string{"pd-decode-1"}, []string{"pd-prefill-1"})

@@ -115,7 +115,7 @@ func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 		svc := storyOne(t, namespace)
 		svc.Spec.Await = api.AwaitNone // a deployment that waited would time out: the server never starts
 		svc.Spec.Roles[0].Template.Annotations = map[string]string{testcluster.ImagePullFailsAnnotation: "true"}
-		svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.0-typo"
+		svc.Spec.Roles[0].Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.33.0-typo"
 		s := harness.NewStack(t, harness.ServicesProgram(svc))
 		s.Up()
 		var out string
@@ -125,8 +125,8 @@ func TestStatusExplainsWhatHoldsAServiceBack(t *testing.T) {
 			return code == 3
 		}, time.Minute, 2*time.Second, "the status says failed")
 		assert.Contains(t, out, "InferenceService qwen-inference (namespace status-image): failed")
-		assert.Contains(t, out, `container vllm: Back-off pulling image "vllm/vllm-openai:v0.11.0-typo"`)
-		assert.Contains(t, out, `fix: check the image "vllm/vllm-openai:v0.11.0-typo" and the pod's imagePullSecrets`)
+		assert.Contains(t, out, `container vllm: Back-off pulling image "vllm/vllm-openai:v0.33.0-typo"`)
+		assert.Contains(t, out, `fix: check the image "vllm/vllm-openai:v0.33.0-typo" and the pod's imagePullSecrets`)
 		record(t, svc, "image-cannot-be-pulled")
 		s.Destroy()
 	})

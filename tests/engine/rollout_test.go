@@ -99,8 +99,8 @@ func (c *cluster) provider() *deploytest.Provider {
 // returns the LWS updates of the second deployment.
 func deployTemplateChange(t *testing.T, args func(image string) *inferenceservice.Args, expect [][]string) []update {
 	t.Helper()
-	image := "vllm/vllm-openai:v0.11.0"
-	fake := deployTwice(t, func() *inferenceservice.Args { return args(image) }, func() { image = "vllm/vllm-openai:v0.11.1" }, expect)
+	image := "vllm/vllm-openai:v0.33.0"
+	fake := deployTwice(t, func() *inferenceservice.Args { return args(image) }, func() { image = "vllm/vllm-openai:v0.33.1" }, expect)
 	return fake.updates
 }
 
@@ -128,7 +128,7 @@ func deployTwice(t *testing.T, args func() *inferenceservice.Args, change func()
 func TestScalingUpCreatesAndUpdatesNothing(t *testing.T) {
 	replicas := 4
 	// the new replicas load their models together
-	fake := deployTwice(t, func() *inferenceservice.Args { return chat(replicas, nil, "")("vllm/vllm-openai:v0.11.0") }, func() { replicas = 8 },
+	fake := deployTwice(t, func() *inferenceservice.Args { return chat(replicas, nil, "")("vllm/vllm-openai:v0.33.0") }, func() { replicas = 8 },
 		[][]string{{"svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}})
 	assert.Empty(t, fake.updates, "no running replica is touched")
 	sort.Strings(fake.created)
@@ -140,7 +140,7 @@ func TestScalingUpCreatesAndUpdatesNothing(t *testing.T) {
 // returns when they are all Available; the next template change rolls them in batches.
 func TestFirstDeploymentCreatesEveryReplicaAtOnce(t *testing.T) {
 	fake := &cluster{}
-	image := "vllm/vllm-openai:v0.11.0"
+	image := "vllm/vllm-openai:v0.33.0"
 	plan, _ := testPlan(t, fake, func() *inferenceservice.Args { return chat(8, nil, "")(image) })
 	fake.gate.expect([][]string{{"svc-chat-0", "svc-chat-1", "svc-chat-2", "svc-chat-3", "svc-chat-4", "svc-chat-5", "svc-chat-6", "svc-chat-7"}})
 	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
@@ -148,7 +148,7 @@ func TestFirstDeploymentCreatesEveryReplicaAtOnce(t *testing.T) {
 	require.Len(t, fake.creates, 8)
 	assert.Empty(t, fake.gate.problems(), "one wave of creations: every model loads at once")
 
-	image = "vllm/vllm-openai:v0.11.1"
+	image = "vllm/vllm-openai:v0.33.1"
 	fake.gate.expect([][]string{{"svc-chat-0", "svc-chat-1"}, {"svc-chat-2", "svc-chat-3"}, {"svc-chat-4", "svc-chat-5"}, {"svc-chat-6", "svc-chat-7"}})
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil, nil, "second")
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func programPlan(t testing.TB, fake *cluster, program pulumi.RunFunc) (*lt.TestP
 // A preview says how the change it shows will roll, and that a renamed role is replaced.
 func TestPreviewSaysHowTheChangeRolls(t *testing.T) {
 	args := chat(6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, "")
-	plan, log := testPlan(t, &cluster{}, func() *inferenceservice.Args { return args("vllm/vllm-openai:v0.11.0") })
+	plan, log := testPlan(t, &cluster{}, func() *inferenceservice.Args { return args("vllm/vllm-openai:v0.33.0") })
 	_, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, true, nil, nil, "preview")
 	require.NoError(t, err)
 	assert.Contains(t, log.String(), "rollout: 3 batches, each after the one before is Available: chat 0-1 -> chat 2-3 -> chat 4-5.")

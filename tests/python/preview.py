@@ -56,7 +56,7 @@ def main(out: str) -> None:
             component_type="worker",
             template=k8s.core.v1.PodTemplateSpecArgs(spec=k8s.core.v1.PodSpecArgs(containers=[
                 k8s.core.v1.ContainerArgs(
-                    name="vllm", image="vllm/vllm-openai:v0.11.0", args=["--model", "Qwen/Qwen3-8B"],
+                    name="vllm", image="vllm/vllm-openai:v0.33.0", args=["--model", "Qwen/Qwen3-8B"],
                     env=[k8s.core.v1.EnvVarArgs(name="MODEL_CONFIGMAP", value=config.data["model"])],
                     resources=k8s.core.v1.ResourceRequirementsArgs(limits={"nvidia.com/gpu": "1"}),
                 ),

@@ -13,7 +13,7 @@ export const service = new fusioninfer.InferenceService("qwen", {
             spec: {
                 containers: [{
                     name: "vllm",
-                    image: "vllm/vllm-openai:v0.11.0",
+                    image: "vllm/vllm-openai:v0.33.0",
                     args: ["--model", "Qwen/Qwen3-8B"],
                     env: [{ name: "MODEL_CONFIGMAP", value: config.data["model"] }],
                     resources: { limits: { "nvidia.com/gpu": "1" } },

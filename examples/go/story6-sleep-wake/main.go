@@ -45,7 +45,7 @@ func server() *corev1.PodTemplateSpecArgs {
 	return &corev1.PodTemplateSpecArgs{Spec: &corev1.PodSpecArgs{
 		Containers: corev1.ContainerArray{&corev1.ContainerArgs{
 			Name:  pulumi.String("vllm"),
-			Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+			Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
 			Args:  pulumi.ToStringArray([]string{"--model", "ibm-granite/granite-3.3-2b-instruct", "--max-model-len", "32768"}),
 			Env:   corev1.EnvVarArray{&corev1.EnvVarArgs{Name: pulumi.String("HF_HOME"), Value: pulumi.String("/models")}},
 			Ports: corev1.ContainerPortArray{&corev1.ContainerPortArgs{ContainerPort: pulumi.Int(8000), Name: pulumi.String("http")}},

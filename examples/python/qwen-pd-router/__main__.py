@@ -17,7 +17,7 @@ def server() -> k8s.core.v1.PodTemplateSpecArgs:
             containers=[
                 k8s.core.v1.ContainerArgs(
                     name="vllm",
-                    image="vllm/vllm-openai:v0.11.0",
+                    image="vllm/vllm-openai:v0.33.0",
                     args=["--model", "Qwen/Qwen3-32B", "--tensor-parallel-size", "2", "--kv-transfer-config", NIXL],
                     env=[
                         k8s.core.v1.EnvVarArgs(

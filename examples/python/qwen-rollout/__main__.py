@@ -32,7 +32,7 @@ service = fusioninfer.InferenceService(
                     containers=[
                         k8s.core.v1.ContainerArgs(
                             name="vllm",
-                            image="vllm/vllm-openai:v0.11.0",
+                            image="vllm/vllm-openai:v0.33.0",
                             args=["--model", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "--tensor-parallel-size", "8"],
                             ports=[k8s.core.v1.ContainerPortArgs(container_port=8000, name="http")],
                             readiness_probe=k8s.core.v1.ProbeArgs(

@@ -15,7 +15,7 @@ def vllm(gpus: str, args: list) -> k8s.core.v1.PodTemplateSpecArgs:
             containers=[
                 k8s.core.v1.ContainerArgs(
                     name="vllm",
-                    image="vllm/vllm-openai:v0.11.0",
+                    image="vllm/vllm-openai:v0.33.0",
                     args=args,
                     ports=[k8s.core.v1.ContainerPortArgs(container_port=8000, name="http")],
                     resources=k8s.core.v1.ResourceRequirementsArgs(limits={"nvidia.com/gpu": gpus}),

@@ -13,7 +13,7 @@ function server(): k8s.types.input.core.v1.PodTemplateSpec {
         spec: {
             containers: [{
                 name: "vllm",
-                image: "vllm/vllm-openai:v0.11.0",
+                image: "vllm/vllm-openai:v0.33.0",
                 args: ["--model", "Qwen/Qwen3-32B", "--tensor-parallel-size", "2", "--kv-transfer-config", nixl],
                 env: [{ name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
                 ports: [{ containerPort: 8000, name: "http" }],

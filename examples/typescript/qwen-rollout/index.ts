@@ -23,7 +23,7 @@ const service = new fusioninfer.InferenceService("qwen3-235b", {
             spec: {
                 containers: [{
                     name: "vllm",
-                    image: "vllm/vllm-openai:v0.11.0",
+                    image: "vllm/vllm-openai:v0.33.0",
                     args: ["--model", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "--tensor-parallel-size", "8"],
                     ports: [{ containerPort: 8000, name: "http" }],
                     readinessProbe: { httpGet: { path: "/health", port: "http" } },

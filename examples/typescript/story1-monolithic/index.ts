@@ -12,7 +12,7 @@ const service = new fusioninfer.InferenceService("qwen-inference", {
             spec: {
                 containers: [{
                     name: "vllm",
-                    image: "vllm/vllm-openai:v0.11.0",
+                    image: "vllm/vllm-openai:v0.33.0",
                     args: ["--model", "Qwen/Qwen3-8B"],
                     ports: [{ containerPort: 8000, name: "http" }],
                     resources: { limits: { "nvidia.com/gpu": "1" } },

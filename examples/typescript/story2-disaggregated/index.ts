@@ -10,7 +10,7 @@ function vllm(gpus: string, args: string[]): k8s.types.input.core.v1.PodTemplate
         spec: {
             containers: [{
                 name: "vllm",
-                image: "vllm/vllm-openai:v0.11.0",
+                image: "vllm/vllm-openai:v0.33.0",
                 args,
                 ports: [{ containerPort: 8000, name: "http" }],
                 resources: { limits: { "nvidia.com/gpu": gpus } },

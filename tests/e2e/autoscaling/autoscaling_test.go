@@ -50,7 +50,7 @@ func TestMultiNodeDecodeScales2To5To2(t *testing.T) {
 	// 11 nodes of 8 GPUs: the base (prefill 1 node, decode 2 x 2 nodes) leaves 6 nodes for the 8
 	// the elastic replicas (prefill 2 x 1, decode 3 x 2) want: some must wait, each whole.
 	harness.AddGPUNodes(t, "as", 11)
-	image := "vllm/vllm-openai:v0.11.0"
+	image := "vllm/vllm-openai:v0.33.0"
 	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
 		return &inferenceservice.Args{Namespace: namespace, Monitoring: &api.Monitoring{PrometheusAddress: prometheus.URL},
 			Roles: []inferenceservice.RoleArgs{{
@@ -109,7 +109,7 @@ func TestMultiNodeDecodeScales2To5To2(t *testing.T) {
 
 	// A new template rolls the base replicas in their batches and the elastic LWSs after them,
 	// without resetting the autoscaler's counts.
-	image = "vllm/vllm-openai:v0.11.1"
+	image = "vllm/vllm-openai:v0.33.1"
 	s.Up()
 	assert.Equal(t, int64(3), elasticReplicas(t, decodeElastic), "the rollout kept the autoscaler's replica count")
 	assert.Equal(t, int64(2), elasticReplicas(t, prefillElastic), "the rollout kept the autoscaler's replica count")

@@ -26,11 +26,11 @@ func TestRolloutBatchesOverlapOnLWSv080(t *testing.T) {
 	harness.AddGPUNodes(t, "v080", 6)
 	namespace := "lws-v080"
 	harness.EnsureNamespace(t, namespace)
-	image := "vllm/vllm-openai:v0.11.0"
+	image := "vllm/vllm-openai:v0.33.0"
 	s := harness.NewStack(t, harness.Chat(namespace, 6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}, 3*time.Second, &image))
 	s.Up()
 	watch := harness.WatchLeaderWorkerSets(t, namespace)
-	image = "vllm/vllm-openai:v0.11.1"
+	image = "vllm/vllm-openai:v0.33.1"
 	s.Up()
 	states := watch.EndWhenRolled(t, namespace, "chat", image)
 	most := harness.MostUnavailable(states)

@@ -28,7 +28,7 @@ func NixlTemplate(gpus string, args ...string) *corev1.PodTemplateSpecArgs {
 func container(gpus string, args []string) *corev1.ContainerArgs {
 	return &corev1.ContainerArgs{
 		Name:  pulumi.String("vllm"),
-		Image: pulumi.String("vllm/vllm-openai:v0.11.0"),
+		Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
 		Args:  pulumi.ToStringArray(args),
 		Ports: corev1.ContainerPortArray{&corev1.ContainerPortArgs{
 			ContainerPort: pulumi.Int(8000), Name: pulumi.String("http"),
