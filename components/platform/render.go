@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -56,11 +57,11 @@ const (
 )
 
 var partFiles = map[string]string{
-	PartLeaderWorkerSet:        "lws.yaml",
-	PartVolcano:                "volcano.yaml",
-	PartInferenceExtension:     "inference-extension.yaml",
-	PartKEDA:                   "keda.yaml",
-	PartPrometheusOperatorCRDs: "prometheus-operator.yaml",
+	PartLeaderWorkerSet:        "lws.yaml.gz",
+	PartVolcano:                "volcano.yaml.gz",
+	PartInferenceExtension:     "inference-extension.yaml.gz",
+	PartKEDA:                   "keda.yaml.gz",
+	PartPrometheusOperatorCRDs: "prometheus-operator.yaml.gz",
 }
 
 // controllerKinds are the objects of a controller that runs in the cluster, left out when
@@ -150,13 +151,18 @@ func leaderWorkerSetConfiguration(upstream string) (string, error) {
 	return string(data), err
 }
 
-// readManifest reads every object of an embedded manifest.
+// readManifest reads every object of an embedded, gzipped manifest.
 func readManifest(name string) ([]*unstructured.Unstructured, error) {
-	data, err := manifests.Files.ReadFile(name)
+	file, err := manifests.Files.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	defer file.Close()
+	unzipped, err := gzip.NewReader(file)
+	if err != nil {
+		return nil, fmt.Errorf("third_party/platform/%s: %w", name, err)
+	}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(unzipped, 4096)
 	var objects []*unstructured.Unstructured
 	for {
 		var obj map[string]any

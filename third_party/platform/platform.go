@@ -5,7 +5,7 @@ package platform
 
 import "embed"
 
-// Files are the manifests, one file a part, with versions.txt (the module versions).
+// Files are the manifests, one gzipped file a part, with versions.txt (the module versions).
 //
-//go:embed *.yaml versions.txt
+//go:embed *.yaml.gz versions.txt
 var Files embed.FS

@@ -45,6 +45,12 @@ done >"$out/inference-extension.yaml"
 src=$(dir github.com/prometheus-operator/prometheus-operator $PROMETHEUS_OPERATOR)
 cat "$src/example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml" >"$out/prometheus-operator.yaml"
 
+# Compressed, so the CLI that embeds them stays light (cmd/fusioninfer/weight_test.go): gzip -n
+# writes no name or time, so the same manifest is the same file.
+for f in lws volcano keda inference-extension prometheus-operator; do
+	gzip -n -9 -f "$out/$f.yaml"
+done
+
 for m in sigs.k8s.io/lws@$LWS volcano.sh/volcano@$VOLCANO github.com/kedacore/keda/v2@$KEDA \
 	sigs.k8s.io/gateway-api-inference-extension@$GIE github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
 	echo "$m"
