@@ -83,7 +83,7 @@ cluster and says what holds back each replica that does not run.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRenderCommand(), newPlanCommand(), newStatusCommand())
+	root.AddCommand(newRenderCommand(), newPlanCommand(), newStatusCommand(), newPlatformCommand())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		fmt.Fprintf(c.ErrOrStderr(), "fusioninfer: %v\n\n%s", err, c.UsageString())
 		return fmt.Errorf("%w: %w", errReported, err)
