@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
 // Progress prints what a suite is doing, so a person watching knows it is alive.
@@ -63,7 +65,8 @@ type Options struct {
 
 // Cluster is a running control plane.
 type Cluster struct {
-	// CRDs are the project's CRDs as the server stored them (Start installs them).
+	// CRDs are the project's CRDs as the server stored them (Start installs them: the
+	// Platform's, then those of the other kinds the project emits or reads).
 	CRDs []*unstructured.Unstructured
 	// Dir holds the data, the certificates, the kubeconfig and every process's log.
 	Dir        string
@@ -74,6 +77,8 @@ type Cluster struct {
 
 	processes []*exec.Cmd
 	names     []string
+	// platform is what installPlatform rendered (platform.go).
+	platform []platform.Object
 }
 
 // Start starts etcd and kube-apiserver and whatever opts asks for, and waits until each is
@@ -89,13 +94,18 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.startAPIServer(); err != nil {
 		return c, err
 	}
+	if usesPlatform(opts) {
+		if err := c.installPlatform(ctx, opts); err != nil {
+			return c, err
+		}
+	}
 	if opts.Controllers {
 		if err := c.startKubeControllers(opts.KEDA); err != nil {
 			return c, err
 		}
 	}
 	if opts.LeaderWorkerSet {
-		if err := c.startLeaderWorkerSet(ctx, cmp.Or(opts.LeaderWorkerSetVersion, LWSVersion)); err != nil {
+		if err := c.startLeaderWorkerSet(ctx, cmp.Or(opts.LeaderWorkerSetVersion, LWSVersion), usesPlatform(opts) && platformLWS(opts)); err != nil {
 			return c, err
 		}
 	}
@@ -104,9 +114,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return c, err
 		}
 	}
-	if c.CRDs, err = c.installProjectCRDs(ctx, opts); err != nil {
+	projectCRDs, err := c.installProjectCRDs(ctx, opts)
+	if err != nil {
 		return c, err
 	}
+	c.CRDs = append(c.CRDs, projectCRDs...)
 	if opts.Kwok {
 		if err := c.startKwok(opts.PodReadyDelay); err != nil {
 			return c, err
