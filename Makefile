@@ -109,9 +109,10 @@ bench:
 	$(GO) test ./components/topology ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
 	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
 
-## golden: rewrite the core's golden files after an intended change; review the diff.
+## golden: rewrite the cores' golden files (the services', the Platform's) after an intended change; review the diff.
 golden:
 	$(GO) test ./components/topology -run TestGoldenTrees -update
+	$(GO) test ./components/platform -run TestGolden -update
 
 clean:
 	rm -rf bin dist

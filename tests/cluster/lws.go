@@ -121,6 +121,19 @@ func (c *Cluster) installWebhooks(ctx context.Context, module, url string, caPEM
 		if err := applyWebhookPatch(webhooks, filepath.Join(dir, patches[config.GetKind()])); err != nil {
 			return err
 		}
+		if err := unstructured.SetNestedSlice(config.Object, webhooks, "webhooks"); err != nil {
+			return err
+		}
+		config.SetName("lws-" + config.GetName())
+	}
+	return c.createWebhooks(ctx, manifests, url, caPEM)
+}
+
+// createWebhooks creates webhook configurations, each webhook calling url (with its service's
+// path) with caPEM instead of its in-cluster Service.
+func (c *Cluster) createWebhooks(ctx context.Context, configs []*unstructured.Unstructured, url string, caPEM []byte) error {
+	for _, config := range configs {
+		webhooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
 		for _, w := range webhooks {
 			webhook := w.(map[string]any)
 			path, _, _ := unstructured.NestedString(webhook, "clientConfig", "service", "path")
@@ -129,7 +142,6 @@ func (c *Cluster) installWebhooks(ctx context.Context, module, url string, caPEM
 		if err := unstructured.SetNestedSlice(config.Object, webhooks, "webhooks"); err != nil {
 			return err
 		}
-		config.SetName("lws-" + config.GetName())
 		if _, err := c.Dynamic.Resource(webhookResources[config.GetKind()]).Create(ctx, config, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating %s: %w", config.GetName(), err)
 		}

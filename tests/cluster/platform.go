@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +61,8 @@ func platformLWS(opts Options) bool {
 // run a controller. The conformance suite's bare API server installs the upstream CRDs alone.
 func usesPlatform(opts Options) bool { return opts.LeaderWorkerSet || opts.Volcano || opts.KEDA }
 
-// skippedWebhooks are the webhook configurations of servers the cluster does not run.
+// skippedWebhook says whether an object is a webhook configuration of a server the cluster does
+// not run.
 func skippedWebhook(o platform.Object) bool {
 	kind := o.Object.GetKind()
 	return (kind == "MutatingWebhookConfiguration" || kind == "ValidatingWebhookConfiguration") &&
@@ -154,25 +154,13 @@ func (c *Cluster) platformConfig(ctx context.Context, namespace, name, key strin
 // installLeaderWorkerSetWebhooks creates the Platform's LWS webhook configurations, calling url
 // (the process) with caPEM instead of the in-cluster Service and its certificate.
 func (c *Cluster) installLeaderWorkerSetWebhooks(ctx context.Context, url string, caPEM []byte) error {
+	var configs []*unstructured.Unstructured
 	for _, o := range c.platform {
-		if !isLeaderWorkerSetWebhook(o) {
-			continue
-		}
-		config := o.Object.DeepCopy()
-		webhooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
-		for _, w := range webhooks {
-			webhook := w.(map[string]any)
-			path, _, _ := unstructured.NestedString(webhook, "clientConfig", "service", "path")
-			webhook["clientConfig"] = map[string]any{"url": url + path, "caBundle": base64.StdEncoding.EncodeToString(caPEM)}
-		}
-		if err := unstructured.SetNestedSlice(config.Object, webhooks, "webhooks"); err != nil {
-			return err
-		}
-		if _, err := c.Dynamic.Resource(webhookResources[config.GetKind()]).Create(ctx, config, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating %s: %w", config.GetName(), err)
+		if isLeaderWorkerSetWebhook(o) {
+			configs = append(configs, o.Object.DeepCopy())
 		}
 	}
-	return nil
+	return c.createWebhooks(ctx, configs, url, caPEM)
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that acts as a ServiceAccount (the API server
