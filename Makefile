@@ -77,10 +77,11 @@ test-packages:
 	$(PKG_OUT)/venv/bin/pip install --quiet --disable-pip-version-check $(PKG_OUT)/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl
 	cd $(PKG_OUT) && venv/bin/python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService), "no InferenceService in the wheel"'
 
-## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
+## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs;
+## every object of the Platform (tests/conformance/platform, a server of its own).
 conformance:
-	$(GO) vet -tags conformance ./tests/conformance
-	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance
+	$(GO) vet -tags conformance ./tests/conformance/...
+	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance/...
 
 ## e2e: deploy every example manifest, every Go example program and the rollout, gang and await
 ## cases through Pulumi's engine (in-process, with a stand-in for the kubernetes provider) onto a

@@ -61,6 +61,10 @@ type Options struct {
 	// server's aggregation layer) and kube-controller-manager's HPA controller, which acts on
 	// the HPAs KEDA makes.
 	KEDA bool
+	// Platform installs every object `fusioninfer platform render` prints (the controllers'
+	// Deployments and webhook configurations too, with no controller running), and no other CRD
+	// in a version of its own: what tests/conformance/platform checks. Not with the others.
+	Platform bool
 }
 
 // Cluster is a running control plane.
@@ -94,8 +98,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.startAPIServer(); err != nil {
 		return c, err
 	}
-	if usesPlatform(opts) {
-		if err := c.installPlatform(ctx, opts); err != nil {
+	switch {
+	case opts.Platform:
+		if err := c.installPlatform(ctx, &platform.Spec{}, func(platform.Object) bool { return false }); err != nil {
+			return c, err
+		}
+	case usesPlatform(opts):
+		if err := c.installPlatform(ctx, platformSpec(opts), processControllers); err != nil {
 			return c, err
 		}
 	}

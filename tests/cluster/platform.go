@@ -69,19 +69,19 @@ func skippedWebhook(o platform.Object) bool {
 		o.Part != platform.PartLeaderWorkerSet
 }
 
-// installPlatform creates the Platform's objects for opts, the CRDs waited for until
-// Established, but LWS's webhook configurations, which wait for its webhook server
-// (installLeaderWorkerSetWebhooks). It keeps them in c.platform.
-func (c *Cluster) installPlatform(ctx context.Context, opts Options) error {
-	objects, err := platform.Render(platformSpec(opts))
+// installPlatform creates the Platform's objects of spec but those skip says, the CRDs waited
+// for until Established, and keeps them in c.platform (LWS's webhook configurations wait for its
+// webhook server: installLeaderWorkerSetWebhooks).
+func (c *Cluster) installPlatform(ctx context.Context, spec *platform.Spec, skip func(platform.Object) bool) error {
+	objects, err := platform.Render(spec)
 	if err != nil {
 		return err
 	}
 	c.platform = objects
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(c.Config)))
-	Progress("installing the Platform (%d objects: CRDs, namespaces, RBAC, configuration)", len(objects))
+	Progress("installing the Platform (%d objects)", len(objects))
 	for _, o := range objects {
-		if skippedWebhook(o) || isLeaderWorkerSetWebhook(o) {
+		if skip(o) {
 			continue
 		}
 		if err := c.create(ctx, mapper, o.Object); err != nil {
@@ -101,6 +101,16 @@ func (c *Cluster) installPlatform(ctx context.Context, opts Options) error {
 	}
 	return nil
 }
+
+// processControllers: what the e2e cluster does not install of its Platform, whose controllers
+// run as processes: the webhook configurations of servers it does not run, and LWS's until its
+// server is up.
+func processControllers(o platform.Object) bool {
+	return skippedWebhook(o) || isLeaderWorkerSetWebhook(o)
+}
+
+// Platform is what Start installed through the Platform's core.
+func (c *Cluster) Platform() []platform.Object { return c.platform }
 
 func isLeaderWorkerSetWebhook(o platform.Object) bool {
 	return o.Part == platform.PartLeaderWorkerSet &&
