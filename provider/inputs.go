@@ -175,6 +175,10 @@ func platformSpecOf(raw property.Map) (*platform.Spec, error) {
 	var errs field.ErrorList
 	plain := map[string]any{}
 	for key, v := range raw.AllStable {
+		if v.HasComputed() {
+			errs = append(errs, field.Invalid(field.NewPath(key), "(unknown)", "must be known at preview: it decides which objects the Platform installs"))
+			continue
+		}
 		plain[key] = plainValue(v, field.NewPath(key), &errs)
 	}
 	if len(errs) > 0 {

@@ -47,6 +47,9 @@ func TestConstructPlatformRefusesBadInputs(t *testing.T) {
 		{property.NewMap(map[string]property.Value{"keda": property.New(property.NewMap(map[string]property.Value{
 			"instal": property.New(false)}))}),
 			`unknown field "keda.instal" (did you mean "install"?)`},
+		{property.NewMap(map[string]property.Value{"keda": property.New(property.NewMap(map[string]property.Value{
+			"install": property.New(property.Computed)}))}),
+			`keda: Invalid value: "(unknown)": must be known at preview: it decides which objects the Platform installs`},
 	} {
 		registered, err := frontdoor.ConstructedPlatform(t, "cluster", tc.inputs)
 		require.ErrorContains(t, err, tc.want)
