@@ -140,7 +140,7 @@ func configure(s *Spec, part string, obj *unstructured.Unstructured) error {
 // Volcano provider would give every pod the annotation scheduling.k8s.io/group-name of a PodGroup
 // of its own, one per group (pkg/schedulerprovider/volcano_provider.go, InjectPodGroupMetadata),
 // taking the pods out of the service's PodGroup, whose subgroups gang the replicas of every role
-// together (docs/design/0003-subgroup-podgroup.md, 0020-platform.md).
+// together (docs/design/0003-subgroup-podgroup.md, 0021-platform.md).
 func leaderWorkerSetConfiguration(upstream string) (string, error) {
 	var config map[string]any
 	if err := yaml.Unmarshal([]byte(upstream), &config); err != nil || config == nil {

@@ -2,7 +2,7 @@
 // install a cluster's prerequisites (LeaderWorkerSet, Volcano, the Inference Extension's and
 // llm-d router's CRDs, KEDA, prometheus-operator's PodMonitor CRD) at the versions the e2e suite
 // runs, from their upstream release manifests (third_party/platform). No I/O, no Pulumi.
-// docs/design/0020-platform.md says why each part is what it is.
+// docs/design/0021-platform.md says why each part is what it is.
 package platform
 
 import (

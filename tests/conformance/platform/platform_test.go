@@ -3,7 +3,7 @@
 // Package platform checks what `fusioninfer platform render` prints against a real kube-apiserver
 // (tests/cluster, Options.Platform): every object of every part, the controllers' Deployments,
 // Services, Jobs, APIService and webhook configurations too, is accepted and kept. The e2e suite
-// installs the rest of it and runs the controllers on it (docs/design/0020-platform.md).
+// installs the rest of it and runs the controllers on it (docs/design/0021-platform.md).
 package platform
 
 import (
