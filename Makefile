@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages conformance e2e build vet fuzz bench golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages conformance e2e e2e-karpenter build vet fuzz bench golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -83,6 +83,12 @@ conformance:
 	$(GO) vet -tags conformance ./tests/conformance/...
 	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance/...
 
+## e2e-karpenter: the node pools on a real Karpenter (its kwok cloud provider), its own cluster;
+## not yet in make e2e (tests/e2e/karpenter says why).
+e2e-karpenter:
+	$(GO) vet -tags e2e,karpenter ./tests/e2e/karpenter/
+	$(GO) test -tags e2e,karpenter -count=1 -v -timeout 20m ./tests/e2e/karpenter/
+
 ## e2e: deploy every example manifest, every Go example program and the rollout, gang and await
 ## cases through Pulumi's engine (in-process, with a stand-in for the kubernetes provider) onto a
 ## simulated cluster: a real control plane, the LWS controller, Volcano and kwok's GPU nodes
@@ -150,7 +156,7 @@ image:
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go),
 ## and the field reference of docs/reference.md.
 gen:
-	$(GO) generate ./components/inferenceservice ./components/mirror
+	$(GO) generate ./components/api ./components/inferenceservice ./components/mirror
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) run ./provider/cmd/describe -reference docs/reference.md
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update

@@ -46,7 +46,7 @@ func TestIntegersAreNotNarrowedBeforeValidation(t *testing.T) {
 	svc, _, err := serviceOf("svc", role("replicas", property.New(4294967297.0)))
 	require.NoError(t, err)
 	assert.Equal(t, 4294967297, *svc.Spec.Roles[0].Replicas)
-	errs := api.ValidateShape(svc)
+	_, errs := api.ResolveShape(svc)
 	require.NotEmpty(t, errs)
 	assert.Contains(t, errs.ToAggregate().Error(), "spec.roles[0].replicas: Invalid value: 4294967297: must be >= 1 and <= 10000")
 }

@@ -44,7 +44,7 @@ func TestSchemaEnumsAreTheInputModels(t *testing.T) {
 		"ComponentType": api.ComponentType(""), "NodePoolKind": api.NodePoolKind(""), "MinResourcesMode": api.MinResourcesMode(""),
 		"NetworkTopologyMode": api.NetworkTopologyMode(""), "GangMode": api.GangMode(""), "AwaitMode": api.AwaitMode(""),
 		"ModelLoadFormat": api.ModelLoadFormat(""), "ModelFlexibilityMode": api.ModelFlexibilityMode(""),
-		"PoolAPIVersion": api.PoolAPIVersion(""), "FailureMode": api.FailureMode(""),
+		"PoolAPIVersion": api.PoolAPIVersion(""), "FailureMode": api.FailureMode(""), "EndpointPickerRelease": api.EndpointPickerRelease(""),
 	}
 	require.NotEmpty(t, stringTypes)
 	assert.ElementsMatch(t, stringTypes, keys(enums), "each string type of the input model is an enum listed here")

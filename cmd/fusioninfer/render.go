@@ -66,6 +66,11 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 		fmt.Fprintf(stderr, "%d problem(s); nothing rendered\n", len(problems))
 		return errInvalidInput
 	}
+	for _, tree := range trees {
+		for _, w := range tree.Warnings() {
+			fmt.Fprintf(stderr, "warning: InferenceService %q: %s\n", tree.Service.Name, w)
+		}
+	}
 	if opts.outputDir != "" {
 		return writeObjectFiles(opts.outputDir, opts.replace, treeObjects(trees), stdout)
 	}

@@ -21,9 +21,6 @@ const (
 // KnownMetrics are the metric names an autoscaled role may give on their own.
 var KnownMetrics = []string{MetricRequestsWaiting, MetricKVCacheUsage}
 
-// DefaultScaleDownDelay is how long load stays low before an elastic replica goes.
-const DefaultScaleDownDelay = 5 * time.Minute
-
 // MaxScaleDownDelay bounds scaleDownDelay: the HPA's stabilization window is at most an hour.
 const MaxScaleDownDelay = time.Hour
 

@@ -70,8 +70,9 @@ func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, er
 	if err != nil {
 		line := startLine
 		if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
-			n, _ := strconv.Atoi(m[1]) // the pattern matched digits
-			line = n + startLine - 1
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				line = n + startLine - 1
+			}
 		}
 		return nil, manifestLines{}, &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -25,7 +26,7 @@ func (r *Role) baseReplicas() int {
 	case r.Autoscaling != nil && r.Autoscaling.MinReplicas != nil:
 		return *r.Autoscaling.MinReplicas
 	case r.Replicas == nil:
-		return 1
+		return DefaultRoleReplicas
 	}
 	return *r.Replicas
 }
@@ -44,12 +45,12 @@ func (r *Role) MaxReplicaCount() int32 {
 // ElasticReplicaLimit is the most replicas the autoscaler may add above the base.
 func (r *Role) ElasticReplicaLimit() int32 { return r.MaxReplicaCount() - r.ReplicaCount() }
 
-// ScaleDownDelay is autoscaling.scaleDownDelay, DefaultScaleDownDelay when unset.
+// ScaleDownDelayOrDefault is autoscaling.scaleDownDelay, its default when unset.
 func (a *Autoscaling) ScaleDownDelayOrDefault() time.Duration {
 	if d, err := time.ParseDuration(a.ScaleDownDelay); err == nil {
 		return d
 	}
-	return DefaultScaleDownDelay
+	return DefaultAutoscalingScaleDownDelay
 }
 
 // NodeCount is the pods per replica, 1 when multinode is unset.
@@ -66,7 +67,7 @@ func (r *Role) MultiNode() bool { return r.NodeCount() >= 2 }
 // GangMode is the gang mode, subGroup when unset.
 func (s *InferenceServiceSpec) GangMode() GangMode {
 	if s.GangPolicy == nil || s.GangPolicy.Mode == "" {
-		return GangModeSubGroup
+		return DefaultGangPolicyMode
 	}
 	return s.GangPolicy.Mode
 }
@@ -91,28 +92,26 @@ func (s *InferenceServiceSpec) GangMinimum(role *Role) int32 {
 	return s.MinRoleReplicas(role.Name)
 }
 
-// DefaultAwaitTimeout is how long `pulumi up` waits for a replica when spec.awaitTimeout is unset:
-// long enough for a large model to download and load, where the kubernetes provider waits 10 minutes.
-const DefaultAwaitTimeout = 60 * time.Minute
-
 // MaxAwaitTimeout bounds awaitTimeout: beyond a day a replica is not loading, it is stuck.
 const MaxAwaitTimeout = 24 * time.Hour
 
 // RoleAwaitTimeout is how long `pulumi up` waits for one of the role's replicas: the role's
-// awaitTimeout, else the spec's, else DefaultAwaitTimeout. Validation refuses what does not parse.
+// awaitTimeout, else the spec's, else the spec's default: long enough for a large model to
+// download and load, where the kubernetes provider waits 10 minutes. Validation refuses what does
+// not parse.
 func (s *InferenceServiceSpec) RoleAwaitTimeout(role *Role) time.Duration {
 	for _, v := range []string{role.AwaitTimeout, s.AwaitTimeout} {
 		if d, err := time.ParseDuration(v); err == nil {
 			return d
 		}
 	}
-	return DefaultAwaitTimeout
+	return DefaultInferenceServiceSpecAwaitTimeout
 }
 
 // AwaitMode is the await setting, all when unset.
 func (s *InferenceServiceSpec) AwaitMode() AwaitMode {
 	if s.Await == "" {
-		return AwaitAll
+		return DefaultInferenceServiceSpecAwait
 	}
 	return s.Await
 }
@@ -172,7 +171,7 @@ func (s *InferenceServiceSpec) GroupTopologyPolicy() *NetworkTopologyPolicy {
 // TopologyMode is the policy's mode, hard when unset.
 func (p *NetworkTopologyPolicy) TopologyMode() NetworkTopologyMode {
 	if p.Mode == "" {
-		return NetworkTopologyHard
+		return DefaultNetworkTopologyPolicyMode
 	}
 	return p.Mode
 }
@@ -180,7 +179,7 @@ func (p *NetworkTopologyPolicy) TopologyMode() NetworkTopologyMode {
 // PoolKind is the pool's kind, karpenter when unset.
 func (p *NodePool) PoolKind() NodePoolKind {
 	if p.Kind == "" {
-		return NodePoolKarpenter
+		return DefaultNodePoolKind
 	}
 	return p.Kind
 }
@@ -223,7 +222,7 @@ const (
 
 // PoolGroup is the API group of the router's InferencePool.
 func (r *Role) PoolGroup() string {
-	if r.PoolAPIVersion == PoolV1Alpha2 {
+	if cmp.Or(r.PoolAPIVersion, DefaultRolePoolAPIVersion) == PoolV1Alpha2 {
 		return PoolGroupV1Alpha2
 	}
 	return PoolGroupV1
@@ -232,7 +231,7 @@ func (r *Role) PoolGroup() string {
 // PoolFailureMode is the router's failure mode, FailClose when unset.
 func (r *Role) PoolFailureMode() FailureMode {
 	if r.FailureMode == "" {
-		return FailClose
+		return DefaultRoleFailureMode
 	}
 	return r.FailureMode
 }
@@ -240,9 +239,17 @@ func (r *Role) PoolFailureMode() FailureMode {
 // EndpointPickerReplicas is the router's Endpoint Picker replicas, 1 when unset.
 func (r *Role) EndpointPickerReplicas() int32 {
 	if r.EndpointPicker == nil || r.EndpointPicker.Replicas == nil {
-		return 1
+		return DefaultEndpointPickerReplicas
 	}
 	return int32(*r.EndpointPicker.Replicas) // bounded by MaxEndpointPickerReplicas in validation
+}
+
+// EndpointPickerRelease is the router's Endpoint Picker release, llm-d-router v0.10.0 when unset.
+func (r *Role) EndpointPickerRelease() EndpointPickerRelease {
+	if r.EndpointPicker == nil {
+		return DefaultEndpointPickerRelease
+	}
+	return cmp.Or(r.EndpointPicker.Release, DefaultEndpointPickerRelease)
 }
 
 // EndpointPickerImage is the image the user chose for the Endpoint Picker, empty for the default.
@@ -256,7 +263,7 @@ func (r *Role) EndpointPickerImage() string {
 // RestartPolicyOrDefault is the role's LWS restart policy, RecreateGroupOnPodRestart when unset.
 func (r *Role) RestartPolicyOrDefault() lwsv1.RestartPolicyType {
 	if r.RestartPolicy == "" {
-		return lwsv1.RecreateGroupOnPodRestart
+		return DefaultRoleRestartPolicy
 	}
 	return r.RestartPolicy
 }
@@ -264,19 +271,15 @@ func (r *Role) RestartPolicyOrDefault() lwsv1.RestartPolicyType {
 // StartupPolicyOrDefault is the role's LWS startup policy, LeaderCreated when unset.
 func (r *Role) StartupPolicyOrDefault() lwsv1.StartupPolicyType {
 	if r.StartupPolicy == "" {
-		return lwsv1.LeaderCreatedStartupPolicy
+		return DefaultRoleStartupPolicy
 	}
 	return r.StartupPolicy
 }
 
-// DefaultMaxUnavailable is a role's maxUnavailable when unset: a quarter of its replicas, as a
-// Kubernetes Deployment's.
-var DefaultMaxUnavailable = intstr.FromString("25%")
-
 // MaxSurge is the role's per-replica surge, 0 when unset.
 func (r *Role) MaxSurge() int32 {
 	if r.RolloutStrategy == nil || r.RolloutStrategy.MaxSurge == nil {
-		return 0
+		return DefaultRolloutStrategyMaxSurge
 	}
 	return int32(*r.RolloutStrategy.MaxSurge)
 }
@@ -287,10 +290,11 @@ func (r *Role) Pinned(replica int32) bool {
 	return r.RolloutStrategy != nil && r.RolloutStrategy.Partition != nil && int(replica) < *r.RolloutStrategy.Partition
 }
 
-// MaxUnavailableOrDefault is the role's maxUnavailable, 25% when unset.
+// MaxUnavailableOrDefault is the role's maxUnavailable, 25% when unset: a quarter of its
+// replicas, as a Kubernetes Deployment's.
 func (r *Role) MaxUnavailableOrDefault() intstr.IntOrString {
 	if r.RolloutStrategy == nil || r.RolloutStrategy.MaxUnavailable == nil {
-		return DefaultMaxUnavailable
+		return intstr.FromString(DefaultRolloutStrategyMaxUnavailable)
 	}
 	return *r.RolloutStrategy.MaxUnavailable
 }
@@ -320,7 +324,7 @@ func (r *Role) ElasticMaxUnavailable() int32 {
 // maxUnavailableOf is the role's maxUnavailable against replicas: a count as it is, or a percent
 // rounded down; the default's when the role's is neither (validation refuses it).
 func (r *Role) maxUnavailableOf(replicas int32) int32 {
-	for _, v := range []intstr.IntOrString{r.MaxUnavailableOrDefault(), DefaultMaxUnavailable} {
+	for _, v := range []intstr.IntOrString{r.MaxUnavailableOrDefault(), intstr.FromString(DefaultRolloutStrategyMaxUnavailable)} {
 		if n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(replicas), false); err == nil {
 			return int32(n)
 		}

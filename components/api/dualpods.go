@@ -12,12 +12,9 @@ import (
 
 // FMA (llm-d fast model actuation) v0.6.4: the dual-pods contract this project emits.
 const (
-	FMAVersion            = "v0.6.4"
+	FMAVersion            = DefaultDualPodsControllerVersion
 	FMAImageRepository    = "ghcr.io/llm-d-incubation/llm-d-fast-model-actuation"
 	DefaultRequesterImage = FMAImageRepository + "/requester:" + FMAVersion
-	DefaultAdminPort      = 8081 // the requester's SPI port
-	DefaultProbesPort     = 8080
-	DefaultSleeperLimit   = 2
 	// FMAServiceAccountSuffix ends the controller's ServiceAccount name: FMA's admission policies
 	// let accounts named "*-fma-controllers" change the labels and annotations they guard.
 	FMAServiceAccountSuffix = "-fma-controllers"
@@ -53,12 +50,12 @@ func (m *ModelFlexibility) RequesterImageOrDefault() string {
 
 // AdminPortOrDefault is the requester's SPI port.
 func (m *ModelFlexibility) AdminPortOrDefault() int32 {
-	return portOrDefault(m.AdminPort, DefaultAdminPort)
+	return portOrDefault(m.AdminPort, DefaultModelFlexibilityAdminPort)
 }
 
 // ProbesPortOrDefault is the requester's probes port.
 func (m *ModelFlexibility) ProbesPortOrDefault() int32 {
-	return portOrDefault(m.ProbesPort, DefaultProbesPort)
+	return portOrDefault(m.ProbesPort, DefaultModelFlexibilityProbesPort)
 }
 
 func portOrDefault(p *int, def int32) int32 {
@@ -79,7 +76,7 @@ func (d *DualPodsController) VersionOrDefault() string {
 // SleeperLimitOrDefault is the controller's sleeping servers per GPU.
 func (d *DualPodsController) SleeperLimitOrDefault() int {
 	if d.SleeperLimit == nil {
-		return DefaultSleeperLimit
+		return DefaultDualPodsControllerSleeperLimit
 	}
 	return *d.SleeperLimit
 }
@@ -123,7 +120,8 @@ func validateModelFlexibility(spec *InferenceServiceSpec, role *Role, rolePath *
 }
 
 // validateDualPodsServer checks the template of a dual-pods role: the server FMA will run from it.
-func validateDualPodsServer(role *Role, tplPath *field.Path) field.ErrorList {
+// It resolves the server's readiness port into resolved.DualPodsReadinessPorts.
+func validateDualPodsServer(role *Role, tplPath *field.Path, resolved *Resolved) field.ErrorList {
 	if !role.DualPods() || role.Template == nil || len(role.Template.Spec.Containers) == 0 {
 		return nil
 	}
@@ -154,8 +152,10 @@ func validateDualPodsServer(role *Role, tplPath *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command,
 			"a dual-pods server gets --enable-sleep-mode: give the server's own command and args, not a shell script"))
 	}
-	if _, err := DualPodsReadinessPort(server); err != nil {
+	if port, err := DualPodsReadinessPort(server); err != nil {
 		errs = append(errs, field.Invalid(serverPath.Child("readinessProbe"), "(the probe)", err.Error()))
+	} else {
+		resolved.DualPodsReadinessPorts[role.Name] = port
 	}
 	return errs
 }

@@ -168,7 +168,9 @@ func walkTo(dec *json.Decoder, path *field.Path, t reflect.Type, offset int64) (
 				return found, true
 			}
 		}
-		_, _ = dec.Token()
+		if _, err := dec.Token(); err != nil { // the closing brace
+			return "", true
+		}
 	case json.Delim('['):
 		et, _ := child(t, "")
 		for i := 0; dec.More(); i++ {
@@ -176,7 +178,9 @@ func walkTo(dec *json.Decoder, path *field.Path, t reflect.Type, offset int64) (
 				return found, true
 			}
 		}
-		_, _ = dec.Token()
+		if _, err := dec.Token(); err != nil { // the closing bracket
+			return "", true
+		}
 	}
 	return "", false
 }

@@ -24,8 +24,6 @@ const (
 	// ModelVolumeName and CompileCacheVolumeName are the pod volumes; a template may not use them.
 	ModelVolumeName        = "fusioninfer-model"
 	CompileCacheVolumeName = "fusioninfer-compile-cache"
-	// DefaultCompileCacheSize is a compile cache's size when the spec gives none.
-	DefaultCompileCacheSize = "20Gi"
 	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
 	downloadRate = 50 << 20
 	// MinDownloadTimeout is the shortest default download timeout.
@@ -53,37 +51,42 @@ func ModelOwner(role *Role) string {
 	return ""
 }
 
-// ParsedSource is the model's source, parsed; the zero Source when it does not parse (validation
-// refuses it).
-func (m *Model) ParsedSource() modelsource.Source {
-	src, _ := modelsource.Parse(m.Source)
-	return src
+// ResolvedModel is a model as validation parsed it: its source, its claims' sizes and its
+// download's timeout, for the renderer to read rather than parse again.
+type ResolvedModel struct {
+	*Model
+	// Parsed is the model's source, parsed.
+	Parsed modelsource.Source
+	// CacheSize and CompileCacheSize are the claims' sizes (zero without the claim).
+	CacheSize, CompileCacheSize resource.Quantity
+	// DownloadTimeout is how long the download may take (zero when nothing is downloaded):
+	// cache.downloadTimeout, else the size at 50 MiB/s and at least an hour, in whole minutes.
+	DownloadTimeout time.Duration
 }
 
 // Downloads reports whether the model is copied into its cache by a download Job.
-func (m *Model) Downloads() bool {
-	return m.Cache != nil && m.ParsedSource().Downloaded() && m.LoadFormat != RunaiStreamer
+func (m *ResolvedModel) Downloads() bool {
+	return m.Cache != nil && m.Parsed.Downloaded() && m.LoadFormat != RunaiStreamer
 }
 
 // ServedName is the model's public name: name, else the source's default.
-func (m *Model) ServedName() string {
+func (m *ResolvedModel) ServedName() string {
 	if m.Name != "" {
 		return m.Name
 	}
-	return m.ParsedSource().PublicName()
+	return m.Parsed.PublicName()
 }
 
 // ServerPath is what the servers' --model points at: the cache's directory of the source, the
 // directory on a claim, the image volume's root, or, streamed, the bucket URI itself.
-func (m *Model) ServerPath() string {
-	src := m.ParsedSource()
+func (m *ResolvedModel) ServerPath() string {
 	switch {
 	case m.LoadFormat == RunaiStreamer:
 		return m.Source
-	case src.Scheme == modelsource.PVC && src.Path != "":
-		return ModelMountPath + "/" + src.Path
-	case src.Downloaded():
-		return ModelMountPath + "/" + src.CacheDir()
+	case m.Parsed.Scheme == modelsource.PVC && m.Parsed.Path != "":
+		return ModelMountPath + "/" + m.Parsed.Path
+	case m.Parsed.Downloaded():
+		return ModelMountPath + "/" + m.Parsed.CacheDir()
 	}
 	return ModelMountPath
 }
@@ -94,21 +97,17 @@ func (c *ModelCache) AccessModes() []corev1.PersistentVolumeAccessMode {
 		// one node writes (the download Job), then many read: a volume that supports both
 		return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
 	}
-	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	return []corev1.PersistentVolumeAccessMode{DefaultModelCacheAccessMode}
 }
 
-// Timeout is how long the download may take: downloadTimeout, else the size at 50 MiB/s and at
-// least an hour, in whole minutes.
-func (c *ModelCache) Timeout() time.Duration {
-	if d, err := time.ParseDuration(c.DownloadTimeout); err == nil && c.DownloadTimeout != "" {
-		return d
-	}
-	size, err := resource.ParseQuantity(c.Size)
-	if err != nil {
-		return MinDownloadTimeout
+// downloadTimeout is how long the download of a cache of the given size may take: the given
+// timeout, else the size at 50 MiB/s and at least an hour, in whole minutes.
+func downloadTimeout(given string, size resource.Quantity) (time.Duration, error) {
+	if given != "" {
+		return time.ParseDuration(given)
 	}
 	d := time.Duration(size.Value()/downloadRate) * time.Second
-	return max(MinDownloadTimeout, d.Round(time.Minute)+time.Minute)
+	return max(MinDownloadTimeout, d.Round(time.Minute)+time.Minute), nil
 }
 
 // SizeOrDefault is the compile cache's size.
@@ -130,11 +129,12 @@ func (m *Model) CompileCacheStorageClass() string {
 	return ""
 }
 
-// validateModels checks spec.model and every role's model.
-func validateModels(spec *InferenceServiceSpec, serviceName string, fldPath *field.Path) field.ErrorList {
+// validateModels checks spec.model and every role's model, and resolves each into
+// resolved.Models by owner (ModelOwner).
+func validateModels(spec *InferenceServiceSpec, serviceName string, fldPath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	if spec.Model != nil {
-		errs = append(errs, validateModel(spec.Model, serviceName, "", fldPath.Child("model"))...)
+		errs = append(errs, validateModel(spec.Model, serviceName, "", fldPath.Child("model"), resolved)...)
 	}
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
@@ -146,14 +146,16 @@ func validateModels(spec *InferenceServiceSpec, serviceName string, fldPath *fie
 			errs = append(errs, field.Forbidden(path, "only a serving role (worker, prefiller, decoder) loads a model"))
 			continue
 		}
-		errs = append(errs, validateModel(role.Model, serviceName, role.Name, path)...)
+		errs = append(errs, validateModel(role.Model, serviceName, role.Name, path, resolved)...)
 	}
 	return errs
 }
 
-func validateModel(m *Model, serviceName, owner string, path *field.Path) field.ErrorList {
+func validateModel(m *Model, serviceName, owner string, path *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	src, err := modelsource.Parse(m.Source)
+	rm := &ResolvedModel{Model: m, Parsed: src}
+	resolved.Models[owner] = rm
 	if m.Source == "" {
 		errs = append(errs, field.Required(path.Child("source"), "hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image"))
 	} else if err != nil {
@@ -184,12 +186,13 @@ func validateModel(m *Model, serviceName, owner string, path *field.Path) field.
 	default:
 		errs = append(errs, field.NotSupported(path.Child("loadFormat"), m.LoadFormat, m.LoadFormat.AllowedValues()))
 	}
-	errs = append(errs, validateModelCache(m, src, serviceName, owner, path.Child("cache"))...)
-	return append(errs, validateCompileCache(m, path.Child("compileCache"))...)
+	errs = append(errs, validateModelCache(rm, serviceName, owner, path.Child("cache"))...)
+	return append(errs, validateCompileCache(rm, path.Child("compileCache"))...)
 }
 
-func validateModelCache(m *Model, src modelsource.Source, serviceName, owner string, path *field.Path) field.ErrorList {
-	c := m.Cache
+// validateModelCache checks a model's cache, and resolves its size and download timeout into rm.
+func validateModelCache(rm *ResolvedModel, serviceName, owner string, path *field.Path) field.ErrorList {
+	m, src, c := rm.Model, rm.Parsed, rm.Model.Cache
 	switch {
 	case m.Source == "":
 		return nil
@@ -203,8 +206,8 @@ func validateModelCache(m *Model, src modelsource.Source, serviceName, owner str
 	case !src.Downloaded():
 		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a %s:// source is mounted as it is: nothing is downloaded, remove cache", src.Scheme))}
 	}
-	var errs field.ErrorList
-	errs = append(errs, validateSize(c.Size, true, path.Child("size"))...)
+	size, errs := validateSize(c.Size, true, path.Child("size"))
+	rm.CacheSize = size
 	if c.StorageClassName == "" {
 		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount"))
 	} else {
@@ -216,13 +219,12 @@ func validateModelCache(m *Model, src modelsource.Source, serviceName, owner str
 		errs = append(errs, field.NotSupported(path.Child("accessMode"), c.AccessMode,
 			[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadOnlyMany}))
 	}
-	if c.DownloadTimeout != "" {
-		d, err := time.ParseDuration(c.DownloadTimeout)
-		if err != nil || d < time.Minute || d > MaxDownloadTimeout || d%time.Second != 0 {
-			errs = append(errs, field.Invalid(path.Child("downloadTimeout"), c.DownloadTimeout,
-				fmt.Sprintf("must be a duration of whole seconds from 1m to %s, such as \"6h\"", MaxDownloadTimeout)))
-		}
+	d, err := downloadTimeout(c.DownloadTimeout, size)
+	if c.DownloadTimeout != "" && (err != nil || d < time.Minute || d > MaxDownloadTimeout || d%time.Second != 0) {
+		errs = append(errs, field.Invalid(path.Child("downloadTimeout"), c.DownloadTimeout,
+			fmt.Sprintf("must be a duration of whole seconds from 1m to %s, such as \"6h\"", MaxDownloadTimeout)))
 	}
+	rm.DownloadTimeout = d
 	for i, pattern := range c.Exclude {
 		if err := modelsource.ValidPattern(pattern); err != nil {
 			errs = append(errs, field.Invalid(path.Child("exclude").Index(i), pattern, `must be a glob pattern such as "original" or "*.pth"`))
@@ -235,12 +237,14 @@ func validateModelCache(m *Model, src modelsource.Source, serviceName, owner str
 	return errs
 }
 
-func validateCompileCache(m *Model, path *field.Path) field.ErrorList {
-	c := m.CompileCache
+// validateCompileCache checks a model's compile cache, and resolves its size into rm.
+func validateCompileCache(rm *ResolvedModel, path *field.Path) field.ErrorList {
+	m, c := rm.Model, rm.Model.CompileCache
 	if c == nil {
 		return nil
 	}
-	errs := validateSize(c.Size, false, path.Child("size"))
+	size, errs := validateSize(c.SizeOrDefault(), false, path.Child("size"))
+	rm.CompileCacheSize = size
 	if sc := m.CompileCacheStorageClass(); sc == "" {
 		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount (the model has no cache to take it from)"))
 	} else {
@@ -249,27 +253,27 @@ func validateCompileCache(m *Model, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateSize checks a claim's size: a positive quantity.
-func validateSize(v string, required bool, path *field.Path) field.ErrorList {
+// validateSize checks a claim's size, a positive quantity, and returns it parsed.
+func validateSize(v string, required bool, path *field.Path) (resource.Quantity, field.ErrorList) {
 	if v == "" {
 		if required {
-			return field.ErrorList{field.Required(path, "the claim's size, such as 1500Gi: the model's files, and room for a second revision during a rollout")}
+			return resource.Quantity{}, field.ErrorList{field.Required(path, "the claim's size, such as 1500Gi: the model's files, and room for a second revision during a rollout")}
 		}
-		return nil
+		return resource.Quantity{}, nil
 	}
 	q, err := resource.ParseQuantity(v)
 	if err != nil || q.Sign() <= 0 {
-		return field.ErrorList{field.Invalid(path, v, "must be a positive quantity such as 1500Gi")}
+		return resource.Quantity{}, field.ErrorList{field.Invalid(path, v, "must be a positive quantity such as 1500Gi")}
 	}
-	return nil
+	return q, nil
 }
 
 // validateModelServer checks a serving role's template against its model: the model's volume
 // names are free, and the server's command line can be pointed at the model without
 // contradicting it.
-func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.Path) field.ErrorList {
-	m := spec.ModelOf(role)
-	if m == nil || role.Template == nil || len(role.Template.Spec.Containers) == 0 || m.Source == "" {
+func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.Path, resolved *Resolved) field.ErrorList {
+	m := resolved.Models[ModelOwner(role)]
+	if spec.ModelOf(role) == nil || m == nil || role.Template == nil || len(role.Template.Spec.Containers) == 0 || m.Source == "" {
 		return nil
 	}
 	var errs field.ErrorList

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -114,22 +115,39 @@ func TestModelRules(t *testing.T) {
 }
 
 func TestModelDerivedValues(t *testing.T) {
-	m := cachedService().Spec.Model
+	m := resolvedModel(t, cachedService().Spec.Model)
 	assert.Equal(t, "deepseek-ai/DeepSeek-R1", m.ServedName())
 	assert.Equal(t, "/models/hf/deepseek-ai/DeepSeek-R1/56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad", m.ServerPath())
-	assert.Equal(t, 8*time.Hour+33*time.Minute, m.Cache.Timeout(), "1500Gi at 50 MiB/s, rounded up to the minute")
-	assert.Equal(t, time.Hour, (&ModelCache{Size: "10Gi"}).Timeout(), "at least an hour")
-	assert.Equal(t, 3*time.Hour, (&ModelCache{Size: "10Gi", DownloadTimeout: "3h"}).Timeout())
+	assert.Equal(t, 8*time.Hour+33*time.Minute, m.DownloadTimeout, "1500Gi at 50 MiB/s, rounded up to the minute")
+	assert.Equal(t, "1500Gi", m.CacheSize.String())
+	small := &Model{Source: "hf://org/small", Cache: &ModelCache{Size: "10Gi", StorageClassName: "fast"}}
+	assert.Equal(t, time.Hour, resolvedModel(t, small).DownloadTimeout, "at least an hour")
+	small.Cache.DownloadTimeout = "3h"
+	assert.Equal(t, 3*time.Hour, resolvedModel(t, small).DownloadTimeout)
+	small.CompileCache = &CompileCache{}
+	assert.Equal(t, DefaultCompileCacheSize, resolvedModel(t, small).CompileCacheSize.String())
 	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany},
 		(&ModelCache{AccessMode: corev1.ReadOnlyMany}).AccessModes(), "one writer node, then many readers")
-	assert.Equal(t, "s3://models/r1", (&Model{Source: "s3://models/r1", LoadFormat: RunaiStreamer}).ServerPath(), "streamed: the bucket itself")
-	assert.Equal(t, "/models/deepseek/r1", (&Model{Source: "pvc://weights/deepseek/r1/"}).ServerPath())
-	assert.Equal(t, "/models", (&Model{Source: "oci://registry.example/models/r1:v1"}).ServerPath())
-	assert.Equal(t, "r1", (&Model{Source: "oci://registry.example/models/r1:v1"}).ServedName())
+	assert.Equal(t, "s3://models/r1", resolvedModel(t, &Model{Source: "s3://models/r1", LoadFormat: RunaiStreamer}).ServerPath(), "streamed: the bucket itself")
+	assert.Equal(t, "/models/deepseek/r1", resolvedModel(t, &Model{Source: "pvc://weights/deepseek/r1/"}).ServerPath())
+	oci := resolvedModel(t, &Model{Source: "oci://registry.example/models/r1:v1"})
+	assert.Equal(t, "/models", oci.ServerPath())
+	assert.Equal(t, "r1", oci.ServedName())
+	assert.False(t, oci.Downloads(), "an image volume is mounted, not downloaded")
 
 	s := cachedService()
 	s.Spec.Roles[0].Model = &Model{Source: "pvc://weights/draft"}
 	assert.Equal(t, "prefill", ModelOwner(&s.Spec.Roles[0]))
 	assert.Equal(t, "deepseek-r1-disagg-prefill-model-download", ModelDownloadJobName(s.Name, "prefill"))
 	assert.Same(t, s.Spec.Model, s.Spec.ModelOf(&s.Spec.Roles[1]), "a role without its own model serves the service's")
+}
+
+// resolvedModel is a model as validation resolves it, as the service's model.
+func resolvedModel(t *testing.T, m *Model) *ResolvedModel {
+	t.Helper()
+	s := cachedService()
+	s.Spec.Model = m
+	resolved, errs := ResolveShape(s)
+	require.Empty(t, errs)
+	return resolved.Models[""]
 }

@@ -43,7 +43,7 @@ func validateMaxUnavailable(spec *InferenceServiceSpec, role *Role, v intstr.Int
 	case v.Type == intstr.String && !percentPattern.MatchString(v.StrVal):
 		return field.ErrorList{field.Invalid(path, shown, `must be a count (2) or a percent of the replicas ("25%")`)}
 	case v.Type == intstr.String:
-		if percent, _ := strconv.Atoi(v.StrVal[:len(v.StrVal)-1]); percent > 100 {
+		if percent, err := strconv.Atoi(v.StrVal[:len(v.StrVal)-1]); err != nil || percent > 100 {
 			return field.ErrorList{field.Invalid(path, shown, "must not be more than 100%")}
 		}
 	}

@@ -26,6 +26,9 @@ func TestRolloutRules(t *testing.T) {
 			"spec.roles[1].rolloutStrategy.maxUnavailable: Invalid value: \"0%\": may not be 0 when maxSurge is 0"},
 		{"percent above 100", func(s *InferenceService) { s.Spec.Roles[1].RolloutStrategy = maxUnavailable(intstr.FromString("150%")) },
 			"spec.roles[1].rolloutStrategy.maxUnavailable: Invalid value: \"150%\": must not be more than 100%"},
+		{"a percent too large for a number", func(s *InferenceService) {
+			s.Spec.Roles[1].RolloutStrategy = maxUnavailable(intstr.FromString("99999999999999999999%"))
+		}, "spec.roles[1].rolloutStrategy.maxUnavailable: Invalid value: \"99999999999999999999%\": must not be more than 100%"},
 		{"a count is a number", func(s *InferenceService) { s.Spec.Roles[1].RolloutStrategy = maxUnavailable(intstr.FromString("2")) },
 			`spec.roles[1].rolloutStrategy.maxUnavailable: Invalid value: "2": must be a count (2) or a percent of the replicas ("25%")`},
 		{"a negative count", func(s *InferenceService) { s.Spec.Roles[1].RolloutStrategy = maxUnavailable(intstr.FromInt32(-1)) },

@@ -104,7 +104,8 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, role.FailureMode.AllowedValues()))
 	}
 	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
-	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(), role.EndpointPickerImage())
+	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
+		eppconfig.Release(role.EndpointPickerRelease()), role.EndpointPickerImage())
 	if selErr == nil {
 		selErr = sel.Check()
 	}
@@ -112,6 +113,8 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	if selErr != nil {
 		path := rolePath.Child(selErr.Field)
 		switch selErr.Field {
+		case eppconfig.FieldRelease:
+			errs = append(errs, field.NotSupported(rolePath.Child("endpointPicker", "release"), role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
 		case eppconfig.FieldImage:
 			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
 		case eppconfig.FieldStrategy:
@@ -211,7 +214,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 				"the InferencePool targets one port on every serving role: %d, as spec.roles[%d] serves; serve on it too", poolPort, poolPortRole)))
 		}
 		if role.ComponentType == ComponentTypeDecoder {
-			errs = append(errs, validateRoutedDecoder(role, server, port, tplPath)...)
+			errs = append(errs, validateRoutedDecoder(role, spec.Router().EndpointPickerRelease(), server, port, tplPath)...)
 		}
 	}
 	return errs
@@ -219,7 +222,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 
 // validateRoutedDecoder checks that llm-d's routing sidecar can take a decode leader's serving
 // port while its vLLM server moves to DecodeVLLMPort.
-func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
+func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
 	if vllm.IsShellScript(server) {
@@ -232,6 +235,11 @@ func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tpl
 			"behind a router, llm-d's routing sidecar serves the pool's port and the decode server moves to %d: serve on another port (vLLM's default is %d)",
 			DecodeVLLMPort, DefaultServingPort)))
 	}
+	if connector := RoutingConnector(server); connector == ConnectorLMCache && release == EPPReleaseLLMDRouter {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), "--kv-transfer-config", fmt.Sprintf(
+			"llm-d-router v0.10.0's disaggregation sidecar has no LMCache connector (it knows nixlv2, shared-storage, sglang, "+
+				"mooncake, offloading): use vLLM's NixlConnector, or set the router's endpointPicker.release to %s", EPPReleaseGIE)))
+	}
 	podSpec := &role.Template.Spec
 	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
 		for j := range containers {
@@ -242,4 +250,19 @@ func validateRoutedDecoder(role *Role, server *corev1.Container, port int32, tpl
 		}
 	}
 	return errs
+}
+
+// The disaggregation sidecar's names of the KV connectors a decode server may use.
+const (
+	ConnectorNIXL    = "nixlv2"
+	ConnectorLMCache = "lmcache"
+)
+
+// RoutingConnector is the sidecar's name for the KV connector a decode server uses, read from its
+// --kv-transfer-config: lmcache for LMCache, else nixlv2 (vLLM's NixlConnector).
+func RoutingConnector(server *corev1.Container) string {
+	if config, _ := vllm.FlagValue(vllm.CommandLine(server), "--kv-transfer-config"); strings.Contains(config, "LMCache") {
+		return ConnectorLMCache
+	}
+	return ConnectorNIXL
 }

@@ -38,7 +38,7 @@ func TestRoutedServicesPass(t *testing.T) {
 	monolithic.Spec.Roles[1].PoolAPIVersion = PoolV1Alpha2
 	monolithic.Spec.Roles[1].FailureMode = FailOpen
 	monolithic.Spec.Roles[1].ShadowService = true
-	monolithic.Spec.Roles[1].EndpointPicker = &EndpointPicker{Replicas: ptr.To(2), Image: "mirror.example.com/gateway-api-inference-extension/epp:v1.2.0"}
+	monolithic.Spec.Roles[1].EndpointPicker = &EndpointPicker{Replicas: ptr.To(2), Release: EPPReleaseGIE, Image: "mirror.example.com/gateway-api-inference-extension/epp:v1.2.0"}
 	assert.Empty(t, Validate(monolithic))
 }
 
@@ -68,10 +68,26 @@ func TestRouterRules(t *testing.T) {
 			"spec.roles[2].endpointPickerConfig: Invalid value"},
 		{"endpointPickerConfig with an unknown plugin", func(s *InferenceService) {
 			routerOf(s).EndpointPickerConfig = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: round-robin-picker\n"
+		}, "spec.roles[2].endpointPickerConfig: Invalid value: \"(the configuration)\": plugins[0]: plugin type 'round-robin-picker' is not registered in llm-d-router v0.10.0"},
+		{"the older release with an unknown plugin", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE}
+			routerOf(s).EndpointPickerConfig = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: round-robin-picker\n"
 		}, "spec.roles[2].endpointPickerConfig: Invalid value: \"(the configuration)\": plugin types not in llm-d-inference-scheduler"},
-		{"a reference EPP image cannot route prefill/decode", func(s *InferenceService) {
+		{"a parameter llm-d-router v0.10.0 refuses, with its path", func(s *InferenceService) {
+			routerOf(s).EndpointPickerConfig = "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: pd-profile-handler\n  parameters: {threshold: 0}\n"
+		}, "spec.roles[2].endpointPickerConfig: Invalid value: \"(the configuration)\": plugins[0].parameters: failed to create plugin 'pd-profile-handler' (type: pd-profile-handler): failed to parse the parameters of the 'pd-profile-handler' profile handler - unknown field \"threshold\": llm-d-router v0.10.0 removed it from pd-profile-handler; use prefix-based-pd-decider's nonCachedTokens"},
+		{"an LMCache decode server on llm-d-router v0.10.0, whose sidecar has no LMCache connector", func(s *InferenceService) {
+			decodeServer(s).Args = append(decodeServer(s).Args, "--kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}`)
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--kv-transfer-config": llm-d-router v0.10.0's disaggregation sidecar has no LMCache connector`},
+		{"an unknown release", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: "llm-d-router-v0.9.0"}
+		}, `spec.roles[2].endpointPicker.release: Unsupported value: "llm-d-router-v0.9.0": supported values: "llm-d-router-v0.10.0", "gie-v1.2.0"`},
+		{"an image of another release", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Image: "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"}
-		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\""},
+		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\": registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0 is gateway-api-inference-extension's image; endpointPicker.release is llm-d-router-v0.10.0"},
+		{"a reference EPP image cannot route prefill/decode", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE, Image: "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"}
+		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\": registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0 is gateway-api-inference-extension"},
 		{"endpointPicker replicas bounded", func(s *InferenceService) { routerOf(s).EndpointPicker = &EndpointPicker{Replicas: ptr.To(0)} },
 			"spec.roles[2].endpointPicker.replicas: Invalid value: 0: must be >= 1 and <= 5"},
 		{"endpointPicker requests within limits", func(s *InferenceService) {

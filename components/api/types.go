@@ -61,11 +61,11 @@ type InferenceServiceSpec struct {
 	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
 	GangPolicy *GangPolicy `json:"gangPolicy,omitempty" pulumi:"gangPolicy,optional"`
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
-	Await AwaitMode `json:"await,omitempty" pulumi:"await,optional"`
+	Await AwaitMode `json:"await,omitempty" pulumi:"await,optional" default:"all"`
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
 	// fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and
 	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
-	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional"`
+	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional" default:"60m"`
 	// NodePools are the GPU node pools the roles run on.
 	NodePools []NodePool `json:"nodePools,omitempty" pulumi:"nodePools,optional"`
 	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for
@@ -111,7 +111,7 @@ type NodePool struct {
 	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
 	Name string `json:"name" pulumi:"name"`
 	// Kind is karpenter (default) or existing.
-	Kind NodePoolKind `json:"kind,omitempty" pulumi:"kind,optional"`
+	Kind NodePoolKind `json:"kind,omitempty" pulumi:"kind,optional" default:"karpenter"`
 	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
 	GPUsPerNode int `json:"gpusPerNode" pulumi:"gpusPerNode"`
 	// Accelerators are GPU product names as GPU feature discovery labels them
@@ -188,7 +188,7 @@ type NetworkTopology struct {
 // pods it covers may be.
 type NetworkTopologyPolicy struct {
 	// Mode is hard (default: never cross the tier) or soft (prefer not to).
-	Mode NetworkTopologyMode `json:"mode,omitempty" pulumi:"mode,optional"`
+	Mode NetworkTopologyMode `json:"mode,omitempty" pulumi:"mode,optional" default:"hard"`
 	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
 	HighestTierAllowed *int `json:"highestTierAllowed,omitempty" pulumi:"highestTierAllowed,optional"`
 	// HighestTierName names that tier instead (Volcano HyperNode tier names).
@@ -218,7 +218,7 @@ const (
 // GangPolicy configures gang scheduling.
 type GangPolicy struct {
 	// Mode is subGroup (default) or taskMember.
-	Mode GangMode `json:"mode,omitempty" pulumi:"mode,optional"`
+	Mode GangMode `json:"mode,omitempty" pulumi:"mode,optional" default:"subGroup"`
 	// MinRoleReplicas is, per serving role name, how many replicas must be placed together
 	// before any runs (default 1 for each serving role).
 	MinRoleReplicas map[string]int `json:"minRoleReplicas,omitempty" pulumi:"minRoleReplicas,optional"`
@@ -257,10 +257,10 @@ type Role struct {
 	EndpointPickerConfig string `json:"endpointPickerConfig,omitempty" pulumi:"endpointPickerConfig,optional" roles:"router"`
 	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io)
 	// or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty" pulumi:"poolApiVersion,optional" roles:"router"`
+	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty" pulumi:"poolApiVersion,optional" roles:"router" default:"v1"`
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose
 	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-	FailureMode FailureMode `json:"failureMode,omitempty" pulumi:"failureMode,optional" roles:"router"`
+	FailureMode FailureMode `json:"failureMode,omitempty" pulumi:"failureMode,optional" roles:"router" default:"FailClose"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
 	// to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService bool `json:"shadowService,omitempty" pulumi:"shadowService,optional" roles:"router"`
@@ -270,7 +270,7 @@ type Role struct {
 	// Serving fields (worker, prefiller, decoder).
 
 	// Replicas is the number of independent instances (default 1).
-	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" roles:"serving"`
+	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" roles:"serving" default:"1"`
 	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 	Multinode *Multinode `json:"multinode,omitempty" pulumi:"multinode,optional" roles:"serving"`
 	// Template is the pod template of every pod of the role.
@@ -284,10 +284,10 @@ type Role struct {
 	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty" pulumi:"rolloutStrategy,optional" roles:"serving"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart
 	// (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty" pulumi:"restartPolicy,optional" roles:"serving"`
+	RestartPolicy lwsv1.RestartPolicyType `json:"restartPolicy,omitempty" pulumi:"restartPolicy,optional" roles:"serving" default:"RecreateGroupOnPodRestart"`
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the
 	// leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional" roles:"serving"`
+	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional" roles:"serving" default:"LeaderCreated"`
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads
 	// slower than the others').
 	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional" roles:"serving"`
@@ -354,7 +354,7 @@ type ModelCache struct {
 	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or
 	// ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for
 	// ReadWriteOnce too; no server mounts it before the download is complete).
-	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty" pulumi:"accessMode,optional"`
+	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty" pulumi:"accessMode,optional" default:"ReadWriteMany"`
 	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may
 	// run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout string `json:"downloadTimeout,omitempty" pulumi:"downloadTimeout,optional"`
@@ -371,7 +371,7 @@ type ModelCache struct {
 // compiled kernels on.
 type CompileCache struct {
 	// Size of the claim, default 20Gi.
-	Size string `json:"size,omitempty" pulumi:"size,optional"`
+	Size string `json:"size,omitempty" pulumi:"size,optional" default:"20Gi"`
 	// StorageClassName of a storage class whose volumes many nodes can mount; default the model
 	// cache's.
 	StorageClassName string `json:"storageClassName,omitempty" pulumi:"storageClassName,optional"`
@@ -393,7 +393,7 @@ type Autoscaling struct {
 	Target float64 `json:"target,omitempty" pulumi:"target,optional"`
 	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration,
 	// default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
-	ScaleDownDelay string `json:"scaleDownDelay,omitempty" pulumi:"scaleDownDelay,optional"`
+	ScaleDownDelay string `json:"scaleDownDelay,omitempty" pulumi:"scaleDownDelay,optional" default:"5m"`
 	// Follow scales this role with another autoscaled role's load instead of a metric of its own:
 	// a prefill role that keeps a ratio to its decode role.
 	Follow *AutoscalingFollow `json:"follow,omitempty" pulumi:"follow,optional"`
@@ -421,9 +421,9 @@ type ModelFlexibility struct {
 	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 	RequesterImage string `json:"requesterImage,omitempty" pulumi:"requesterImage,optional"`
 	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
-	AdminPort *int `json:"adminPort,omitempty" pulumi:"adminPort,optional"`
+	AdminPort *int `json:"adminPort,omitempty" pulumi:"adminPort,optional" default:"8081"`
 	// ProbesPort is the requester's probes port (default 8080).
-	ProbesPort *int `json:"probesPort,omitempty" pulumi:"probesPort,optional"`
+	ProbesPort *int `json:"probesPort,omitempty" pulumi:"probesPort,optional" default:"8080"`
 }
 
 // DualPodsController installs FMA's dual-pods controller with the service.
@@ -432,9 +432,9 @@ type DualPodsController struct {
 	Install bool `json:"install,omitempty" pulumi:"install,optional"`
 	// Version is the FMA release of the controller image (default v0.6.4, the contract this
 	// project emits; the CRDs and policies are v0.6.4's).
-	Version string `json:"version,omitempty" pulumi:"version,optional"`
+	Version string `json:"version,omitempty" pulumi:"version,optional" default:"v0.6.4"`
 	// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
-	SleeperLimit *int `json:"sleeperLimit,omitempty" pulumi:"sleeperLimit,optional"`
+	SleeperLimit *int `json:"sleeperLimit,omitempty" pulumi:"sleeperLimit,optional" default:"2"`
 	// Namespace is the namespace the controller manages (default the service's); FMA's controller
 	// watches one namespace, so it must be the service's.
 	Namespace string `json:"namespace,omitempty" pulumi:"namespace,optional"`
@@ -462,13 +462,26 @@ const (
 	FailOpen  FailureMode = "FailOpen"
 )
 
+// EndpointPickerRelease is the Endpoint Picker generation a router targets.
+type EndpointPickerRelease string
+
+const (
+	EPPReleaseLLMDRouter EndpointPickerRelease = "llm-d-router-v0.10.0"
+	EPPReleaseGIE        EndpointPickerRelease = "gie-v1.2.0"
+)
+
 // EndpointPicker sets the router's Endpoint Picker Deployment.
 type EndpointPicker struct {
-	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's
-	// inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0
+	// (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers,
+	// configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's
+	// inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The
+	// configuration is checked by that release's loader rules.
+	Release EndpointPickerRelease `json:"release,omitempty" pulumi:"release,optional" default:"llm-d-router-v0.10.0"`
+	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image string `json:"image,omitempty" pulumi:"image,optional"`
 	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
-	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional"`
+	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"1"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
 }
@@ -478,11 +491,11 @@ type RolloutStrategy struct {
 	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a
 	// percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs
 	// update in batches of this size, each batch after the previous one is Available.
-	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty" pulumi:"maxUnavailable,optional"`
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty" pulumi:"maxUnavailable,optional" default:"25%"`
 	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new
 	// group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it
 	// as rollingUpdateConfiguration.maxSurge.
-	MaxSurge *int `json:"maxSurge,omitempty" pulumi:"maxSurge,optional"`
+	MaxSurge *int `json:"maxSurge,omitempty" pulumi:"maxSurge,optional" default:"0"`
 	// Partition keeps the replicas with an index below it on their current pod template (Pulumi
 	// ignores template changes on them): a canary on the others. Lower it to roll on.
 	Partition *int `json:"partition,omitempty" pulumi:"partition,optional"`

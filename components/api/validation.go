@@ -47,12 +47,17 @@ func Validate(svc *InferenceService) field.ErrorList {
 }
 
 // Resolved is what validation parsed of a valid service, for the renderer to read rather than
-// parse again: a router's Endpoint Picker selection, route and pool port.
+// parse again: a router's Endpoint Picker selection, route and pool port, the servers' ports, the
+// models.
 type Resolved struct {
 	// Routing is nil without a router.
 	Routing *Routing
 	// ServingPorts are the serving roles' servers' ports, by role name.
 	ServingPorts map[string]int32
+	// DualPodsReadinessPorts are the dual-pods roles' servers' readiness ports, by role name.
+	DualPodsReadinessPorts map[string]int32
+	// Models are the spec's models, parsed, by owner (ModelOwner: "" for spec.model).
+	Models map[string]*ResolvedModel
 }
 
 // Resolve checks every rule, as Validate, and returns what it parsed on the way; the Resolved is
@@ -61,16 +66,16 @@ func Resolve(svc *InferenceService) (*Resolved, field.ErrorList) {
 	return validate(svc, true)
 }
 
-// ValidateShape checks every rule that does not read the pod templates' contents: all a caller
+// ResolveShape checks every rule that does not read the pod templates' contents: all a caller
 // can check while templates are still unknown (a Pulumi preview whose templates depend on other
-// resources). Validate must still pass once they are known.
-func ValidateShape(svc *InferenceService) field.ErrorList {
-	_, errs := validate(svc, false)
-	return errs
+// resources). Resolve must still pass once they are known. Its Resolved holds what the shape
+// alone gives (the models), enough for topology.Plan.
+func ResolveShape(svc *InferenceService) (*Resolved, field.ErrorList) {
+	return validate(svc, false)
 }
 
 func validate(svc *InferenceService, withTemplates bool) (*Resolved, field.ErrorList) {
-	resolved := &Resolved{ServingPorts: map[string]int32{}}
+	resolved := &Resolved{ServingPorts: map[string]int32{}, DualPodsReadinessPorts: map[string]int32{}, Models: map[string]*ResolvedModel{}}
 	var errs field.ErrorList
 	errs = append(errs, validateMetadata(svc)...)
 	errs = append(errs, validateSpec(&svc.Spec, svc.Name, withTemplates, field.NewPath("spec"), resolved)...)
@@ -145,7 +150,14 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateNodePools(spec, serviceName, withTemplates, fldPath)...)
 	errs = append(errs, validateRolloutOrder(spec, fldPath.Child("rolloutOrder"))...)
 	errs = append(errs, validateMonitoring(spec, fldPath.Child("monitoring"))...)
-	errs = append(errs, validateModels(spec, serviceName, fldPath)...)
+	errs = append(errs, validateModels(spec, serviceName, fldPath, resolved)...)
+	if withTemplates {
+		for i := range spec.Roles {
+			if role := &spec.Roles[i]; role.ComponentType.Serving() {
+				errs = append(errs, validateModelServer(spec, role, rolesPath.Index(i).Child("template"), resolved)...)
+			}
+		}
+	}
 	errs = append(errs, validateElasticNames(spec, fldPath.Child("roles"))...)
 	errs = append(errs, validateAwaitTimeout(spec.AwaitTimeout, fldPath.Child("awaitTimeout"))...)
 	switch spec.Await {
@@ -222,8 +234,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateAutoscaling(spec, role, rolePath)...)
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"), resolved)...)
-		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"))...)
-		errs = append(errs, validateModelServer(spec, role, rolePath.Child("template"))...)
+		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"), resolved)...)
 	}
 	return errs
 }

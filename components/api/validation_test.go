@@ -340,12 +340,14 @@ func TestEveryErrorIsReportedAtOnce(t *testing.T) {
 		"spec.roles[1].template.spec.containers[0].image", "spec.await"}, fields)
 }
 
-func TestValidateShapeIgnoresTemplates(t *testing.T) {
+func TestResolveShapeIgnoresTemplates(t *testing.T) {
 	svc := validService()
 	svc.Spec.Roles[0].Template = nil
-	assert.Empty(t, ValidateShape(svc))
+	_, errs := ResolveShape(svc)
+	assert.Empty(t, errs)
 	svc.Spec.Roles[0].Multinode.NodeCount = 0
-	assert.Len(t, ValidateShape(svc), 1)
+	_, errs = ResolveShape(svc)
+	assert.Len(t, errs, 1)
 }
 
 // TestErrorsComeInADeterministicOrder: errors from maps (labels, resources) come in key order, so

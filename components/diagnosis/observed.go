@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -47,18 +48,18 @@ func (o *Observed) Empty() bool {
 	return len(o.LeaderWorkerSets)+len(o.Pods)+len(o.PodGroups)+len(o.Jobs)+len(o.Claims)+len(o.Deployments)+len(o.HTTPRoutes) == 0
 }
 
-// scheme knows the kinds of Observed, to read and write fixtures.
-var scheme = func() *runtime.Scheme {
+// readScheme knows the kinds of Observed, to read fixtures; built once, on first use.
+var readScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		lwsv1.AddToScheme, volcanov1beta1.AddToScheme, gatewayv1.Install} {
 		if err := add(s); err != nil {
-			panic(err)
+			return nil, err
 		}
 	}
 	s.AddKnownTypes(mirror.KarpenterGroupVersion, &mirror.NodeClaim{}, &mirror.NodeClaimList{})
-	return s
-}()
+	return s, nil
+})
 
 // Add files an object under its kind.
 func (o *Observed) Add(obj runtime.Object) error {
@@ -91,6 +92,10 @@ func (o *Observed) Add(obj runtime.Object) error {
 
 // ReadObserved reads a recorded cluster state: YAML documents of the kinds of Observed.
 func ReadObserved(data []byte) (*Observed, error) {
+	scheme, err := readScheme()
+	if err != nil {
+		return nil, err
+	}
 	decoder := serializer.NewCodecFactory(scheme).UniversalDeserializer()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	out := &Observed{}

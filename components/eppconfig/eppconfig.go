@@ -28,7 +28,24 @@ const (
 	// FlavorLLMD is llm-d's inference scheduler v0.4.0 (built on GIE v1.2.0), which adds the
 	// prefill/decode plugins and links GIE's own.
 	FlavorLLMD Flavor = "llm-d-inference-scheduler"
+	// FlavorRouter is llm-d-router v0.10.0's Endpoint Picker: GIE's EPP moved to llm-d with
+	// llm-d's plugins (GIE v1.6.0's README), the default.
+	FlavorRouter Flavor = "llm-d-router"
 )
+
+// Release is the EPP generation a router targets, as its spec names it.
+type Release string
+
+const (
+	// ReleaseRouter: llm-d-router v0.10.0's endpoint picker and disaggregation sidecar (default).
+	ReleaseRouter Release = "llm-d-router-v0.10.0"
+	// ReleaseGIE: GIE v1.2.0's reference EPP, and llm-d-inference-scheduler v0.4.0 with its
+	// routing sidecar v0.4.0 for prefill/decode or llm-d's plugins: what fusioninfer rendered before.
+	ReleaseGIE Release = "gie-v1.2.0"
+)
+
+// Releases are the release names, the default first.
+func Releases() []Release { return []Release{ReleaseRouter, ReleaseGIE} }
 
 // Images of each flavor, at the versions whose plugins this package registers.
 const (
@@ -37,12 +54,19 @@ const (
 	// ImageRoutingSidecar is llm-d's prefill/decode routing sidecar of the same release: it runs
 	// beside every decode server and fetches the prompt's KV cache from the prefill pod the EPP chose.
 	ImageRoutingSidecar = "ghcr.io/llm-d/llm-d-routing-sidecar:v0.4.0"
+	// ImageRouter and ImageDisaggSidecar are llm-d-router v0.10.0's images (its Makefile:
+	// EPP_IMAGE_NAME, SIDECAR_IMAGE_NAME); the sidecar replaced the routing sidecar.
+	ImageRouter        = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+	ImageDisaggSidecar = "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0"
 )
 
 // DefaultImage is the image of a flavor.
 func (f Flavor) DefaultImage() string {
-	if f == FlavorLLMD {
+	switch f {
+	case FlavorLLMD:
 		return ImageLLMD
+	case FlavorRouter:
+		return ImageRouter
 	}
 	return ImageGIE
 }

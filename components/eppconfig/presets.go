@@ -100,3 +100,47 @@ func pdDisaggregation() *configapi.EndpointPickerConfig {
 		},
 	}
 }
+
+// RouterPreset is a strategy's configuration for llm-d-router v0.10.0. The single-profile
+// strategies are the same scorers and weights as for GIE v1.2.0 (the default mix is v0.10.0's
+// own: loader/defaults.go loadDefaultConfig); the data layer is left to the loader, which adds
+// the metrics source and the core metrics extractor with vLLM's metric names
+// (defaults.go ensureDataLayer; extractor/metrics/factories.go: vllm:kv_cache_usage_perc, ...).
+// Prefill/decode follows v0.10.0's sample, deploy/config/pd-epp-config.yaml: a
+// disagg-profile-handler whose prefill decider is a prefix-based-pd-decider (a request is
+// prefilled on a prefill pod when at least 16 of its prompt's tokens are not cached on the
+// decode pod), prefill and decode profiles filtering by llm-d.ai/role.
+func RouterPreset(strategy string, disaggregated bool) (*RouterConfig, error) {
+	cfg := &RouterConfig{APIVersion: RouterGroupVersion, Kind: kindEndpointPickerConfig}
+	if disaggregated || strategy == StrategyPDDisaggregation {
+		weight := func(w float64) *float64 { return &w }
+		profile := func(name, filter string) RouterSchedulingProfile {
+			return RouterSchedulingProfile{Name: name, Plugins: []RouterSchedulingPlugin{
+				{PluginRef: filter}, {PluginRef: MaxScorePicker},
+				{PluginRef: PrefixCacheScorer, Weight: weight(2)}, {PluginRef: QueueScorer, Weight: weight(1)},
+			}}
+		}
+		cfg.Plugins = []RouterPlugin{
+			{Type: PrefixCacheScorer, Name: PrefixCacheScorer},
+			{Type: QueueScorer, Name: QueueScorer},
+			{Type: PrefillFilter, Name: PrefillFilter},
+			{Type: DecodeFilter, Name: DecodeFilter},
+			{Type: MaxScorePicker, Name: MaxScorePicker},
+			{Type: DisaggProfileHandler, Name: DisaggProfileHandler, Parameters: json.RawMessage(`{"deciders":{"prefill":"` + PrefixBasedPDDecider + `"}}`)},
+			{Type: PrefixBasedPDDecider, Name: PrefixBasedPDDecider, Parameters: json.RawMessage(`{"nonCachedTokens":16}`)},
+		}
+		cfg.SchedulingProfiles = []RouterSchedulingProfile{profile("prefill", PrefillFilter), profile("decode", DecodeFilter)}
+		return cfg, nil
+	}
+	scorers, ok := singleProfile[strategy]
+	if !ok {
+		return nil, unknownStrategy(strategy)
+	}
+	cfg.SchedulingProfiles = []RouterSchedulingProfile{{Name: "default"}}
+	for _, s := range scorers {
+		w := float64(s.weight)
+		cfg.Plugins = append(cfg.Plugins, RouterPlugin{Type: s.pluginType, Name: s.pluginType})
+		cfg.SchedulingProfiles[0].Plugins = append(cfg.SchedulingProfiles[0].Plugins, RouterSchedulingPlugin{PluginRef: s.pluginType, Weight: &w})
+	}
+	return cfg, nil
+}

@@ -10,9 +10,15 @@ import (
 // Selection is the Endpoint Picker a router runs: its configuration, the flavor whose plugins
 // the configuration may use, and the image that runs it.
 type Selection struct {
+	// Release is the EPP generation the router targets (the router's endpointPicker.release).
+	Release Release
+	// Config is the configuration of the GIE v1.2.0 release's flavors; Router that of llm-d-router.
 	Config *configapi.EndpointPickerConfig
+	Router *RouterConfig
 	Flavor Flavor
 	Image  string
+	// Warnings are what the EPP logs as deprecated in the configuration; it still loads.
+	Warnings []string
 	// custom is true when the configuration is the user's, not a preset.
 	custom bool
 }
@@ -22,11 +28,12 @@ const (
 	FieldStrategy             = "strategy"
 	FieldEndpointPickerConfig = "endpointPickerConfig"
 	FieldImage                = "endpointPicker.image"
+	FieldRelease              = "endpointPicker.release"
 )
 
 // SelectError says which router field is wrong.
 type SelectError struct {
-	// Field is FieldStrategy, FieldEndpointPickerConfig or FieldImage.
+	// Field is FieldStrategy, FieldEndpointPickerConfig, FieldImage or FieldRelease.
 	Field string
 	Err   error
 }
@@ -39,12 +46,20 @@ func (e *SelectError) Unwrap() error { return e.Err }
 // routes with pd-disaggregation, and only such a service may. The flavor is the image's when the
 // image is one of the two known repositories; otherwise llm-d's scheduler when the service is
 // prefill/decode or the configuration names a plugin only llm-d has, else the reference EPP.
-// Select does not load the configuration; Check does.
-func Select(strategy, raw string, disaggregated bool, image string) (*Selection, *SelectError) {
+// Select does not load the configuration; Check does. That is the GIE v1.2.0 release's choice;
+// llm-d-router v0.10.0 (the default release) is one EPP for every strategy (selectRouter).
+func Select(strategy, raw string, disaggregated bool, release Release, image string) (*Selection, *SelectError) {
 	if err := checkStrategy(strategy, disaggregated); err != nil {
 		return nil, &SelectError{Field: FieldStrategy, Err: err}
 	}
-	sel := &Selection{Image: image}
+	switch release {
+	case "", ReleaseRouter:
+		return selectRouter(strategy, raw, disaggregated, image)
+	case ReleaseGIE:
+	default:
+		return nil, &SelectError{Field: FieldRelease, Err: fmt.Errorf("unknown release %q: one of %v", release, Releases())}
+	}
+	sel := &Selection{Release: ReleaseGIE, Image: image}
 	if raw != "" {
 		cfg, err := Parse(raw)
 		if err != nil {
@@ -73,6 +88,17 @@ func Select(strategy, raw string, disaggregated bool, image string) (*Selection,
 // Check loads the selection's configuration with its flavor's plugins. A preset that does not
 // load means the image is of the wrong flavor (a prefill/decode service on the reference EPP).
 func (s *Selection) Check() *SelectError {
+	if s.Flavor == FlavorRouter {
+		warnings, err := CheckRouter(s.Router)
+		if err != nil {
+			if s.custom {
+				return &SelectError{Field: FieldEndpointPickerConfig, Err: err}
+			}
+			return &SelectError{Field: FieldStrategy, Err: fmt.Errorf("the preset does not load in llm-d-router v0.10.0: %w", err)}
+		}
+		s.Warnings = append(s.Warnings, warnings...)
+		return nil
+	}
 	if err := Check(s.Config, s.Flavor); err != nil {
 		if s.custom {
 			return &SelectError{Field: FieldEndpointPickerConfig, Err: err}
@@ -119,10 +145,47 @@ func imageFlavor(image string) (Flavor, bool) {
 		repository = repository[:strings.LastIndex(repository, ":")]
 	}
 	switch {
+	case strings.HasSuffix(repository, "/llm-d-router-endpoint-picker"):
+		return FlavorRouter, true
 	case strings.HasSuffix(repository, "/llm-d-inference-scheduler"):
 		return FlavorLLMD, true
 	case strings.HasSuffix(repository, "/gateway-api-inference-extension/epp"):
 		return FlavorGIE, true
 	}
 	return "", false
+}
+
+// Text is the configuration as the EPP's ConfigMap holds it.
+func (s *Selection) Text() (string, error) {
+	if s.Flavor == FlavorRouter {
+		return MarshalRouter(s.Router)
+	}
+	return Marshal(s.Config)
+}
+
+// selectRouter: llm-d-router v0.10.0 runs every strategy and prefill/decode in one image; an
+// image of another known repository is refused (the release names the EPP, the image only where
+// it is pulled from), an image of an unknown repository is taken to be a build of it.
+func selectRouter(strategy, raw string, disaggregated bool, image string) (*Selection, *SelectError) {
+	sel := &Selection{Release: ReleaseRouter, Flavor: FlavorRouter, Image: image}
+	if image == "" {
+		sel.Image = ImageRouter
+	} else if flavor, known := imageFlavor(image); known && flavor != FlavorRouter {
+		return nil, &SelectError{Field: FieldImage, Err: fmt.Errorf("%s is %s's image; endpointPicker.release is %s: set the release to %s or use an image of %s",
+			image, flavor, ReleaseRouter, ReleaseGIE, ImageRouter[:strings.LastIndex(ImageRouter, ":")])}
+	}
+	if raw != "" {
+		cfg, warnings, err := ParseRouter(raw)
+		if err != nil {
+			return nil, &SelectError{Field: FieldEndpointPickerConfig, Err: err}
+		}
+		sel.Router, sel.Warnings, sel.custom = cfg, warnings, true
+		return sel, nil
+	}
+	cfg, err := RouterPreset(strategy, disaggregated)
+	if err != nil {
+		return nil, &SelectError{Field: FieldStrategy, Err: err}
+	}
+	sel.Router = cfg
+	return sel, nil
 }

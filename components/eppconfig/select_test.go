@@ -20,6 +20,7 @@ schedulingProfiles:
   - pluginRef: queue-scorer
 `
 
+// TestSelect: the GIE v1.2.0 release keeps its choice of flavor by plugins and image.
 func TestSelect(t *testing.T) {
 	cases := []struct {
 		name          string
@@ -52,7 +53,7 @@ func TestSelect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sel, err := Select(tc.strategy, tc.raw, tc.disaggregated, tc.image)
+			sel, err := Select(tc.strategy, tc.raw, tc.disaggregated, ReleaseGIE, tc.image)
 			if err == nil {
 				err = sel.Check()
 			}

@@ -85,13 +85,19 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 		}
 		shape.Spec.Roles[i].Template = nil
 	}
-	if errs := api.ValidateShape(shape); len(errs) > 0 {
+	resolved, errs := api.ResolveShape(shape)
+	if len(errs) > 0 {
 		return nil, &api.ValidationError{Service: shape.Name, Errors: errs}
+	}
+	refs, err := topology.Plan(shape, resolved)
+	if err != nil {
+		return nil, err
 	}
 	tree := buildTree(ctx, shape, templates)
 	// Resolving the tree validates the templates; at preview it may stay unknown, and the
 	// children's contents with it.
-	if _, err := internals.UnsafeAwaitOutput(ctx.Context(), tree); err != nil {
+	built, err := internals.UnsafeAwaitOutput(ctx.Context(), tree)
+	if err != nil {
 		return nil, err
 	}
 
@@ -99,11 +105,19 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	if err := ctx.RegisterComponentResource(TypeToken, name, component, opts...); err != nil {
 		return nil, err
 	}
-	refs := topology.Plan(shape)
+	if t, known := built.Value.(*topology.Tree); known {
+		for _, w := range t.Warnings() {
+			if err := ctx.Log.Warn(w, &pulumi.LogArgs{Resource: component}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if ctx.DryRun() {
 		// Known from the shape alone, so a preview says how the change it shows will roll.
-		_ = ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+
-			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component})
+		if err := ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+
+			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component}); err != nil {
+			return nil, err
+		}
 	}
 	for i, ref := range refs {
 		child, err := registerChild(ctx, name, component, tree, i, ref)

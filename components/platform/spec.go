@@ -35,19 +35,19 @@ type Spec struct {
 	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and
 	// APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the
 	// CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
-	Controllers *bool `json:"controllers,omitempty" pulumi:"controllers,optional"`
+	Controllers *bool `json:"controllers,omitempty" pulumi:"controllers,optional" default:"true"`
 }
 
 // Part is one prerequisite.
 type Part struct {
 	// Install: false leaves the part out. Default true.
-	Install *bool `json:"install,omitempty" pulumi:"install,optional"`
+	Install *bool `json:"install,omitempty" pulumi:"install,optional" default:"true"`
 }
 
 // VolcanoPart is Volcano, with its scheduler's configuration.
 type VolcanoPart struct {
 	// Install: false leaves Volcano out. Default true.
-	Install *bool `json:"install,omitempty" pulumi:"install,optional"`
+	Install *bool `json:"install,omitempty" pulumi:"install,optional" default:"true"`
 	// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue,
 	// allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates,
 	// proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue

@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"fmt"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -99,6 +102,8 @@ type Tree struct {
 	Objects []Object
 	// routing is what the router's objects were built from; nil without a router.
 	routing *routing
+	// resolved is what validation parsed of the service.
+	resolved *api.Resolved
 }
 
 // WithDefaults returns the service with its namespace defaulted; the caller's value is not changed.
@@ -110,7 +115,8 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 	return &out
 }
 
-// Plan lays out the tree of a service whose shape validates (api.ValidateShape), in apply order:
+// Plan lays out the tree of a service from what its shape resolved to (api.ResolveShape, or
+// api.Resolve), in apply order:
 // node pools, FMA's controller, the models' claims and download Jobs, the PodGroup when gang scheduling is on, one LeaderWorkerSet per
 // replica (and an autoscaled role's elastic one with its ScaledObject), the router's objects and
 // its HTTPRoute, then the PodMonitors and dashboard spec.monitoring asks for. In await mode all
@@ -118,7 +124,7 @@ func WithDefaults(svc *api.InferenceService) *api.InferenceService {
 // (rolloutPlan). In await mode minimal the gang's minimal set comes first and every other replica
 // depends on it, or Volcano may start an extra replica while the deployment waits for a minimal
 // one. Every DependsOn names an earlier object.
-func Plan(svc *api.InferenceService) []Ref {
+func Plan(svc *api.InferenceService, resolved *api.Resolved) ([]Ref, error) {
 	svc = WithDefaults(svc)
 	spec := &svc.Spec
 	var refs []Ref
@@ -128,10 +134,13 @@ func Plan(svc *api.InferenceService) []Ref {
 			Suffix: nodePoolSuffix(pool.Name), NodePool: pool.Name})
 	}
 	// FMA's controller next: the requesters of dual-pods roles depend on it, so destroy removes them first.
-	controller := dualPodsControllerRefs(svc)
+	controller, err := dualPodsControllerRefs(svc)
+	if err != nil {
+		return nil, err
+	}
 	refs = append(refs, controller...)
 	// The models' claims and downloads next: the servers are created after their model is in place.
-	models, serversAfter := modelRefs(svc)
+	models, serversAfter := modelRefs(svc, resolved.Models)
 	refs = append(refs, models...)
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
@@ -184,7 +193,7 @@ func Plan(svc *api.InferenceService) []Ref {
 		}
 		refs = append(append(refs, routerRefs(svc, nil)...), httpRouteRefs(svc, nil)...)
 	}
-	return append(refs, monitoringRefs(svc)...)
+	return append(refs, monitoringRefs(svc)...), nil
 }
 
 // minimalFirstPlan awaits the gang's minimal set, created first, and makes every other replica
@@ -220,28 +229,46 @@ func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas, e
 }
 
 // Build validates the service and builds its whole tree. On invalid input it returns every
-// violation and no objects.
+// violation and no objects; an object that cannot be built (a fault of this program, never of
+// the input) is an internal error.
 func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 	resolved, errs := api.Resolve(svc)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	svc = WithDefaults(svc)
-	routing := newRouting(svc, resolved.Routing)
-	templates := map[string]roleTemplates{}
-	for i := range svc.Spec.Roles {
-		role := &svc.Spec.Roles[i]
-		if role.ComponentType.Serving() {
-			templates[role.Name] = buildRoleTemplates(svc.Name, &svc.Spec, role, routing)
-		}
+	tree, err := build(WithDefaults(svc), resolved)
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
 	}
+	return tree, nil
+}
+
+func build(svc *api.InferenceService, resolved *api.Resolved) (*Tree, error) {
+	routing, err := newRouting(svc, resolved.Routing)
+	if err != nil {
+		return nil, err
+	}
+	templates := map[string]roleTemplates{}
 	roles := map[string]*api.Role{}
 	for i := range svc.Spec.Roles {
-		roles[svc.Spec.Roles[i].Name] = &svc.Spec.Roles[i]
+		role := &svc.Spec.Roles[i]
+		roles[role.Name] = role
+		if role.ComponentType.Serving() {
+			t, err := buildRoleTemplates(svc.Name, &svc.Spec, role, resolved, routing)
+			if err != nil {
+				return nil, fmt.Errorf("role %s: %w", role.Name, err)
+			}
+			templates[role.Name] = t
+		}
 	}
-	tree := &Tree{Service: svc, routing: routing}
-	for _, ref := range Plan(svc) {
+	refs, err := Plan(svc, resolved)
+	if err != nil {
+		return nil, err
+	}
+	tree := &Tree{Service: svc, routing: routing, resolved: resolved}
+	for _, ref := range refs {
 		var obj runtime.Object
+		var err error
 		switch ref.TypeMeta {
 		case KindPodGroup:
 			obj = buildPodGroup(svc)
@@ -258,17 +285,35 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 		case KindNodePool:
 			obj = buildNodePool(svc, svc.Spec.NodePoolNamed(ref.NodePool))
 		case KindJob, KindPersistentVolumeClaim:
-			obj = buildModelObject(svc, ref)
+			obj = buildModelObject(svc, ref, resolved.Models[ref.Role])
 		default:
-			if ref.Suffix == suffixDashboard {
-				obj = buildDashboard(svc)
-			} else if ref.Role == "" {
-				obj = dualPodsControllerObject(svc, ref)
-			} else {
-				obj = routing.object(ref)
+			switch {
+			case ref.Suffix == suffixDashboard:
+				obj, err = buildDashboard(svc)
+			case ref.Role == "":
+				obj, err = dualPodsControllerObject(svc, ref)
+			default:
+				obj, err = routing.object(ref)
 			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", ref.Kind, ref.Name, err)
 		}
 		tree.Objects = append(tree.Objects, Object{Ref: ref, Object: obj})
 	}
 	return tree, nil
+}
+
+// Warnings are what the service's Endpoint Picker would log as deprecated in its configuration,
+// each with the field it is in: it still loads, but a later release will refuse it.
+func (t *Tree) Warnings() []string {
+	if t.routing == nil {
+		return nil
+	}
+	index := slices.IndexFunc(t.Service.Spec.Roles, func(r api.Role) bool { return r.ComponentType == api.ComponentTypeRouter })
+	var out []string
+	for _, w := range t.routing.Selection.Warnings {
+		out = append(out, fmt.Sprintf("spec.roles[%d].endpointPickerConfig: %s", index, w))
+	}
+	return out
 }

@@ -56,7 +56,7 @@ type target struct {
 // Dashboard is the Grafana dashboard of a service, as JSON: per role, its servers' requests,
 // KV cache, latencies and tokens, its replicas, and the router's scheduling. Every query selects
 // the service by the label its PodMonitors add.
-func Dashboard(svc *api.InferenceService) string {
+func Dashboard(svc *api.InferenceService) (string, error) {
 	sel := fmt.Sprintf(`%s=%q`, MetricLabelService, svc.Name)
 	byRole := func(agg, metric string) string {
 		return fmt.Sprintf("%s by (%s) (%s{%s})", agg, MetricLabelRole, metric, sel)
@@ -120,10 +120,7 @@ func Dashboard(svc *api.InferenceService) string {
 		Tags: []string{"fusioninfer", "vllm"}, SchemaVersion: 39, Refresh: "30s",
 		Time: map[string]any{"from": "now-1h", "to": "now"}, Panels: panels}
 	data, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		panic(err) // plain structs of strings and numbers
-	}
-	return string(data)
+	return string(data), err
 }
 
 func newPanel(title, description, unit string, targets ...target) panel {

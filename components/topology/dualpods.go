@@ -51,11 +51,14 @@ var perPodEnv = []string{lwsv1.LwsLeaderAddress, lwsv1.LwsGroupSize, lwsv1.LwsWo
 // dualPodsTemplate turns a dual-pods role's template into the requester's: the user's pod with
 // FMA's requester container holding the server's GPUs, and the server patch that makes FMA's
 // server-running pod from it (the user's server, in sleep mode).
-func dualPodsTemplate(role *api.Role, tpl *corev1.PodTemplateSpec) {
+func dualPodsTemplate(role *api.Role, readinessPort int32, tpl *corev1.PodTemplateSpec) error {
 	mf := role.ModelFlexibility
 	server := tpl.Spec.Containers[api.ServingContainerIndex]
 	probes, admin := mf.ProbesPortOrDefault(), mf.AdminPortOrDefault()
-	patch := serverPatch(&server, tpl.Spec.Volumes, probes, admin)
+	patch, err := serverPatch(&server, readinessPort, tpl.Spec.Volumes, probes, admin)
+	if err != nil {
+		return err
+	}
 	tpl.Annotations = merged(tpl.Annotations, map[string]string{
 		AnnotationDualPodsAdminPort:   strconv.Itoa(int(admin)),
 		AnnotationDualPodsServerPatch: patch,
@@ -81,6 +84,7 @@ func dualPodsTemplate(role *api.Role, tpl *corev1.PodTemplateSpec) {
 			Requests: requesterRequests.DeepCopy(),
 		},
 	}}
+	return nil
 }
 
 // serverPatch is the strategic-merge patch, as FMA's Go template, that turns a requester pod into
@@ -88,21 +92,23 @@ func dualPodsTemplate(role *api.Role, tpl *corev1.PodTemplateSpec) {
 // requester's in the merge) with sleep mode and its own explicit requests, the user's volumes,
 // without the requester's variables and ports, without any per-pod label, field or variable, and
 // with the serving label.
-func serverPatch(server *corev1.Container, volumes []corev1.Volume, probesPort, adminPort int32) string {
+func serverPatch(server *corev1.Container, readinessPort int32, volumes []corev1.Volume, probesPort, adminPort int32) (string, error) {
 	c := server.DeepCopy()
 	c.Name = DualPodsContainerName
 	if !vllm.HasFlag(c, sleepModeFlag) {
 		c.Args = append(c.Args, sleepModeFlag)
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: envVLLMServerDevMode, Value: "1"})
-	port, _ := api.DualPodsReadinessPort(server) // validated
 	if c.ReadinessProbe == nil {
 		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health"}}, PeriodSeconds: 5}
 	}
-	c.ReadinessProbe.HTTPGet.Port = intstr.FromInt32(port) // FMA reads the server's port from it, as a number
+	c.ReadinessProbe.HTTPGet.Port = intstr.FromInt32(readinessPort) // FMA reads the server's port from it, as a number
 	c.Resources = serverResources(server)
 
-	container := toMap(c)
+	container, err := toMap(c)
+	if err != nil {
+		return "", err
+	}
 	for _, name := range append([]string{envProbesPort, envSPIPort}, perPodEnv...) {
 		container["env"] = append(container["env"].([]any), map[string]any{"name": name, "$patch": "delete"})
 	}
@@ -122,15 +128,19 @@ func serverPatch(server *corev1.Container, volumes []corev1.Volume, probesPort, 
 	}
 	spec := map[string]any{"containers": []any{container}, "hostname": nil, "subdomain": nil}
 	if len(volumes) > 0 {
-		spec["volumes"] = toMap(&corev1.PodSpec{Volumes: volumes})["volumes"]
+		podSpec, err := toMap(&corev1.PodSpec{Volumes: volumes})
+		if err != nil {
+			return "", err
+		}
+		spec["volumes"] = podSpec["volumes"]
 	}
 	data, err := yaml.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec})
 	if err != nil {
-		panic("server patch does not marshal: " + err.Error()) // plain maps of API values always do
+		return "", err
 	}
 	// FMA runs the annotation through text/template (with .NodeName): braces of the user's own,
 	// say in a chat template argument, must come out as they are.
-	return strings.ReplaceAll(string(data), "{{", `{{"{{"}}`)
+	return strings.ReplaceAll(string(data), "{{", `{{"{{"}}`), nil
 }
 
 // serverResources are the server's requests and limits without GPUs (the requester holds them,
@@ -147,15 +157,15 @@ func serverResources(server *corev1.Container) corev1.ResourceRequirements {
 }
 
 // toMap is an API value as the plain map its JSON is.
-func toMap(v any) map[string]any {
+func toMap(v any) (map[string]any, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		panic(err) // API types always marshal
+		return nil, err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
-		panic(err)
+		return nil, err
 	}
 	pruneTypedZeroValues(m)
-	return m
+	return m, nil
 }

@@ -124,13 +124,13 @@ func parseFMAManifest(data []byte) (fmaManifest, error) {
 // dualPodsControllerRefs lay out FMA's controller, before the LWSs that depend on it: CRDs,
 // policies and bindings (cluster-scoped, named as FMA names them), its account and permissions,
 // then the controller, which starts once its CRDs and permissions exist.
-func dualPodsControllerRefs(svc *api.InferenceService) []Ref {
+func dualPodsControllerRefs(svc *api.InferenceService) ([]Ref, error) {
 	if !svc.Spec.InstallsDualPodsController() {
-		return nil
+		return nil, nil
 	}
 	manifests, err := fmaManifests()
 	if err != nil {
-		panic("FMA manifests embedded in the binary: " + err.Error())
+		return nil, fmt.Errorf("FMA's manifests: %w", err)
 	}
 	var controllerDependsOn []string
 	var out []Ref
@@ -161,7 +161,7 @@ func dualPodsControllerRefs(svc *api.InferenceService) []Ref {
 	controller := Ref{TypeMeta: KindDeployment, Name: api.DualPodsControllerName(svc.Name), Namespace: ns, Suffix: suffixFMAController,
 		DependsOn: append(controllerDependsOn, suffixFMARoleBinding, suffixFMAClusterRoleBinding),
 		Awaited:   svc.Spec.AwaitMode() != api.AwaitNone}
-	return append(out, controller)
+	return append(out, controller), nil
 }
 
 // clusterRoleName is unique per service in the cluster: {namespace}-{service}-fma-node-view.
@@ -170,7 +170,7 @@ func clusterRoleName(svc *api.InferenceService) string {
 }
 
 // dualPodsControllerObject builds one of the controller's objects.
-func dualPodsControllerObject(svc *api.InferenceService, ref Ref) runtime.Object {
+func dualPodsControllerObject(svc *api.InferenceService, ref Ref) (runtime.Object, error) {
 	labels := merged(serviceObjectLabels(svc), map[string]string{LabelAppName: "dual-pods-controller", LabelAppComponent: "fma-controller"})
 	meta := metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels}
 	account := api.FMAServiceAccountName(svc.Name)
@@ -178,7 +178,7 @@ func dualPodsControllerObject(svc *api.InferenceService, ref Ref) runtime.Object
 	read := []string{"get", "list", "watch"}
 	switch ref.Suffix {
 	case suffixFMAServiceAccount:
-		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: meta}
+		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: meta}, nil
 	case suffixFMARole:
 		// As FMA's chart grants: its CRDs, the gpu-map ConfigMap, and the pods it pairs and makes.
 		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
@@ -186,27 +186,30 @@ func dualPodsControllerObject(svc *api.InferenceService, ref Ref) runtime.Object
 			{APIGroups: []string{"fma.llm-d.ai"}, Resources: []string{"launcherconfigs/status", "launcherpopulationpolicies/status"}, Verbs: []string{"patch", "update"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: read},
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		}}
+		}}, nil
 	case suffixFMARoleBinding:
 		return &rbacv1.RoleBinding{TypeMeta: typeMeta(KindRoleBinding), ObjectMeta: meta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindRole.Kind, Name: account}}
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindRole.Kind, Name: account}}, nil
 	case suffixFMAClusterRole:
 		return &rbacv1.ClusterRole{TypeMeta: typeMeta(KindClusterRole), ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
-		}}
+		}}, nil
 	case suffixFMAClusterRoleBinding:
 		return &rbacv1.ClusterRoleBinding{TypeMeta: typeMeta(KindClusterRoleBinding), ObjectMeta: meta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindClusterRole.Kind, Name: ref.Name}}
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindClusterRole.Kind, Name: ref.Name}}, nil
 	case suffixFMAController:
-		return dualPodsController(svc, ref, labels)
+		return dualPodsController(svc, ref, labels), nil
 	}
-	manifests, _ := fmaManifests()
+	manifests, err := fmaManifests()
+	if err != nil {
+		return nil, fmt.Errorf("FMA's manifests: %w", err)
+	}
 	for _, m := range manifests {
 		if "fma-"+m.name == ref.Suffix {
-			return m.object.DeepCopyObject()
+			return m.object.DeepCopyObject(), nil
 		}
 	}
-	panic("unknown dual-pods controller object " + ref.Suffix)
+	return nil, fmt.Errorf("no dual-pods controller object has the suffix %q", ref.Suffix)
 }
 
 func dualPodsController(svc *api.InferenceService, ref Ref, labels map[string]string) *appsv1.Deployment {

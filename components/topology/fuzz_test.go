@@ -59,8 +59,10 @@ func FuzzBuild(f *testing.F) {
 // it reports whether the service was valid.
 func buildAndCheck(t *testing.T, svc *api.InferenceService) bool {
 	t.Helper()
-	if len(api.ValidateShape(svc)) == 0 {
-		topology.Plan(svc)
+	if resolved, errs := api.ResolveShape(svc); len(errs) == 0 {
+		if _, err := topology.Plan(svc, resolved); err != nil {
+			t.Fatalf("a valid shape is not planned: %v", err)
+		}
 	}
 	tree, errs := topology.Build(svc)
 	if len(errs) > 0 {
@@ -198,9 +200,10 @@ func checkTree(t *testing.T, tree *topology.Tree) {
 		}
 	}
 	owners := map[string]bool{}
+	models := resolvedModels(t, tree.Service)
 	for i := range tree.Service.Spec.Roles {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
-			if m := tree.Service.Spec.ModelOf(r); m != nil && !owners[api.ModelOwner(r)] {
+			if m := models[api.ModelOwner(r)]; tree.Service.Spec.ModelOf(r) != nil && !owners[api.ModelOwner(r)] {
 				owners[api.ModelOwner(r)] = true
 				wantModelObjects += map[bool]int{true: 2}[m.Downloads()] + map[bool]int{true: 1}[m.CompileCache != nil]
 			}
@@ -312,14 +315,15 @@ func checkModels(t *testing.T, tree *topology.Tree) {
 	for _, o := range tree.Objects {
 		names[o.Suffix] = o.Name
 	}
+	models := resolvedModels(t, tree.Service)
 	for _, o := range tree.Objects {
 		lws, ok := o.Object.(*lwsv1.LeaderWorkerSet)
 		if !ok {
 			continue
 		}
 		role := spec.RoleNamed(o.Role)
-		m := spec.ModelOf(role)
-		if m == nil {
+		m := models[api.ModelOwner(role)]
+		if spec.ModelOf(role) == nil {
 			continue
 		}
 		job := api.ModelDownloadJobName(tree.Service.Name, api.ModelOwner(role))
@@ -423,4 +427,14 @@ func checkRolloutChain(t *testing.T, tree *topology.Tree) {
 // isDualPodsControllerObject tells FMA's controller objects from the router's of the same kinds.
 func isDualPodsControllerObject(suffix string) bool {
 	return strings.HasPrefix(suffix, "fma-") || suffix == "dual-pods-controller"
+}
+
+// resolvedModels are a valid service's models as validation resolves them, by owner.
+func resolvedModels(t *testing.T, svc *api.InferenceService) map[string]*api.ResolvedModel {
+	t.Helper()
+	resolved, errs := api.Resolve(svc)
+	if len(errs) > 0 {
+		t.Fatalf("a built service does not validate: %v", errs)
+	}
+	return resolved.Models
 }

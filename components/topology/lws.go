@@ -25,9 +25,9 @@ type roleTemplates struct {
 
 // buildRoleTemplates are a role's templates. Behind a router, a prefill/decode role's pods carry
 // llm-d's role label, and a decode leader gets the routing sidecar (routing is nil without a router).
-func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, routing *routing) roleTemplates {
+func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, routing *routing) (roleTemplates, error) {
 	base := role.Template.DeepCopy()
-	useModel(serviceName, spec, role, base)
+	useModel(serviceName, spec, role, resolved, base)
 	routedDecoder := routing != nil && role.ComponentType == api.ComponentTypeDecoder
 	if routing != nil {
 		routePrefillDecode(base, role)
@@ -46,26 +46,31 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	}
 	if !role.MultiNode() {
 		if routedDecoder {
-			addRoutingSidecar(base, routing.PoolPort)
+			addRoutingSidecar(base, routing)
 		}
 		switch {
 		case role.DualPods():
-			dualPodsTemplate(role, base) // its server pods carry the serving label, not the requesters
+			// its server pods carry the serving label, not the requesters
+			if err := dualPodsTemplate(role, resolved.DualPodsReadinessPorts[role.Name], base); err != nil {
+				return roleTemplates{}, err
+			}
 		case routing != nil:
 			markServing(base)
 		}
-		return roleTemplates{worker: base, revision: templateRevision(base)}
+		revision, err := templateRevision(base)
+		return roleTemplates{worker: base, revision: revision}, err
 	}
 	leader, worker := base.DeepCopy(), base
 	if routedDecoder {
-		addRoutingSidecar(leader, routing.PoolPort) // before the Ray launcher wraps the server's command line
+		addRoutingSidecar(leader, routing) // before the Ray launcher wraps the server's command line
 	}
 	if routing != nil {
 		markServing(leader) // the leader runs the server; the workers only join its Ray cluster
 	}
 	rayLeaderTemplate(leader)
 	rayWorkerTemplate(worker)
-	return roleTemplates{leader: leader, worker: worker, revision: templateRevision(leader, worker)}
+	revision, err := templateRevision(leader, worker)
+	return roleTemplates{leader: leader, worker: worker, revision: revision}, err
 }
 
 // replicaTemplate is one LWS's copy of a role template with its labels and gang annotations

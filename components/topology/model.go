@@ -60,20 +60,12 @@ func modelOwners(spec *api.InferenceServiceSpec) []string {
 	return owners
 }
 
-// modelOf is the model of an owner.
-func modelOf(spec *api.InferenceServiceSpec, owner string) *api.Model {
-	if owner == "" {
-		return spec.Model
-	}
-	return spec.RoleNamed(owner).Model
-}
-
 // modelRefs are the objects of every model, and per owner what a server waits for: the download
 // Job (which depends on its claim) and the compile cache.
-func modelRefs(svc *api.InferenceService) (refs []Ref, serversAfter map[string][]string) {
+func modelRefs(svc *api.InferenceService, models map[string]*api.ResolvedModel) (refs []Ref, serversAfter map[string][]string) {
 	serversAfter = map[string][]string{}
 	for _, owner := range modelOwners(&svc.Spec) {
-		m := modelOf(&svc.Spec, owner)
+		m := models[owner]
 		ref := func(kind TypeMeta, name string, dependsOn ...string) Ref {
 			return Ref{TypeMeta: kind, Name: name, Namespace: svc.Namespace, Suffix: modelSuffix(svc.Name, name), Role: owner,
 				DependsOn: dependsOn}
@@ -98,16 +90,15 @@ func modelRefs(svc *api.InferenceService) (refs []Ref, serversAfter map[string][
 func modelSuffix(serviceName, name string) string { return strings.TrimPrefix(name, serviceName+"-") }
 
 // buildModelObject is the claim or Job of a model ref.
-func buildModelObject(svc *api.InferenceService, ref Ref) runtime.Object {
-	m := modelOf(&svc.Spec, ref.Role)
+func buildModelObject(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) runtime.Object {
 	switch {
 	case ref.TypeMeta == KindJob:
 		return buildDownloadJob(svc, ref, m)
 	case ref.Name == api.CompileCacheName(svc.Name, ref.Role):
-		return buildClaim(svc, ref, m.CompileCache.SizeOrDefault(), m.CompileCacheStorageClass(),
+		return buildClaim(svc, ref, m.CompileCacheSize, m.CompileCacheStorageClass(),
 			[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany})
 	}
-	return buildClaim(svc, ref, m.Cache.Size, m.Cache.StorageClassName, m.Cache.AccessModes())
+	return buildClaim(svc, ref, m.CacheSize, m.Cache.StorageClassName, m.Cache.AccessModes())
 }
 
 // modelLabels are the labels of a model's objects and of the download's pod.
@@ -120,14 +111,14 @@ func modelLabels(svc *api.InferenceService, ref Ref) map[string]string {
 
 // buildClaim is a PersistentVolumeClaim many servers mount. pulumi-kubernetes waits until it is
 // bound (or, with a WaitForFirstConsumer class, Pending) before the Job or servers that use it.
-func buildClaim(svc *api.InferenceService, ref Ref, size, storageClass string, modes []corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
+func buildClaim(svc *api.InferenceService, ref Ref, size resource.Quantity, storageClass string, modes []corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: svc.Namespace, Labels: modelLabels(svc, ref)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      modes,
 			StorageClassName: ptr.To(storageClass),
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 		},
 	}
 }
@@ -147,8 +138,8 @@ func downloadArgs(m *api.Model) []string {
 // where the last stopped), verified (every file against the source's size and hash), and done
 // when the source's directory has its completion marker. pulumi-kubernetes waits for it to
 // complete for as long as the download may take; the servers are created after it.
-func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.Model) *batchv1.Job {
-	timeout := m.Cache.Timeout()
+func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) *batchv1.Job {
+	timeout := m.DownloadTimeout
 	image := m.Cache.DownloaderImage
 	if image == "" {
 		image = DownloaderImage
@@ -158,7 +149,7 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.Model) *batchv1
 		Name:         "download",
 		Image:        image,
 		Command:      []string{DownloaderCommand},
-		Args:         downloadArgs(m),
+		Args:         downloadArgs(m.Model),
 		Resources:    *downloaderResources.DeepCopy(),
 		VolumeMounts: []corev1.VolumeMount{{Name: api.ModelVolumeName, MountPath: api.ModelMountPath}},
 	}
@@ -191,15 +182,14 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.Model) *batchv1
 // and --served-model-name at its public name, the streamer's flags and credentials, the compile
 // cache. It runs before the role's template is routed, wrapped by the Ray launcher or turned into
 // dual pods, so that every pod of the role (leaders, workers, FMA's server pods) gets it.
-func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, tpl *corev1.PodTemplateSpec) {
-	m := spec.ModelOf(role)
-	if m == nil {
+func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, tpl *corev1.PodTemplateSpec) {
+	if spec.ModelOf(role) == nil {
 		return
 	}
 	owner := api.ModelOwner(role)
+	m := resolved.Models[owner]
 	server := &tpl.Spec.Containers[api.ServingContainerIndex]
-	src := m.ParsedSource()
-	if volume := modelVolume(serviceName, owner, m, src); volume != nil {
+	if volume := modelVolume(serviceName, owner, m); volume != nil {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: api.ModelVolumeName, VolumeSource: *volume})
 		server.VolumeMounts = append(server.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: api.ModelMountPath, ReadOnly: true})
 		// the files are all there: vLLM must not reach for the Hub (tokenizer, configuration)
@@ -229,7 +219,8 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 }
 
 // modelVolume is the volume that holds a model's files, nil when the servers stream them.
-func modelVolume(serviceName, owner string, m *api.Model, src modelsource.Source) *corev1.VolumeSource {
+func modelVolume(serviceName, owner string, m *api.ResolvedModel) *corev1.VolumeSource {
+	src := m.Parsed
 	switch {
 	case m.LoadFormat == api.RunaiStreamer:
 		return nil
@@ -258,6 +249,8 @@ type ModelSummary struct {
 	// Roles are the serving roles that load it.
 	Roles  []string
 	Source string
+	// Parsed is the source, parsed.
+	Parsed modelsource.Source
 	// Unpinned is true for a Hub source without a revision: main, which moves.
 	Unpinned   bool
 	ServedName string
@@ -275,9 +268,9 @@ func summarizeModels(t *Tree) []ModelSummary {
 	spec := &t.Service.Spec
 	var out []ModelSummary
 	for _, owner := range modelOwners(spec) {
-		m := modelOf(spec, owner)
-		src := m.ParsedSource()
-		ms := ModelSummary{Source: m.Source, ServedName: m.ServedName(), Streamed: m.LoadFormat == api.RunaiStreamer,
+		m := t.resolved.Models[owner]
+		src := m.Parsed
+		ms := ModelSummary{Source: m.Source, Parsed: src, ServedName: m.ServedName(), Streamed: m.LoadFormat == api.RunaiStreamer,
 			Unpinned: src.Scheme == modelsource.HuggingFace && src.Revision == ""}
 		for i := range spec.Roles {
 			if r := &spec.Roles[i]; r.ComponentType.Serving() && spec.ModelOf(r) != nil && api.ModelOwner(r) == owner {
@@ -286,7 +279,7 @@ func summarizeModels(t *Tree) []ModelSummary {
 		}
 		if m.Downloads() {
 			ms.Cache, ms.CacheSize, ms.StorageClass = api.ModelCacheName(t.Service.Name, owner), m.Cache.Size, m.Cache.StorageClassName
-			ms.DownloadJob, ms.DownloadTimeout = api.ModelDownloadJobName(t.Service.Name, owner), m.Cache.Timeout()
+			ms.DownloadJob, ms.DownloadTimeout = api.ModelDownloadJobName(t.Service.Name, owner), m.DownloadTimeout
 		}
 		if m.CompileCache != nil {
 			ms.CompileCache = api.CompileCacheName(t.Service.Name, owner)
@@ -299,7 +292,7 @@ func summarizeModels(t *Tree) []ModelSummary {
 // DescribeModel says in one line where a model's weights come from, where they are kept, and
 // what the servers are told.
 func DescribeModel(m ModelSummary) string {
-	src, _ := modelsource.Parse(m.Source)
+	src := m.Parsed
 	from := m.Source
 	if m.Unpinned {
 		from += " (revision main, unpinned: pin a commit with @)"

@@ -89,13 +89,17 @@ func fromPodLabel(podLabel, target string) monitoringv1.RelabelConfig {
 
 // buildDashboard is the ConfigMap of the service's Grafana dashboard, labelled for the Grafana
 // chart's dashboard sidecar.
-func buildDashboard(svc *api.InferenceService) *corev1.ConfigMap {
+func buildDashboard(svc *api.InferenceService) (*corev1.ConfigMap, error) {
+	dashboard, err := Dashboard(svc)
+	if err != nil {
+		return nil, err
+	}
 	return &corev1.ConfigMap{
 		TypeMeta: typeMeta(KindConfigMap),
 		ObjectMeta: metav1.ObjectMeta{Name: api.DashboardName(svc.Name), Namespace: svc.Namespace,
 			Labels: merged(serviceObjectLabels(svc), map[string]string{GrafanaDashboardLabel: "1"})},
-		Data: map[string]string{svc.Name + ".json": Dashboard(svc)},
-	}
+		Data: map[string]string{svc.Name + ".json": dashboard},
+	}, nil
 }
 
 // GrafanaDashboardLabel is the label the Grafana chart's sidecar loads dashboards from

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // LabelPDRole is the label llm-d's prefill and decode filters select pods by.
@@ -21,7 +20,6 @@ var pdRoles = map[api.ComponentType]string{api.ComponentTypePrefiller: "prefill"
 
 const (
 	routingSidecarPortName = "sidecar-http"
-	kvTransferConfigFlag   = "--kv-transfer-config"
 )
 
 // routePrefillDecode labels a routed prefill/decode role's pods for llm-d's filters.
@@ -31,14 +29,16 @@ func routePrefillDecode(tpl *corev1.PodTemplateSpec, role *api.Role) {
 	}
 }
 
-// addRoutingSidecar puts llm-d's routing sidecar in front of a decode leader's server: the
+// addRoutingSidecar puts llm-d's routing sidecar (llm-d-router's disaggregation sidecar since
+// v0.10.0, which took the routing sidecar in) in front of a decode leader's server: the
 // sidecar takes the pool's port and, for each request, has the prefill pod the Endpoint Picker
 // chose compute the KV cache before the local vLLM, moved to api.DecodeVLLMPort, decodes. It is
 // a native sidecar (an init container that keeps running), so it starts before the server and
 // stops after it.
-func addRoutingSidecar(tpl *corev1.PodTemplateSpec, poolPort int32) {
+func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
+	poolPort := routing.PoolPort
 	server := &tpl.Spec.Containers[api.ServingContainerIndex]
-	connector := routingConnector(server)
+	connector := api.RoutingConnector(server)
 	vllmPort := int32(api.DecodeVLLMPort)
 	setFlag(server, "--port", strconv.Itoa(api.DecodeVLLMPort))
 	for i := range server.Ports { // validation made sure that one of them, if any, is the serving port
@@ -49,16 +49,29 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, poolPort int32) {
 	for _, probe := range []*corev1.Probe{server.ReadinessProbe, server.LivenessProbe, server.StartupProbe} {
 		retargetProbe(probe, poolPort, vllmPort)
 	}
-	tpl.Spec.InitContainers = append(tpl.Spec.InitContainers, corev1.Container{
-		Name:  api.RoutingSidecarName,
-		Image: eppconfig.ImageRoutingSidecar,
-		Args: []string{
+	image, args := eppconfig.ImageRoutingSidecar, []string{
+		"--port=" + strconv.Itoa(int(poolPort)),
+		"--vllm-port=" + strconv.Itoa(api.DecodeVLLMPort),
+		"--connector=" + connector,
+		// Plain HTTP, as the gateway speaks to model servers; the sidecar's default is TLS.
+		"--secure-proxy=false",
+	}
+	if routing.Selection.Flavor == eppconfig.FlavorRouter {
+		// llm-d-router v0.10.0's pkg/sidecar/proxy/options.go AddFlags: --model-server-port
+		// replaces the deprecated --vllm-port, --kv-connector the old --connector, and
+		// --inference-pool names the pool (namespace/name) its SSRF protection would allow-list.
+		image, args = eppconfig.ImageDisaggSidecar, []string{
 			"--port=" + strconv.Itoa(int(poolPort)),
-			"--vllm-port=" + strconv.Itoa(api.DecodeVLLMPort),
-			"--connector=" + connector,
-			// Plain HTTP, as the gateway speaks to model servers; the sidecar's default is TLS.
+			"--model-server-port=" + strconv.Itoa(api.DecodeVLLMPort),
+			"--kv-connector=" + connector,
+			"--inference-pool=" + routing.svc.Namespace + "/" + api.PoolName(routing.svc.Name),
 			"--secure-proxy=false",
-		},
+		}
+	}
+	tpl.Spec.InitContainers = append(tpl.Spec.InitContainers, corev1.Container{
+		Name:          api.RoutingSidecarName,
+		Image:         image,
+		Args:          args,
 		Ports:         []corev1.ContainerPort{{Name: routingSidecarPortName, ContainerPort: poolPort, Protocol: corev1.ProtocolTCP}},
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		// The pod is ready, and in the pool, only when the sidecar answers on the pool's port too.
@@ -71,16 +84,6 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, poolPort int32) {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	})
-}
-
-// routingConnector is the sidecar's name for the KV connector the server uses: lmcache for
-// LMCache, else nixlv2 (vLLM's NixlConnector).
-func routingConnector(server *corev1.Container) string {
-	config, _ := vllm.FlagValue(vllm.CommandLine(server), kvTransferConfigFlag)
-	if strings.Contains(config, "LMCache") {
-		return "lmcache"
-	}
-	return "nixlv2"
 }
 
 // setFlag gives a command-line flag one value: every occurrence in the command and args is

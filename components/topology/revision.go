@@ -14,16 +14,16 @@ const revisionLength = 10
 // templateRevision hashes a role's rendered pod templates (before per-replica labels), so the
 // fusioninfer.io/revision label changes exactly when what runs in the role's pods changes.
 // Pulumi has no generation counter; a content hash is stable across runs and machines.
-func templateRevision(templates ...*corev1.PodTemplateSpec) string {
+func templateRevision(templates ...*corev1.PodTemplateSpec) (string, error) {
 	h := sha256.New()
 	for _, t := range templates {
 		// json.Marshal of the typed API struct is deterministic (struct field order, sorted maps).
 		data, err := json.Marshal(t)
 		if err != nil {
-			panic("pod template does not marshal: " + err.Error()) // typed k8s structs always marshal
+			return "", err
 		}
 		h.Write(data)
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil))[:revisionLength]
+	return hex.EncodeToString(h.Sum(nil))[:revisionLength], nil
 }

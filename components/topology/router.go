@@ -3,6 +3,7 @@ package topology
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,7 +19,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
 // Kinds of a router's objects.
@@ -125,38 +125,44 @@ type routing struct {
 	svc    *api.InferenceService
 	router *api.Role
 	api.Routing
+	// configText is the Endpoint Picker's configuration file.
+	configText string
 }
 
-func newRouting(svc *api.InferenceService, resolved *api.Routing) *routing {
+func newRouting(svc *api.InferenceService, resolved *api.Routing) (*routing, error) {
 	router := svc.Spec.Router()
 	if router == nil || resolved == nil {
-		return nil
+		return nil, nil
 	}
-	return &routing{svc: svc, router: router, Routing: *resolved}
+	text, err := resolved.Selection.Text()
+	if err != nil {
+		return nil, fmt.Errorf("the Endpoint Picker's configuration: %w", err)
+	}
+	return &routing{svc: svc, router: router, Routing: *resolved, configText: text}, nil
 }
 
-func (r *routing) object(ref Ref) runtime.Object {
+func (r *routing) object(ref Ref) (runtime.Object, error) {
 	switch ref.Suffix {
 	case suffixEPPServiceAccount:
-		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}
+		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}, nil
 	case suffixEPPRole:
-		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.rules()}
+		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.rules()}, nil
 	case suffixEPPRoleBinding:
-		return r.roleBinding(ref)
+		return r.roleBinding(ref), nil
 	case suffixEPPConfig:
-		return &corev1.ConfigMap{TypeMeta: typeMeta(KindConfigMap), ObjectMeta: r.meta(ref), Data: map[string]string{eppConfigFile: r.configText()}}
+		return &corev1.ConfigMap{TypeMeta: typeMeta(KindConfigMap), ObjectMeta: r.meta(ref), Data: map[string]string{eppConfigFile: r.configText}}, nil
 	case suffixEPPDeployment:
-		return r.deployment(ref)
+		return r.deployment(ref), nil
 	case suffixEPPService:
-		return r.eppService(ref)
+		return r.eppService(ref), nil
 	case suffixPool:
-		return r.pool(ref)
+		return r.pool(ref), nil
 	case suffixShadowService:
-		return r.shadowService(ref)
+		return r.shadowService(ref), nil
 	case suffixHTTPRoute:
-		return r.httpRoute(ref)
+		return r.httpRoute(ref), nil
 	}
-	panic("unknown router object " + ref.Suffix)
+	return nil, fmt.Errorf("no router object has the suffix %q", ref.Suffix)
 }
 
 func typeMeta(t TypeMeta) metav1.TypeMeta {
@@ -223,20 +229,12 @@ func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
 	}
 }
 
-func (r *routing) configText() string {
-	text, err := eppconfig.Marshal(r.Selection.Config)
-	if err != nil {
-		panic("EndpointPickerConfig does not marshal: " + err.Error()) // a typed struct always does
-	}
-	return text
-}
-
 // deployment is the Endpoint Picker, as the upstream inferencepool chart deploys it: one active
 // replica (Recreate, so an old leader never blocks the new one), gRPC health probes, no
 // cluster-wide permission (metrics are served without token review), a non-root read-only container.
 func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 	labels := r.labels()
-	configHash := sha256.Sum256([]byte(r.configText()))
+	configHash := sha256.Sum256([]byte(r.configText))
 	args := []string{
 		"--pool-name", api.PoolName(r.svc.Name),
 		"--pool-namespace", r.svc.Namespace,

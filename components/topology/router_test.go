@@ -197,9 +197,10 @@ func TestPrefillDecodeRouting(t *testing.T) {
 	tree := story(t, "qwen-pd-router.yaml")
 	assert.Equal(t, api.PoolName("qwen3-32b-pd"), string(objectOf[*gatewayv1.HTTPRoute](t, tree, "").Spec.Rules[0].BackendRefs[0].Name))
 	epp := objectOf[*appsv1.Deployment](t, tree, "")
-	assert.Equal(t, "ghcr.io/llm-d/llm-d-inference-scheduler:v0.4.0", epp.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0", epp.Spec.Template.Spec.Containers[0].Image)
 	config := objectOf[*corev1.ConfigMap](t, tree, "").Data["config.yaml"]
-	for _, plugin := range []string{"prefill-filter", "decode-filter", "prefix-cache-scorer", "max-score-picker", "pd-profile-handler"} {
+	assert.Contains(t, config, "apiVersion: llm-d.ai/v1alpha1")
+	for _, plugin := range []string{"prefill-filter", "decode-filter", "prefix-cache-scorer", "max-score-picker", "disagg-profile-handler", "prefix-based-pd-decider"} {
 		assert.Contains(t, config, "type: "+plugin)
 	}
 	for _, lws := range leaderWorkerSets(tree) {
@@ -213,7 +214,8 @@ func TestPrefillDecodeRouting(t *testing.T) {
 		case "decoder":
 			assert.Equal(t, "decode", tpl.Labels[topology.LabelPDRole])
 			sidecar := tpl.Spec.InitContainers[0]
-			assert.Equal(t, []string{"--port=8000", "--vllm-port=8200", "--connector=nixlv2", "--secure-proxy=false"}, sidecar.Args)
+			assert.Equal(t, "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0", sidecar.Image)
+			assert.Equal(t, []string{"--port=8000", "--model-server-port=8200", "--kv-connector=nixlv2", "--inference-pool=llm/qwen3-32b-pd-pool", "--secure-proxy=false"}, sidecar.Args)
 			assert.Equal(t, corev1.ContainerRestartPolicyAlways, *sidecar.RestartPolicy)
 			assert.Equal(t, []string{"--port", "8200"}, argsAfter(server.Args, "--port"), "vLLM moves to 8200")
 			assert.Equal(t, int32(8200), server.Ports[0].ContainerPort)
@@ -227,8 +229,10 @@ func TestPrefillDecodeRouting(t *testing.T) {
 
 func TestRoutedMultiNodeDecoder(t *testing.T) {
 	svc := story(t, "story4-disaggregated-multinode.yaml").Service
+	// llm-d-router v0.10.0's sidecar has no LMCache connector: LMCache routes on the older release.
 	svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
-		HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}})
+		EndpointPicker: &api.EndpointPicker{Release: api.EPPReleaseGIE},
+		HTTPRoute:      map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}})
 	svc.Spec.Roles[1].Template.Spec.Containers[0].Args = append(svc.Spec.Roles[1].Template.Spec.Containers[0].Args,
 		"--kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}`, "--port=8000")
 	tree := build(t, svc)

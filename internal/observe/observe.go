@@ -187,8 +187,16 @@ func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc 
 	if svc == nil {
 		return nil
 	}
+	resolved, errs := api.ResolveShape(svc)
+	if len(errs) > 0 {
+		return &api.ValidationError{Service: svc.Name, Errors: errs}
+	}
+	refs, err := topology.Plan(svc, resolved)
+	if err != nil {
+		return err
+	}
 	var pools []string
-	for _, ref := range topology.Plan(svc) {
+	for _, ref := range refs {
 		if ref.TypeMeta == topology.KindNodePool {
 			pools = append(pools, ref.Name)
 		}

@@ -61,6 +61,9 @@ type Options struct {
 	// server's aggregation layer) and kube-controller-manager's HPA controller, which acts on
 	// the HPAs KEDA makes.
 	KEDA bool
+	// Karpenter runs Karpenter's kwok cloud provider (KarpenterVersion), which launches kwok
+	// nodes of GPUInstanceTypes for the NodePools' pending pods; it needs Kwok.
+	Karpenter bool
 	// Platform installs every object `fusioninfer platform render` prints (the controllers'
 	// Deployments and webhook configurations too, with no controller running), and no other CRD
 	// in a version of its own: what tests/conformance/platform checks. Not with the others.
@@ -135,6 +138,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.KEDA {
 		if err := c.startKEDA(ctx); err != nil {
+			return c, err
+		}
+	}
+	if opts.Karpenter {
+		if err := c.startKarpenter(ctx); err != nil {
 			return c, err
 		}
 	}

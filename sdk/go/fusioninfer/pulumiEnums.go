@@ -348,6 +348,172 @@ func (in *componentTypePtr) ToComponentTypePtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(ComponentTypePtrOutput)
 }
 
+// EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.2.0.
+type EndpointPickerRelease string
+
+const (
+	EndpointPickerRelease_LLM_D_ROUTER_V0_10_0 = EndpointPickerRelease("llm-d-router-v0.10.0")
+	EndpointPickerRelease_GIE_V1_2_0           = EndpointPickerRelease("gie-v1.2.0")
+)
+
+func (EndpointPickerRelease) ElementType() reflect.Type {
+	return reflect.TypeOf((*EndpointPickerRelease)(nil)).Elem()
+}
+
+func (e EndpointPickerRelease) ToEndpointPickerReleaseOutput() EndpointPickerReleaseOutput {
+	return pulumi.ToOutput(e).(EndpointPickerReleaseOutput)
+}
+
+func (e EndpointPickerRelease) ToEndpointPickerReleaseOutputWithContext(ctx context.Context) EndpointPickerReleaseOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(EndpointPickerReleaseOutput)
+}
+
+func (e EndpointPickerRelease) ToEndpointPickerReleasePtrOutput() EndpointPickerReleasePtrOutput {
+	return e.ToEndpointPickerReleasePtrOutputWithContext(context.Background())
+}
+
+func (e EndpointPickerRelease) ToEndpointPickerReleasePtrOutputWithContext(ctx context.Context) EndpointPickerReleasePtrOutput {
+	return EndpointPickerRelease(e).ToEndpointPickerReleaseOutputWithContext(ctx).ToEndpointPickerReleasePtrOutputWithContext(ctx)
+}
+
+func (e EndpointPickerRelease) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e EndpointPickerRelease) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e EndpointPickerRelease) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e EndpointPickerRelease) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type EndpointPickerReleaseOutput struct{ *pulumi.OutputState }
+
+func (EndpointPickerReleaseOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*EndpointPickerRelease)(nil)).Elem()
+}
+
+func (o EndpointPickerReleaseOutput) ToEndpointPickerReleaseOutput() EndpointPickerReleaseOutput {
+	return o
+}
+
+func (o EndpointPickerReleaseOutput) ToEndpointPickerReleaseOutputWithContext(ctx context.Context) EndpointPickerReleaseOutput {
+	return o
+}
+
+func (o EndpointPickerReleaseOutput) ToEndpointPickerReleasePtrOutput() EndpointPickerReleasePtrOutput {
+	return o.ToEndpointPickerReleasePtrOutputWithContext(context.Background())
+}
+
+func (o EndpointPickerReleaseOutput) ToEndpointPickerReleasePtrOutputWithContext(ctx context.Context) EndpointPickerReleasePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v EndpointPickerRelease) *EndpointPickerRelease {
+		return &v
+	}).(EndpointPickerReleasePtrOutput)
+}
+
+func (o EndpointPickerReleaseOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o EndpointPickerReleaseOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e EndpointPickerRelease) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o EndpointPickerReleaseOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o EndpointPickerReleaseOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e EndpointPickerRelease) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type EndpointPickerReleasePtrOutput struct{ *pulumi.OutputState }
+
+func (EndpointPickerReleasePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**EndpointPickerRelease)(nil)).Elem()
+}
+
+func (o EndpointPickerReleasePtrOutput) ToEndpointPickerReleasePtrOutput() EndpointPickerReleasePtrOutput {
+	return o
+}
+
+func (o EndpointPickerReleasePtrOutput) ToEndpointPickerReleasePtrOutputWithContext(ctx context.Context) EndpointPickerReleasePtrOutput {
+	return o
+}
+
+func (o EndpointPickerReleasePtrOutput) Elem() EndpointPickerReleaseOutput {
+	return o.ApplyT(func(v *EndpointPickerRelease) EndpointPickerRelease {
+		if v != nil {
+			return *v
+		}
+		var ret EndpointPickerRelease
+		return ret
+	}).(EndpointPickerReleaseOutput)
+}
+
+func (o EndpointPickerReleasePtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o EndpointPickerReleasePtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *EndpointPickerRelease) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// EndpointPickerReleaseInput is an input type that accepts values of the EndpointPickerRelease enum
+// A concrete instance of `EndpointPickerReleaseInput` can be one of the following:
+//
+//	EndpointPickerRelease_LLM_D_ROUTER_V0_10_0
+//	EndpointPickerRelease_GIE_V1_2_0
+type EndpointPickerReleaseInput interface {
+	pulumi.Input
+
+	ToEndpointPickerReleaseOutput() EndpointPickerReleaseOutput
+	ToEndpointPickerReleaseOutputWithContext(context.Context) EndpointPickerReleaseOutput
+}
+
+var endpointPickerReleasePtrType = reflect.TypeOf((**EndpointPickerRelease)(nil)).Elem()
+
+type EndpointPickerReleasePtrInput interface {
+	pulumi.Input
+
+	ToEndpointPickerReleasePtrOutput() EndpointPickerReleasePtrOutput
+	ToEndpointPickerReleasePtrOutputWithContext(context.Context) EndpointPickerReleasePtrOutput
+}
+
+type endpointPickerReleasePtr string
+
+func EndpointPickerReleasePtr(v string) EndpointPickerReleasePtrInput {
+	return (*endpointPickerReleasePtr)(&v)
+}
+
+func (*endpointPickerReleasePtr) ElementType() reflect.Type {
+	return endpointPickerReleasePtrType
+}
+
+func (in *endpointPickerReleasePtr) ToEndpointPickerReleasePtrOutput() EndpointPickerReleasePtrOutput {
+	return pulumi.ToOutput(in).(EndpointPickerReleasePtrOutput)
+}
+
+func (in *endpointPickerReleasePtr) ToEndpointPickerReleasePtrOutputWithContext(ctx context.Context) EndpointPickerReleasePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(EndpointPickerReleasePtrOutput)
+}
+
 // FailureMode is one of: FailClose, FailOpen.
 type FailureMode string
 
@@ -1677,6 +1843,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*AwaitModePtrInput)(nil)).Elem(), AwaitMode("all"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ComponentTypeInput)(nil)).Elem(), ComponentType("worker"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ComponentTypePtrInput)(nil)).Elem(), ComponentType("worker"))
+	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerReleaseInput)(nil)).Elem(), EndpointPickerRelease("llm-d-router-v0.10.0"))
+	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerReleasePtrInput)(nil)).Elem(), EndpointPickerRelease("llm-d-router-v0.10.0"))
 	pulumi.RegisterInputType(reflect.TypeOf((*FailureModeInput)(nil)).Elem(), FailureMode("FailClose"))
 	pulumi.RegisterInputType(reflect.TypeOf((*FailureModePtrInput)(nil)).Elem(), FailureMode("FailClose"))
 	pulumi.RegisterInputType(reflect.TypeOf((*GangModeInput)(nil)).Elem(), GangMode("subGroup"))
@@ -1697,6 +1865,8 @@ func init() {
 	pulumi.RegisterOutputType(AwaitModePtrOutput{})
 	pulumi.RegisterOutputType(ComponentTypeOutput{})
 	pulumi.RegisterOutputType(ComponentTypePtrOutput{})
+	pulumi.RegisterOutputType(EndpointPickerReleaseOutput{})
+	pulumi.RegisterOutputType(EndpointPickerReleasePtrOutput{})
 	pulumi.RegisterOutputType(FailureModeOutput{})
 	pulumi.RegisterOutputType(FailureModePtrOutput{})
 	pulumi.RegisterOutputType(GangModeOutput{})

@@ -753,8 +753,10 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 }
 
 type EndpointPicker struct {
-	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
+	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+	Release *EndpointPickerRelease `pulumi:"release"`
 	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 	Replicas *int `pulumi:"replicas"`
 	// Resources of the Endpoint Picker container.
@@ -773,8 +775,10 @@ type EndpointPickerInput interface {
 }
 
 type EndpointPickerArgs struct {
-	// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
+	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+	Release EndpointPickerReleasePtrInput `pulumi:"release"`
 	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// Resources of the Endpoint Picker container.
@@ -858,9 +862,14 @@ func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.C
 	}).(EndpointPickerPtrOutput)
 }
 
-// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+// Image replaces the release's image: a mirror or a patched build of the same one.
 func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
+}
+
+// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+func (o EndpointPickerOutput) Release() EndpointPickerReleasePtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *EndpointPickerRelease { return v.Release }).(EndpointPickerReleasePtrOutput)
 }
 
 // Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
@@ -897,7 +906,7 @@ func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
 	}).(EndpointPickerOutput)
 }
 
-// Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+// Image replaces the release's image: a mirror or a patched build of the same one.
 func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *string {
 		if v == nil {
@@ -905,6 +914,16 @@ func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 		}
 		return v.Image
 	}).(pulumi.StringPtrOutput)
+}
+
+// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *EndpointPickerRelease {
+		if v == nil {
+			return nil
+		}
+		return v.Release
+	}).(EndpointPickerReleasePtrOutput)
 }
 
 // Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.

@@ -78,9 +78,13 @@ export interface DualPodsControllerArgs {
 
 export interface EndpointPickerArgs {
     /**
-     * Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+     * Image replaces the release's image: a mirror or a patched build of the same one.
      */
     image?: pulumi.Input<string | undefined>;
+    /**
+     * Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+     */
+    release?: pulumi.Input<enums.EndpointPickerRelease | undefined>;
     /**
      * Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
      */

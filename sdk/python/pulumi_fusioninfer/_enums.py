@@ -9,6 +9,7 @@ from enum import Enum
 __all__ = [
     'AwaitMode',
     'ComponentType',
+    'EndpointPickerRelease',
     'FailureMode',
     'GangMode',
     'MinResourcesMode',
@@ -39,6 +40,15 @@ class ComponentType(_builtins.str, Enum):
     PREFILLER = "prefiller"
     DECODER = "decoder"
     ROUTER = "router"
+
+
+@pulumi.type_token("fusioninfer:index:EndpointPickerRelease")
+class EndpointPickerRelease(_builtins.str, Enum):
+    """
+    EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.2.0.
+    """
+    LLM_D_ROUTER_V0_10_0 = "llm-d-router-v0.10.0"
+    GIE_V1_2_0 = "gie-v1.2.0"
 
 
 @pulumi.type_token("fusioninfer:index:FailureMode")

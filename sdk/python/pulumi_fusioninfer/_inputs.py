@@ -377,7 +377,11 @@ class DualPodsControllerArgs:
 class EndpointPickerArgsDict(TypedDict):
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+    Image replaces the release's image: a mirror or a patched build of the same one.
+    """
+    release: NotRequired[pulumi.Input[Optional['EndpointPickerRelease']]]
+    """
+    Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
@@ -392,15 +396,19 @@ class EndpointPickerArgsDict(TypedDict):
 class EndpointPickerArgs:
     def __init__(__self__, *,
                  image: pulumi.Input[Optional[_builtins.str]] = None,
+                 release: pulumi.Input[Optional['EndpointPickerRelease']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
-        :param pulumi.Input[_builtins.str] image: Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+        :param pulumi.Input[_builtins.str] image: Image replaces the release's image: a mirror or a patched build of the same one.
+        :param pulumi.Input['EndpointPickerRelease'] release: Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
         :param pulumi.Input[_builtins.int] replicas: Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
         :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: Resources of the Endpoint Picker container.
         """
         if image is not None:
             pulumi.set(__self__, "image", image)
+        if release is not None:
+            pulumi.set(__self__, "release", release)
         if replicas is not None:
             pulumi.set(__self__, "replicas", replicas)
         if resources is not None:
@@ -410,13 +418,25 @@ class EndpointPickerArgs:
     @pulumi.getter
     def image(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Image replaces the image the strategy selects (the GIE v1.2.0 reference EPP, or llm-d's inference scheduler v0.4.0 for prefill/decode): a mirror or a patched build of the same one.
+        Image replaces the release's image: a mirror or a patched build of the same one.
         """
         return pulumi.get(self, "image")
 
     @image.setter
     def image(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "image", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def release(self) -> pulumi.Input[Optional['EndpointPickerRelease']]:
+        """
+        Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+        """
+        return pulumi.get(self, "release")
+
+    @release.setter
+    def release(self, value: pulumi.Input[Optional['EndpointPickerRelease']]):
+        pulumi.set(self, "release", value)
 
     @_builtins.property
     @pulumi.getter

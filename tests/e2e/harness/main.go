@@ -31,6 +31,14 @@ func MainWithKEDA(m *testing.M) {
 	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
 }
 
+// MainWithKarpenter is Main with Karpenter's kwok cloud provider launching the nodes of the
+// services' NodePools.
+func MainWithKarpenter(m *testing.M) {
+	opts := options(testcluster.LWSVersion)
+	opts.Karpenter = true
+	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
+}
+
 func options(lwsVersion string) testcluster.Options {
 	return testcluster.Options{Controllers: true, LeaderWorkerSet: true, LeaderWorkerSetVersion: lwsVersion,
 		Volcano: true, Kwok: true, PodReadyDelay: time.Second}

@@ -25,6 +25,16 @@ export const ComponentType = {
  */
 export type ComponentType = (typeof ComponentType)[keyof typeof ComponentType];
 
+export const EndpointPickerRelease = {
+    Llm_d_router_v0_10_0: "llm-d-router-v0.10.0",
+    Gie_v1_2_0: "gie-v1.2.0",
+} as const;
+
+/**
+ * EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.2.0.
+ */
+export type EndpointPickerRelease = (typeof EndpointPickerRelease)[keyof typeof EndpointPickerRelease];
+
 export const FailureMode = {
     FailClose: "FailClose",
     FailOpen: "FailOpen",

@@ -1,0 +1,3 @@
+package api
+
+//go:generate go run ./internal/defaultsgen -api . -out zz_generated.defaults.go
