@@ -77,10 +77,11 @@ test-packages:
 	$(PKG_OUT)/venv/bin/pip install --quiet --disable-pip-version-check $(PKG_OUT)/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl
 	cd $(PKG_OUT) && venv/bin/python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService), "no InferenceService in the wheel"'
 
-## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs.
+## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs;
+## every object of the Platform (tests/conformance/platform, a server of its own).
 conformance:
-	$(GO) vet -tags conformance ./tests/conformance
-	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance
+	$(GO) vet -tags conformance ./tests/conformance/...
+	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance/...
 
 ## e2e-karpenter: the node pools on a real Karpenter (its kwok cloud provider), its own cluster;
 ## not yet in make e2e (tests/e2e/karpenter says why).
@@ -115,9 +116,10 @@ bench:
 	$(GO) test ./components/topology ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
 	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
 
-## golden: rewrite the core's golden files after an intended change; review the diff.
+## golden: rewrite the cores' golden files (the services', the Platform's) after an intended change; review the diff.
 golden:
 	$(GO) test ./components/topology -run TestGoldenTrees -update
+	$(GO) test ./components/platform -run TestGolden -update
 
 clean:
 	rm -rf bin dist

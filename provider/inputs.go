@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
 // decodeInputs is the InferenceService a language SDK's inputs describe, and each role's pod
@@ -165,4 +166,27 @@ func podTemplate(in pulumi.AnyOutput) k8scorev1.PodTemplateSpecOutput {
 		err := templateMapper.Decode(m, &out)
 		return out, err
 	}).(k8scorev1.PodTemplateSpecOutput)
+}
+
+// platformSpecOf is the Platform spec a language SDK's inputs describe, decoded as strictly as
+// `fusioninfer platform render -f` decodes a file (platform.Decode). Every input decides which
+// objects exist, so every one must be known.
+func platformSpecOf(raw property.Map) (*platform.Spec, error) {
+	var errs field.ErrorList
+	plain := map[string]any{}
+	for key, v := range raw.AllStable {
+		if v.HasComputed() {
+			errs = append(errs, field.Invalid(field.NewPath(key), "(unknown)", "must be known at preview: it decides which objects the Platform installs"))
+			continue
+		}
+		plain[key] = plainValue(v, field.NewPath(key), &errs)
+	}
+	if len(errs) > 0 {
+		return nil, &platform.ValidationError{Errors: errs}
+	}
+	data, err := json.Marshal(plain)
+	if err != nil {
+		return nil, err
+	}
+	return platform.Decode(data)
 }

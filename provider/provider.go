@@ -14,6 +14,7 @@ import (
 	comProvider "github.com/pulumi/pulumi/sdk/v3/go/pulumi/provider"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platformcomponent"
 )
 
 // Name is the provider's package name.
@@ -30,7 +31,8 @@ func New() (p.Provider, error) {
 		WithPluginDownloadURL("github://api.github.com/fusioninfer/pulumi-fusioninfer").
 		WithRepository("https://github.com/fusioninfer/pulumi-fusioninfer").
 		// The Go package is inferenceservice; its token is fusioninfer:index:InferenceService.
-		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"inferenceservice": "index", "provider": "index", "api": "index"}).
+		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"inferenceservice": "index", "provider": "index", "api": "index",
+			"platformcomponent": "index", "platform": "index"}).
 		WithLanguageMap(map[string]any{
 			"go": map[string]any{
 				"importBasePath": "github.com/fusioninfer/pulumi-fusioninfer/sdk/go/fusioninfer", "generateResourceContainerTypes": true,
@@ -39,7 +41,7 @@ func New() (p.Provider, error) {
 			"nodejs": map[string]any{"packageName": "@fusioninfer/pulumi-fusioninfer", "respectSchemaVersion": true},
 			"python": map[string]any{"packageName": "pulumi_fusioninfer", "pyproject": map[string]any{"enabled": true}, "respectSchemaVersion": true},
 		}).
-		WithComponents(infer.ComponentF(construct)).
+		WithComponents(infer.ComponentF(construct), infer.ComponentF(constructPlatform)).
 		Build()
 	if err != nil {
 		return p.Provider{}, err
@@ -55,11 +57,29 @@ func construct(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resou
 	return nil, fmt.Errorf("InferenceService %q: constructed through constructFromRawInputs", name)
 }
 
+// constructPlatform gives infer the Platform's schema; constructFromRawInputs constructs it.
+func constructPlatform(ctx *pulumi.Context, name string, args platformcomponent.Args, opts ...pulumi.ResourceOption) (*platformcomponent.Platform, error) {
+	return nil, fmt.Errorf("Platform %q: constructed through constructFromRawInputs", name)
+}
+
 // constructFromRawInputs constructs the component from the inputs as the engine sent them, so
 // that nothing is lost between a TypeScript, Python or YAML program and the Go component: the
 // spec goes through the manifest's strict decoding, the pod templates keep nested unknowns
 // (decodeInputs).
 func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.ConstructResponse, error) {
+	if req.Urn.Type() == platformcomponent.TypeToken {
+		return p.ProgramConstruct(ctx, req, func(pctx *pulumi.Context, _, name string, _ comProvider.ConstructInputs, opts pulumi.ResourceOption) (*comProvider.ConstructResult, error) {
+			spec, err := platformSpecOf(req.Inputs)
+			if err != nil {
+				return nil, fmt.Errorf("Platform %q: %w", name, err)
+			}
+			component, err := platformcomponent.NewPlatform(pctx, name, &platformcomponent.Args{Spec: *spec}, opts)
+			if err != nil {
+				return nil, err
+			}
+			return comProvider.NewConstructResult(component)
+		})
+	}
 	if req.Urn.Type() != inferenceservice.TypeToken {
 		return p.ConstructResponse{}, fmt.Errorf("unknown component type %s", req.Urn.Type())
 	}

@@ -13,6 +13,7 @@ import (
 	pschema "github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 )
 
 // KubernetesVersion is the pulumi-kubernetes release whose PodTemplateSpec the pod templates are.
@@ -148,6 +149,9 @@ func withEnums(spec *pschema.PackageSpec) {
 		}
 	}
 	for token, r := range spec.Resources {
+		if token != inferenceservice.TypeToken { // the Platform's inputs are not the input model's
+			continue
+		}
 		walk(reflect.TypeFor[api.InferenceServiceSpec](), r.InputProperties)
 		spec.Resources[token] = r
 	}
@@ -198,6 +202,7 @@ func describe(spec *pschema.PackageSpec) {
 	for token, r := range spec.Resources {
 		fill(r.InputProperties, "Args")
 		fill(r.InputProperties, "InferenceServiceSpec")
+		fill(r.InputProperties, "Spec") // the Platform's (components/platform)
 		fill(r.Properties, token[strings.LastIndex(token, ":")+1:])
 		spec.Resources[token] = r
 	}

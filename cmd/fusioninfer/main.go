@@ -69,13 +69,15 @@ kubectl on a cluster that runs LeaderWorkerSet >= v0.7 and Volcano >= 1.14.
 
 "fusioninfer plan" predicts, with Volcano's gang rules, which replicas a cluster of a given
 size runs, before anything is deployed; "fusioninfer status" reads a deployed service from the
-cluster and says what holds back each replica that does not run.`,
+cluster and says what holds back each replica that does not run; "fusioninfer platform render"
+prints what installs the cluster's prerequisites (docs/install.md).`,
 		Example: `  fusioninfer render -f examples/manifests/story4-disaggregated-multinode.yaml
   fusioninfer render -f service.yaml --summary
   cat service.yaml | fusioninfer render -f - --namespace llm | kubectl apply --server-side -f -
   fusioninfer render -f service.yaml -o rendered/
   fusioninfer plan -f service.yaml --nodes 10,8,6 --gpus-per-node 8
-  fusioninfer status -f service.yaml`,
+  fusioninfer status -f service.yaml
+  fusioninfer platform render | kubectl apply --server-side -f -`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildVersion(),
@@ -83,7 +85,7 @@ cluster and says what holds back each replica that does not run.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRenderCommand(), newPlanCommand(), newStatusCommand())
+	root.AddCommand(newRenderCommand(), newPlanCommand(), newStatusCommand(), newPlatformCommand())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		fmt.Fprintf(c.ErrOrStderr(), "fusioninfer: %v\n\n%s", err, c.UsageString())
 		return fmt.Errorf("%w: %w", errReported, err)

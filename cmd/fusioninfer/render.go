@@ -72,7 +72,7 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 		}
 	}
 	if opts.outputDir != "" {
-		return writeObjectFiles(opts.outputDir, opts.replace, trees, stdout)
+		return writeObjectFiles(opts.outputDir, opts.replace, treeObjects(trees), stdout)
 	}
 	var out bytes.Buffer
 	for _, tree := range trees {
@@ -215,10 +215,28 @@ func readInput(stdin io.Reader, file string) ([]byte, error) {
 // so that `kubectl apply -f DIR` applies them in order, then what it is.
 var objectFileName = regexp.MustCompile(`^[0-9]{4}-.+\.yaml$`)
 
+// objectFile is an object to write to a file of its own.
+type objectFile struct {
+	namespace, kind, name string
+	yaml                  func() ([]byte, error)
+}
+
+// treeObjects are the objects of the trees, in apply order.
+func treeObjects(trees []*topology.Tree) []objectFile {
+	var out []objectFile
+	for _, tree := range trees {
+		for i := range tree.Objects {
+			obj := &tree.Objects[i]
+			out = append(out, objectFile{obj.Namespace, obj.Kind, obj.Name, obj.YAML})
+		}
+	}
+	return out
+}
+
 // writeObjectFiles writes each object to its own file in dir. The directory must be new or
 // empty: an earlier render's files left beside the new ones would be applied too. With replace,
 // the object files of an earlier render are deleted first (and nothing else is).
-func writeObjectFiles(dir string, replace bool, trees []*topology.Tree, stdout io.Writer) error {
+func writeObjectFiles(dir string, replace bool, objects []objectFile, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -242,21 +260,19 @@ func writeObjectFiles(dir string, replace bool, trees []*topology.Tree, stdout i
 	case len(others) > 0:
 		return fmt.Errorf("-o %s is not empty (%d files): `kubectl apply -f %s` would apply an earlier render's objects too; give --replace to delete them first, or an empty directory", dir, len(others), dir)
 	}
-	n := 0
-	for _, tree := range trees {
-		for i := range tree.Objects {
-			obj := &tree.Objects[i]
-			doc, err := obj.YAML()
-			if err != nil {
-				return err
-			}
-			name := fmt.Sprintf("%04d-%s-%s-%s.yaml", n, obj.Namespace, strings.ToLower(obj.Kind), obj.Name)
-			if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
-				return err
-			}
-			n++
+	for n, obj := range objects {
+		doc, err := obj.yaml()
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%04d-%s-%s-%s.yaml", n, obj.namespace, strings.ToLower(obj.kind), obj.name)
+		if obj.namespace == "" { // cluster-scoped
+			name = fmt.Sprintf("%04d-%s-%s.yaml", n, strings.ToLower(obj.kind), obj.name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
+			return err
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %d objects to %s\n", n, dir)
+	fmt.Fprintf(stdout, "wrote %d objects to %s\n", len(objects), dir)
 	return nil
 }

@@ -51,16 +51,31 @@ func ConstructedInputs(t *testing.T, name string, inputs property.Map, dryRun bo
 // sees every registration, one at a time.
 func construct(t *testing.T, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) {
 	t.Helper()
-	require.NoError(t, tryConstruct(t, name, inputs, dryRun, record))
+	require.NoError(t, tryConstruct(t, inferenceServiceType, name, inputs, dryRun, record))
 }
 
 // ConstructError is the provider's answer to inputs it refuses (nil if it constructs them).
 func ConstructError(t *testing.T, name string, inputs property.Map) error {
 	t.Helper()
-	return tryConstruct(t, name, inputs, false, func(integration.MockResourceArgs) {})
+	return tryConstruct(t, inferenceServiceType, name, inputs, false, func(integration.MockResourceArgs) {})
 }
 
-func tryConstruct(t *testing.T, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) error {
+// The components' types.
+const (
+	inferenceServiceType = "fusioninfer:index:InferenceService"
+	platformType         = "fusioninfer:index:Platform"
+)
+
+// ConstructedPlatform asks the provider to construct a Platform: the inputs of every resource it
+// registers by name, or its error.
+func ConstructedPlatform(t *testing.T, name string, inputs property.Map) (map[string]property.Map, error) {
+	t.Helper()
+	out := map[string]property.Map{}
+	err := tryConstruct(t, platformType, name, inputs, false, func(args integration.MockResourceArgs) { out[args.Name] = args.Inputs })
+	return out, err
+}
+
+func tryConstruct(t *testing.T, typ, name string, inputs property.Map, dryRun bool, record func(integration.MockResourceArgs)) error {
 	t.Helper()
 	var mu sync.Mutex
 	prov, err := provider.New()
@@ -77,7 +92,7 @@ func tryConstruct(t *testing.T, name string, inputs property.Map, dryRun bool, r
 		}))
 	require.NoError(t, err)
 	_, err = server.Construct(p.ConstructRequest{
-		Urn:    resource.CreateURN(name, "fusioninfer:index:InferenceService", "", "project", "stack"),
+		Urn:    resource.CreateURN(name, typ, "", "project", "stack"),
 		DryRun: dryRun,
 		Inputs: inputs,
 	})

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
 // The field reference in docs/reference.md: every field of the input model, walked from the Go
@@ -20,7 +21,7 @@ const (
 )
 
 // Reference is the field table: the manifest's metadata, then spec's fields depth first in
-// declaration order.
+// declaration order; then the Platform's.
 func Reference(table Table) string {
 	var b strings.Builder
 	b.WriteString("| field | type | default | description |\n|---|---|---|---|\n")
@@ -30,6 +31,9 @@ func Reference(table Table) string {
 			map[bool]string{true: "map of strings", false: "string"}[meta.field == "labels"], meta.def, table["Args"][meta.input], meta.input)
 	}
 	writeFields(&b, table, reflect.TypeFor[api.InferenceServiceSpec](), "spec", map[reflect.Type]bool{})
+	b.WriteString("\nThe `Platform` component's inputs (`fusioninfer:index:Platform`; the spec file of " +
+		"`fusioninfer platform render -f`, [install.md](install.md)):\n\n| field | type | default | description |\n|---|---|---|---|\n")
+	writeFields(&b, table, reflect.TypeFor[platform.Spec](), "platform", map[reflect.Type]bool{})
 	return b.String()
 }
 
@@ -71,7 +75,7 @@ func typeName(t reflect.Type) (string, reflect.Type) {
 	if enum, ok := api.EnumOf(t); ok {
 		return "one of `" + strings.Join(enum.AllowedValues(), "`, `") + "`", nil
 	}
-	inModel := t.PkgPath() == reflect.TypeFor[api.Role]().PkgPath()
+	inModel := t.PkgPath() == reflect.TypeFor[api.Role]().PkgPath() || t.PkgPath() == reflect.TypeFor[platform.Spec]().PkgPath()
 	switch t.Kind() {
 	case reflect.String:
 		return "string", nil

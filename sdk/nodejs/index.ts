@@ -10,6 +10,11 @@ export type InferenceService = import("./inferenceService").InferenceService;
 export const InferenceService: typeof import("./inferenceService").InferenceService = null as any;
 utilities.lazyLoad(exports, ["InferenceService"], () => require("./inferenceService"));
 
+export { PlatformArgs } from "./platform";
+export type Platform = import("./platform").Platform;
+export const Platform: typeof import("./platform").Platform = null as any;
+utilities.lazyLoad(exports, ["Platform"], () => require("./platform"));
+
 export { ProviderArgs } from "./provider";
 export type Provider = import("./provider").Provider;
 export const Provider: typeof import("./provider").Provider = null as any;
@@ -32,6 +37,8 @@ const _module = {
         switch (type) {
             case "fusioninfer:index:InferenceService":
                 return new InferenceService(name, <any>undefined, { urn })
+            case "fusioninfer:index:Platform":
+                return new Platform(name, <any>undefined, { urn })
             default:
                 throw new Error(`unknown resource type ${type}`);
         }

@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
 // Progress prints what a suite is doing, so a person watching knows it is alive.
@@ -62,11 +64,16 @@ type Options struct {
 	// Karpenter runs Karpenter's kwok cloud provider (KarpenterVersion), which launches kwok
 	// nodes of GPUInstanceTypes for the NodePools' pending pods; it needs Kwok.
 	Karpenter bool
+	// Platform installs every object `fusioninfer platform render` prints (the controllers'
+	// Deployments and webhook configurations too, with no controller running), and no other CRD
+	// in a version of its own: what tests/conformance/platform checks. Not with the others.
+	Platform bool
 }
 
 // Cluster is a running control plane.
 type Cluster struct {
-	// CRDs are the project's CRDs as the server stored them (Start installs them).
+	// CRDs are the project's CRDs as the server stored them (Start installs them: the
+	// Platform's, then those of the other kinds the project emits or reads).
 	CRDs []*unstructured.Unstructured
 	// Dir holds the data, the certificates, the kubeconfig and every process's log.
 	Dir        string
@@ -77,6 +84,8 @@ type Cluster struct {
 
 	processes []*exec.Cmd
 	names     []string
+	// platform is what installPlatform rendered (platform.go).
+	platform []platform.Object
 }
 
 // Start starts etcd and kube-apiserver and whatever opts asks for, and waits until each is
@@ -92,13 +101,23 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.startAPIServer(); err != nil {
 		return c, err
 	}
+	switch {
+	case opts.Platform:
+		if err := c.installPlatform(ctx, &platform.Spec{}, func(platform.Object) bool { return false }); err != nil {
+			return c, err
+		}
+	case usesPlatform(opts):
+		if err := c.installPlatform(ctx, platformSpec(opts), processControllers); err != nil {
+			return c, err
+		}
+	}
 	if opts.Controllers {
 		if err := c.startKubeControllers(opts.KEDA); err != nil {
 			return c, err
 		}
 	}
 	if opts.LeaderWorkerSet {
-		if err := c.startLeaderWorkerSet(ctx, cmp.Or(opts.LeaderWorkerSetVersion, LWSVersion)); err != nil {
+		if err := c.startLeaderWorkerSet(ctx, cmp.Or(opts.LeaderWorkerSetVersion, LWSVersion), usesPlatform(opts) && platformLWS(opts)); err != nil {
 			return c, err
 		}
 	}
@@ -107,9 +126,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return c, err
 		}
 	}
-	if c.CRDs, err = c.installProjectCRDs(ctx, opts); err != nil {
+	projectCRDs, err := c.installProjectCRDs(ctx, opts)
+	if err != nil {
 		return c, err
 	}
+	c.CRDs = append(c.CRDs, projectCRDs...)
 	if opts.Kwok {
 		if err := c.startKwok(opts.PodReadyDelay); err != nil {
 			return c, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,12 +124,16 @@ var projectCRDs = []projectCRD{
 }
 
 // installProjectCRDs installs the CRDs of every kind the project emits or reads, but those a controller
-// that runs installed in its own version.
+// that runs installed in its own version and those the Platform installed (c.CRDs).
 func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
+	installed := map[string]bool{}
+	for _, crd := range c.CRDs {
+		installed[crd.GetName()] = true
+	}
 	var paths []string
 	for _, crd := range projectCRDs {
 		if (crd.ownedBy == "LeaderWorkerSet" && opts.LeaderWorkerSet) || (crd.ownedBy == "Volcano" && opts.Volcano) ||
-			(crd.ownedBy == "KEDA" && opts.KEDA) {
+			(crd.ownedBy == "KEDA" && opts.KEDA) || installed[crdNameOfFile(crd.path)] {
 			continue
 		}
 		path := filepath.Join(RepositoryRoot(), crd.path)
@@ -148,6 +153,13 @@ func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unst
 		paths = append(paths, path)
 	}
 	return c.InstallCRDs(ctx, paths...)
+}
+
+// crdNameOfFile is the name of the CRD in a file named as controller-gen names them,
+// "{group}_{plural}.yaml": "{plural}.{group}".
+func crdNameOfFile(path string) string {
+	group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(path), ".yaml"), "_")
+	return plural + "." + group
 }
 
 // RepositoryRoot is the root of this repository.

@@ -15,10 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
 // kedaNamespace is where KEDA's operator and metrics server say they run (POD_NAMESPACE).
-const kedaNamespace = "keda"
+const kedaNamespace = platform.KEDANamespace
 
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
@@ -36,7 +38,10 @@ func (c *Cluster) startKEDA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.installModuleCRDs(ctx, kedaOperator.module, "github.com/kedacore/keda/v2", "config/crd/bases"); err != nil {
+	// The CRDs, the namespace and the RBAC are the Platform's (installPlatform); both run as its
+	// ServiceAccount keda-operator, as KEDA's manifest runs them.
+	kubeconfig, err := c.serviceAccountKubeconfig(platform.KEDANamespace, "keda-operator")
+	if err != nil {
 		return err
 	}
 	if _, err := c.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kedaNamespace}},
@@ -56,7 +61,7 @@ func (c *Cluster) startKEDA(ctx context.Context) error {
 		}
 	}
 	grpcPort, healthPort, securePort, adapterMetricsPort := ports[0], ports[1], ports[2], ports[3]
-	env := []string{"KUBECONFIG=" + c.Kubeconfig, "WATCH_NAMESPACE=", "POD_NAMESPACE=" + kedaNamespace,
+	env := []string{"KUBECONFIG=" + kubeconfig, "WATCH_NAMESPACE=", "POD_NAMESPACE=" + kedaNamespace,
 		"KEDA_CLUSTER_OBJECT_NAMESPACE=" + kedaNamespace}
 	Progress("starting KEDA %s: keda-operator and keda-adapter (external metrics on 127.0.0.1:%d)", KEDAVersion, securePort)
 	if err := c.startWithEnv("keda-operator", operator, env,
@@ -68,7 +73,7 @@ func (c *Cluster) startKEDA(ctx context.Context) error {
 	if err := c.startWithEnv("keda-adapter", adapter, env,
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", securePort), "--cert-dir", certDir,
 		"--tls-cert-file", filepath.Join(certDir, "tls.crt"), "--tls-private-key-file", filepath.Join(certDir, "tls.key"),
-		"--lister-kubeconfig", c.Kubeconfig, "--authentication-kubeconfig", c.Kubeconfig, "--authorization-kubeconfig", c.Kubeconfig,
+		"--lister-kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 		fmt.Sprintf("--metrics-service-address=127.0.0.1:%d", grpcPort), fmt.Sprintf("--port=%d", adapterMetricsPort)); err != nil {
 		return err
 	}

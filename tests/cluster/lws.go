@@ -18,13 +18,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
-// startLeaderWorkerSet installs LWS's CRDs and runs its controller manager with its webhooks:
-// its own certificate management off, the webhooks served on 127.0.0.1 with a certificate of our
-// CA, and LWS's own webhook manifests (config/webhook, with their kustomize patches) pointed at
-// that URL. The pod webhook is what gives LWS pods their group labels and leader address.
-func (c *Cluster) startLeaderWorkerSet(ctx context.Context, version string) error {
+// startLeaderWorkerSet runs LWS's controller manager with its webhooks: its own certificate
+// management off, the webhooks served on 127.0.0.1 with a certificate of our CA, and LWS's webhook
+// configurations pointed at that URL. The pod webhook is what gives LWS pods their group labels
+// and leader address. fromPlatform: the CRDs, RBAC, configuration and webhook configurations are
+// the Platform's (installPlatform), and the controller runs as the Platform's ServiceAccount;
+// else (another version) LWS's CRDs and webhook manifests (config/webhook, with their kustomize
+// patches) come from its module, and it runs as the admin.
+func (c *Cluster) startLeaderWorkerSet(ctx context.Context, version string, fromPlatform bool) error {
 	lws, ok := lwsControllers[version]
 	if !ok {
 		return fmt.Errorf("no LeaderWorkerSet %s: one of %v", version, slices.Sorted(maps.Keys(lwsControllers)))
@@ -33,7 +38,19 @@ func (c *Cluster) startLeaderWorkerSet(ctx context.Context, version string) erro
 	if err != nil {
 		return err
 	}
-	if err := c.installModuleCRDs(ctx, lws.module, "sigs.k8s.io/lws", "config/crd/bases"); err != nil {
+	kubeconfig, config := c.Kubeconfig, map[string]any{"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration"}
+	if fromPlatform {
+		if kubeconfig, err = c.serviceAccountKubeconfig(platform.LeaderWorkerSetNamespace, "lws-controller-manager"); err != nil {
+			return err
+		}
+		text, err := c.platformConfig(ctx, platform.LeaderWorkerSetNamespace, platform.LeaderWorkerSetConfigMap, platform.LeaderWorkerSetConfigKey)
+		if err != nil {
+			return err
+		}
+		if err := yaml.Unmarshal([]byte(text), &config); err != nil {
+			return fmt.Errorf("the Platform's LWS configuration: %w", err)
+		}
+	} else if err := c.installModuleCRDs(ctx, lws.module, "sigs.k8s.io/lws", "config/crd/bases"); err != nil {
 		return err
 	}
 	webhookPort, err1 := freePort()
@@ -46,20 +63,23 @@ func (c *Cluster) startLeaderWorkerSet(ctx context.Context, version string) erro
 	if err != nil {
 		return err
 	}
-	config := fmt.Sprintf(`apiVersion: config.lws.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-webhook: {host: 127.0.0.1, port: %d, certDir: %q}
-metrics: {bindAddress: "0"}
-health: {healthProbeBindAddress: "127.0.0.1:%d"}
-`, webhookPort, certDir, healthPort)
+	// What running as a process on loopback changes in the configuration; the rest (its gang
+	// scheduling off, among others) is the Platform's.
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	config["internalCertManagement"] = map[string]any{"enable": false}
+	config["webhook"] = map[string]any{"host": "127.0.0.1", "port": webhookPort, "certDir": certDir}
+	config["metrics"] = map[string]any{"bindAddress": "0"}
+	config["health"] = map[string]any{"healthProbeBindAddress": fmt.Sprintf("127.0.0.1:%d", healthPort)}
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return err
+	}
 	configFile := filepath.Join(c.Dir, "lws-config.yaml")
-	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(configFile, data, 0o600); err != nil {
 		return err
 	}
 	Progress("starting the LeaderWorkerSet controller %s (webhooks on 127.0.0.1:%d)", version, webhookPort)
-	if err := c.start("lws-controller", controller, "--config", configFile, "--kubeconfig", c.Kubeconfig, "--zap-devel=false"); err != nil {
+	if err := c.start("lws-controller", controller, "--config", configFile, "--kubeconfig", kubeconfig, "--zap-devel=false"); err != nil {
 		return err
 	}
 	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
@@ -72,6 +92,9 @@ health: {healthProbeBindAddress: "127.0.0.1:%d"}
 		return err
 	}); err != nil {
 		return fmt.Errorf("the LWS controller did not become ready: %w\n%s", err, c.LogTail("lws-controller"))
+	}
+	if fromPlatform {
+		return c.installLeaderWorkerSetWebhooks(ctx, webhookURL, caPEM)
 	}
 	return c.installWebhooks(ctx, lws.module, webhookURL, caPEM)
 }
@@ -98,6 +121,19 @@ func (c *Cluster) installWebhooks(ctx context.Context, module, url string, caPEM
 		if err := applyWebhookPatch(webhooks, filepath.Join(dir, patches[config.GetKind()])); err != nil {
 			return err
 		}
+		if err := unstructured.SetNestedSlice(config.Object, webhooks, "webhooks"); err != nil {
+			return err
+		}
+		config.SetName("lws-" + config.GetName())
+	}
+	return c.createWebhooks(ctx, manifests, url, caPEM)
+}
+
+// createWebhooks creates webhook configurations, each webhook calling url (with its service's
+// path) with caPEM instead of its in-cluster Service.
+func (c *Cluster) createWebhooks(ctx context.Context, configs []*unstructured.Unstructured, url string, caPEM []byte) error {
+	for _, config := range configs {
+		webhooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
 		for _, w := range webhooks {
 			webhook := w.(map[string]any)
 			path, _, _ := unstructured.NestedString(webhook, "clientConfig", "service", "path")
@@ -106,7 +142,6 @@ func (c *Cluster) installWebhooks(ctx context.Context, module, url string, caPEM
 		if err := unstructured.SetNestedSlice(config.Object, webhooks, "webhooks"); err != nil {
 			return err
 		}
-		config.SetName("lws-" + config.GetName())
 		if _, err := c.Dynamic.Resource(webhookResources[config.GetKind()]).Create(ctx, config, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating %s: %w", config.GetName(), err)
 		}

@@ -3,13 +3,17 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
-// startVolcano installs Volcano's CRDs (its Helm chart's) and runs vc-controller-manager (its
-// queue controller opens the queues the proportion plugin needs; its HyperNode controller counts
-// the nodes of a network tier) and vc-scheduler with Volcano's default scheduler configuration
-// (installer/helm/chart/volcano/config/volcano-scheduler.conf in the module).
+// startVolcano runs vc-controller-manager (its queue controller opens the queues the proportion
+// plugin needs; its HyperNode controller counts the nodes of a network tier) and vc-scheduler,
+// each as its ServiceAccount, with the CRDs, RBAC and scheduler configuration the Platform
+// installed (installPlatform): the configuration is the Platform's ConfigMap's, as the
+// scheduler's Deployment mounts it.
 func (c *Cluster) startVolcano(ctx context.Context) error {
 	scheduler, err := volcanoScheduler.build()
 	if err != nil {
@@ -19,15 +23,20 @@ func (c *Cluster) startVolcano(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	chart, err := moduleFile("volcano", "volcano.sh/volcano", "installer/helm/chart/volcano")
+	conf, err := c.platformConfig(ctx, platform.VolcanoNamespace, platform.VolcanoSchedulerConfigMap, platform.VolcanoSchedulerConfigKey)
 	if err != nil {
 		return err
 	}
-	crds, err := filepath.Glob(filepath.Join(chart, "crd", "bases", "*.yaml"))
+	confFile := filepath.Join(c.Dir, platform.VolcanoSchedulerConfigKey)
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		return err
+	}
+	schedulerKubeconfig, err := c.serviceAccountKubeconfig(platform.VolcanoNamespace, "volcano-scheduler")
 	if err != nil {
 		return err
 	}
-	if _, err := c.InstallCRDs(ctx, crds...); err != nil {
+	controllersKubeconfig, err := c.serviceAccountKubeconfig(platform.VolcanoNamespace, "volcano-controllers")
+	if err != nil {
 		return err
 	}
 	healthController, err1 := freePort()
@@ -39,13 +48,13 @@ func (c *Cluster) startVolcano(ctx context.Context) error {
 	Progress("starting Volcano %s: vc-controller-manager and vc-scheduler", VolcanoVersion)
 	// Only the controllers a PodGroup needs: the others watch Volcano's own Job kinds (JobFlow and
 	// JobTemplate have CRDs of their own) and, unsynced, hold every controller back.
-	if err := c.start("vc-controller-manager", controllers, "--kubeconfig", c.Kubeconfig, "--leader-elect=false",
+	if err := c.start("vc-controller-manager", controllers, "--kubeconfig", controllersKubeconfig, "--leader-elect=false",
 		"--controllers", "queue-controller,pg-controller,hyperNode-controller",
 		"--healthz-address", fmt.Sprintf("127.0.0.1:%d", healthController)); err != nil {
 		return err
 	}
-	return c.start("vc-scheduler", scheduler, "--kubeconfig", c.Kubeconfig, "--leader-elect=false",
-		"--scheduler-conf", filepath.Join(chart, "config", "volcano-scheduler.conf"),
+	return c.start("vc-scheduler", scheduler, "--kubeconfig", schedulerKubeconfig, "--leader-elect=false",
+		"--scheduler-conf", confFile,
 		"--healthz-address", fmt.Sprintf("127.0.0.1:%d", healthScheduler),
 		"--listen-address", fmt.Sprintf("127.0.0.1:%d", metricsScheduler))
 }

@@ -23,6 +23,8 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 	switch typ {
 	case "fusioninfer:index:InferenceService":
 		r = &InferenceService{}
+	case "fusioninfer:index:Platform":
+		r = &Platform{}
 	default:
 		return nil, fmt.Errorf("unknown resource type: %s", typ)
 	}

@@ -2756,6 +2756,143 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 	}).(NodePoolOutput)
 }
 
+type Part struct {
+	// Install: false leaves the part out. Default true.
+	Install *bool `pulumi:"install"`
+}
+
+// PartInput is an input type that accepts PartArgs and PartOutput values.
+// You can construct a concrete instance of `PartInput` via:
+//
+//	PartArgs{...}
+type PartInput interface {
+	pulumi.Input
+
+	ToPartOutput() PartOutput
+	ToPartOutputWithContext(context.Context) PartOutput
+}
+
+type PartArgs struct {
+	// Install: false leaves the part out. Default true.
+	Install pulumi.BoolPtrInput `pulumi:"install"`
+}
+
+func (PartArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Part)(nil)).Elem()
+}
+
+func (i PartArgs) ToPartOutput() PartOutput {
+	return i.ToPartOutputWithContext(context.Background())
+}
+
+func (i PartArgs) ToPartOutputWithContext(ctx context.Context) PartOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(PartOutput)
+}
+
+func (i PartArgs) ToPartPtrOutput() PartPtrOutput {
+	return i.ToPartPtrOutputWithContext(context.Background())
+}
+
+func (i PartArgs) ToPartPtrOutputWithContext(ctx context.Context) PartPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(PartOutput).ToPartPtrOutputWithContext(ctx)
+}
+
+// PartPtrInput is an input type that accepts PartArgs, PartPtr and PartPtrOutput values.
+// You can construct a concrete instance of `PartPtrInput` via:
+//
+//	        PartArgs{...}
+//
+//	or:
+//
+//	        nil
+type PartPtrInput interface {
+	pulumi.Input
+
+	ToPartPtrOutput() PartPtrOutput
+	ToPartPtrOutputWithContext(context.Context) PartPtrOutput
+}
+
+type partPtrType PartArgs
+
+func PartPtr(v *PartArgs) PartPtrInput {
+	return (*partPtrType)(v)
+}
+
+func (*partPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Part)(nil)).Elem()
+}
+
+func (i *partPtrType) ToPartPtrOutput() PartPtrOutput {
+	return i.ToPartPtrOutputWithContext(context.Background())
+}
+
+func (i *partPtrType) ToPartPtrOutputWithContext(ctx context.Context) PartPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(PartPtrOutput)
+}
+
+type PartOutput struct{ *pulumi.OutputState }
+
+func (PartOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Part)(nil)).Elem()
+}
+
+func (o PartOutput) ToPartOutput() PartOutput {
+	return o
+}
+
+func (o PartOutput) ToPartOutputWithContext(ctx context.Context) PartOutput {
+	return o
+}
+
+func (o PartOutput) ToPartPtrOutput() PartPtrOutput {
+	return o.ToPartPtrOutputWithContext(context.Background())
+}
+
+func (o PartOutput) ToPartPtrOutputWithContext(ctx context.Context) PartPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Part) *Part {
+		return &v
+	}).(PartPtrOutput)
+}
+
+// Install: false leaves the part out. Default true.
+func (o PartOutput) Install() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v Part) *bool { return v.Install }).(pulumi.BoolPtrOutput)
+}
+
+type PartPtrOutput struct{ *pulumi.OutputState }
+
+func (PartPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Part)(nil)).Elem()
+}
+
+func (o PartPtrOutput) ToPartPtrOutput() PartPtrOutput {
+	return o
+}
+
+func (o PartPtrOutput) ToPartPtrOutputWithContext(ctx context.Context) PartPtrOutput {
+	return o
+}
+
+func (o PartPtrOutput) Elem() PartOutput {
+	return o.ApplyT(func(v *Part) Part {
+		if v != nil {
+			return *v
+		}
+		var ret Part
+		return ret
+	}).(PartOutput)
+}
+
+// Install: false leaves the part out. Default true.
+func (o PartPtrOutput) Install() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *Part) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.Install
+	}).(pulumi.BoolPtrOutput)
+}
+
 type Role struct {
 	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling *Autoscaling `pulumi:"autoscaling"`
@@ -3631,6 +3768,162 @@ func (o TaintArrayOutput) Index(i pulumi.IntInput) TaintOutput {
 	}).(TaintOutput)
 }
 
+type VolcanoPart struct {
+	// Install: false leaves Volcano out. Default true.
+	Install *bool `pulumi:"install"`
+	// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+	SchedulerConfiguration *string `pulumi:"schedulerConfiguration"`
+}
+
+// VolcanoPartInput is an input type that accepts VolcanoPartArgs and VolcanoPartOutput values.
+// You can construct a concrete instance of `VolcanoPartInput` via:
+//
+//	VolcanoPartArgs{...}
+type VolcanoPartInput interface {
+	pulumi.Input
+
+	ToVolcanoPartOutput() VolcanoPartOutput
+	ToVolcanoPartOutputWithContext(context.Context) VolcanoPartOutput
+}
+
+type VolcanoPartArgs struct {
+	// Install: false leaves Volcano out. Default true.
+	Install pulumi.BoolPtrInput `pulumi:"install"`
+	// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+	SchedulerConfiguration pulumi.StringPtrInput `pulumi:"schedulerConfiguration"`
+}
+
+func (VolcanoPartArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*VolcanoPart)(nil)).Elem()
+}
+
+func (i VolcanoPartArgs) ToVolcanoPartOutput() VolcanoPartOutput {
+	return i.ToVolcanoPartOutputWithContext(context.Background())
+}
+
+func (i VolcanoPartArgs) ToVolcanoPartOutputWithContext(ctx context.Context) VolcanoPartOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(VolcanoPartOutput)
+}
+
+func (i VolcanoPartArgs) ToVolcanoPartPtrOutput() VolcanoPartPtrOutput {
+	return i.ToVolcanoPartPtrOutputWithContext(context.Background())
+}
+
+func (i VolcanoPartArgs) ToVolcanoPartPtrOutputWithContext(ctx context.Context) VolcanoPartPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(VolcanoPartOutput).ToVolcanoPartPtrOutputWithContext(ctx)
+}
+
+// VolcanoPartPtrInput is an input type that accepts VolcanoPartArgs, VolcanoPartPtr and VolcanoPartPtrOutput values.
+// You can construct a concrete instance of `VolcanoPartPtrInput` via:
+//
+//	        VolcanoPartArgs{...}
+//
+//	or:
+//
+//	        nil
+type VolcanoPartPtrInput interface {
+	pulumi.Input
+
+	ToVolcanoPartPtrOutput() VolcanoPartPtrOutput
+	ToVolcanoPartPtrOutputWithContext(context.Context) VolcanoPartPtrOutput
+}
+
+type volcanoPartPtrType VolcanoPartArgs
+
+func VolcanoPartPtr(v *VolcanoPartArgs) VolcanoPartPtrInput {
+	return (*volcanoPartPtrType)(v)
+}
+
+func (*volcanoPartPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**VolcanoPart)(nil)).Elem()
+}
+
+func (i *volcanoPartPtrType) ToVolcanoPartPtrOutput() VolcanoPartPtrOutput {
+	return i.ToVolcanoPartPtrOutputWithContext(context.Background())
+}
+
+func (i *volcanoPartPtrType) ToVolcanoPartPtrOutputWithContext(ctx context.Context) VolcanoPartPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(VolcanoPartPtrOutput)
+}
+
+type VolcanoPartOutput struct{ *pulumi.OutputState }
+
+func (VolcanoPartOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*VolcanoPart)(nil)).Elem()
+}
+
+func (o VolcanoPartOutput) ToVolcanoPartOutput() VolcanoPartOutput {
+	return o
+}
+
+func (o VolcanoPartOutput) ToVolcanoPartOutputWithContext(ctx context.Context) VolcanoPartOutput {
+	return o
+}
+
+func (o VolcanoPartOutput) ToVolcanoPartPtrOutput() VolcanoPartPtrOutput {
+	return o.ToVolcanoPartPtrOutputWithContext(context.Background())
+}
+
+func (o VolcanoPartOutput) ToVolcanoPartPtrOutputWithContext(ctx context.Context) VolcanoPartPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v VolcanoPart) *VolcanoPart {
+		return &v
+	}).(VolcanoPartPtrOutput)
+}
+
+// Install: false leaves Volcano out. Default true.
+func (o VolcanoPartOutput) Install() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v VolcanoPart) *bool { return v.Install }).(pulumi.BoolPtrOutput)
+}
+
+// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+func (o VolcanoPartOutput) SchedulerConfiguration() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v VolcanoPart) *string { return v.SchedulerConfiguration }).(pulumi.StringPtrOutput)
+}
+
+type VolcanoPartPtrOutput struct{ *pulumi.OutputState }
+
+func (VolcanoPartPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**VolcanoPart)(nil)).Elem()
+}
+
+func (o VolcanoPartPtrOutput) ToVolcanoPartPtrOutput() VolcanoPartPtrOutput {
+	return o
+}
+
+func (o VolcanoPartPtrOutput) ToVolcanoPartPtrOutputWithContext(ctx context.Context) VolcanoPartPtrOutput {
+	return o
+}
+
+func (o VolcanoPartPtrOutput) Elem() VolcanoPartOutput {
+	return o.ApplyT(func(v *VolcanoPart) VolcanoPart {
+		if v != nil {
+			return *v
+		}
+		var ret VolcanoPart
+		return ret
+	}).(VolcanoPartOutput)
+}
+
+// Install: false leaves Volcano out. Default true.
+func (o VolcanoPartPtrOutput) Install() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *VolcanoPart) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.Install
+	}).(pulumi.BoolPtrOutput)
+}
+
+// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+func (o VolcanoPartPtrOutput) SchedulerConfiguration() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *VolcanoPart) *string {
+		if v == nil {
+			return nil
+		}
+		return v.SchedulerConfiguration
+	}).(pulumi.StringPtrOutput)
+}
+
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingInput)(nil)).Elem(), AutoscalingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingPtrInput)(nil)).Elem(), AutoscalingArgs{})
@@ -3662,6 +3955,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*NodeClassRefPtrInput)(nil)).Elem(), NodeClassRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolInput)(nil)).Elem(), NodePoolArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolArrayInput)(nil)).Elem(), NodePoolArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*PartInput)(nil)).Elem(), PartArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*PartPtrInput)(nil)).Elem(), PartArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleInput)(nil)).Elem(), RoleArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleArrayInput)(nil)).Elem(), RoleArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyInput)(nil)).Elem(), RolloutStrategyArgs{})
@@ -3670,6 +3965,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyPtrInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintInput)(nil)).Elem(), TaintArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintArrayInput)(nil)).Elem(), TaintArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*VolcanoPartInput)(nil)).Elem(), VolcanoPartArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*VolcanoPartPtrInput)(nil)).Elem(), VolcanoPartArgs{})
 	pulumi.RegisterOutputType(AutoscalingOutput{})
 	pulumi.RegisterOutputType(AutoscalingPtrOutput{})
 	pulumi.RegisterOutputType(AutoscalingFollowOutput{})
@@ -3700,6 +3997,8 @@ func init() {
 	pulumi.RegisterOutputType(NodeClassRefPtrOutput{})
 	pulumi.RegisterOutputType(NodePoolOutput{})
 	pulumi.RegisterOutputType(NodePoolArrayOutput{})
+	pulumi.RegisterOutputType(PartOutput{})
+	pulumi.RegisterOutputType(PartPtrOutput{})
 	pulumi.RegisterOutputType(RoleOutput{})
 	pulumi.RegisterOutputType(RoleArrayOutput{})
 	pulumi.RegisterOutputType(RoleStatusOutput{})
@@ -3710,4 +4009,6 @@ func init() {
 	pulumi.RegisterOutputType(SchedulingStrategyPtrOutput{})
 	pulumi.RegisterOutputType(TaintOutput{})
 	pulumi.RegisterOutputType(TaintArrayOutput{})
+	pulumi.RegisterOutputType(VolcanoPartOutput{})
+	pulumi.RegisterOutputType(VolcanoPartPtrOutput{})
 }

@@ -285,6 +285,13 @@ export interface NodePoolArgs {
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
+export interface PartArgs {
+    /**
+     * Install: false leaves the part out. Default true.
+     */
+    install?: pulumi.Input<boolean | undefined>;
+}
+
 export interface RoleArgs {
     /**
      * Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
@@ -427,4 +434,15 @@ export interface TaintArgs {
      * Value is the taint's value, if any.
      */
     value?: pulumi.Input<string | undefined>;
+}
+
+export interface VolcanoPartArgs {
+    /**
+     * Install: false leaves Volcano out. Default true.
+     */
+    install?: pulumi.Input<boolean | undefined>;
+    /**
+     * SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+     */
+    schedulerConfiguration?: pulumi.Input<string | undefined>;
 }

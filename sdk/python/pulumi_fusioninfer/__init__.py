@@ -8,6 +8,7 @@ import typing
 # Export this package's modules as members:
 from ._enums import *
 from .inference_service import *
+from .platform import *
 from .provider import *
 from ._inputs import *
 from . import outputs
@@ -19,7 +20,8 @@ _utilities.register(
   "mod": "index",
   "fqn": "pulumi_fusioninfer",
   "classes": {
-   "fusioninfer:index:InferenceService": "InferenceService"
+   "fusioninfer:index:InferenceService": "InferenceService",
+   "fusioninfer:index:Platform": "Platform"
   }
  }
 ]

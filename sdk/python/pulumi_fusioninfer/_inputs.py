@@ -47,6 +47,8 @@ __all__ = [
     'NodeClassRefArgsDict',
     'NodePoolArgs',
     'NodePoolArgsDict',
+    'PartArgs',
+    'PartArgsDict',
     'RoleArgs',
     'RoleArgsDict',
     'RolloutStrategyArgs',
@@ -55,6 +57,8 @@ __all__ = [
     'SchedulingStrategyArgsDict',
     'TaintArgs',
     'TaintArgsDict',
+    'VolcanoPartArgs',
+    'VolcanoPartArgsDict',
 ]
 
 class AutoscalingArgsDict(TypedDict):
@@ -1339,6 +1343,35 @@ class NodePoolArgs:
         pulumi.set(self, "taints", value)
 
 
+class PartArgsDict(TypedDict):
+    install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    Install: false leaves the part out. Default true.
+    """
+
+@pulumi.input_type
+class PartArgs:
+    def __init__(__self__, *,
+                 install: pulumi.Input[Optional[_builtins.bool]] = None):
+        """
+        :param pulumi.Input[_builtins.bool] install: Install: false leaves the part out. Default true.
+        """
+        if install is not None:
+            pulumi.set(__self__, "install", install)
+
+    @_builtins.property
+    @pulumi.getter
+    def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Install: false leaves the part out. Default true.
+        """
+        return pulumi.get(self, "install")
+
+    @install.setter
+    def install(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "install", value)
+
+
 class RoleArgsDict(TypedDict):
     component_type: pulumi.Input['ComponentType']
     """
@@ -2029,5 +2062,54 @@ class TaintArgs:
     @value.setter
     def value(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "value", value)
+
+
+class VolcanoPartArgsDict(TypedDict):
+    install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    Install: false leaves Volcano out. Default true.
+    """
+    scheduler_configuration: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+    """
+
+@pulumi.input_type
+class VolcanoPartArgs:
+    def __init__(__self__, *,
+                 install: pulumi.Input[Optional[_builtins.bool]] = None,
+                 scheduler_configuration: pulumi.Input[Optional[_builtins.str]] = None):
+        """
+        :param pulumi.Input[_builtins.bool] install: Install: false leaves Volcano out. Default true.
+        :param pulumi.Input[_builtins.str] scheduler_configuration: SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+        """
+        if install is not None:
+            pulumi.set(__self__, "install", install)
+        if scheduler_configuration is not None:
+            pulumi.set(__self__, "scheduler_configuration", scheduler_configuration)
+
+    @_builtins.property
+    @pulumi.getter
+    def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Install: false leaves Volcano out. Default true.
+        """
+        return pulumi.get(self, "install")
+
+    @install.setter
+    def install(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "install", value)
+
+    @_builtins.property
+    @pulumi.getter(name="schedulerConfiguration")
+    def scheduler_configuration(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+        """
+        return pulumi.get(self, "scheduler_configuration")
+
+    @scheduler_configuration.setter
+    def scheduler_configuration(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "scheduler_configuration", value)
 
 

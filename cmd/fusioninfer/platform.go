@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+)
+
+type platformOptions struct {
+	file      string
+	outputDir string
+	replace   bool
+}
+
+func newPlatformCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "platform",
+		Short: "The cluster's prerequisites: LWS, Volcano, the Inference Extension's CRDs, KEDA, PodMonitor",
+		Args:  cobra.NoArgs,
+	}
+	var opts platformOptions
+	render := &cobra.Command{
+		Use:   "render [-f SPEC] [-o DIR]",
+		Short: "Print the objects that install the cluster's prerequisites as YAML",
+		Long: `render prints the objects of the Platform component, in apply order, as multi-document YAML:
+LeaderWorkerSet v0.9.0 (its own gang scheduling off: the service's PodGroup gangs the pods),
+Volcano v1.14.1 with the scheduler configuration the gang rules need, the InferencePool and
+llm-d router CRDs of the Gateway API Inference Extension v1.2.0, KEDA v2.21.0 and
+prometheus-operator's PodMonitor CRD, from their upstream release manifests.
+
+A spec file (-f) says which parts to install, Volcano's scheduler configuration, and whether
+the controllers' Deployments are rendered (controllers: false); without one, everything is.
+docs/install.md installs a cluster with it.`,
+		Example: `  fusioninfer platform render | kubectl apply --server-side -f -
+  fusioninfer platform render -f platform.yaml -o platform/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlatformRender(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
+		},
+	}
+	render.Flags().StringVarP(&opts.file, "filename", "f", "", `a Platform spec ("-" for stdin); default: every part`)
+	render.Flags().StringVarP(&opts.outputDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout")
+	render.Flags().BoolVar(&opts.replace, "replace", false, "with -o: delete the object files of an earlier render in the directory first")
+	cmd.AddCommand(render)
+	return cmd
+}
+
+func runPlatformRender(stdin io.Reader, stdout, stderr io.Writer, opts platformOptions) error {
+	spec := &platform.Spec{}
+	if opts.file != "" {
+		data, err := readInput(stdin, opts.file)
+		if err != nil {
+			return err
+		}
+		if spec, err = platform.Decode(data); err != nil {
+			return fmt.Errorf("%s: %w", opts.file, err)
+		}
+	}
+	if errs := platform.Validate(spec); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(stderr, "%s: %v\n", opts.file, err)
+		}
+		return errInvalidInput
+	}
+	objects, err := platform.Render(spec)
+	if err != nil {
+		return err
+	}
+	if opts.outputDir != "" {
+		files := make([]objectFile, len(objects))
+		for i, o := range objects {
+			files[i] = objectFile{o.Object.GetNamespace(), o.Object.GetKind(), o.Object.GetName(), func() ([]byte, error) {
+				return yaml.Marshal(o.Object.Object)
+			}}
+		}
+		return writeObjectFiles(opts.outputDir, opts.replace, files, stdout)
+	}
+	doc, err := platform.YAML(objects)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(doc)
+	return err
+}
