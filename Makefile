@@ -78,10 +78,12 @@ test-packages:
 	cd $(PKG_OUT) && venv/bin/python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService), "no InferenceService in the wheel"'
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs;
-## every object of the Platform (tests/conformance/platform, a server of its own).
+## every object of the Platform (tests/conformance/platform, a server of its own). One package at
+## a time: two API servers rebuilding their OpenAPI for dozens of CRDs at once starved each other
+## on 2 cores (a CRD deletion took over 30 s in CI).
 conformance:
 	$(GO) vet -tags conformance ./tests/conformance/...
-	$(GO) test -tags conformance -count=1 -v -timeout 30m ./tests/conformance/...
+	$(GO) test -tags conformance -count=1 -v -p 1 -timeout 30m ./tests/conformance/...
 
 ## e2e-karpenter: the node pools on a real Karpenter (its kwok cloud provider), its own cluster;
 ## not yet in make e2e (tests/e2e/karpenter says why).
