@@ -111,7 +111,7 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 	r.Causes = append(r.Causes, d.modelCauses()...)
 	r.Causes = append(r.Causes, d.podGroupCauses()...)
 	r.Causes = append(r.Causes, d.nodeClaimCauses()...)
-	r.Causes = append(r.Causes, d.routerCauses()...)
+	r.Causes = append(r.Causes, d.routerCauses(name)...)
 	lwsByName := map[string]*lwsv1.LeaderWorkerSet{}
 	for i := range o.LeaderWorkerSets {
 		lwsByName[o.LeaderWorkerSets[i].Name] = &o.LeaderWorkerSets[i]
@@ -529,9 +529,17 @@ func (d *diagnoser) nodeClaimCauses() []Cause {
 	return out
 }
 
-// routerCauses: an Endpoint Picker not available, a route no Gateway accepted.
-func (d *diagnoser) routerCauses() []Cause {
+// routerCauses: an Endpoint Picker not available, an InferencePool with no Ready endpoint, a
+// route no Gateway accepted.
+func (d *diagnoser) routerCauses(service string) []Cause {
 	var out []Cause
+	if len(d.o.Deployments) > 0 && !slices.ContainsFunc(d.o.Pods, func(pod corev1.Pod) bool {
+		return pod.Labels[topology.LabelServing] == "true" && podReady(&pod)
+	}) {
+		out = append(out, Cause{Object: "InferencePool/" + api.PoolName(service), Reason: "NoReadyEndpoint",
+			Message: "no pod it selects is Ready: the Endpoint Picker has no server to pick, and the gateway refuses every request",
+			Fix:     "see the replicas below: the pool's endpoints are their serving pods"})
+	}
 	for i := range d.o.Deployments {
 		dep := &d.o.Deployments[i]
 		if deploymentAvailable(dep) {

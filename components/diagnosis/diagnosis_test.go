@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -200,6 +201,22 @@ func TestDiagnosis(t *testing.T) {
 			"fix: Karpenter has made no NodeClaim for NodePool deepseek-r1-disagg-h100: check that Karpenter runs (its logs) and that the pool's " +
 				"limits and node class allow a node (kubectl describe nodepool deepseek-r1-disagg-h100)",
 		}},
+		{name: "a pool with no Ready endpoint", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				notAvailable(o)
+				for i := range o.Pods {
+					o.Pods[i].Labels[topology.LabelServing] = "true"
+					for j := range o.Pods[i].Status.Conditions {
+						if o.Pods[i].Status.Conditions[j].Type == corev1.PodReady {
+							o.Pods[i].Status.Conditions[j].Status = corev1.ConditionFalse
+						}
+					}
+				}
+				o.Deployments = append(o.Deployments, appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-epp"},
+					Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}})
+			}, phase: diagnosis.Pending, exit: 2, want: []string{
+				"InferencePool/qwen-inference-pool: NoReadyEndpoint: no pod it selects is Ready",
+			}},
 		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
 				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}
