@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
@@ -16,6 +15,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubetoken"
 )
 
 // TypeToken is the component's Pulumi type.
@@ -229,7 +229,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 			opts = append(opts, pulumi.ReplaceOnChanges([]string{"spec"}), pulumi.DeleteBeforeReplace(true))
 		}
 		var child apiextensions.CustomResource
-		err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, inputs, &child, opts...)
+		err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, inputs, &child, opts...)
 		return &child, err
 	}
 	return registerRolledLeaderWorkerSet(ctx, componentName, component, ref, inputs, dependsOn, resolve)
@@ -265,7 +265,7 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 		}).(pulumi.StringMapOutput),
 	}
 	var lws apiextensions.CustomResource
-	if err := ctx.RegisterResource(typeToken(ref.TypeMeta), componentName+"-"+ref.Suffix, forced, &lws,
+	if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, forced, &lws,
 		pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)); err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(topology.TemplateFields))
 	}
 	var rollout apiextensions.CustomResource
-	err = ctx.RegisterResource(patchTypeToken(ref.TypeMeta), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...)
+	err = ctx.RegisterResource(kubetoken.PatchOf(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...)
 	return &rollout, err
 }
 
@@ -291,23 +291,6 @@ const annotationPatchForce = "pulumi.com/patchForce"
 // createOnlyFields are what the LWS resource of a rolled replica ignores after creating it:
 // everything its rollout applies.
 var createOnlyFields = []string{"metadata.labels", "metadata.annotations", "spec"}
-
-// typeToken is the pulumi-kubernetes type of a kind, "kubernetes:{group}/{version}:{kind}", as
-// apiextensions.NewCustomResource derives it, except for the core group, which pulumi-kubernetes
-// names "core" ("kubernetes:core/v1:Service"): the provider reads the group and version from the
-// type, never from the inputs (internal/kubeprovider.GVKFromURN), and refuses one without both.
-func typeToken(kind topology.TypeMeta) string {
-	apiVersion := kind.APIVersion
-	if !strings.Contains(apiVersion, "/") {
-		apiVersion = "core/" + apiVersion
-	}
-	return "kubernetes:" + apiVersion + ":" + kind.Kind
-}
-
-// patchTypeToken is the pulumi-kubernetes Patch resource of a kind,
-// "kubernetes:{group}/{version}:{kind}Patch", as apiextensions.NewCustomResourcePatch registers it
-// (the provider treats a resource as a Patch when its type's name is the inputs' kind + "Patch").
-func patchTypeToken(kind topology.TypeMeta) string { return typeToken(kind) + "Patch" }
 
 // setOutputs derives the component's outputs: names from the plan (known at preview), status
 // from the LWSs' outputs, settled when one of them fails (settle).

@@ -12,6 +12,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubetoken"
 )
 
 // TypeToken is the component's Pulumi type.
@@ -69,7 +70,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 			childOpts = append(childOpts, pulumi.DependsOn(foundations[o.Part]))
 		}
 		var child apiextensions.CustomResource
-		if err := ctx.RegisterResource(typeToken(o.Object.GetAPIVersion(), o.Object.GetKind()), name+"-"+childName(o), inputs, &child, childOpts...); err != nil {
+		if err := ctx.RegisterResource(kubetoken.Of(o.Object.GetAPIVersion(), o.Object.GetKind()), name+"-"+childName(o), inputs, &child, childOpts...); err != nil {
 			return nil, err
 		}
 		component.Children[o.Key()] = &child
@@ -87,13 +88,4 @@ func NewPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 // childName is an object's child name: its key, lower case, "/" and ":" as "-".
 func childName(o platform.Object) string {
 	return strings.NewReplacer("/", "-", ":", "-").Replace(strings.ToLower(o.Key()))
-}
-
-// typeToken is the pulumi-kubernetes type of a kind, with "core" for the core group, as the
-// provider reads group, version and kind from it (docs/architecture.md).
-func typeToken(apiVersion, kind string) string {
-	if !strings.Contains(apiVersion, "/") {
-		return "kubernetes:core/" + apiVersion + ":" + kind
-	}
-	return "kubernetes:" + apiVersion + ":" + kind
 }
