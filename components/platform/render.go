@@ -180,6 +180,8 @@ func readManifest(name string) ([]*unstructured.Unstructured, error) {
 
 // Versions are the upstream modules and versions the manifests come from, "module@version".
 func Versions() []string {
+	// The go:embed directive of third_party/platform names versions.txt itself, so a build without
+	// it fails; reading an embedded file cannot fail at run time.
 	data, _ := manifests.Files.ReadFile("versions.txt")
 	return strings.Fields(string(data))
 }
