@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages conformance e2e e2e-karpenter build vet fuzz bench golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages conformance e2e e2e-karpenter build vet fuzz bench golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -51,8 +51,7 @@ test-python:
 ## test-typescript: build sdk/nodejs, type-check every TypeScript example against it, run them under
 ## Pulumi's Node mocks (and a program with a value unknown at preview inside its template), and
 ## construct what they registered through the provider (tests/crosslang).
-test-typescript:
-	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
+test-typescript: sdk-nodejs
 	cd tests/typescript && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc -p .
 	rm -rf $(TS_INPUTS) && mkdir -p $(TS_INPUTS)
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/mocks.js
@@ -60,22 +59,36 @@ test-typescript:
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) $(GO) test ./tests/crosslang -count=1 -run TypeScript
 
 PKG_OUT := $(CURDIR)/tests/release/out
+NPM_PACKAGE := bin/fusioninfer-pulumi-fusioninfer-$(VERSION).tgz
+PY_WHEEL    := bin/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl
 
-## test-packages: the SDK packages as a release ships them, each into a fresh project: npm pack of
-## sdk/nodejs (built by test-typescript) installed with npm and required from Node; the Python
-## wheel installed into a new virtual environment and imported. The Go module's own release path
-## (go install and go get from a module proxy) is tests/release, in go test.
-test-packages:
+## sdk-nodejs: build the TypeScript SDK into sdk/nodejs/bin.
+sdk-nodejs:
+	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
+
+## sdk-packages: the npm package and the Python wheel a release ships, in bin/: what the README's
+## TypeScript and Python steps install.
+sdk-packages: sdk-nodejs
+	mkdir -p bin && rm -f $(NPM_PACKAGE) $(PY_WHEEL)
+	npm pack ./sdk/nodejs/bin --pack-destination bin --loglevel=error
+	rm -rf bin/.wheel-venv && python3 -m venv bin/.wheel-venv
+	bin/.wheel-venv/bin/pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir bin ./sdk/python
+	rm -rf bin/.wheel-venv sdk/python/build sdk/python/*.egg-info
+
+## test-packages: the SDK packages as a release ships them, each installed into a fresh project
+## with the README's own commands (tests/readme holds the README to the lines below) and imported:
+## the npm package with npm, required from Node; the Python wheel with pip in a new virtual
+## environment. The Go module's own release path (go install and go get from a module proxy) is
+## tests/release, in go test.
+test-packages: sdk-packages
 	rm -rf $(PKG_OUT) && mkdir -p $(PKG_OUT)/node-program
-	npm pack ./sdk/nodejs/bin --pack-destination $(PKG_OUT) --loglevel=error
 	cd $(PKG_OUT)/node-program && npm init -y > /dev/null && \
-		npm install --no-audit --no-fund --loglevel=error $(PKG_OUT)/fusioninfer-pulumi-fusioninfer-$(VERSION).tgz && \
-		node -e 'const f = require("@fusioninfer/pulumi-fusioninfer"); if (typeof f.InferenceService !== "function") { console.error("no InferenceService in the npm package"); process.exit(1) }'
+		npm install $(CURDIR)/$(NPM_PACKAGE) --no-audit --no-fund --loglevel=error && \
+		node -e 'const f = require("@fusioninfer/pulumi-fusioninfer"); if (typeof f.InferenceService !== "function" || typeof f.Platform !== "function") { console.error("no InferenceService or Platform in the npm package"); process.exit(1) }'
 	python3 -m venv $(PKG_OUT)/venv
-	$(PKG_OUT)/venv/bin/pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir $(PKG_OUT) ./sdk/python
-	rm -rf sdk/python/build sdk/python/*.egg-info
-	$(PKG_OUT)/venv/bin/pip install --quiet --disable-pip-version-check $(PKG_OUT)/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl
-	cd $(PKG_OUT) && venv/bin/python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService), "no InferenceService in the wheel"'
+	. $(PKG_OUT)/venv/bin/activate && \
+		pip install $(CURDIR)/$(PY_WHEEL) --quiet --disable-pip-version-check && \
+		cd $(PKG_OUT) && python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService) and callable(f.Platform), "no InferenceService or Platform in the wheel"'
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs;
 ## every object of the Platform (tests/conformance/platform, a server of its own). One package at
@@ -145,9 +158,7 @@ release:
 	for arch in amd64 arm64; do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux-$$arch/fusioninfer-download ./cmd/fusioninfer-download || exit 1; \
 	done
-	cd sdk/nodejs && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc && cp package.json README.md bin/
-	npm pack ./sdk/nodejs/bin --pack-destination dist --loglevel=error
-	python3 -m venv dist/.venv && dist/.venv/bin/pip wheel --quiet --no-deps --disable-pip-version-check --wheel-dir dist ./sdk/python && rm -rf dist/.venv
+	$(MAKE) sdk-packages && cp $(NPM_PACKAGE) $(PY_WHEEL) dist/
 
 ## image: the model download Job's image, ghcr.io/fusioninfer/fusioninfer-download:vVERSION (the
 ## default of every download Job, topology.DownloaderImage), from cmd/fusioninfer-download/Dockerfile.

@@ -48,3 +48,37 @@ func TestREADMEShowsWhatMakeDemoPrints(t *testing.T) {
 	got, _, _ := strings.Cut(string(out), "---\n")
 	assert.Equal(t, want, strings.TrimSpace(got), "README.md's make demo sample")
 }
+
+// TestREADMEInstallsTheSDKsAsCIDoes: the README's TypeScript and Python install commands are, word
+// for word, the ones `make test-packages` runs in its fresh projects (with the checkout's path for
+// `<checkout>` and the VERSION file's version), after the `make sdk-packages` the README names.
+func TestREADMEInstallsTheSDKsAsCIDoes(t *testing.T) {
+	text := readme(t)
+	makefile, err := os.ReadFile(filepath.Join(testcli.Root(), "Makefile"))
+	require.NoError(t, err)
+	version, err := os.ReadFile(filepath.Join(testcli.Root(), "VERSION"))
+	require.NoError(t, err)
+	require.Contains(t, text, "`make sdk-packages`", "README builds the packages with make sdk-packages")
+	recipe := makeRecipe(t, string(makefile), "test-packages: sdk-packages") // built as the README builds them
+	for _, prefix := range []string{"npm install <checkout>/", "pip install <checkout>/"} {
+		_, after, found := strings.Cut(text, "`"+prefix)
+		require.True(t, found, "README has `%s...`", prefix)
+		command, _, _ := strings.Cut(after, "`")
+		command = prefix + command
+		asRun := strings.ReplaceAll(command, "<checkout>", "$(CURDIR)")
+		asRun = strings.ReplaceAll(asRun, strings.TrimSpace(string(version)), "$(VERSION)")
+		asRun = strings.ReplaceAll(asRun, "bin/fusioninfer-pulumi-fusioninfer-$(VERSION).tgz", "$(NPM_PACKAGE)")
+		asRun = strings.ReplaceAll(asRun, "bin/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl", "$(PY_WHEEL)")
+		assert.Contains(t, recipe, asRun+" ", "make test-packages runs the README's %q", command)
+	}
+}
+
+// makeRecipe is the Makefile's rule that starts with the line "target" (its prerequisites may
+// follow), up to the next blank line.
+func makeRecipe(t *testing.T, makefile, target string) string {
+	t.Helper()
+	_, after, found := strings.Cut(makefile, "\n"+target)
+	require.True(t, found, "the Makefile has a rule %s", target)
+	recipe, _, _ := strings.Cut(after, "\n\n")
+	return recipe
+}
