@@ -126,6 +126,15 @@ func TestStatusErrorsAsJSON(t *testing.T) {
 	stdout, err := cmd.Output()
 	require.Error(t, err)
 	require.NoError(t, json.Unmarshal(stdout, &report), string(stdout))
-	assert.Contains(t, report.Error, "no cluster to read: no kubeconfig found")
+	assert.Contains(t, report.Error, "no cluster to read: no kubeconfig found (KUBECONFIG is not set and ")
 	assert.NotContains(t, report.Error, "KUBERNETES_MASTER")
+
+	// KUBECONFIG naming a file that is not there: client-go skips it; the error names it.
+	missing := filepath.Join(t.TempDir(), "kubeconfig")
+	cmd = exec.Command(testcli.Binary(t), "status", "--name", "x", "-o", "json")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(v string) bool { return strings.HasPrefix(v, "KUBECONFIG=") }), "KUBECONFIG="+missing)
+	stdout, err = cmd.Output()
+	require.Error(t, err)
+	require.NoError(t, json.Unmarshal(stdout, &report), string(stdout))
+	assert.Contains(t, report.Error, "no kubeconfig found (KUBECONFIG names "+missing+", and no such file exists)")
 }

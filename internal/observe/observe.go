@@ -6,6 +6,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -44,8 +45,11 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) { // client-go's own message asks for KUBERNETES_MASTER
-		return nil, fmt.Errorf("no cluster to read: no kubeconfig found (KUBECONFIG is not set and %s does not exist); give --kubeconfig or set KUBECONFIG",
-			clientcmd.RecommendedHomeFile)
+		where := fmt.Sprintf("KUBECONFIG is not set and %s does not exist", clientcmd.RecommendedHomeFile)
+		if len(rules.Precedence) > 0 && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" { // client-go skips missing files
+			where = fmt.Sprintf("KUBECONFIG names %s, and no such file exists", strings.Join(rules.Precedence, ", "))
+		}
+		return nil, fmt.Errorf("no cluster to read: no kubeconfig found (%s); give --kubeconfig or set KUBECONFIG", where)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to read: %v; give --kubeconfig or set KUBECONFIG", firstLine(err.Error()))
