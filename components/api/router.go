@@ -93,8 +93,15 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 				longest, len(longest), validation.DNS1035LabelMaxLength)))
 		}
 	}
+	release := eppconfig.Release(role.EndpointPickerRelease())
 	switch role.PoolAPIVersion {
 	case "", PoolV1, PoolV1Alpha2:
+		if release.Known() && !release.ReadsPoolGroup(role.PoolGroup()) {
+			// The EPP watches its pool by --pool-group; one that caches only v1 pools never finds it.
+			errs = append(errs, field.Invalid(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, fmt.Sprintf(
+				"the Endpoint Picker of endpointPicker.release %s reads only %s InferencePools: use %s (the default), or endpointPicker.release %s, whose EPP reads %s pools",
+				release, strings.Join(release.PoolGroups(), ", "), PoolV1, EPPReleaseGIE, PoolV1Alpha2)))
+		}
 	default:
 		errs = append(errs, field.NotSupported(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, role.PoolAPIVersion.AllowedValues()))
 	}
@@ -114,7 +121,12 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		path := rolePath.Child(selErr.Field)
 		switch selErr.Field {
 		case eppconfig.FieldRelease:
-			errs = append(errs, field.NotSupported(rolePath.Child("endpointPicker", "release"), role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
+			releasePath := rolePath.Child("endpointPicker", "release")
+			if !release.Known() {
+				errs = append(errs, field.NotSupported(releasePath, role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
+			} else {
+				errs = append(errs, field.Invalid(releasePath, role.EndpointPickerRelease(), selErr.Err.Error()))
+			}
 		case eppconfig.FieldImage:
 			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
 		case eppconfig.FieldStrategy:

@@ -31,21 +31,11 @@ const (
 	// FlavorRouter is llm-d-router v0.10.0's Endpoint Picker: GIE's EPP moved to llm-d with
 	// llm-d's plugins (GIE v1.6.0's README), the default.
 	FlavorRouter Flavor = "llm-d-router"
+	// FlavorGIE150 is GIE v1.5.0's reference EPP.
+	FlavorGIE150 Flavor = "gateway-api-inference-extension v1.5.0"
+	// FlavorLWEPP is GIE v1.6.0's lightweight, round-robin EPP.
+	FlavorLWEPP Flavor = "gateway-api-inference-extension lwepp"
 )
-
-// Release is the EPP generation a router targets, as its spec names it.
-type Release string
-
-const (
-	// ReleaseRouter: llm-d-router v0.10.0's endpoint picker and disaggregation sidecar (default).
-	ReleaseRouter Release = "llm-d-router-v0.10.0"
-	// ReleaseGIE: GIE v1.2.0's reference EPP, and llm-d-inference-scheduler v0.4.0 with its
-	// routing sidecar v0.4.0 for prefill/decode or llm-d's plugins: what fusioninfer rendered before.
-	ReleaseGIE Release = "gie-v1.2.0"
-)
-
-// Releases are the release names, the default first.
-func Releases() []Release { return []Release{ReleaseRouter, ReleaseGIE} }
 
 // Images of each flavor, at the versions whose plugins this package registers.
 const (

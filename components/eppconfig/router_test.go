@@ -231,12 +231,12 @@ func TestSelectRouter(t *testing.T) {
 	_, err = Select("", "", false, ReleaseRouter, ImageGIE)
 	require.NotNil(t, err)
 	assert.Equal(t, FieldImage, err.Field)
-	assert.ErrorContains(t, err, "set the release to gie-v1.2.0")
+	assert.ErrorContains(t, err, "set the release to gie-v1.5.0 or gie-v1.2.0")
 
 	_, err = Select("", "", false, "llm-d-router-v0.9.0", "")
 	require.NotNil(t, err)
 	assert.Equal(t, FieldRelease, err.Field)
-	assert.ErrorContains(t, err, "one of [llm-d-router-v0.10.0 gie-v1.2.0]")
+	assert.ErrorContains(t, err, "one of [llm-d-router-v0.10.0 gie-v1.5.0 gie-v1.2.0 gie-lwepp-v1.6.0]")
 
 	sel, err = Select("", "", false, ReleaseGIE, "")
 	require.Nil(t, err)

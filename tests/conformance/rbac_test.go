@@ -5,6 +5,8 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,14 +26,31 @@ type access struct {
 	allowed                                bool
 }
 
+// releaseReads is what each release's Endpoint Picker reads, from its source: the lease its
+// manager elects with (controller_manager.go NewDefaultManager: GIE's suffix, llm-d-router's
+// ".llm-d.ai"; lwepp has no leader election), the groups it watches InferenceObjectives in and
+// whether it watches InferenceModelRewrites (controller_config.go of llm-d-router v0.10.0 and GIE
+// v1.5.0; GIE v1.2.0 watches objectives only; lwepp neither).
+var releaseReads = map[api.EndpointPickerRelease]struct {
+	leaseSuffix     string
+	objectiveGroups []string
+	rewrites        bool
+}{
+	api.EPPReleaseLLMDRouter: {".llm-d.ai", []string{"llm-d.ai", "inference.networking.x-k8s.io"}, true},
+	api.EPPReleaseGIE150:     {".gateway-api-inference-extension.sigs.k8s.io", []string{"inference.networking.x-k8s.io"}, true},
+	api.EPPReleaseGIE:        {".gateway-api-inference-extension.sigs.k8s.io", []string{"inference.networking.x-k8s.io"}, false},
+	api.EPPReleaseLWEPP:      {"", nil, false},
+}
+
 // TestEndpointPickerPermissionsAreLeastPrivilege asks the API server's own RBAC authorizer what
-// each example's Endpoint Picker account may do: exactly what the EPP needs (its pool by name,
-// which is how the EPP lists and watches it; the namespace's pods and objectives; a lease of its
-// own when it elects a leader), and nothing else.
+// each example's Endpoint Picker account may do: exactly what its release's EPP needs (its pool by
+// name, which is how the EPP lists and watches it; the namespace's pods, and the objectives and
+// model rewrites in the groups it watches them in; a lease of its own when it elects a leader),
+// and nothing else. The examples hold every release.
 func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 	clientset, err := kubernetes.NewForConfig(testCluster.config)
 	require.NoError(t, err)
-	checked := 0
+	checked, releases := 0, map[string]bool{}
 	for file, trees := range exampleTrees(t) {
 		for _, tree := range trees {
 			router := tree.Service.Spec.Router()
@@ -39,6 +58,7 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 				continue
 			}
 			checked++
+			releases[string(router.EndpointPickerRelease())] = true
 			t.Run(file, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
@@ -63,8 +83,10 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 					}
 				}()
 				pool, group := api.PoolName(svc), router.PoolGroup()
-				lease := fmt.Sprintf("epp-%s-%s.gateway-api-inference-extension.sigs.k8s.io", ns, pool)
-				elects := router.EndpointPickerReplicas() > 1
+				eppRelease, known := releaseReads[router.EndpointPickerRelease()]
+				require.True(t, known, "the test knows release %s", router.EndpointPickerRelease())
+				lease := fmt.Sprintf("epp-%s-%s%s", ns, pool, eppRelease.leaseSuffix)
+				elects := router.EndpointPickerReplicas() > 1 && eppRelease.leaseSuffix != ""
 				cases := []access{
 					{"get", group, "inferencepools", pool, ns, true},
 					{"list", group, "inferencepools", pool, ns, true},
@@ -72,7 +94,6 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 					{"list", group, "inferencepools", "", ns, false},
 					{"get", group, "inferencepools", "another-pool", ns, false},
 					{"update", group, "inferencepools", pool, ns, false},
-					{"list", "inference.networking.x-k8s.io", "inferenceobjectives", "", ns, true},
 					{"watch", "", "pods", "", ns, true},
 					{"list", "", "pods", "", "kube-system", false},
 					{"delete", "", "pods", "", ns, false},
@@ -81,6 +102,15 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 					{"update", "coordination.k8s.io", "leases", lease, ns, elects},
 					{"update", "coordination.k8s.io", "leases", "someone-elses-lease", ns, false},
 					{"create", "", "events", "", ns, elects},
+				}
+				for _, objectiveGroup := range []string{"inference.networking.x-k8s.io", "llm-d.ai"} {
+					reads := slices.Contains(eppRelease.objectiveGroups, objectiveGroup)
+					cases = append(cases,
+						access{"list", objectiveGroup, "inferenceobjectives", "", ns, reads},
+						access{"watch", objectiveGroup, "inferenceobjectives", "", ns, reads},
+						access{"list", objectiveGroup, "inferencemodelrewrites", "", ns, reads && eppRelease.rewrites},
+						access{"watch", objectiveGroup, "inferencemodelrewrites", "", ns, reads && eppRelease.rewrites},
+						access{"update", objectiveGroup, "inferenceobjectives", "", ns, false})
 				}
 				user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, api.EndpointPickerName(svc))
 				for _, c := range cases {
@@ -104,4 +134,5 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 		}
 	}
 	require.NotZero(t, checked, "the examples include routers")
+	require.ElementsMatch(t, api.EPPReleaseLLMDRouter.AllowedValues(), slices.Collect(maps.Keys(releases)), "the examples hold every release")
 }
