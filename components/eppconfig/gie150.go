@@ -255,8 +255,14 @@ func CheckGIE150(cfg *GIE150Config) error {
 	switch {
 	case handlers > 1:
 		return errors.New("plugins: multiple profile handlers found; only one is allowed")
+	case handlers == 0:
+		return errors.New("plugins: no profile handler configured (GIE v1.5.0 has only single-profile-handler, for one profile)")
 	case single && len(profiles) > 1:
 		return errors.New("plugins: SingleProfileHandler cannot support multiple scheduling profiles")
+	}
+	// runner.go parseConfigurationPhaseTwo: datalayer/data_graph.go ValidateAndOrderDataDependencies.
+	if err := checkGIE150DataDependencies(loaded); err != nil {
+		return err
 	}
 	// buildDataLayerConfig, then the runner's data layer runtime (datalayer/runtime.go Configure).
 	if !gates.Has(gateLegacyMetrics) {
@@ -290,6 +296,28 @@ func checkGIE150Profile(profile RouterSchedulingProfile, loaded gie150Loaded) er
 	}
 	if pickers > 1 {
 		return fmt.Errorf("profile '%s' has %d pickers; a profile has one", profile.Name, pickers)
+	}
+	return nil
+}
+
+// checkGIE150DataDependencies: datalayer/data_graph.go buildDAG. Of its rules only the data
+// comparison can fail with the in-tree plugins (every producer runs in the request-control layer,
+// before the consumers, and none consumes what its consumers produce): a key whose data is a
+// pointer never matches between two plugins.
+func checkGIE150DataDependencies(loaded gie150Loaded) error {
+	for producer, producerType := range loaded {
+		for consumer, consumerType := range loaded {
+			if producer == consumer {
+				continue
+			}
+			for _, key := range gie150Plugins[producerType].produces {
+				if pointerDataKeys[key] && slices.Contains(gie150Plugins[consumerType].consumes, key) {
+					return fmt.Errorf("plugins: %s (%s) produces %s for %s (%s), which GIE v1.5.0's data layer refuses: "+
+						"it compares the two plugins' declared %s data, pointers that never match "+
+						"(datalayer/data_graph.go buildDAG: data type mismatch); declare only one of them", producer, producerType, key, consumer, consumerType, key)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -63,7 +63,22 @@ type gie150Plugin struct {
 	parameters func(raw json.RawMessage) error
 	// extractors, of a data source, are the extractor types its data layer accepts under it.
 	extractors []string
+	// produces and consumes are the data keys of the data layer's dependency graph
+	// (datalayer/data_graph.go ValidateAndOrderDataDependencies).
+	produces, consumes []string
 }
+
+// Data keys of GIE v1.5.0's plugins (framework/plugins/datalayer/attribute/...).
+const (
+	keyPrefixMatch = "PrefixCacheMatchInfoKey"
+	keyLatency     = "LatencyPredictionInfoKey"
+	keyInFlight    = "InFlightLoadKey"
+)
+
+// pointerDataKeys are the keys whose data the plugins declare as pointers: buildDAG compares a
+// producer's and a consumer's declared data with !=, so two pointers never match and the EPP
+// refuses the pair ("data type mismatch between produced and consumed data").
+var pointerDataKeys = map[string]bool{keyInFlight: true}
 
 // ignores is a factory that reads no parameters.
 func ignores(json.RawMessage) error { return nil }
@@ -90,17 +105,17 @@ func lenient[T any](defaults T, validate func(*T) error) func(json.RawMessage) e
 var gie150Plugins = map[string]gie150Plugin{
 	// scheduling/scorer/prefix/plugin.go PrefixCachePluginFactory reads none: its parameters go to
 	// the approx-prefix-cache-producer the loader adds (configloader.go instantiatePlugins).
-	PrefixCacheScorer:        {kinds: gie150Scorer, parameters: ignores},
-	MaxScorePicker:           {kinds: gie150Picker, parameters: lenient(pickerParameters{}, nil)},
-	RandomPicker:             {kinds: gie150Picker, parameters: lenient(pickerParameters{}, nil)},
-	WeightedRandomPicker:     {kinds: gie150Picker, parameters: lenient(pickerParameters{}, nil)},
-	SingleProfileHandler:     {kinds: gie150ProfileHandler, parameters: ignores},
-	KVCacheUtilizationScorer: {kinds: gie150Scorer, parameters: ignores},
-	QueueScorer:              {kinds: gie150Scorer, parameters: ignores},
-	"running-requests-size-scorer": {kinds: gie150Scorer, parameters: ignores},
-	LoRAAffinityScorer:       {kinds: gie150Scorer, parameters: ignores},
+	PrefixCacheScorer:              {kinds: gie150Scorer, parameters: ignores, consumes: []string{keyPrefixMatch}},
+	MaxScorePicker:                 {kinds: gie150Picker, parameters: lenient(pickerParameters{}, nil)},
+	RandomPicker:                   {kinds: gie150Picker, parameters: lenient(pickerParameters{}, nil)},
+	WeightedRandomPicker:           {kinds: gie150Picker, parameters: lenient(pickerParameters{}, nil)},
+	SingleProfileHandler:           {kinds: gie150ProfileHandler, parameters: ignores},
+	KVCacheUtilizationScorer:       {kinds: gie150Scorer, parameters: ignores, consumes: []string{"KVCacheUsagePercent"}},
+	QueueScorer:                    {kinds: gie150Scorer, parameters: ignores, consumes: []string{"WaitingQueueSize"}},
+	"running-requests-size-scorer": {kinds: gie150Scorer, parameters: ignores, consumes: []string{"RunningRequestsSize"}},
+	LoRAAffinityScorer:             {kinds: gie150Scorer, parameters: ignores, consumes: []string{"ActiveModels", "WaitingModels"}},
 	// scheduling/scorer/tokenload/token_load.go TokenLoadScorerFactory (a threshold <= 0 is defaulted).
-	"token-load-scorer": {kinds: gie150Scorer, parameters: lenient(struct {
+	"token-load-scorer": {kinds: gie150Scorer, consumes: []string{keyInFlight}, parameters: lenient(struct {
 		QueueThresholdTokens int64 `json:"queueThresholdTokens"`
 	}{}, nil)},
 	"global-strict-fairness-policy": {kinds: gie150FairnessPolicy, parameters: ignores},
@@ -112,12 +127,14 @@ var gie150Plugins = map[string]gie150Plugin{
 	"static-usage-limit-policy": {kinds: gie150UsageLimitPolicy, parameters: lenient(struct {
 		Threshold *float64 `json:"threshold,omitempty"`
 	}{}, nil)},
-	ApproxPrefixProducer: {kinds: gie150PrepareData | gie150PreRequest, parameters: gie150ApproxPrefix},
+	ApproxPrefixProducer: {kinds: gie150PrepareData | gie150PreRequest, parameters: gie150ApproxPrefix, produces: []string{keyPrefixMatch}},
 	// scheduling/scorer/predictedlatency/scorer.go PredictedLatencyFactory and Config.validate.
 	"predicted-latency-scorer": {kinds: gie150Admission | gie150PreRequest | gie150PrepareData | gie150ResponseHeader | gie150Scorer,
+		produces: []string{keyLatency}, consumes: []string{keyPrefixMatch},
 		parameters: lenient(predictedLatencyScorerDefaults, validatePredictedLatencyScorer)},
 	// requestcontrol/requestdataproducer/predictedlatency/plugin.go PredictedLatencyFactory and Config.validate.
 	"predicted-latency-producer": {kinds: gie150PreRequest | gie150PrepareData | gie150ResponseHeader,
+		produces: []string{keyLatency}, consumes: []string{keyPrefixMatch},
 		parameters: lenient(predictedLatencyProducer{SamplingMean: 1000, SLOBufferFactor: 1, ContextTTL: 5 * time.Minute, PredictInPrepareData: true},
 			func(c *predictedLatencyProducer) error {
 				var errs []error
@@ -133,9 +150,9 @@ var gie150Plugins = map[string]gie150Plugin{
 				return errors.Join(errs...)
 			})},
 	// requestcontrol/admitter/latencyslo/plugin.go LatencyAdmissionFactory: an empty config object.
-	"latency-slo-admitter": {kinds: gie150Admission, parameters: lenient(struct{}{}, nil)},
+	"latency-slo-admitter": {kinds: gie150Admission, consumes: []string{keyLatency}, parameters: lenient(struct{}{}, nil)},
 	// scheduling/filter/prefixcacheaffinity/plugin.go Factory and Config.validate.
-	"prefix-cache-affinity-filter": {kinds: gie150Filter, parameters: lenient(struct {
+	"prefix-cache-affinity-filter": {kinds: gie150Filter, consumes: []string{keyLatency, keyPrefixMatch}, parameters: lenient(struct {
 		AffinityThreshold      float64 `json:"affinityThreshold,omitempty"`
 		ExplorationProbability float64 `json:"explorationProbability,omitempty"`
 		MaxTTFTPenaltyMs       float64 `json:"maxTTFTPenaltyMs,omitempty"`
@@ -155,7 +172,7 @@ var gie150Plugins = map[string]gie150Plugin{
 		return nil
 	})},
 	// scheduling/filter/sloheadroomtier/plugin.go Factory.
-	"slo-headroom-tier-filter": {kinds: gie150Filter, parameters: lenient(struct {
+	"slo-headroom-tier-filter": {kinds: gie150Filter, consumes: []string{keyLatency}, parameters: lenient(struct {
 		EpsilonExploreNeg float64 `json:"epsilonExploreNeg,omitempty"`
 	}{0.01}, func(c *struct {
 		EpsilonExploreNeg float64 `json:"epsilonExploreNeg,omitempty"`
@@ -166,7 +183,7 @@ var gie150Plugins = map[string]gie150Plugin{
 		return nil
 	})},
 	// scheduling/scorer/latency/plugin.go Factory: decoded, not validated.
-	"latency-scorer": {kinds: gie150Scorer, parameters: lenient(struct {
+	"latency-scorer": {kinds: gie150Scorer, consumes: []string{keyLatency, keyPrefixMatch}, parameters: lenient(struct {
 		TTFTWeight                float64 `json:"ttftWeight,omitempty"`
 		TPOTWeight                float64 `json:"tpotWeight,omitempty"`
 		HeadroomSelectionStrategy string  `json:"headroomSelectionStrategy,omitempty"`
@@ -174,7 +191,7 @@ var gie150Plugins = map[string]gie150Plugin{
 		CompositeQueueWeight      float64 `json:"compositeQueueWeight,omitempty"`
 		CompositePrefixWeight     float64 `json:"compositePrefixWeight,omitempty"`
 	}{}, nil)},
-	"inflight-load-producer":               {kinds: gie150Extractor | gie150PreRequest | gie150PrepareData, parameters: ignores},
+	"inflight-load-producer":               {kinds: gie150Extractor | gie150PreRequest | gie150PrepareData, parameters: ignores, produces: []string{keyInFlight}},
 	"header-based-testing-filter":          {kinds: gie150Filter, parameters: ignores},
 	"destination-endpoint-served-verifier": {kinds: gie150ResponseHeader, parameters: ignores},
 	// datalayer/source/metrics/datasource.go MetricsDataSourceFactory and http.NewHTTPDataSource.

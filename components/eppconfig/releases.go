@@ -160,7 +160,9 @@ func (r Release) ReadsConfig() bool { return releases[r].configFile }
 func (r Release) PrefillDecode() bool { return releases[r].prefillDecode }
 
 // ReadsPoolGroup reports whether the release's EPP reads InferencePools of the API group.
-func (r Release) ReadsPoolGroup(group string) bool { return slices.Contains(releases[r].poolGroups, group) }
+func (r Release) ReadsPoolGroup(group string) bool {
+	return slices.Contains(releases[r].poolGroups, group)
+}
 
 // PoolGroups are the API groups of the InferencePools the release's EPP reads.
 func (r Release) PoolGroups() []string { return slices.Clone(releases[r].poolGroups) }
@@ -192,9 +194,9 @@ func (r Release) LeaseName(namespace, pool string) string {
 type Flags struct {
 	PoolName, PoolNamespace, PoolGroup string
 	// ConfigFile is the configuration's path; unused by a release that reads none.
-	ConfigFile                          string
+	ConfigFile                            string
 	GRPCPort, GRPCHealthPort, MetricsPort int
-	Replicas                            int
+	Replicas                              int
 }
 
 // Args are the EPP's command line: as the release's chart or manifests pass it (GIE v1.5.0's
