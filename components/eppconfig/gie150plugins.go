@@ -261,44 +261,10 @@ var gie150Plugins = map[string]gie150Plugin{
 	"passthrough-parser": {kinds: gie150Parser, parameters: ignores},
 	// flowcontrol/saturationdetector/concurrency/config.go buildConfig.
 	"concurrency-detector": {kinds: gie150Filter | gie150SaturationDetector, parameters: lenient(concurrencyDetector{}, func(c *concurrencyDetector) error {
-		var errs []error
-		if c.MaxConcurrency != nil && *c.MaxConcurrency <= 0 {
-			errs = append(errs, fmt.Errorf("maxConcurrency must be strictly positive, got %d", *c.MaxConcurrency))
-		}
-		if c.Headroom != nil && *c.Headroom < 0 {
-			errs = append(errs, fmt.Errorf("headroom must be a non-negative value, got %f", *c.Headroom))
-		}
-		if c.MaxTokenConcurrency != nil && *c.MaxTokenConcurrency <= 0 {
-			errs = append(errs, fmt.Errorf("maxTokenConcurrency must be strictly positive, got %d", *c.MaxTokenConcurrency))
-		}
-		if c.ConcurrencyMode != nil && *c.ConcurrencyMode != "requests" && *c.ConcurrencyMode != "tokens" {
-			errs = append(errs, fmt.Errorf("unsupported concurrencyMode: %q", *c.ConcurrencyMode))
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("invalid concurrency detector configuration: %w", errors.Join(errs...))
-		}
-		return nil
+		return c.check("requests", "tokens")
 	})},
 	// flowcontrol/saturationdetector/utilization/config.go buildConfig.
-	"utilization-detector": {kinds: gie150Filter | gie150SaturationDetector, parameters: lenient(utilizationDetector{}, func(c *utilizationDetector) error {
-		var errs []error
-		if c.QueueDepthThreshold != nil && *c.QueueDepthThreshold <= 0 {
-			errs = append(errs, fmt.Errorf("queueDepthThreshold must be strictly positive, got %d", *c.QueueDepthThreshold))
-		}
-		if c.KVCacheUtilThreshold != nil && (*c.KVCacheUtilThreshold <= 0 || *c.KVCacheUtilThreshold > 1) {
-			errs = append(errs, fmt.Errorf("kvCacheUtilThreshold must be in (0.0, 1.0], got %f", *c.KVCacheUtilThreshold))
-		}
-		if c.MetricsStalenessThreshold != nil && c.MetricsStalenessThreshold.Duration <= 0 {
-			errs = append(errs, fmt.Errorf("metricsStalenessThreshold must be strictly positive, got %v", c.MetricsStalenessThreshold.Duration))
-		}
-		if c.Headroom != nil && *c.Headroom < 0 {
-			errs = append(errs, fmt.Errorf("headroom must be a non-negative value, got %f", *c.Headroom))
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("invalid utilization detector configuration: %w", errors.Join(errs...))
-		}
-		return nil
-	})},
+	"utilization-detector": {kinds: gie150Filter | gie150SaturationDetector, parameters: lenient(utilizationDetector{}, (*utilizationDetector).check)},
 }
 
 type (
@@ -346,6 +312,49 @@ type (
 		EndpointRoleLabel         string        `json:"endpointRoleLabel,omitempty"`
 	}
 )
+
+// check: flowcontrol/saturationdetector/concurrency/config.go validateConfig, with the modes of
+// the release (llm-d-router v0.10.0 adds "hybrid").
+func (c *concurrencyDetector) check(modes ...string) error {
+	var errs []error
+	if c.MaxConcurrency != nil && *c.MaxConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("maxConcurrency must be strictly positive, got %d", *c.MaxConcurrency))
+	}
+	if c.Headroom != nil && *c.Headroom < 0 {
+		errs = append(errs, fmt.Errorf("headroom must be a non-negative value, got %f", *c.Headroom))
+	}
+	if c.MaxTokenConcurrency != nil && *c.MaxTokenConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("maxTokenConcurrency must be strictly positive, got %d", *c.MaxTokenConcurrency))
+	}
+	if c.ConcurrencyMode != nil && !slices.Contains(modes, *c.ConcurrencyMode) {
+		errs = append(errs, fmt.Errorf("unsupported concurrencyMode: %q", *c.ConcurrencyMode))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid concurrency detector configuration: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// check: flowcontrol/saturationdetector/utilization/config.go validateConfig (the same in both releases).
+func (c *utilizationDetector) check() error {
+	var errs []error
+	if c.QueueDepthThreshold != nil && *c.QueueDepthThreshold <= 0 {
+		errs = append(errs, fmt.Errorf("queueDepthThreshold must be strictly positive, got %d", *c.QueueDepthThreshold))
+	}
+	if c.KVCacheUtilThreshold != nil && (*c.KVCacheUtilThreshold <= 0 || *c.KVCacheUtilThreshold > 1) {
+		errs = append(errs, fmt.Errorf("kvCacheUtilThreshold must be in (0.0, 1.0], got %f", *c.KVCacheUtilThreshold))
+	}
+	if c.MetricsStalenessThreshold != nil && c.MetricsStalenessThreshold.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("metricsStalenessThreshold must be strictly positive, got %v", c.MetricsStalenessThreshold.Duration))
+	}
+	if c.Headroom != nil && *c.Headroom < 0 {
+		errs = append(errs, fmt.Errorf("headroom must be a non-negative value, got %f", *c.Headroom))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid utilization detector configuration: %w", errors.Join(errs...))
+	}
+	return nil
+}
 
 // predictedLatencyScorerDefaults: scheduling/scorer/predictedlatency/scorer.go DefaultConfig.
 var predictedLatencyScorerDefaults = predictedLatencyScorer{
