@@ -240,6 +240,9 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 	if err != nil {
 		return nil, field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
 	}
+	if errs := checkPoolReach(tree); len(errs) > 0 {
+		return nil, errs
+	}
 	return tree, nil
 }
 
