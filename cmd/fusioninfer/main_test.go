@@ -150,7 +150,7 @@ func TestSummaryShowsTheRouter(t *testing.T) {
 	head := strings.Split(stdout, "---")[0]
 	assert.Contains(t, head, "# router: HTTPRoute qwen3-32b-pd-httproute -> InferencePool qwen3-32b-pd-pool (inference.networking.k8s.io/v1, port 8000)"+
 		" -> Endpoint Picker qwen3-32b-pd-epp (ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0, strategy pd-disaggregation)")
-	assert.Len(t, documents(t, stdout), 13, "PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
+	assert.Len(t, documents(t, stdout), 16, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
 }
 
 func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {

@@ -253,6 +253,11 @@ func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *co
 				"mooncake, offloading): use vLLM's NixlConnector, or set the router's endpointPicker.release to %s", EPPReleaseGIE)))
 	}
 	podSpec := &role.Template.Spec
+	if release == EPPReleaseLLMDRouter && podSpec.AutomountServiceAccountToken != nil && !*podSpec.AutomountServiceAccountToken {
+		errs = append(errs, field.Invalid(tplPath.Child("spec", "automountServiceAccountToken"), false,
+			"behind a router, the decode leaders' disaggregation sidecar reads the InferencePool and its pods with the pod's service account "+
+				"(its SSRF protection sends prefills only to the pool's pods): remove automountServiceAccountToken: false"))
+	}
 	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
 		for j := range containers {
 			if containers[j].Name == RoutingSidecarName {

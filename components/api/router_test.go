@@ -166,6 +166,9 @@ func TestRouterRules(t *testing.T) {
 				s.Spec.Roles[i].Template.Spec.Containers[0].Args = append(s.Spec.Roles[i].Template.Spec.Containers[0].Args, "--port", "8200")
 			}
 		}, "spec.roles[1].template.spec.containers[0].ports: Invalid value: 8200: behind a router, llm-d's routing sidecar serves the pool's port"},
+		{"the sidecar reads the pool with the pod's service account", func(s *InferenceService) {
+			s.Spec.Roles[1].Template.Spec.AutomountServiceAccountToken = ptr.To(false)
+		}, "spec.roles[1].template.spec.automountServiceAccountToken: Invalid value: false: behind a router, the decode leaders' disaggregation sidecar reads the InferencePool and its pods"},
 		{"the sidecar's name is free", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.InitContainers = []corev1.Container{{Name: RoutingSidecarName, Image: "busybox"}}
 		}, "spec.roles[1].template.spec.initContainers[0].name: Invalid value: \"llm-d-routing-sidecar\""},

@@ -164,6 +164,12 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 		return r.shadowService(ref), nil
 	case suffixHTTPRoute:
 		return r.httpRoute(ref), nil
+	case suffixSidecarServiceAccount:
+		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}, nil
+	case suffixSidecarRole:
+		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.sidecarRules()}, nil
+	case suffixSidecarRoleBinding:
+		return r.sidecarRoleBinding(ref), nil
 	}
 	return nil, fmt.Errorf("no router object has the suffix %q", ref.Suffix)
 }

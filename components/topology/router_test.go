@@ -17,6 +17,7 @@ import (
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
@@ -309,11 +310,44 @@ func TestPrefillDecodeRouting(t *testing.T) {
 			assert.Equal(t, "decode", tpl.Labels[topology.LabelPDRole])
 			sidecar := tpl.Spec.InitContainers[0]
 			assert.Equal(t, "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0", sidecar.Image)
-			assert.Equal(t, []string{"--port=8000", "--model-server-port=8200", "--kv-connector=nixlv2", "--inference-pool=llm/qwen3-32b-pd-pool", "--secure-proxy=false"}, sidecar.Args)
+			assert.Equal(t, []string{"--port=8000", "--model-server-port=8200", "--kv-connector=nixlv2", "--inference-pool=llm/qwen3-32b-pd-pool",
+				"--pool-group=inference.networking.k8s.io", "--enable-ssrf-protection=true", "--secure-proxy=false"}, sidecar.Args)
+			assert.Equal(t, "qwen3-32b-pd-disagg-sidecar", tpl.Spec.ServiceAccountName, "the account the sidecar watches the pool with")
 			assert.Equal(t, corev1.ContainerRestartPolicyAlways, *sidecar.RestartPolicy)
 			assert.Equal(t, []string{"--port", "8200"}, argsAfter(server.Args, "--port"), "vLLM moves to 8200")
 			assert.Equal(t, int32(8200), server.Ports[0].ContainerPort)
 			assert.Equal(t, intstr.FromInt32(8200), server.ReadinessProbe.HTTPGet.Port, "its probe follows it")
+		}
+	}
+	// SSRF protection: the sidecar lists and watches its pool by name and the namespace's pods,
+	// with permissions granted before the decode replicas start.
+	role := objectOf[*rbacv1.Role](t, tree, "qwen3-32b-pd-disagg-sidecar")
+	require.Len(t, role.Rules, 2)
+	assert.Equal(t, []string{"qwen3-32b-pd-pool"}, role.Rules[0].ResourceNames)
+	assert.Equal(t, []string{"pods"}, role.Rules[1].Resources)
+	assert.Equal(t, []string{"list", "watch"}, role.Rules[1].Verbs)
+	binding := objectOf[*rbacv1.RoleBinding](t, tree, "qwen3-32b-pd-disagg-sidecar")
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "qwen3-32b-pd-disagg-sidecar", Namespace: "llm"}}, binding.Subjects)
+	for _, o := range tree.Objects {
+		if lws, ok := o.Object.(*lwsv1.LeaderWorkerSet); ok {
+			assert.Equal(t, lws.Labels[topology.LabelComponentType] == "decoder", contains(o.DependsOn, "disagg-sidecar-rolebinding"), o.Name)
+		}
+	}
+	// A decode template naming its own account keeps it, and the Role is bound to it too.
+	own := routedStory(t, "qwen-pd-router.yaml", func(svc *api.InferenceService, _ *api.Role) {
+		for i := range svc.Spec.Roles {
+			if svc.Spec.Roles[i].ComponentType == api.ComponentTypeDecoder {
+				tpl := svc.Spec.Roles[i].Template.DeepCopy()
+				tpl.Spec.ServiceAccountName = "models-reader"
+				svc.Spec.Roles[i].Template = tpl
+			}
+		}
+	})
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "qwen3-32b-pd-disagg-sidecar", Namespace: "llm"}, {Kind: "ServiceAccount", Name: "models-reader", Namespace: "llm"}},
+		objectOf[*rbacv1.RoleBinding](t, own, "qwen3-32b-pd-disagg-sidecar").Subjects)
+	for _, lws := range leaderWorkerSets(own) {
+		if lws.Labels[topology.LabelComponentType] == "decoder" {
+			assert.Equal(t, "models-reader", lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.ServiceAccountName)
 		}
 	}
 	shadow := routedStory(t, "qwen-pd-router.yaml", func(_ *api.InferenceService, r *api.Role) { r.ShadowService = true })

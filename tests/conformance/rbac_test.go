@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -135,4 +137,86 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 	}
 	require.NotZero(t, checked, "the examples include routers")
 	require.ElementsMatch(t, api.EPPReleaseLLMDRouter.AllowedValues(), slices.Collect(maps.Keys(releases)), "the examples hold every release")
+}
+
+// TestDisaggSidecarPermissionsAreLeastPrivilege asks the API server's RBAC authorizer what the
+// decode leaders' disaggregation sidecar may do with the accounts its RoleBinding names: list and
+// watch its pool by name and the namespace's pods (what its SSRF protection's informers do:
+// llm-d-router v0.10.0 pkg/sidecar/proxy/allowlist.go), and nothing else.
+func TestDisaggSidecarPermissionsAreLeastPrivilege(t *testing.T) {
+	clientset, err := kubernetes.NewForConfig(testCluster.config)
+	require.NoError(t, err)
+	checked := 0
+	for file, trees := range exampleTrees(t) {
+		for _, tree := range trees {
+			var rbac []*unstructured.Unstructured
+			var subjects []string
+			for _, o := range tree.Objects {
+				if !strings.HasSuffix(o.Name, "-disagg-sidecar") {
+					continue
+				}
+				m, err := o.Unstructured()
+				require.NoError(t, err)
+				rbac = append(rbac, &unstructured.Unstructured{Object: m})
+				if binding, ok := o.Object.(*rbacv1.RoleBinding); ok {
+					for _, s := range binding.Subjects {
+						subjects = append(subjects, s.Name)
+					}
+				}
+			}
+			if len(rbac) == 0 {
+				continue
+			}
+			checked++
+			t.Run(file, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				ns, router := tree.Service.Namespace, tree.Service.Spec.Router()
+				require.NoError(t, testCluster.ensureNamespace(ctx, ns))
+				for _, obj := range rbac {
+					_, err := testCluster.apply(ctx, obj)
+					require.NoError(t, err)
+				}
+				defer func() {
+					for _, obj := range rbac {
+						_ = testCluster.delete(ctx, obj)
+					}
+				}()
+				pool, group := api.PoolName(tree.Service.Name), router.PoolGroup()
+				cases := []access{
+					{"list", group, "inferencepools", pool, ns, true},
+					{"watch", group, "inferencepools", pool, ns, true},
+					{"list", group, "inferencepools", "", ns, false},
+					{"update", group, "inferencepools", pool, ns, false},
+					{"list", "", "pods", "", ns, true},
+					{"watch", "", "pods", "", ns, true},
+					{"list", "", "pods", "", "kube-system", false},
+					{"delete", "", "pods", "", ns, false},
+					{"get", "", "secrets", "", ns, false},
+					{"create", "coordination.k8s.io", "leases", "", ns, false},
+				}
+				require.NotEmpty(t, subjects)
+				for _, subject := range subjects {
+					user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, subject)
+					for _, c := range cases {
+						require.NoError(t, waitFor(10*time.Second, func() error {
+							review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+								Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+									ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: c.verb, Group: c.group, Resource: c.resource,
+										Name: c.name, Namespace: c.namespace}}}, metav1.CreateOptions{})
+							if err != nil {
+								return err
+							}
+							if review.Status.Allowed != c.allowed {
+								return fmt.Errorf("%s: %s %s/%s %q in %s: allowed=%v, want %v", subject, c.verb, c.group, c.resource, c.name, c.namespace,
+									review.Status.Allowed, c.allowed)
+							}
+							return nil
+						}), "%+v", c)
+					}
+				}
+			})
+		}
+	}
+	require.NotZero(t, checked, "an example routes prefill/decode on llm-d-router")
 }
