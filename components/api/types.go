@@ -484,7 +484,8 @@ type EndpointPicker struct {
 	Release EndpointPickerRelease `json:"release,omitempty" pulumi:"release,optional" default:"llm-d-router-v0.10.0"`
 	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image string `json:"image,omitempty" pulumi:"image,optional"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves
+	// (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"1"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`

@@ -49,7 +49,8 @@ func (e *SelectError) Unwrap() error { return e.Err }
 // image is one of the two known repositories; otherwise llm-d's scheduler when the service is
 // prefill/decode or the configuration names a plugin only llm-d has, else the reference EPP.
 // Select does not load the configuration; Check does. That is the GIE v1.2.0 release's choice;
-// llm-d-router v0.10.0 (the default release) is one EPP for every strategy (selectRouter).
+// llm-d-router v0.10.0 (the default release) is one EPP for every strategy (selectRouter), GIE
+// v1.5.0 one for every single-profile strategy (selectGIE150), lwepp one without any (selectLWEPP).
 func Select(strategy, raw string, disaggregated bool, release Release, image string) (*Selection, *SelectError) {
 	if err := checkStrategy(strategy, disaggregated); err != nil {
 		return nil, &SelectError{Field: FieldStrategy, Err: err}

@@ -86,7 +86,7 @@ export interface EndpointPickerArgs {
      */
     release?: pulumi.Input<enums.EndpointPickerRelease | undefined>;
     /**
-     * Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+     * Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
      */
     replicas?: pulumi.Input<number | undefined>;
     /**
