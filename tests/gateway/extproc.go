@@ -12,6 +12,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/metadata"
 )
@@ -31,6 +32,14 @@ type exchange struct {
 	cancel context.CancelFunc
 }
 
+// peer is the address of the EPP at the other end of the stream.
+func (e *exchange) peer() string {
+	if p, ok := peer.FromContext(e.stream.Context()); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
 // pick is what the EPP decided for a request.
 type pick struct {
 	// endpoints are the endpoints to try, in order: the picked ones, then the fallback.
@@ -41,6 +50,7 @@ type pick struct {
 	// it routes the request nowhere.
 	immediate *extprocv3.ImmediateResponse
 	latency   time.Duration // from the request's headers sent to the EPP's answer to them
+	epp       string        // the EPP that answered, for an immediate response
 }
 
 // errProtocol is an answer of the EPP's that breaks the protocol.

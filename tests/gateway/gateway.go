@@ -60,6 +60,8 @@ type Record struct {
 	Picked      []string
 	Served, Pod string
 	PickLatency time.Duration
+	// EPP is the address of the Endpoint Picker that decided, ip:port.
+	EPP string
 	// EPPError is how the EPP failed the request; FailedOpen and FailedClosed what the pool's
 	// failure mode then made of it.
 	EPPError                 string
@@ -213,6 +215,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	headers := r.Header.Clone()
 	ex, p, err := g.decide(ctx, r, rec.ID, body)
+	if ex != nil {
+		rec.EPP = ex.peer()
+	}
+	if p != nil && p.epp != "" {
+		rec.EPP = p.epp
+	}
 	var endpoints []string
 	switch {
 	case err != nil && !state.failOpen():
@@ -282,6 +290,7 @@ func (g *Gateway) decide(ctx context.Context, r *http.Request, id string, body [
 		if err != nil {
 			return nil, nil, err
 		}
+		p.epp = ex.peer()
 		return nil, p, nil
 	}
 	return ex, p, nil

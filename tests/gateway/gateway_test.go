@@ -57,6 +57,7 @@ func TestGatewayFollowsTheEndpointPickerProtocol(t *testing.T) {
 			assert.Equal(t, got.server, got.header.Get(metadata.DestinationEndpointKey), "the destination header reaches the server")
 			assert.True(t, rec.Completed)
 			assert.Positive(t, rec.PickLatency)
+			assert.NotEmpty(t, rec.EPP, "the EPP that decided")
 		},
 	}, {
 		name: "a refused connection moves down the EPP's list",
@@ -103,7 +104,10 @@ func TestGatewayFollowsTheEndpointPickerProtocol(t *testing.T) {
 			return &fakeEPP{immediate: &extprocv3.ImmediateResponse{Status: &typev3.HttpStatus{Code: typev3.StatusCode_TooManyRequests}, Body: []byte("shed")}}
 		},
 		wantStatus: 429, wantServed: -1,
-		check: func(t *testing.T, rec Record, _ *upstreamRequest, _ http.Header) { assert.True(t, rec.Immediate) },
+		check: func(t *testing.T, rec Record, _ *upstreamRequest, _ http.Header) {
+			assert.True(t, rec.Immediate)
+			assert.NotEmpty(t, rec.EPP, "the EPP that answered")
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			upstreams, seen := startUpstreams(t, 3)
