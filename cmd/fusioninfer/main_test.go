@@ -93,17 +93,21 @@ func TestRenderStdinWithSeveralDocumentsAndNamespace(t *testing.T) {
 // TestRenderWarnsOfWhatTheEndpointPickerDeprecates: a configuration the Endpoint Picker still
 // loads but logs as deprecated renders, and stderr names the field and the replacement.
 func TestRenderWarnsOfWhatTheEndpointPickerDeprecates(t *testing.T) {
-	manifest, err := os.ReadFile("../../examples/manifests/router-v1alpha2-custom-epp.yaml")
+	manifest, err := os.ReadFile("../../examples/manifests/llama-router.yaml")
 	require.NoError(t, err)
-	old := strings.Replace(string(manifest), "apiVersion: llm-d.ai/v1alpha1", "apiVersion: inference.networking.x-k8s.io/v1alpha1", 1)
-	require.NotEqual(t, string(manifest), old, "the example's configuration names its apiVersion")
-	stdout, stderr, err := run(t, old, "render", "-f", "-")
+	configured := func(apiVersion string) string {
+		out := strings.Replace(string(manifest), "      strategy: prefix-cache\n", "      endpointPickerConfig: |\n        apiVersion: "+apiVersion+
+			"\n        kind: EndpointPickerConfig\n        plugins:\n        - type: queue-scorer\n", 1)
+		require.NotEqual(t, string(manifest), out, "the example's router names its strategy")
+		return out
+	}
+	stdout, stderr, err := run(t, configured("inference.networking.x-k8s.io/v1alpha1"), "render", "-f", "-")
 	require.NoError(t, err)
 	assert.NotEmpty(t, stdout)
-	assert.Contains(t, stderr, `warning: InferenceService "mistral-lora": spec.roles[1].endpointPickerConfig: apiVersion inference.networking.x-k8s.io/v1alpha1 is deprecated: use llm-d.ai/v1alpha1`)
-	_, stderr, err = run(t, "", "render", "-f", "../../examples/manifests/router-v1alpha2-custom-epp.yaml")
+	assert.Contains(t, stderr, `warning: InferenceService "llama-8b": spec.roles[1].endpointPickerConfig: apiVersion inference.networking.x-k8s.io/v1alpha1 is deprecated: use llm-d.ai/v1alpha1`)
+	_, stderr, err = run(t, configured("llm-d.ai/v1alpha1"), "render", "-f", "-")
 	require.NoError(t, err)
-	assert.NotContains(t, stderr, "warning", "the example is current")
+	assert.NotContains(t, stderr, "warning", "the current apiVersion")
 }
 
 func TestNamespaceFlagMustNotContradictTheManifest(t *testing.T) {
@@ -146,7 +150,7 @@ func TestSummaryShowsTheRouter(t *testing.T) {
 	head := strings.Split(stdout, "---")[0]
 	assert.Contains(t, head, "# router: HTTPRoute qwen3-32b-pd-httproute -> InferencePool qwen3-32b-pd-pool (inference.networking.k8s.io/v1, port 8000)"+
 		" -> Endpoint Picker qwen3-32b-pd-epp (ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0, strategy pd-disaggregation)")
-	assert.Len(t, documents(t, stdout), 13, "PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
+	assert.Len(t, documents(t, stdout), 16, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
 }
 
 func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {

@@ -31,7 +31,7 @@ func (ModelFlexibilityMode) AllowedValues() []string {
 func (PoolAPIVersion) AllowedValues() []string { return values(PoolV1, PoolV1Alpha2) }
 func (FailureMode) AllowedValues() []string    { return values(FailClose, FailOpen) }
 func (EndpointPickerRelease) AllowedValues() []string {
-	return values(EPPReleaseLLMDRouter, EPPReleaseGIE)
+	return values(EPPReleaseLLMDRouter, EPPReleaseGIE150, EPPReleaseGIE, EPPReleaseLWEPP)
 }
 
 // EnumOf is t's Enum when t is one of the input model's enumerations.

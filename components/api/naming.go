@@ -48,6 +48,10 @@ func EndpointPickerConfigName(serviceName string) string { return serviceName + 
 func HTTPRouteName(serviceName string) string            { return serviceName + "-httproute" }
 func ShadowServiceName(serviceName string) string        { return serviceName + "-shadow" }
 
+// DisaggSidecarName names the service account, Role and RoleBinding of the decode leaders'
+// disaggregation sidecar: {service}-disagg-sidecar.
+func DisaggSidecarName(serviceName string) string { return serviceName + "-disagg-sidecar" }
+
 // DualPodsControllerName names FMA's controller Deployment: {service}-dual-pods-controller.
 func DualPodsControllerName(serviceName string) string { return serviceName + "-dual-pods-controller" }
 

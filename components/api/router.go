@@ -93,8 +93,15 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 				longest, len(longest), validation.DNS1035LabelMaxLength)))
 		}
 	}
+	release := eppconfig.Release(role.EndpointPickerRelease())
 	switch role.PoolAPIVersion {
 	case "", PoolV1, PoolV1Alpha2:
+		if release.Known() && !release.ReadsPoolGroup(role.PoolGroup()) {
+			// The EPP watches its pool by --pool-group; one that caches only v1 pools never finds it.
+			errs = append(errs, field.Invalid(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, fmt.Sprintf(
+				"the Endpoint Picker of endpointPicker.release %s reads only %s InferencePools: use %s (the default), or endpointPicker.release %s, whose EPP reads %s pools",
+				release, strings.Join(release.PoolGroups(), ", "), PoolV1, EPPReleaseGIE, PoolV1Alpha2)))
+		}
 	default:
 		errs = append(errs, field.NotSupported(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, role.PoolAPIVersion.AllowedValues()))
 	}
@@ -114,7 +121,12 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		path := rolePath.Child(selErr.Field)
 		switch selErr.Field {
 		case eppconfig.FieldRelease:
-			errs = append(errs, field.NotSupported(rolePath.Child("endpointPicker", "release"), role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
+			releasePath := rolePath.Child("endpointPicker", "release")
+			if !release.Known() {
+				errs = append(errs, field.NotSupported(releasePath, role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
+			} else {
+				errs = append(errs, field.Invalid(releasePath, role.EndpointPickerRelease(), selErr.Err.Error()))
+			}
 		case eppconfig.FieldImage:
 			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
 		case eppconfig.FieldStrategy:
@@ -241,6 +253,11 @@ func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *co
 				"mooncake, offloading): use vLLM's NixlConnector, or set the router's endpointPicker.release to %s", EPPReleaseGIE)))
 	}
 	podSpec := &role.Template.Spec
+	if release == EPPReleaseLLMDRouter && podSpec.AutomountServiceAccountToken != nil && !*podSpec.AutomountServiceAccountToken {
+		errs = append(errs, field.Invalid(tplPath.Child("spec", "automountServiceAccountToken"), false,
+			"behind a router, the decode leaders' disaggregation sidecar reads the InferencePool and its pods with the pod's service account "+
+				"(its SSRF protection sends prefills only to the pool's pods): remove automountServiceAccountToken: false"))
+	}
 	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
 		for j := range containers {
 			if containers[j].Name == RoutingSidecarName {

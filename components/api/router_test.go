@@ -81,7 +81,39 @@ func TestRouterRules(t *testing.T) {
 		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--kv-transfer-config": llm-d-router v0.10.0's disaggregation sidecar has no LMCache connector`},
 		{"an unknown release", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Release: "llm-d-router-v0.9.0"}
-		}, `spec.roles[2].endpointPicker.release: Unsupported value: "llm-d-router-v0.9.0": supported values: "llm-d-router-v0.10.0", "gie-v1.2.0"`},
+		}, `spec.roles[2].endpointPicker.release: Unsupported value: "llm-d-router-v0.9.0": supported values: "llm-d-router-v0.10.0", "gie-v1.5.0", "gie-v1.2.0", "gie-lwepp-v1.6.0"`},
+		{"a v1alpha2 pool on an Endpoint Picker that reads only v1 pools", func(s *InferenceService) {
+			routerOf(s).PoolAPIVersion = PoolV1Alpha2
+		}, `spec.roles[2].poolApiVersion: Invalid value: "v1alpha2": the Endpoint Picker of endpointPicker.release llm-d-router-v0.10.0 reads only inference.networking.k8s.io InferencePools: use v1 (the default), or endpointPicker.release gie-v1.2.0`},
+		{"a v1alpha2 pool on GIE v1.5.0", func(s *InferenceService) {
+			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}, *routerOf(s)}
+			s.Spec.Roles[1].PoolAPIVersion = PoolV1Alpha2
+			s.Spec.Roles[1].EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE150}
+		}, `spec.roles[1].poolApiVersion: Invalid value: "v1alpha2": the Endpoint Picker of endpointPicker.release gie-v1.5.0 reads only inference.networking.k8s.io InferencePools`},
+		{"prefill/decode on GIE v1.5.0, with the way out", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE150}
+		}, `spec.roles[2].endpointPicker.release: Invalid value: "gie-v1.5.0": GIE v1.5.0's Endpoint Picker has no prefill/decode plugins (cmd/epp/runner/runner.go registers none): route a service with prefillers and decoders with endpointPicker.release llm-d-router-v0.10.0 (the default) or gie-v1.2.0`},
+		{"prefill/decode on lwepp", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseLWEPP}
+		}, `spec.roles[2].endpointPicker.release: Invalid value: "gie-lwepp-v1.6.0": GIE's lightweight Endpoint Picker picks round-robin and cannot route prefill/decode`},
+		{"a strategy on lwepp", func(s *InferenceService) {
+			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}, *routerOf(s)}
+			s.Spec.Roles[1].EndpointPicker = &EndpointPicker{Release: EPPReleaseLWEPP}
+			s.Spec.Roles[1].Strategy = "prefix-cache"
+		}, `spec.roles[1].strategy: Invalid value: "prefix-cache": endpointPicker.release gie-lwepp-v1.6.0 picks endpoints round-robin and reads no configuration: remove the strategy`},
+		{"a configuration on lwepp", func(s *InferenceService) {
+			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}, *routerOf(s)}
+			s.Spec.Roles[1].EndpointPicker = &EndpointPicker{Release: EPPReleaseLWEPP}
+			s.Spec.Roles[1].EndpointPickerConfig = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\n"
+		}, `spec.roles[1].endpointPickerConfig: Invalid value: "(the configuration)": endpointPicker.release gie-lwepp-v1.6.0 reads no configuration (cmd/lwepp has no --config-file)`},
+		{"an llm-d plugin on GIE v1.5.0", func(s *InferenceService) {
+			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}, *routerOf(s)}
+			s.Spec.Roles[1].EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE150}
+			s.Spec.Roles[1].EndpointPickerConfig = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: decode-filter\n"
+		}, `spec.roles[1].endpointPickerConfig: Invalid value: "(the configuration)": plugins[0]: plugin type 'decode-filter' is not registered in GIE v1.5.0's EPP`},
+		{"an lwepp image on the default release", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Image: "registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0"}
+		}, `spec.roles[2].endpointPicker.image: Invalid value: "registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0": registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0 is gateway-api-inference-extension lwepp's image; endpointPicker.release is llm-d-router-v0.10.0: set the release to gie-lwepp-v1.6.0`},
 		{"an image of another release", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Image: "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"}
 		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\": registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0 is gateway-api-inference-extension's image; endpointPicker.release is llm-d-router-v0.10.0"},
@@ -134,6 +166,9 @@ func TestRouterRules(t *testing.T) {
 				s.Spec.Roles[i].Template.Spec.Containers[0].Args = append(s.Spec.Roles[i].Template.Spec.Containers[0].Args, "--port", "8200")
 			}
 		}, "spec.roles[1].template.spec.containers[0].ports: Invalid value: 8200: behind a router, llm-d's routing sidecar serves the pool's port"},
+		{"the sidecar reads the pool with the pod's service account", func(s *InferenceService) {
+			s.Spec.Roles[1].Template.Spec.AutomountServiceAccountToken = ptr.To(false)
+		}, "spec.roles[1].template.spec.automountServiceAccountToken: Invalid value: false: behind a router, the decode leaders' disaggregation sidecar reads the InferencePool and its pods"},
 		{"the sidecar's name is free", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.InitContainers = []corev1.Container{{Name: RoutingSidecarName, Image: "busybox"}}
 		}, "spec.roles[1].template.spec.initContainers[0].name: Invalid value: \"llm-d-routing-sidecar\""},

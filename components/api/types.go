@@ -467,20 +467,25 @@ type EndpointPickerRelease string
 
 const (
 	EPPReleaseLLMDRouter EndpointPickerRelease = "llm-d-router-v0.10.0"
+	EPPReleaseGIE150     EndpointPickerRelease = "gie-v1.5.0"
 	EPPReleaseGIE        EndpointPickerRelease = "gie-v1.2.0"
+	EPPReleaseLWEPP      EndpointPickerRelease = "gie-lwepp-v1.6.0"
 )
 
 // EndpointPicker sets the router's Endpoint Picker Deployment.
 type EndpointPicker struct {
 	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0
 	// (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers,
-	// configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's
-	// inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The
-	// configuration is checked by that release's loader rules.
+	// configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no
+	// prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler
+	// v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2
+	// pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no
+	// strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release EndpointPickerRelease `json:"release,omitempty" pulumi:"release,optional" default:"llm-d-router-v0.10.0"`
 	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image string `json:"image,omitempty" pulumi:"image,optional"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves
+	// (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"1"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`

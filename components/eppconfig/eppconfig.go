@@ -1,12 +1,15 @@
-// Package eppconfig holds the Endpoint Picker (EPP) configurations a router role deploys:
-// presets for the routing strategies, strict parsing of a user's raw configuration, and a check
-// that applies the rules of the EPP's loader and of the factories of the plugins of the EPP
-// flavor that will run it, so that an accepted configuration is one the EPP accepts at start-up.
+// Package eppconfig holds the Endpoint Picker (EPP) configurations a router role deploys, for
+// the release its spec names (releases.go: llm-d-router v0.10.0 by default, GIE v1.5.0, GIE v1.2.0
+// and GIE's lightweight lwepp, which reads none): presets for the routing strategies, strict
+// parsing of a user's raw configuration, and a check that applies the rules of the release's
+// loader and of the factories of its plugins, so that an accepted configuration is one the EPP
+// accepts at start-up.
 //
-// The check does not link the EPP (its plugins bring grpc, controller-runtime and Prometheus:
-// about 500 packages, and more than half of the CLI's size): loader_test.go runs the EPP's own loader and plugin
-// factories beside it over a corpus of configurations and requires the same verdict on each
-// (docs/design/0017-a-light-cli.md).
+// The check does not link the EPPs (their plugins bring grpc, controller-runtime and Prometheus:
+// about 500 packages, and more than half of the CLI's size). The tests run the EPPs' own loaders
+// beside it where the module proxy serves them (GIE v1.2.0 linked in loader_test.go; GIE v1.5.0 as
+// a program of its own module, oracle/gie-v1.5.0) over corpora of configurations and require the
+// same verdict on each (docs/design/0017-a-light-cli.md, 0020-router-releases.md).
 package eppconfig
 
 import (
@@ -31,21 +34,11 @@ const (
 	// FlavorRouter is llm-d-router v0.10.0's Endpoint Picker: GIE's EPP moved to llm-d with
 	// llm-d's plugins (GIE v1.6.0's README), the default.
 	FlavorRouter Flavor = "llm-d-router"
+	// FlavorGIE150 is GIE v1.5.0's reference EPP.
+	FlavorGIE150 Flavor = "gateway-api-inference-extension v1.5.0"
+	// FlavorLWEPP is GIE v1.6.0's lightweight, round-robin EPP.
+	FlavorLWEPP Flavor = "gateway-api-inference-extension lwepp"
 )
-
-// Release is the EPP generation a router targets, as its spec names it.
-type Release string
-
-const (
-	// ReleaseRouter: llm-d-router v0.10.0's endpoint picker and disaggregation sidecar (default).
-	ReleaseRouter Release = "llm-d-router-v0.10.0"
-	// ReleaseGIE: GIE v1.2.0's reference EPP, and llm-d-inference-scheduler v0.4.0 with its
-	// routing sidecar v0.4.0 for prefill/decode or llm-d's plugins: what fusioninfer rendered before.
-	ReleaseGIE Release = "gie-v1.2.0"
-)
-
-// Releases are the release names, the default first.
-func Releases() []Release { return []Release{ReleaseRouter, ReleaseGIE} }
 
 // Images of each flavor, at the versions whose plugins this package registers.
 const (

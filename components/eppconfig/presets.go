@@ -132,15 +132,39 @@ func RouterPreset(strategy string, disaggregated bool) (*RouterConfig, error) {
 		cfg.SchedulingProfiles = []RouterSchedulingProfile{profile("prefill", PrefillFilter), profile("decode", DecodeFilter)}
 		return cfg, nil
 	}
-	scorers, ok := singleProfile[strategy]
-	if !ok {
-		return nil, unknownStrategy(strategy)
+	plugins, profiles, err := singleProfilePreset(strategy)
+	if err != nil {
+		return nil, err
 	}
-	cfg.SchedulingProfiles = []RouterSchedulingProfile{{Name: "default"}}
+	cfg.Plugins, cfg.SchedulingProfiles = plugins, profiles
+	return cfg, nil
+}
+
+// GIE150Preset is a strategy's configuration for GIE v1.5.0's EPP: the single-profile strategies'
+// scorers and weights (the unset strategy is its chart's default-plugins.yaml mix); the data layer
+// is left to the loader (defaults.go ensureDataLayer: metrics-data-source and
+// core-metrics-extractor with vLLM's metric names). It has no prefill/decode plugins.
+func GIE150Preset(strategy string) (*GIE150Config, error) {
+	plugins, profiles, err := singleProfilePreset(strategy)
+	if err != nil {
+		return nil, err
+	}
+	return &GIE150Config{APIVersion: GIE150GroupVersion, Kind: kindEndpointPickerConfig, Plugins: plugins, SchedulingProfiles: profiles}, nil
+}
+
+// singleProfilePreset is a single-profile strategy's scorers, in one "default" profile with their
+// weights; the loader adds the picker and the profile handler.
+func singleProfilePreset(strategy string) ([]RouterPlugin, []RouterSchedulingProfile, error) {
+	scorers, ok := singleProfile[strategy]
+	if !ok || strategy == StrategyPDDisaggregation {
+		return nil, nil, unknownStrategy(strategy)
+	}
+	var plugins []RouterPlugin
+	profile := RouterSchedulingProfile{Name: "default"}
 	for _, s := range scorers {
 		w := float64(s.weight)
-		cfg.Plugins = append(cfg.Plugins, RouterPlugin{Type: s.pluginType, Name: s.pluginType})
-		cfg.SchedulingProfiles[0].Plugins = append(cfg.SchedulingProfiles[0].Plugins, RouterSchedulingPlugin{PluginRef: s.pluginType, Weight: &w})
+		plugins = append(plugins, RouterPlugin{Type: s.pluginType, Name: s.pluginType})
+		profile.Plugins = append(profile.Plugins, RouterSchedulingPlugin{PluginRef: s.pluginType, Weight: &w})
 	}
-	return cfg, nil
+	return plugins, []RouterSchedulingProfile{profile}, nil
 }

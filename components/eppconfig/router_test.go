@@ -1,6 +1,7 @@
 package eppconfig
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,9 @@ schedulingProfiles: [{name: prefill}, {name: decode}]`,
 		{name: "an unknown plugin", raw: `plugins:
 - type: prefix-scorer`,
 			wantErr: []string{"plugins[0]", "plugin type 'prefix-scorer' is not registered in llm-d-router v0.10.0", "prefix-cache-scorer"}},
+		{name: "a plugin GIE v1.5.0 had and llm-d-router v0.10.0 removed, with its replacement", raw: `plugins:
+- type: predicted-latency-scorer`,
+			wantErr: []string{"plugins[0]: plugin type 'predicted-latency-scorer' was removed from llm-d-router: use predicted-latency-producer with latency-scorer"}},
 		{name: "an Alpha plugin", raw: `plugins:
 - type: session-affinity-scorer`,
 			wantErr: []string{"plugins[0]", "Alpha stability level", "--allow-experimental-plugins"}},
@@ -231,14 +235,136 @@ func TestSelectRouter(t *testing.T) {
 	_, err = Select("", "", false, ReleaseRouter, ImageGIE)
 	require.NotNil(t, err)
 	assert.Equal(t, FieldImage, err.Field)
-	assert.ErrorContains(t, err, "set the release to gie-v1.2.0")
+	assert.ErrorContains(t, err, "set the release to gie-v1.5.0 or gie-v1.2.0")
 
 	_, err = Select("", "", false, "llm-d-router-v0.9.0", "")
 	require.NotNil(t, err)
 	assert.Equal(t, FieldRelease, err.Field)
-	assert.ErrorContains(t, err, "one of [llm-d-router-v0.10.0 gie-v1.2.0]")
+	assert.ErrorContains(t, err, "one of [llm-d-router-v0.10.0 gie-v1.5.0 gie-v1.2.0 gie-lwepp-v1.6.0]")
 
 	sel, err = Select("", "", false, ReleaseGIE, "")
 	require.Nil(t, err)
 	assert.Equal(t, ImageGIE, sel.Image, "the older release stays selectable")
+}
+
+// routerIgnoresParameters are the Beta plugins of llm-d-router v0.10.0 whose factories take
+// `_ *json.Decoder`: they read no parameters and ignore what they are given.
+var routerIgnoresParameters = []string{
+	"models-data-extractor", "endpoint-notification-source", "global-strict-fairness-policy", "round-robin-fairness-policy",
+	"fcfs-ordering-policy", "edf-ordering-policy", "slo-deadline-ordering-policy", "destination-endpoint-served-verifier",
+	"anthropic-parser", "openai-parser", "passthrough-parser", "vertexai-parser", "vllmgrpc-parser", "vllmhttp-parser",
+	DecodeFilter, PrefillFilter, "encode-filter", "always-disagg-multimodal-decider", AlwaysDisaggPDDecider, SingleProfileHandler,
+	KVCacheUtilizationScorer, LoRAAffinityScorer, QueueScorer, "running-requests-size-scorer", "header-based-testing-filter",
+}
+
+// TestEveryRouterPluginsParametersAreModelled: every Beta plugin of v0.10.0 either reads no
+// parameters or has its factory's check; none has both.
+func TestEveryRouterPluginsParametersAreModelled(t *testing.T) {
+	for name, spec := range routerPlugins {
+		if spec.alpha {
+			assert.Nil(t, spec.parameters, "%s is refused as Alpha before its parameters matter", name)
+			continue
+		}
+		ignores := slices.Contains(routerIgnoresParameters, name)
+		assert.NotEqual(t, ignores, spec.parameters != nil, "%s: ignores its parameters (%v) or has a check (%v)", name, ignores, spec.parameters != nil)
+	}
+	for name := range routerParameters {
+		assert.Contains(t, routerPlugins, name)
+	}
+}
+
+// TestRouterPluginParameters: the strict parameters of llm-d-router v0.10.0's Beta plugins, each
+// case a plugin's parameters that its factory refuses (with the path and the factory's words) or
+// accepts.
+func TestRouterPluginParameters(t *testing.T) {
+	cases := []struct {
+		plugin, parameters string
+		want               string // empty: accepted
+	}{
+		{"label-selector-filter", `{matchLabels: {tier: gold}}`, ""},
+		{"label-selector-filter", `{matchExpressions: [{key: tier, operator: Near}]}`, `"Near" is not a valid label selector operator`},
+		{"label-selector-filter", `{label: tier}`, `unknown field "label"`},
+		{"by-label", `{label: tier}`, "either 'validValues' must be non-empty or 'allowsNoLabel' must be true"},
+		{"by-label", ``, "'label' must be specified"},
+		{"data-parallel-profile-handler", `{primaryPort: 70000}`, "invalid primaryPort: must be between 1 and 65535, got 70000"},
+		{"disagg-headers-handler", `{prefillProfile: p, decodeProfile: d}`, `unknown field "decodeProfile"`},
+		{"load-aware-scorer", `{threshold: 64}`, ""},
+		{"load-aware-scorer", `{queueThreshold: 64}`, `unknown field "queueThreshold"`},
+		{"active-request-scorer", `{requestTimeout: 2m, idleThreshold: 2, maxBusyScore: 0.5}`, ""},
+		{"active-request-scorer", `{idleThreshold: two}`, "cannot unmarshal string"},
+		{"context-length-aware", `{label: ""}`, "'label' must be specified"},
+		{"no-hit-lru-scorer", `{lruSize: 1024}`, ""},
+		{"no-hit-lru-scorer", `{lruCapacity: 1024}`, `unknown field "lruCapacity"`},
+		{"mm-embeddings-cache-scorer", `{producer: x}`, `unknown field "producer"`},
+		{"precise-prefix-cache-producer", `{indexerConfig: {tokenizersPoolConfig: {modelName: m}}}`, "tokenizersPoolConfig is not supported; configure a token-producer plugin instead"},
+		{"precise-prefix-cache-producer", `{indexerConfig: null}`, "indexerConfig is required"},
+		{"precise-prefix-cache-producer", `{speculativeIndexing: true, cacheSize: 1}`, `unknown field "cacheSize"`},
+		{"approx-prefix-cache-producer", `{autoTune: false, blockSizeTokens: 0}`, "BlockSizeTokens must be > 0 when AutoTune is disabled"},
+		{"approx-prefix-cache-producer", `{blockSize: 64}`, ""},
+		{"approx-prefix-cache-producer", `{maxPrefixTokensToMatch: -1}`, "MaxPrefixTokensToMatch must be >= 0"},
+		{"inflight-load-producer", `{outputRatio: -0.5}`, "outputRatio must be non-negative"},
+		{"inflight-load-producer", `{maxEstimatedOutputTokens: -1}`, "maxEstimatedOutputTokens must be non-negative"},
+		{"predicted-latency-producer", `{sloBufferFactor: 0}`, "sloBufferFactor must be > 0, got 0"}, // an explicit 0 replaces the default
+		{"predicted-latency-producer", `{sloBufferFactor: -1}`, "sloBufferFactor must be > 0"},
+		{"predicted-latency-producer", `{predictInPrepareData: true}`, `unknown field "predictInPrepareData": llm-d-router v0.10.0 removed it from predicted-latency-producer; use predictInProduce`},
+		{"mm-embeddings-cache-producer", `{cacheSizeInMBPerServer: 512}`, ""},
+		{"session-id-producer", ``, "requires exactly one of headerName or cookieName to be set"},
+		{"session-id-producer", `{headerName: x-session, cookieName: sid}`, "not both"},
+		{"session-id-producer", `{headerName: x-session}`, ""},
+		{"token-producer", `{modelName: m, estimate: {}}`, "only one of 'estimate', 'vllm', or 'udsTokenizerConfig' may be set"},
+		{"token-producer", `{vllm: {url: "http://localhost:8200"}}`, "'modelName' must be specified"},
+		{"token-producer", `{modelName: m, vllm: {timeout: soon}}`, "invalid 'timeout'"},
+		{"token-producer", `{estimate: {image: {mode: exact}}}`, `estimate.image.mode must be "dynamic" or "static"`},
+		{"token-producer", `{estimate: {video: {frames: {mode: sampled, sampled: {sampleFPS: 2}}}}}`, ""},
+		{"latency-slo-admitter", `{latencyPredictionInfoProducerName: p}`, ""},
+		{"latency-slo-admitter", `{threshold: 1}`, `unknown field "threshold"`},
+		{"probabilistic-admitter", `{power: 0}`, "power must be > 0"},
+		{"probabilistic-admitter", `{k: -1}`, "k must be > 0"},
+		{"request-attribute-reporter", ``, "attributes must contain exactly one entry"},
+		{"request-attribute-reporter", `{attributes: [{key: {name: tokens}, expression: usage.total_tokens}]}`, ""},
+		{"request-attribute-reporter", `{attributes: [{key: {name: tokens}}]}`, "attributes[0].expression cannot be empty"},
+		{"program-aware-fairness", `{strategy: wfq}`, `unknown scoring strategy "wfq"`},
+		{"program-aware-fairness", `{lasDecayFactor: 1.5}`, "lasDecayFactor must be in (0, 1]"},
+		{"static-usage-limit-policy", `{threshold: 0.9}`, ""},
+		{"concurrency-detector", `{concurrencyMode: hybrid}`, ""},
+		{"concurrency-detector", `{concurrencyMode: bytes}`, `unsupported concurrencyMode: "bytes"`},
+		{"utilization-detector", `{kvCacheUtilThreshold: 1.5}`, "kvCacheUtilThreshold must be in (0.0, 1.0]"},
+		{"utilization-detector", `{metricsStalenessThreshold: 1m}`, ""},
+		{"metrics-data-source", `{scheme: https, port: 8443, interval: 100ms}`, ""},
+		{"metrics-data-source", `{port: 0}`, "invalid port 0"},
+		{"metrics-data-source", `{interval: often}`, `invalid interval "often"`},
+		{"models-data-source", `{port: 8000}`, `unknown field "port"`},
+		{"core-metrics-extractor", `{engineConfigs: [{name: sim, kvUsageSpec: "kv_usage{tier=gold}", customMetrics: [{attributeKey: k, metricSpec: "m1"}]}], defaultEngine: sim}`, ""},
+		{"core-metrics-extractor", `{engineConfigs: [{name: sim, kvUsageSpec: "rate(kv[5m])"}]}`, "not a valid metric specification"},
+		{"core-metrics-extractor", `{defaultEngine: tgi}`, `defaultEngine "tgi" not found in engineConfigs`},
+		{"k8s-notification-source", ``, "requires parameters (group, version, kind)"},
+		{"k8s-notification-source", `{version: v1, kind: ConfigMap}`, ""},
+		{"file-discovery", `{watchFile: true}`, "'path' parameter is required"},
+		{"prefix-cache-affinity-filter", `{ttftSource: latencyPredictor}`, ""},
+		{"prefix-cache-affinity-filter", `{ttftSource: guess}`, "ttftSource must be"},
+		{"prefix-cache-affinity-filter", `{peakPrefillThroughput: 0, maxTTFTPenaltyMs: 100}`, "peakPrefillThroughput must be > 0 when ttftSource is prefillThroughput"},
+		{"slo-headroom-tier-filter", `{epsilonExploreNeg: 2}`, "epsilonExploreNeg must be in [0, 1]"},
+		{"latency-scorer", `{ttftWeight: 0.5, headroomSelectionStrategy: most}`, ""},
+		{"token-load-scorer", `{queueThresholdTokens: many}`, "cannot unmarshal string"},
+		{"queue-scorer", `{anything: 1}`, ""}, // its factory reads none
+	}
+	for _, tc := range cases {
+		t.Run(tc.plugin+" "+tc.parameters, func(t *testing.T) {
+			raw := routerHeader + "plugins:\n- type: queue-scorer\n  name: q\n- type: " + tc.plugin + "\n"
+			if tc.parameters != "" {
+				raw += "  parameters: " + tc.parameters + "\n"
+			}
+			raw += "schedulingProfiles: [{name: default, plugins: [{pluginRef: q}]}]\n"
+			sel, selErr := Select("", raw, false, ReleaseRouter, "")
+			require.Nil(t, selErr)
+			err := sel.Check()
+			if tc.want == "" {
+				require.Nil(t, err)
+				return
+			}
+			require.NotNil(t, err)
+			assert.ErrorContains(t, err, "plugins[1]")
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
 }

@@ -25,17 +25,16 @@ type routerPluginSpec struct {
 	alpha bool
 	// replacement and removedIn: a deprecated plugin (registry.go RegisterDeprecated), which loads with a warning.
 	replacement, removedIn string
-	// parameters is the factory's check of its parameters, decoded strictly; nil when the project
-	// does not model them (the factory's own rules are left to the EPP) or the factory reads none.
-	parameters func(raw json.RawMessage, byName map[string]routerInstance) ([]string, error)
+	// parameters is the factory's check of its parameters, decoded strictly (routerparameters.go);
+	// nil when the factory reads none (it takes `_ *json.Decoder` and ignores what it is given).
+	parameters routerParamCheck
 	// needsDefaults: the factory checks something even without parameters (a default dependency).
 	needsDefaults bool
 }
 
 // routerPlugins are the plugin types cmd/epp/runner/runner.go registerInTreePlugins registers in
-// llm-d-router v0.10.0, with their stability (fwkplugin.StabilityAlpha or Beta) and deprecations.
-// The factories whose parameters are modelled here are the ones the project's presets use and
-// their deprecated predecessors; the others are checked by name and stability only.
+// llm-d-router v0.10.0, with their stability (fwkplugin.StabilityAlpha or Beta), deprecations and
+// the checks of every Beta factory that reads parameters (routerparameters.go).
 var routerPlugins = func() map[string]routerPluginSpec {
 	specs := map[string]routerPluginSpec{}
 	for _, name := range []string{
@@ -101,18 +100,11 @@ var routerPlugins = func() map[string]routerPluginSpec {
 	deprecate(PrefillHeaderHandler, DisaggProfileHandler+" (it sets the prefill header itself)", "v0.11.0")
 	deprecate(PDProfileHandler, DisaggProfileHandler+" with a "+PrefixBasedPDDecider, "v0.9.0 (still registered in v0.10.0)")
 	deprecate("tokenizer", "token-producer", "v0.11.0")
-	with := func(name string, check func(json.RawMessage, map[string]routerInstance) ([]string, error), needsDefaults bool) {
+	for name, check := range routerParameters {
 		spec := specs[name]
-		spec.parameters, spec.needsDefaults = check, needsDefaults
+		spec.parameters, spec.needsDefaults = check, needsParameters[name]
 		specs[name] = spec
 	}
-	with(PrefixCacheScorer, routerPrefixCacheScorer, false)
-	for _, picker := range []string{MaxScorePicker, RandomPicker, WeightedRandomPicker} {
-		with(picker, strictOnly[pickerParameters](), false)
-	}
-	with(PrefixBasedPDDecider, routerPrefixBasedDecider, false)
-	with(DisaggProfileHandler, routerDisaggProfileHandler, false)
-	with(PDProfileHandler, routerPDProfileHandler, true)
 	return specs
 }()
 
@@ -122,7 +114,11 @@ const deciderKind kind = otherKind + 1
 // removedRouterPlugins are plugin types earlier targets had and llm-d-router v0.10.0 no longer
 // registers, with what replaces them. (Every plugin of GIE v1.2.0 and of llm-d-inference-scheduler
 // v0.4.0 is still registered in v0.10.0; the ones deprecated there are warned of above.)
-var removedRouterPlugins = map[string]string{}
+var removedRouterPlugins = map[string]string{
+	// GIE v1.5.0's monolithic latency scorer; llm-d-router v0.10.0's runner registers its parts
+	// (GIE v1.5.0's chart, latencyPredictor.enabled, configures the same parts).
+	"predicted-latency-scorer": "predicted-latency-producer with latency-scorer (and slo-headroom-tier-filter, prefix-cache-affinity-filter to filter by predicted latency)",
+}
 
 // removedParameters are parameters the v0.10.0 factories no longer read, which their strict
 // decoders refuse, with where they went.
@@ -135,6 +131,8 @@ var removedParameters = map[string]map[string]string{
 	},
 	// llm-d-inference-scheduler v0.4.0's pd-profile-handler decided by itself; v0.10.0's asks a decider.
 	PDProfileHandler: {"threshold": PrefixBasedPDDecider + "'s nonCachedTokens", "hashBlockSize": PrefixBasedPDDecider},
+	// GIE v1.5.0's predicted-latency-producer predicted in PrepareData; v0.10.0's in Produce.
+	"predicted-latency-producer": {"predictInPrepareData": "predictInProduce"},
 }
 
 // strict decodes parameters as fwkplugin.StrictDecoder does (encoding/json with

@@ -12,9 +12,11 @@ import (
 type Selection struct {
 	// Release is the EPP generation the router targets (the router's endpointPicker.release).
 	Release Release
-	// Config is the configuration of the GIE v1.2.0 release's flavors; Router that of llm-d-router.
+	// Config is the configuration of the GIE v1.2.0 release's flavors; Router that of llm-d-router;
+	// GIE150 that of GIE v1.5.0; none for lwepp, which reads none.
 	Config *configapi.EndpointPickerConfig
 	Router *RouterConfig
+	GIE150 *GIE150Config
 	Flavor Flavor
 	Image  string
 	// Warnings are what the EPP logs as deprecated in the configuration; it still loads.
@@ -47,7 +49,8 @@ func (e *SelectError) Unwrap() error { return e.Err }
 // image is one of the two known repositories; otherwise llm-d's scheduler when the service is
 // prefill/decode or the configuration names a plugin only llm-d has, else the reference EPP.
 // Select does not load the configuration; Check does. That is the GIE v1.2.0 release's choice;
-// llm-d-router v0.10.0 (the default release) is one EPP for every strategy (selectRouter).
+// llm-d-router v0.10.0 (the default release) is one EPP for every strategy (selectRouter), GIE
+// v1.5.0 one for every single-profile strategy (selectGIE150), lwepp one without any (selectLWEPP).
 func Select(strategy, raw string, disaggregated bool, release Release, image string) (*Selection, *SelectError) {
 	if err := checkStrategy(strategy, disaggregated); err != nil {
 		return nil, &SelectError{Field: FieldStrategy, Err: err}
@@ -55,6 +58,10 @@ func Select(strategy, raw string, disaggregated bool, release Release, image str
 	switch release {
 	case "", ReleaseRouter:
 		return selectRouter(strategy, raw, disaggregated, image)
+	case ReleaseGIE150:
+		return selectGIE150(strategy, raw, disaggregated, image)
+	case ReleaseLWEPP:
+		return selectLWEPP(strategy, raw, disaggregated, image)
 	case ReleaseGIE:
 	default:
 		return nil, &SelectError{Field: FieldRelease, Err: fmt.Errorf("unknown release %q: one of %v", release, Releases())}
@@ -79,8 +86,10 @@ func Select(strategy, raw string, disaggregated bool, release Release, image str
 	}
 	if image == "" {
 		sel.Image = sel.Flavor.DefaultImage()
-	} else if flavor, known := imageFlavor(image); known {
+	} else if flavor, known := imageFlavor(image); known && (flavor == FlavorGIE || flavor == FlavorLLMD) {
 		sel.Flavor = flavor
+	} else if known {
+		return nil, checkImage(ReleaseGIE, image, FlavorGIE, ImageGIE)
 	}
 	return sel, nil
 }
@@ -88,6 +97,18 @@ func Select(strategy, raw string, disaggregated bool, release Release, image str
 // Check loads the selection's configuration with its flavor's plugins. A preset that does not
 // load means the image is of the wrong flavor (a prefill/decode service on the reference EPP).
 func (s *Selection) Check() *SelectError {
+	switch s.Flavor {
+	case FlavorLWEPP:
+		return nil
+	case FlavorGIE150:
+		if err := CheckGIE150(s.GIE150); err != nil {
+			if s.custom {
+				return &SelectError{Field: FieldEndpointPickerConfig, Err: err}
+			}
+			return &SelectError{Field: FieldStrategy, Err: fmt.Errorf("the preset does not load in GIE v1.5.0: %w", err)}
+		}
+		return nil
+	}
 	if s.Flavor == FlavorRouter {
 		warnings, err := CheckRouter(s.Router)
 		if err != nil {
@@ -147,6 +168,8 @@ func imageFlavor(image string) (Flavor, bool) {
 	switch {
 	case strings.HasSuffix(repository, "/llm-d-router-endpoint-picker"):
 		return FlavorRouter, true
+	case strings.HasSuffix(repository, "/gateway-api-inference-extension/lwepp"):
+		return FlavorLWEPP, true
 	case strings.HasSuffix(repository, "/llm-d-inference-scheduler"):
 		return FlavorLLMD, true
 	case strings.HasSuffix(repository, "/gateway-api-inference-extension/epp"):
@@ -155,12 +178,90 @@ func imageFlavor(image string) (Flavor, bool) {
 	return "", false
 }
 
-// Text is the configuration as the EPP's ConfigMap holds it.
+// Text is the configuration as the EPP's ConfigMap holds it; empty for lwepp, which reads none.
 func (s *Selection) Text() (string, error) {
-	if s.Flavor == FlavorRouter {
+	switch s.Flavor {
+	case FlavorRouter:
 		return MarshalRouter(s.Router)
+	case FlavorGIE150:
+		return MarshalGIE150(s.GIE150)
+	case FlavorLWEPP:
+		return "", nil
 	}
 	return Marshal(s.Config)
+}
+
+// checkImage refuses an image of another known repository than the release's own: the release
+// names the EPP, the image only where it is pulled from; an image of an unknown repository is
+// taken to be a build of the release's.
+func checkImage(release Release, image string, own Flavor, ownImage string) *SelectError {
+	if flavor, known := imageFlavor(image); known && flavor != own {
+		return &SelectError{Field: FieldImage, Err: fmt.Errorf("%s is %s's image; endpointPicker.release is %s: set the release to %s or use an image of %s",
+			image, flavor, release, strings.Join(releasesOfImages[flavor], " or "), ownImage[:strings.LastIndex(ownImage, ":")])}
+	}
+	return nil
+}
+
+// releasesOfImages are the releases whose images are of a known repository.
+var releasesOfImages = map[Flavor][]string{
+	FlavorRouter: {string(ReleaseRouter)},
+	FlavorGIE:    {string(ReleaseGIE150), string(ReleaseGIE)},
+	FlavorLLMD:   {string(ReleaseGIE)},
+	FlavorLWEPP:  {string(ReleaseLWEPP)},
+}
+
+// selectGIE150: GIE v1.5.0's reference EPP runs every single-profile strategy; it has no
+// prefill/decode plugins.
+func selectGIE150(strategy, raw string, disaggregated bool, image string) (*Selection, *SelectError) {
+	if disaggregated {
+		return nil, &SelectError{Field: FieldRelease, Err: fmt.Errorf("GIE v1.5.0's Endpoint Picker has no prefill/decode plugins "+
+			"(cmd/epp/runner/runner.go registers none): route a service with prefillers and decoders with endpointPicker.release %s (the default) or %s",
+			ReleaseRouter, ReleaseGIE)}
+	}
+	sel := &Selection{Release: ReleaseGIE150, Flavor: FlavorGIE150, Image: cmpOr(image, ImageGIE150)}
+	if image != "" {
+		if err := checkImage(ReleaseGIE150, image, FlavorGIE, ImageGIE150); err != nil {
+			return nil, err
+		}
+	}
+	if raw != "" {
+		cfg, warnings, err := ParseGIE150(raw)
+		if err != nil {
+			return nil, &SelectError{Field: FieldEndpointPickerConfig, Err: err}
+		}
+		sel.GIE150, sel.Warnings, sel.custom = cfg, warnings, true
+		return sel, nil
+	}
+	cfg, err := GIE150Preset(strategy)
+	if err != nil {
+		return nil, &SelectError{Field: FieldStrategy, Err: err}
+	}
+	sel.GIE150 = cfg
+	return sel, nil
+}
+
+// selectLWEPP: GIE v1.6.0's lightweight EPP picks round-robin among the pool's ready pods and reads
+// no configuration (cmd/lwepp/main.go), so no strategy or configuration applies to it, and it
+// cannot route prefill/decode.
+func selectLWEPP(strategy, raw string, disaggregated bool, image string) (*Selection, *SelectError) {
+	switch {
+	case disaggregated:
+		return nil, &SelectError{Field: FieldRelease, Err: fmt.Errorf("GIE's lightweight Endpoint Picker picks round-robin and cannot route prefill/decode: "+
+			"route a service with prefillers and decoders with endpointPicker.release %s (the default) or %s", ReleaseRouter, ReleaseGIE)}
+	case strategy != StrategyDefault:
+		return nil, &SelectError{Field: FieldStrategy, Err: fmt.Errorf("endpointPicker.release %s picks endpoints round-robin and reads no configuration: "+
+			"remove the strategy, or choose a release with scorers (%s, %s)", ReleaseLWEPP, ReleaseRouter, ReleaseGIE150)}
+	case raw != "":
+		return nil, &SelectError{Field: FieldEndpointPickerConfig, Err: fmt.Errorf("endpointPicker.release %s reads no configuration (cmd/lwepp has no --config-file): "+
+			"remove it, or choose a release that reads one (%s, %s)", ReleaseLWEPP, ReleaseRouter, ReleaseGIE150)}
+	}
+	sel := &Selection{Release: ReleaseLWEPP, Flavor: FlavorLWEPP, Image: cmpOr(image, ImageLWEPP)}
+	if image != "" {
+		if err := checkImage(ReleaseLWEPP, image, FlavorLWEPP, ImageLWEPP); err != nil {
+			return nil, err
+		}
+	}
+	return sel, nil
 }
 
 // selectRouter: llm-d-router v0.10.0 runs every strategy and prefill/decode in one image; an
@@ -170,9 +271,8 @@ func selectRouter(strategy, raw string, disaggregated bool, image string) (*Sele
 	sel := &Selection{Release: ReleaseRouter, Flavor: FlavorRouter, Image: image}
 	if image == "" {
 		sel.Image = ImageRouter
-	} else if flavor, known := imageFlavor(image); known && flavor != FlavorRouter {
-		return nil, &SelectError{Field: FieldImage, Err: fmt.Errorf("%s is %s's image; endpointPicker.release is %s: set the release to %s or use an image of %s",
-			image, flavor, ReleaseRouter, ReleaseGIE, ImageRouter[:strings.LastIndex(ImageRouter, ":")])}
+	} else if err := checkImage(ReleaseRouter, image, FlavorRouter, ImageRouter); err != nil {
+		return nil, err
 	}
 	if raw != "" {
 		cfg, warnings, err := ParseRouter(raw)

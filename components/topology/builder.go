@@ -142,6 +142,9 @@ func Plan(svc *api.InferenceService, resolved *api.Resolved) ([]Ref, error) {
 	// The models' claims and downloads next: the servers are created after their model is in place.
 	models, serversAfter := modelRefs(svc, resolved.Models)
 	refs = append(refs, models...)
+	// The decode leaders' sidecar reads the pool with the permissions it is given first.
+	sidecar := disaggSidecarRefs(svc)
+	refs = append(refs, sidecar...)
 	var lwsDependsOn []string
 	if spec.GangScheduled() {
 		refs = append(refs, Ref{TypeMeta: KindPodGroup, Name: api.PodGroupName(svc.Name), Namespace: svc.Namespace, Suffix: podGroupSuffix})
@@ -164,6 +167,9 @@ func Plan(svc *api.InferenceService, resolved *api.Resolved) ([]Ref, error) {
 		}
 		if spec.ModelOf(role) != nil {
 			roleDependsOn = append(append([]string{}, roleDependsOn...), serversAfter[api.ModelOwner(role)]...)
+		}
+		if len(sidecar) > 0 && role.ComponentType == api.ComponentTypeDecoder {
+			roleDependsOn = append(append([]string{}, roleDependsOn...), suffixSidecarRoleBinding)
 		}
 		roleOrder = append(roleOrder, role.Name)
 		if role.Autoscaled() {
@@ -239,6 +245,9 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 	tree, err := build(WithDefaults(svc), resolved)
 	if err != nil {
 		return nil, field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	}
+	if errs := checkPoolReach(tree); len(errs) > 0 {
+		return nil, errs
 	}
 	return tree, nil
 }

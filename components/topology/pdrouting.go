@@ -1,10 +1,12 @@
 package topology
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -58,14 +60,22 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 	}
 	if routing.Selection.Flavor == eppconfig.FlavorRouter {
 		// llm-d-router v0.10.0's pkg/sidecar/proxy/options.go AddFlags: --model-server-port
-		// replaces the deprecated --vllm-port, --kv-connector the old --connector, and
-		// --inference-pool names the pool (namespace/name) its SSRF protection would allow-list.
+		// replaces the deprecated --vllm-port, --kv-connector the old --connector. SSRF
+		// protection (allowlist.go AllowlistValidator): the sidecar sends prefills only to the
+		// pods of --inference-pool (namespace/name, of --pool-group), which it watches with the
+		// pod's service account (disaggSidecarRBAC); without it, it follows whatever host the
+		// x-prefiller-host-port header names.
 		image, args = eppconfig.ImageDisaggSidecar, []string{
 			"--port=" + strconv.Itoa(int(poolPort)),
 			"--model-server-port=" + strconv.Itoa(api.DecodeVLLMPort),
 			"--kv-connector=" + connector,
 			"--inference-pool=" + routing.svc.Namespace + "/" + api.PoolName(routing.svc.Name),
+			"--pool-group=" + routing.router.PoolGroup(),
+			"--enable-ssrf-protection=true",
 			"--secure-proxy=false",
+		}
+		if tpl.Spec.ServiceAccountName == "" {
+			tpl.Spec.ServiceAccountName = api.DisaggSidecarName(routing.svc.Name)
 		}
 	}
 	tpl.Spec.InitContainers = append(tpl.Spec.InitContainers, corev1.Container{
@@ -125,4 +135,66 @@ func retargetProbe(probe *corev1.Probe, from, to int32) {
 	case probe.GRPC != nil && probe.GRPC.Port == from:
 		probe.GRPC.Port = to
 	}
+}
+
+// Suffixes of the disaggregation sidecar's RBAC objects.
+const (
+	suffixSidecarServiceAccount = "disagg-sidecar-serviceaccount"
+	suffixSidecarRole           = "disagg-sidecar-role"
+	suffixSidecarRoleBinding    = "disagg-sidecar-rolebinding"
+)
+
+// disaggSidecarRefs lay out the permissions of llm-d-router's disaggregation sidecar on a routed
+// prefill/decode service: a service account (the decode leaders' unless their template names
+// one), a Role and its RoleBinding; the decode replicas depend on the binding, so the sidecar can
+// read the pool when it starts (its allowlist's informer waits for a first list, which a missing
+// permission would fail forever, and the pod would never be ready).
+func disaggSidecarRefs(svc *api.InferenceService) []Ref {
+	router := svc.Spec.Router()
+	if router == nil || !svc.Spec.Disaggregated() || eppconfig.Release(router.EndpointPickerRelease()) != eppconfig.ReleaseRouter {
+		return nil
+	}
+	name := api.DisaggSidecarName(svc.Name)
+	return []Ref{
+		routerRef(svc, KindServiceAccount, name, suffixSidecarServiceAccount),
+		routerRef(svc, KindRole, name, suffixSidecarRole),
+		routerRef(svc, KindRoleBinding, name, suffixSidecarRoleBinding, suffixSidecarServiceAccount, suffixSidecarRole),
+	}
+}
+
+// sidecarRules are the sidecar's least privilege (allowlist.go Start and createPodInformer): list
+// and watch its pool by name (a field selector on metadata.name, which RBAC's resourceNames
+// allows), and list and watch the namespace's pods (by the pool's label selector, which RBAC
+// cannot narrow).
+func (r *routing) sidecarRules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{r.router.PoolGroup()}, Resources: []string{"inferencepools"}, ResourceNames: []string{api.PoolName(r.svc.Name)}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
+	}
+}
+
+// sidecarRoleBinding binds the sidecar's Role to the service account of every routed decode
+// role: its own, or the one its template names.
+func (r *routing) sidecarRoleBinding(ref Ref) *rbacv1.RoleBinding {
+	name := api.DisaggSidecarName(r.svc.Name)
+	accounts := []string{name}
+	for i := range r.svc.Spec.Roles {
+		role := &r.svc.Spec.Roles[i]
+		if role.ComponentType != api.ComponentTypeDecoder || role.Template == nil {
+			continue
+		}
+		if sa := role.Template.Spec.ServiceAccountName; sa != "" && !slices.Contains(accounts, sa) {
+			accounts = append(accounts, sa)
+		}
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   typeMeta(KindRoleBinding),
+		ObjectMeta: r.meta(ref),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindRole.Kind, Name: name},
+	}
+	for _, sa := range accounts {
+		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: r.svc.Namespace})
+	}
+	return binding
 }

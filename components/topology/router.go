@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,20 +18,20 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
 // Kinds of a router's objects.
 var (
-	KindServiceAccount          = TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
-	KindRole                    = TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}
-	KindRoleBinding             = TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}
-	KindConfigMap               = TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
-	KindDeployment              = TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"}
-	KindService                 = TypeMeta{APIVersion: "v1", Kind: "Service"}
-	KindInferencePool           = TypeMeta{APIVersion: inferencev1.GroupVersion.String(), Kind: "InferencePool"}
-	KindInferencePoolV1Alpha2   = TypeMeta{APIVersion: inferencev1alpha2.GroupVersion.String(), Kind: "InferencePool"}
-	KindHTTPRoute               = TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"}
-	inferenceObjectivesAPIGroup = inferencev1alpha2.GroupVersion.Group
+	KindServiceAccount        = TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
+	KindRole                  = TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}
+	KindRoleBinding           = TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}
+	KindConfigMap             = TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+	KindDeployment            = TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"}
+	KindService               = TypeMeta{APIVersion: "v1", Kind: "Service"}
+	KindInferencePool         = TypeMeta{APIVersion: inferencev1.GroupVersion.String(), Kind: "InferencePool"}
+	KindInferencePoolV1Alpha2 = TypeMeta{APIVersion: inferencev1alpha2.GroupVersion.String(), Kind: "InferencePool"}
+	KindHTTPRoute             = TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"}
 )
 
 // Suffixes of a router's objects (Pulumi names children "{component}-{suffix}").
@@ -50,21 +49,20 @@ const (
 
 // The Endpoint Picker's ports and files, as the upstream inferencepool chart sets them.
 const (
-	eppGRPCPort          = 9002
-	eppGRPCHealthPort    = 9003
-	eppMetricsPort       = 9090
-	eppMetricsPortName   = "metrics"
-	eppConfigMountPath   = "/config"
-	eppConfigFile        = "config.yaml"
-	eppContainerName     = "epp"
-	eppConfigVolume      = "epp-config"
-	eppTmpVolume         = "tmp"
-	eppTerminationGrace  = 130 // the chart's: as long as the longest grace period of the pool's pods
-	eppNonRootUser       = 65532
-	routeRequestTimeout  = "300s" // what the Inference Extension's example routes give a generation
-	annotationEPPConfig  = api.ReservedLabelPrefix + "epp-config-hash"
-	inferencePoolKind    = "InferencePool"
-	leaderElectionSuffix = ".gateway-api-inference-extension.sigs.k8s.io"
+	eppGRPCPort         = 9002
+	eppGRPCHealthPort   = 9003
+	eppMetricsPort      = 9090
+	eppMetricsPortName  = "metrics"
+	eppConfigMountPath  = "/config"
+	eppConfigFile       = "config.yaml"
+	eppContainerName    = "epp"
+	eppConfigVolume     = "epp-config"
+	eppTmpVolume        = "tmp"
+	eppTerminationGrace = 130 // the chart's: as long as the longest grace period of the pool's pods
+	eppNonRootUser      = 65532
+	routeRequestTimeout = "300s" // what the Inference Extension's example routes give a generation
+	annotationEPPConfig = api.ReservedLabelPrefix + "epp-config-hash"
+	inferencePoolKind   = "InferencePool"
 	// waitForOneReady: a Deployment is up once a pod is ready. readyReplicas is absent while none
 	// is, and pulumi-kubernetes' jsonpath wait with no value waits for the field to be there
 	// (provider/pkg/jsonpath). Not "=1": a standby that reports ready too (kwok runs no probes, in
@@ -86,7 +84,12 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	}
 	// The Deployment and its Service (whose endpoints pulumi-kubernetes waits for) are awaited
 	// unless nothing is.
-	deployment := routerRef(svc, KindDeployment, eppName, suffixEPPDeployment, append([]string{suffixEPPRoleBinding, suffixEPPConfig}, after...)...)
+	release := eppconfig.Release(router.EndpointPickerRelease())
+	needs := []string{suffixEPPRoleBinding}
+	if release.ReadsConfig() {
+		needs = append(needs, suffixEPPConfig)
+	}
+	deployment := routerRef(svc, KindDeployment, eppName, suffixEPPDeployment, append(needs, after...)...)
 	deployment.Awaited = svc.Spec.AwaitMode() != api.AwaitNone
 	service := routerRef(svc, KindService, eppName, suffixEPPService)
 	service.Awaited = deployment.Awaited
@@ -94,11 +97,11 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 		routerRef(svc, KindServiceAccount, eppName, suffixEPPServiceAccount),
 		routerRef(svc, KindRole, eppName, suffixEPPRole),
 		routerRef(svc, KindRoleBinding, eppName, suffixEPPRoleBinding, suffixEPPServiceAccount, suffixEPPRole),
-		routerRef(svc, KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig),
-		deployment,
-		service,
-		routerRef(svc, poolKind, api.PoolName(svc.Name), suffixPool),
 	}
+	if release.ReadsConfig() { // lwepp reads none
+		refs = append(refs, routerRef(svc, KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig))
+	}
+	refs = append(refs, deployment, service, routerRef(svc, poolKind, api.PoolName(svc.Name), suffixPool))
 	if router.ShadowService {
 		refs = append(refs, routerRef(svc, KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
 	}
@@ -161,6 +164,12 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 		return r.shadowService(ref), nil
 	case suffixHTTPRoute:
 		return r.httpRoute(ref), nil
+	case suffixSidecarServiceAccount:
+		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}, nil
+	case suffixSidecarRole:
+		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.sidecarRules()}, nil
+	case suffixSidecarRoleBinding:
+		return r.sidecarRoleBinding(ref), nil
 	}
 	return nil, fmt.Errorf("no router object has the suffix %q", ref.Suffix)
 }
@@ -195,20 +204,34 @@ func markServing(tpl *corev1.PodTemplateSpec) {
 	tpl.Labels = merged(tpl.Labels, map[string]string{LabelServing: "true"})
 }
 
-func (r *routing) leaderElection() bool { return r.router.EndpointPickerReplicas() > 1 }
+// release is the Endpoint Picker release the router targets.
+func (r *routing) release() eppconfig.Release { return r.Selection.Release }
+
+// leaderElection: several replicas of an EPP with leader election elect one (lwepp has none:
+// every replica serves).
+func (r *routing) leaderElection() bool {
+	return r.release().LeaderElection(int(r.router.EndpointPickerReplicas()))
+}
 
 // rules are the Endpoint Picker's least privilege: read its own pool (the EPP lists and watches
-// it by name), the namespace's objectives and pods; a lease of its own and events when several
-// replicas elect a leader.
+// it by name), the namespace's pods and the objectives (and model rewrites) its release watches,
+// in the API groups it looks for them in; a lease of its own and events when several replicas
+// elect a leader.
 func (r *routing) rules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{r.router.PoolGroup()}, Resources: []string{"inferencepools"}, ResourceNames: []string{api.PoolName(r.svc.Name)}, Verbs: read},
-		{APIGroups: []string{inferenceObjectivesAPIGroup}, Resources: []string{"inferenceobjectives"}, Verbs: read},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
 	}
+	if groups, rewrites := r.release().ObjectiveGroups(); len(groups) > 0 {
+		resources := []string{eppconfig.ResourceObjectives}
+		if rewrites {
+			resources = append(resources, eppconfig.ResourceModelRewrites)
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: groups, Resources: resources, Verbs: read})
+	}
+	rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read})
 	if r.leaderElection() {
-		lease := "epp-" + r.svc.Namespace + "-" + api.PoolName(r.svc.Name) + leaderElectionSuffix
+		lease := r.release().LeaseName(r.svc.Namespace, api.PoolName(r.svc.Name))
 		rules = append(rules,
 			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease},
@@ -234,22 +257,27 @@ func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
 // cluster-wide permission (metrics are served without token review), a non-root read-only container.
 func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 	labels := r.labels()
-	configHash := sha256.Sum256([]byte(r.configText))
-	args := []string{
-		"--pool-name", api.PoolName(r.svc.Name),
-		"--pool-namespace", r.svc.Namespace,
-		"--pool-group", r.router.PoolGroup(),
-		"--config-file", eppConfigMountPath + "/" + eppConfigFile,
-		"--grpc-port", strconv.Itoa(eppGRPCPort),
-		"--grpc-health-port", strconv.Itoa(eppGRPCHealthPort),
-		"--metrics-port", strconv.Itoa(eppMetricsPort),
-		"--metrics-endpoint-auth=false",
-		"--tracing=false",
-		"--zap-encoder", "json",
+	// The root filesystem is read-only; plugins that cache (tokenizers) write in /tmp.
+	mounts := []corev1.VolumeMount{{Name: eppTmpVolume, MountPath: "/tmp"}}
+	volumes := []corev1.Volume{{Name: eppTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	var podAnnotations map[string]string
+	if r.release().ReadsConfig() {
+		mounts = append([]corev1.VolumeMount{{Name: eppConfigVolume, MountPath: eppConfigMountPath, ReadOnly: true}}, mounts...)
+		volumes = append([]corev1.Volume{{Name: eppConfigVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerConfigName(r.svc.Name)}},
+		}}}, volumes...)
+		// A new configuration restarts the Endpoint Picker, which reads it only at start-up.
+		configHash := sha256.Sum256([]byte(r.configText))
+		podAnnotations = map[string]string{annotationEPPConfig: hex.EncodeToString(configHash[:])[:revisionLength]}
 	}
+	args := r.release().Args(eppconfig.Flags{
+		PoolName: api.PoolName(r.svc.Name), PoolNamespace: r.svc.Namespace, PoolGroup: r.router.PoolGroup(),
+		ConfigFile: eppConfigMountPath + "/" + eppConfigFile,
+		GRPCPort:   eppGRPCPort, GRPCHealthPort: eppGRPCHealthPort, MetricsPort: eppMetricsPort,
+		Replicas: int(r.router.EndpointPickerReplicas()),
+	})
 	liveness, readiness := "inference-extension", "inference-extension"
 	if r.leaderElection() {
-		args = append(args, "--ha-enable-leader-election")
 		liveness, readiness = "liveness", "readiness" // only the leader is ready
 	}
 	grpcProbe := func(service string) corev1.ProbeHandler {
@@ -278,11 +306,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: r.eppSelector()},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels: labels,
-					// A new configuration restarts the Endpoint Picker, which reads it only at start-up.
-					Annotations: map[string]string{annotationEPPConfig: hex.EncodeToString(configHash[:])[:revisionLength]},
-				},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: podAnnotations},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            ref.Name,
 					TerminationGracePeriodSeconds: ptr.To[int64](eppTerminationGrace),
@@ -304,23 +328,14 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 						LivenessProbe:  &corev1.Probe{ProbeHandler: grpcProbe(liveness), InitialDelaySeconds: 5, PeriodSeconds: 10},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: grpcProbe(readiness), PeriodSeconds: 2},
 						Resources:      resources,
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: eppConfigVolume, MountPath: eppConfigMountPath, ReadOnly: true},
-							// The root filesystem is read-only; plugins that cache (tokenizers) write here.
-							{Name: eppTmpVolume, MountPath: "/tmp"},
-						},
+						VolumeMounts:   mounts,
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
 							ReadOnlyRootFilesystem:   ptr.To(true),
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 						},
 					}},
-					Volumes: []corev1.Volume{
-						{Name: eppConfigVolume, VolumeSource: corev1.VolumeSource{
-							ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerConfigName(r.svc.Name)}},
-						}},
-						{Name: eppTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
+					Volumes: volumes,
 				},
 			},
 		},

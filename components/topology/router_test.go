@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
@@ -89,42 +91,135 @@ func TestRouterAwaitNone(t *testing.T) {
 	assert.Equal(t, []string{"pool", "epp-deployment"}, route.DependsOn, "no replica is awaited")
 }
 
-func TestEndpointPickerLeaderElection(t *testing.T) {
-	single := story(t, "llama-router.yaml")
-	ha := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
-		r.EndpointPicker = &api.EndpointPicker{Replicas: ptr.To(3)}
-	})
+// TestEndpointPickerPermissionsPerRelease: each release's Endpoint Picker may read its pool, the
+// pods and the objectives (and model rewrites) in the API groups that release watches, and, when
+// its replicas elect a leader, the lease its manager names; lwepp has no leader election.
+func TestEndpointPickerPermissionsPerRelease(t *testing.T) {
 	resourcesOf := func(tree *topology.Tree) []string {
 		var out []string
 		for _, rule := range objectOf[*rbacv1.Role](t, tree, "").Rules {
-			out = append(out, strings.Join(rule.Resources, ",")+":"+strings.Join(rule.Verbs, ","))
+			out = append(out, strings.Join(rule.APIGroups, ",")+"/"+strings.Join(rule.Resources, ",")+":"+strings.Join(rule.Verbs, ","))
 		}
 		return out
 	}
-	assert.Equal(t, []string{"inferencepools:get,list,watch", "inferenceobjectives:get,list,watch", "pods:get,list,watch"}, resourcesOf(single),
-		"one replica reads its pool, objectives and pods, nothing else")
-	assert.Equal(t, []string{"inferencepools:get,list,watch", "inferenceobjectives:get,list,watch", "pods:get,list,watch",
-		"leases:create", "leases:get,update,patch", "events:create,patch"}, resourcesOf(ha))
-	lease := objectOf[*rbacv1.Role](t, ha, "").Rules[4]
-	assert.Equal(t, []string{"epp-llm-llama-8b-pool.gateway-api-inference-extension.sigs.k8s.io"}, lease.ResourceNames,
-		"the lease the EPP's manager elects with, and only it")
-
+	const (
+		pool      = "inference.networking.k8s.io/inferencepools:get,list,watch"
+		pods      = "/pods:get,list,watch"
+		elections = "coordination.k8s.io/leases:create|coordination.k8s.io/leases:get,update,patch|/events:create,patch"
+	)
 	for _, tc := range []struct {
-		tree      *topology.Tree
-		replicas  int32
-		readiness string
-		flag      bool
-	}{{single, 1, "inference-extension", false}, {ha, 3, "readiness", true}} {
-		epp := objectOf[*appsv1.Deployment](t, tc.tree, "")
-		assert.Equal(t, tc.replicas, *epp.Spec.Replicas)
-		c := epp.Spec.Template.Spec.Containers[0]
-		assert.Equal(t, tc.readiness, *c.ReadinessProbe.GRPC.Service)
-		assert.Equal(t, tc.flag, contains(c.Args, "--ha-enable-leader-election"))
-		assert.Equal(t, appsv1.RecreateDeploymentStrategyType, epp.Spec.Strategy.Type)
+		release    api.EndpointPickerRelease
+		objectives string // the rule on objectives, empty: none
+		lease      string // empty: no leader election
+	}{
+		{api.EPPReleaseLLMDRouter, "llm-d.ai,inference.networking.x-k8s.io/inferenceobjectives,inferencemodelrewrites:get,list,watch", "epp-llm-llama-8b-pool.llm-d.ai"},
+		{api.EPPReleaseGIE150, "inference.networking.x-k8s.io/inferenceobjectives,inferencemodelrewrites:get,list,watch", "epp-llm-llama-8b-pool.gateway-api-inference-extension.sigs.k8s.io"},
+		{api.EPPReleaseGIE, "inference.networking.x-k8s.io/inferenceobjectives:get,list,watch", "epp-llm-llama-8b-pool.gateway-api-inference-extension.sigs.k8s.io"},
+		{api.EPPReleaseLWEPP, "", ""},
+	} {
+		t.Run(string(tc.release), func(t *testing.T) {
+			strategy := func(r *api.Role) {
+				if tc.release == api.EPPReleaseLWEPP {
+					r.Strategy = "" // lwepp has none
+				}
+			}
+			single := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
+				strategy(r)
+				r.EndpointPicker = &api.EndpointPicker{Release: tc.release}
+			})
+			ha := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
+				strategy(r)
+				r.EndpointPicker = &api.EndpointPicker{Release: tc.release, Replicas: ptr.To(3)}
+			})
+			want := []string{pool}
+			if tc.objectives != "" {
+				want = append(want, tc.objectives)
+			}
+			want = append(want, pods)
+			assert.Equal(t, want, resourcesOf(single), "one replica reads its pool, pods and objectives, nothing else")
+			if tc.lease != "" {
+				want = append(want, strings.Split(elections, "|")...)
+			}
+			assert.Equal(t, want, resourcesOf(ha))
+			if tc.lease != "" {
+				assert.Equal(t, []string{tc.lease}, objectOf[*rbacv1.Role](t, ha, "").Rules[len(want)-2].ResourceNames,
+					"the lease the EPP's manager elects with, and only it")
+			}
+			for _, c := range []struct {
+				tree      *topology.Tree
+				replicas  int32
+				readiness string
+				flag      bool
+			}{{single, 1, "inference-extension", false}, {ha, 3, map[bool]string{true: "readiness", false: "inference-extension"}[tc.lease != ""], tc.lease != ""}} {
+				epp := objectOf[*appsv1.Deployment](t, c.tree, "")
+				assert.Equal(t, c.replicas, *epp.Spec.Replicas)
+				container := epp.Spec.Template.Spec.Containers[0]
+				assert.Equal(t, c.readiness, *container.ReadinessProbe.GRPC.Service)
+				assert.Equal(t, c.flag, contains(container.Args, "--ha-enable-leader-election"))
+				assert.Equal(t, appsv1.RecreateDeploymentStrategyType, epp.Spec.Strategy.Type)
+			}
+			if tc.lease != "" {
+				assert.Equal(t, map[string]string{topology.AnnotationPulumiWaitFor: "jsonpath={.status.readyReplicas}"},
+					objectOf[*appsv1.Deployment](t, ha, "").Annotations, "with a leader election pulumi up waits for a ready pod, the leader")
+			} else {
+				assert.Empty(t, objectOf[*appsv1.Deployment](t, ha, "").Annotations, "every replica serves: the Deployment's own wait")
+			}
+			assert.Empty(t, objectOf[*appsv1.Deployment](t, single, "").Annotations, "one replica: the Deployment's own wait")
+		})
 	}
-	assert.Equal(t, map[string]string{topology.AnnotationPulumiWaitFor: "jsonpath={.status.readyReplicas}"},
-		objectOf[*appsv1.Deployment](t, ha, "").Annotations, "with a leader election pulumi up waits for a ready pod, the leader")
-	assert.Empty(t, objectOf[*appsv1.Deployment](t, single, "").Annotations, "one replica: the Deployment's own wait")
+}
+
+// TestEndpointPickerReleases: each release's image, exactly its command line, and whether the
+// Endpoint Picker reads a configuration.
+func TestEndpointPickerReleases(t *testing.T) {
+	base := []string{"--pool-name", "llama-8b-pool", "--pool-namespace", "llm", "--pool-group", "inference.networking.k8s.io"}
+	ports := []string{"--grpc-port", "9002", "--grpc-health-port", "9003", "--metrics-port", "9090"}
+	withConfig := append(append(append(slices.Clone(base), "--config-file", "/config/config.yaml"), ports...),
+		"--metrics-endpoint-auth=false", "--tracing=false", "--zap-encoder", "json")
+	for _, tc := range []struct {
+		release api.EndpointPickerRelease
+		image   string
+		args    []string
+		config  string // the configuration's apiVersion; empty: none
+	}{
+		{api.EPPReleaseLLMDRouter, "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0", withConfig, "llm-d.ai/v1alpha1"},
+		{api.EPPReleaseGIE150, "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0", withConfig, "inference.networking.x-k8s.io/v1alpha1"},
+		{api.EPPReleaseGIE, "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0", withConfig, "inference.networking.x-k8s.io/v1alpha1"},
+		// GIE v1.6.0's conformance/resources/base.yaml runs it with the pool, ports and JSON logs.
+		{api.EPPReleaseLWEPP, "registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0",
+			append(append(slices.Clone(base), ports...), "--zap-encoder", "json"), ""},
+	} {
+		t.Run(string(tc.release), func(t *testing.T) {
+			tree := routedStory(t, "llama-router.yaml", func(_ *api.InferenceService, r *api.Role) {
+				if tc.release == api.EPPReleaseLWEPP {
+					r.Strategy = ""
+				}
+				r.EndpointPicker = &api.EndpointPicker{Release: tc.release}
+			})
+			epp := objectOf[*appsv1.Deployment](t, tree, "")
+			container := epp.Spec.Template.Spec.Containers[0]
+			assert.Equal(t, tc.image, container.Image)
+			assert.Equal(t, tc.args, container.Args)
+			var configMaps []string
+			for _, o := range tree.Objects {
+				if cm, ok := o.Object.(*corev1.ConfigMap); ok && o.Name == "llama-8b-epp-config" {
+					configMaps = append(configMaps, cm.Data["config.yaml"])
+				}
+			}
+			deployment := refWithSuffix(t, tree, "epp-deployment")
+			if tc.config == "" {
+				assert.Empty(t, configMaps, "it reads no configuration")
+				assert.Empty(t, epp.Spec.Template.Annotations)
+				assert.Equal(t, []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}, container.VolumeMounts)
+				assert.NotContains(t, deployment.DependsOn, "epp-config")
+				return
+			}
+			require.Len(t, configMaps, 1)
+			assert.Contains(t, configMaps[0], "apiVersion: "+tc.config)
+			assert.Contains(t, deployment.DependsOn, "epp-config")
+			assert.Equal(t, "/config", container.VolumeMounts[0].MountPath)
+		})
+	}
 }
 
 func contains(args []string, want string) bool {
@@ -215,11 +310,44 @@ func TestPrefillDecodeRouting(t *testing.T) {
 			assert.Equal(t, "decode", tpl.Labels[topology.LabelPDRole])
 			sidecar := tpl.Spec.InitContainers[0]
 			assert.Equal(t, "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0", sidecar.Image)
-			assert.Equal(t, []string{"--port=8000", "--model-server-port=8200", "--kv-connector=nixlv2", "--inference-pool=llm/qwen3-32b-pd-pool", "--secure-proxy=false"}, sidecar.Args)
+			assert.Equal(t, []string{"--port=8000", "--model-server-port=8200", "--kv-connector=nixlv2", "--inference-pool=llm/qwen3-32b-pd-pool",
+				"--pool-group=inference.networking.k8s.io", "--enable-ssrf-protection=true", "--secure-proxy=false"}, sidecar.Args)
+			assert.Equal(t, "qwen3-32b-pd-disagg-sidecar", tpl.Spec.ServiceAccountName, "the account the sidecar watches the pool with")
 			assert.Equal(t, corev1.ContainerRestartPolicyAlways, *sidecar.RestartPolicy)
 			assert.Equal(t, []string{"--port", "8200"}, argsAfter(server.Args, "--port"), "vLLM moves to 8200")
 			assert.Equal(t, int32(8200), server.Ports[0].ContainerPort)
 			assert.Equal(t, intstr.FromInt32(8200), server.ReadinessProbe.HTTPGet.Port, "its probe follows it")
+		}
+	}
+	// SSRF protection: the sidecar lists and watches its pool by name and the namespace's pods,
+	// with permissions granted before the decode replicas start.
+	role := objectOf[*rbacv1.Role](t, tree, "qwen3-32b-pd-disagg-sidecar")
+	require.Len(t, role.Rules, 2)
+	assert.Equal(t, []string{"qwen3-32b-pd-pool"}, role.Rules[0].ResourceNames)
+	assert.Equal(t, []string{"pods"}, role.Rules[1].Resources)
+	assert.Equal(t, []string{"list", "watch"}, role.Rules[1].Verbs)
+	binding := objectOf[*rbacv1.RoleBinding](t, tree, "qwen3-32b-pd-disagg-sidecar")
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "qwen3-32b-pd-disagg-sidecar", Namespace: "llm"}}, binding.Subjects)
+	for _, o := range tree.Objects {
+		if lws, ok := o.Object.(*lwsv1.LeaderWorkerSet); ok {
+			assert.Equal(t, lws.Labels[topology.LabelComponentType] == "decoder", contains(o.DependsOn, "disagg-sidecar-rolebinding"), o.Name)
+		}
+	}
+	// A decode template naming its own account keeps it, and the Role is bound to it too.
+	own := routedStory(t, "qwen-pd-router.yaml", func(svc *api.InferenceService, _ *api.Role) {
+		for i := range svc.Spec.Roles {
+			if svc.Spec.Roles[i].ComponentType == api.ComponentTypeDecoder {
+				tpl := svc.Spec.Roles[i].Template.DeepCopy()
+				tpl.Spec.ServiceAccountName = "models-reader"
+				svc.Spec.Roles[i].Template = tpl
+			}
+		}
+	})
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "qwen3-32b-pd-disagg-sidecar", Namespace: "llm"}, {Kind: "ServiceAccount", Name: "models-reader", Namespace: "llm"}},
+		objectOf[*rbacv1.RoleBinding](t, own, "qwen3-32b-pd-disagg-sidecar").Subjects)
+	for _, lws := range leaderWorkerSets(own) {
+		if lws.Labels[topology.LabelComponentType] == "decoder" {
+			assert.Equal(t, "models-reader", lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.ServiceAccountName)
 		}
 	}
 	shadow := routedStory(t, "qwen-pd-router.yaml", func(_ *api.InferenceService, r *api.Role) { r.ShadowService = true })

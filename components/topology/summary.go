@@ -53,7 +53,8 @@ type RouterSummary struct {
 	PoolPort             int32
 	EndpointPicker       string // the Deployment
 	Image                string
-	// Strategy is the preset's name, "default", or "custom" for a raw EndpointPickerConfig.
+	// Strategy is the preset's name, "default", "custom" for a raw EndpointPickerConfig, or
+	// "round-robin" on lwepp.
 	Strategy  string
 	HTTPRoute string
 }
@@ -189,6 +190,8 @@ func summarizeRouter(t *Tree) *RouterSummary {
 	switch {
 	case routing.router.EndpointPickerConfig != "":
 		rs.Strategy = "custom"
+	case routing.release() == eppconfig.ReleaseLWEPP:
+		rs.Strategy = "round-robin" // lwepp has no other
 	case rs.Strategy == "" && t.Service.Spec.Disaggregated():
 		rs.Strategy = eppconfig.StrategyPDDisaggregation
 	case rs.Strategy == "":

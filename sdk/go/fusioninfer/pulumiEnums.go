@@ -348,12 +348,14 @@ func (in *componentTypePtr) ToComponentTypePtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(ComponentTypePtrOutput)
 }
 
-// EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.2.0.
+// EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
 type EndpointPickerRelease string
 
 const (
 	EndpointPickerRelease_LLM_D_ROUTER_V0_10_0 = EndpointPickerRelease("llm-d-router-v0.10.0")
+	EndpointPickerRelease_GIE_V1_5_0           = EndpointPickerRelease("gie-v1.5.0")
 	EndpointPickerRelease_GIE_V1_2_0           = EndpointPickerRelease("gie-v1.2.0")
+	EndpointPickerRelease_GIE_LWEPP_V1_6_0     = EndpointPickerRelease("gie-lwepp-v1.6.0")
 )
 
 func (EndpointPickerRelease) ElementType() reflect.Type {
@@ -479,7 +481,9 @@ func (o EndpointPickerReleasePtrOutput) ToStringPtrOutputWithContext(ctx context
 // A concrete instance of `EndpointPickerReleaseInput` can be one of the following:
 //
 //	EndpointPickerRelease_LLM_D_ROUTER_V0_10_0
+//	EndpointPickerRelease_GIE_V1_5_0
 //	EndpointPickerRelease_GIE_V1_2_0
+//	EndpointPickerRelease_GIE_LWEPP_V1_6_0
 type EndpointPickerReleaseInput interface {
 	pulumi.Input
 

@@ -755,9 +755,9 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 type EndpointPicker struct {
 	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
-	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release *EndpointPickerRelease `pulumi:"release"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 	Replicas *int `pulumi:"replicas"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `pulumi:"resources"`
@@ -777,9 +777,9 @@ type EndpointPickerInput interface {
 type EndpointPickerArgs struct {
 	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
-	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release EndpointPickerReleasePtrInput `pulumi:"release"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// Resources of the Endpoint Picker container.
 	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
@@ -867,12 +867,12 @@ func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
 }
 
-// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 func (o EndpointPickerOutput) Release() EndpointPickerReleasePtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *EndpointPickerRelease { return v.Release }).(EndpointPickerReleasePtrOutput)
 }
 
-// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 func (o EndpointPickerOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
@@ -916,7 +916,7 @@ func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *EndpointPickerRelease {
 		if v == nil {
@@ -926,7 +926,7 @@ func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
 	}).(EndpointPickerReleasePtrOutput)
 }
 
-// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *int {
 		if v == nil {

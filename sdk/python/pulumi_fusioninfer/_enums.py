@@ -45,10 +45,12 @@ class ComponentType(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:EndpointPickerRelease")
 class EndpointPickerRelease(_builtins.str, Enum):
     """
-    EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.2.0.
+    EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
     """
     LLM_D_ROUTER_V0_10_0 = "llm-d-router-v0.10.0"
+    GIE_V1_5_0 = "gie-v1.5.0"
     GIE_V1_2_0 = "gie-v1.2.0"
+    GIE_LWEPP_V1_6_0 = "gie-lwepp-v1.6.0"
 
 
 @pulumi.type_token("fusioninfer:index:FailureMode")

@@ -381,11 +381,11 @@ class EndpointPickerArgsDict(TypedDict):
     """
     release: NotRequired[pulumi.Input[Optional['EndpointPickerRelease']]]
     """
-    Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+    Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+    Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
     """
     resources: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgsDict']]]
     """
@@ -401,8 +401,8 @@ class EndpointPickerArgs:
                  resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
         :param pulumi.Input[_builtins.str] image: Image replaces the release's image: a mirror or a patched build of the same one.
-        :param pulumi.Input['EndpointPickerRelease'] release: Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
-        :param pulumi.Input[_builtins.int] replicas: Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+        :param pulumi.Input['EndpointPickerRelease'] release: Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+        :param pulumi.Input[_builtins.int] replicas: Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
         :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: Resources of the Endpoint Picker container.
         """
         if image is not None:
@@ -430,7 +430,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def release(self) -> pulumi.Input[Optional['EndpointPickerRelease']]:
         """
-        Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1) or gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode). The configuration is checked by that release's loader rules.
+        Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
         """
         return pulumi.get(self, "release")
 
@@ -442,7 +442,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves.
+        Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
         """
         return pulumi.get(self, "replicas")
 

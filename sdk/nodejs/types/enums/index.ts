@@ -27,11 +27,13 @@ export type ComponentType = (typeof ComponentType)[keyof typeof ComponentType];
 
 export const EndpointPickerRelease = {
     Llm_d_router_v0_10_0: "llm-d-router-v0.10.0",
+    Gie_v1_5_0: "gie-v1.5.0",
     Gie_v1_2_0: "gie-v1.2.0",
+    Gie_lwepp_v1_6_0: "gie-lwepp-v1.6.0",
 } as const;
 
 /**
- * EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.2.0.
+ * EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
  */
 export type EndpointPickerRelease = (typeof EndpointPickerRelease)[keyof typeof EndpointPickerRelease];
 

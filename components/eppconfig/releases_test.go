@@ -1,0 +1,38 @@
+package eppconfig
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestArgsAreFlagsOfTheRelease: every flag the router renders for a release is one its EPP
+// defines (the release table, each list from the EPP's own options), none is one it refuses, and
+// a release without a configuration, tracing or leader election gets no such flag. GIE v1.5.0's
+// flags are also parsed by its own flag set (TestGIE150ArgsAreTheEPPs); lwepp's and v1.5.0's run
+// in make e2e.
+func TestArgsAreFlagsOfTheRelease(t *testing.T) {
+	for _, release := range Releases() {
+		for _, replicas := range []int{1, 3} {
+			args := release.Args(Flags{PoolName: "p", PoolNamespace: "ns", PoolGroup: GroupInferenceV1, ConfigFile: "/config/config.yaml",
+				GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: replicas})
+			var flags []string
+			for _, arg := range args {
+				if name, ok := strings.CutPrefix(arg, "--"); ok {
+					name, _, _ = strings.Cut(name, "=")
+					flags = append(flags, name)
+				}
+			}
+			for _, flag := range flags {
+				assert.Contains(t, releases[release].flags, flag, "%s has --%s", release, flag)
+				assert.NotContains(t, releases[release].refused, flag, "%s refuses --%s", release, flag)
+			}
+			assert.Equal(t, release.ReadsConfig(), slices.Contains(flags, "config-file"), release)
+			assert.Equal(t, release.LeaderElection(replicas), slices.Contains(flags, "ha-enable-leader-election"), "%s, %d replicas", release, replicas)
+		}
+	}
+	assert.False(t, ReleaseLWEPP.LeaderElection(3), "lwepp has no leader election")
+	assert.NotContains(t, releases[ReleaseLWEPP].flags, "config-file")
+}
