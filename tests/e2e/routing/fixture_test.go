@@ -86,7 +86,7 @@ func service(namespace string, replicas int, roles ...inferenceservice.RoleArgs)
 
 // routed is a deployed service with a router, and a gateway to its pool.
 type routed struct {
-	t         *testing.T
+	t         testing.TB
 	namespace string
 	name      string
 	stack     *harness.Stack
@@ -96,16 +96,21 @@ type routed struct {
 // deploy deploys the service name from args (each `pulumi up` reads them again: a test changes
 // them and calls r.stack.Up), starts a gateway to its pool and waits until a request goes
 // through. Everything goes when the test ends.
-func deploy(t *testing.T, name string, args *inferenceservice.Args) *routed {
+func deploy(t testing.TB, name string, args *inferenceservice.Args) *routed {
 	t.Helper()
-	namespace := args.Namespace
-	harness.EnsureNamespace(t, namespace)
+	r := deployOnly(t, name, args)
+	r.startGateway()
+	return r
+}
+
+// deployOnly deploys the service, with no gateway yet.
+func deployOnly(t testing.TB, name string, args *inferenceservice.Args) *routed {
+	t.Helper()
+	harness.EnsureNamespace(t, args.Namespace)
 	s := harness.NewStack(t, harness.ComponentProgram(name, func() *inferenceservice.Args { return args }))
 	s.Up()
 	t.Cleanup(s.Destroy)
-	r := &routed{t: t, namespace: namespace, name: name, stack: s}
-	r.startGateway()
-	return r
+	return &routed{t: t, namespace: args.Namespace, name: name, stack: s}
 }
 
 // startGateway starts a gateway to the pool (stopped when the test ends) and waits until a
@@ -136,7 +141,7 @@ func (r *routed) eppLog() string {
 }
 
 // pods are the pods of a service's role, by name.
-func pods(t *testing.T, namespace, service, role string) []corev1.Pod {
+func pods(t testing.TB, namespace, service, role string) []corev1.Pod {
 	t.Helper()
 	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{
 		LabelSelector: topology.LabelService + "=" + service + "," + topology.LabelRoleName + "=" + role})

@@ -130,7 +130,7 @@ func (s sessions) String() string {
 
 // runSessions runs n sessions of turns each at once: a session's prompt is a long text of its own
 // (about 800 words) followed by its conversation so far, growing a turn at a time.
-func runSessions(t *testing.T, url string, n, turns int, seed uint64) sessions {
+func runSessions(t testing.TB, url string, n, turns int, seed uint64) sessions {
 	t.Helper()
 	var mu sync.Mutex
 	var same, later, cached, prompt int

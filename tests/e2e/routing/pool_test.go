@@ -25,14 +25,15 @@ import (
 
 // Every request through the gateway lands on a Ready pod of the pool: never on a pod of the pool
 // that runs but is not Ready (its server listens, and must never be reached), nor on a pod of
-// another service serving the same model in the namespace. Completions, streamed and not, chat
+// another routed service serving the same model in the namespace (its pods carry the serving
+// label too). Completions, streamed and not, chat
 // completions and the model list each go through. The Endpoint Picker runs with the rendered
 // Deployment's flags, as its ServiceAccount.
 func TestRequestsLandOnlyOnReadyPodsOfThePool(t *testing.T) {
 	const namespace = "routing-pool"
 	harness.AddNodes(t, testcluster.Nodes{Prefix: "pool", Count: 2, GPUs: 8})
 	harness.EnsureNamespace(t, namespace)
-	foreign := harness.NewStack(t, harness.ComponentProgram("other", func() *inferenceservice.Args { return service(namespace, 1) }))
+	foreign := harness.NewStack(t, harness.ComponentProgram("other", func() *inferenceservice.Args { return service(namespace, 1, router("queue-size")) }))
 	foreign.Up()
 	t.Cleanup(foreign.Destroy)
 	r := deploy(t, "chat", service(namespace, 3, router("queue-size")))
@@ -41,6 +42,7 @@ func TestRequestsLandOnlyOnReadyPodsOfThePool(t *testing.T) {
 	unready := startUnreadyPoolPod(t, servers[0])
 	others := pods(t, namespace, "other", "server")
 	require.Len(t, others, 1)
+	require.Equal(t, "true", others[0].Labels["fusioninfer.io/serving"], "the other service's pod serves too")
 
 	assertEndpointPickerRunsAsRendered(t, namespace, "chat")
 

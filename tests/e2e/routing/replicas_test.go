@@ -108,7 +108,7 @@ func servedWindow(records []gateway.Record, match func(gateway.Record) bool) (fi
 	return first, last
 }
 
-func scaleElastic(t *testing.T, namespace, name string, replicas int) {
+func scaleElastic(t testing.TB, namespace, name string, replicas int) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	_, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).Patch(context.Background(), name,
@@ -118,7 +118,7 @@ func scaleElastic(t *testing.T, namespace, name string, replicas int) {
 
 // waitForPod waits until the pod exists and ok says so, and returns it with when that was seen
 // (polled every 100 ms).
-func waitForPod(t *testing.T, namespace, name string, ok func(*corev1.Pod) bool) (*corev1.Pod, time.Time) {
+func waitForPod(t testing.TB, namespace, name string, ok func(*corev1.Pod) bool) (*corev1.Pod, time.Time) {
 	t.Helper()
 	var pod *corev1.Pod
 	require.Eventually(t, func() bool {
@@ -130,7 +130,7 @@ func waitForPod(t *testing.T, namespace, name string, ok func(*corev1.Pod) bool)
 }
 
 // waitForPodGone waits until the pod of that UID is gone.
-func waitForPodGone(t *testing.T, namespace, name string, uid types.UID) {
+func waitForPodGone(t testing.TB, namespace, name string, uid types.UID) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		got, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).Get(context.Background(), name, metav1.GetOptions{})
