@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -84,10 +85,27 @@ func (b binary) build() (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
+	// One build of a binary at a time on this machine: suites of other worktrees share the cache
+	// and may want the same binary at once; the second waits for the first's instead of building it
+	// again (a lock on a file beside it, released when this process ends, whatever happens).
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	if _, err := os.Stat(path); err == nil {
+		return path, nil // built while this process waited
+	}
 	Progress("building %s %s (a cold build takes minutes)", b.pkg, b.version)
 	start := time.Now()
-	// A file of this process's own, renamed into place: suites of other worktrees may be building
-	// the same binary at the same time (the cache is shared), and the rename is atomic.
+	// A file of this process's own, renamed into place when whole.
 	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
 	cmd := exec.Command("go", "build", "-o", tmp, b.pkg)
 	cmd.Dir = dir
