@@ -46,7 +46,8 @@ type Options struct {
 	MessageTimeout time.Duration
 	// PlaintextEPP speaks to the EPP without TLS. GIE's Endpoint Pickers serve TLS with a
 	// certificate of their own unless --secure-serving=false, and the Inference Extension's
-	// gateway configurations connect with TLS and do not verify it.
+	// gateway configurations connect with TLS and do not verify it (its inferencepool chart's
+	// templates/istio.yaml: tls mode SIMPLE, insecureSkipVerify).
 	PlaintextEPP bool
 }
 
@@ -225,7 +226,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil && !state.failOpen():
 		rec.EPPError, rec.FailedClosed = err.Error(), true
-		rec.Status = http.StatusInternalServerError // Envoy's ext_proc status_on_error
+		rec.Status = http.StatusInternalServerError // ext_proc.proto status_on_error: "The default status is HTTP 500"
 		http.Error(w, "ext_proc_error: "+err.Error(), rec.Status)
 		return
 	case err != nil:
