@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages conformance e2e e2e-karpenter build vet fuzz bench golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages conformance e2e e2e-karpenter build vet fuzz bench bench-routing golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -110,7 +110,9 @@ e2e-karpenter:
 ## e2e: deploy every example manifest, every Go example program and the rollout, gang and await
 ## cases through Pulumi's engine (in-process, with a stand-in for the kubernetes provider) onto a
 ## simulated cluster: a real control plane, the LWS controller, Volcano and kwok's GPU nodes
-## (tests/cluster), one cluster a package, one package at a time. What it proves: docs/e2e.md.
+## (tests/cluster), one cluster a package, one package at a time; requests through a router's real
+## Endpoint Picker to llm-d-inference-sim servers (tests/e2e/routing, which needs CAP_NET_ADMIN for
+## its pods' network). What it proves: docs/e2e.md.
 e2e:
 	$(GO) vet -tags e2e ./tests/e2e/... ./examples/go/...
 	$(GO) test -tags e2e -count=1 -v -p 1 -timeout 60m ./tests/e2e/... ./examples/go/...
@@ -133,6 +135,12 @@ fuzz:
 bench:
 	$(GO) test ./components/topology ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
 	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
+
+## bench-routing: the request path on the simulated cluster (docs/performance.md): the Endpoint
+## Picker's pick and the time to first token at a fixed offered load, its scorers against round-robin.
+## It runs a cluster of its own with the pods' programs (needs CAP_NET_ADMIN, as make e2e).
+bench-routing:
+	$(GO) test -tags e2e -count=1 -run '^$$' -bench Routing -benchtime 1000x -timeout 45m ./tests/e2e/routing
 
 ## golden: rewrite the cores' golden files (the services', the Platform's) after an intended change; review the diff.
 golden:

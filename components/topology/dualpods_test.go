@@ -1,23 +1,19 @@
 package topology_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
-	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/fmamirror"
 )
 
 // requesterPod is the pod LWS and its StatefulSet make from a replica's template: the template
@@ -47,28 +43,13 @@ func requesterPod(lws *lwsv1.LeaderWorkerSet) *corev1.Pod {
 	return pod
 }
 
-// serverRunningPod is what FMA v0.6.4's dual-pods controller makes from a requester: its labels
-// and spec with every annotation removed, then the server patch (a Go template of .NodeName)
-// applied as a strategic-merge patch, with the function FMA uses.
+// serverRunningPod is what FMA v0.6.4's dual-pods controller makes from a requester's server
+// patch (internal/fmamirror).
 func serverRunningPod(t testing.TB, requester *corev1.Pod, nodeName string) *corev1.Pod {
 	t.Helper()
-	patchTemplate, ok := requester.Annotations[topology.AnnotationDualPodsServerPatch]
-	require.True(t, ok, "the requester carries a server patch")
-	tmpl, err := template.New("patch").Option("missingkey=error").Parse(patchTemplate)
+	server, err := fmamirror.PatchedServer(requester, nodeName)
 	require.NoError(t, err)
-	var rendered bytes.Buffer
-	require.NoError(t, tmpl.Execute(&rendered, struct{ NodeName string }{nodeName}))
-	patch, err := yaml.YAMLToJSON(rendered.Bytes())
-	require.NoError(t, err)
-	base := requester.DeepCopy()
-	base.Annotations = nil
-	original, err := json.Marshal(base)
-	require.NoError(t, err)
-	merged, err := strategicpatch.StrategicMergePatch(original, patch, corev1.Pod{})
-	require.NoError(t, err)
-	var server corev1.Pod
-	require.NoError(t, json.Unmarshal(merged, &server))
-	return &server
+	return server
 }
 
 func TestDualPodsServerPatchMakesTheServerAUserNeeds(t *testing.T) {

@@ -3,12 +3,15 @@ package cluster
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -34,7 +37,15 @@ var (
 	kwok               = binary{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", KwokVersion}
 	kedaOperator       = binary{"keda-operator", "keda", "github.com/kedacore/keda/v2/cmd/operator", KEDAVersion}
 	kedaAdapter        = binary{"keda-adapter", "keda", "github.com/kedacore/keda/v2/cmd/adapter", KEDAVersion}
+	// The programs that stand for container images (containers.go).
+	inferenceSim                 = binary{"llm-d-inference-sim", "inference-sim", "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim", InferenceSimVersion}
+	gieEndpointPicker            = binary{"gie-epp", "gie-epp-v1.5.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
+	gieLightweightEndpointPicker = binary{"gie-lwepp", "gie-lwepp-v1.6.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/lwepp", GIELightweightEndpointPickerVersion}
 )
+
+// buildEnvironment is what a wrapper module's build adds to this process's environment:
+// llm-d-inference-sim builds without cgo (its Dockerfile's CGO_ENABLED=0; its ZMQ is pure Go).
+var buildEnvironment = map[string][]string{"inference-sim": {"CGO_ENABLED=0"}}
 
 // The versions the wrapper modules pin.
 const (
@@ -44,6 +55,11 @@ const (
 	VolcanoVersion    = "v1.14.1"
 	KwokVersion       = "v0.8.0"
 	KEDAVersion       = "v2.21.0"
+	// llm-d-inference-sim stands for vLLM; GIE v1.5.0 is the last release with cmd/epp; the module
+	// proxy serves GIE v1.6.0 and refuses v1.6.1 to v1.6.3.
+	InferenceSimVersion                 = "v0.10.2"
+	GIEEndpointPickerVersion            = "v1.5.0"
+	GIELightweightEndpointPickerVersion = "v1.6.0"
 )
 
 // moduleDir is the folder of a wrapper module.
@@ -69,16 +85,48 @@ func (b binary) build() (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
+	// One build of a binary at a time on this machine: suites of other worktrees share the cache
+	// and may want the same binary at once; the second waits for the first's instead of building it
+	// again (a lock on a file beside it, released when this process ends, whatever happens).
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	if _, err := os.Stat(path); err == nil {
+		return path, nil // built while this process waited
+	}
 	Progress("building %s %s (a cold build takes minutes)", b.pkg, b.version)
 	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", path+".tmp", b.pkg)
+	// A file of this process's own, renamed into place when whole.
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, b.pkg)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=mod"), buildEnvironment[b.module]...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
 	}
 	Progress("built %s in %s", b.pkg, time.Since(start).Round(time.Second))
-	return path, os.Rename(path+".tmp", path)
+	return path, os.Rename(tmp, path)
+}
+
+// buildAll builds the binaries at once, each in its own go build, and returns their errors:
+// their module downloads and link steps overlap with each other's compiles.
+func buildAll(binaries ...binary) error {
+	errs := make([]error, len(binaries))
+	var wg sync.WaitGroup
+	for i, b := range binaries {
+		wg.Go(func() { _, errs[i] = b.build() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // moduleFile is a file inside a dependency of a wrapper module, from the module cache (CRDs,

@@ -57,6 +57,11 @@ type Options struct {
 	// stays Pending before kwok makes it Running and Ready: the time a model takes to load.
 	Kwok          bool
 	PodReadyDelay time.Duration
+	// Containers gives pods addresses of a network local to this machine (which needs
+	// CAP_NET_ADMIN) and runs, for each Running pod, the programs that stand for its containers'
+	// images, reachable at the pod's address and ports: vLLM's is llm-d-inference-sim, the
+	// Endpoint Pickers' are GIE's (containers.go). It needs Kwok.
+	Containers bool
 	// KEDA runs KEDA's operator and metrics server (its external metrics API, through the API
 	// server's aggregation layer) and kube-controller-manager's HPA controller, which acts on
 	// the HPAs KEDA makes.
@@ -84,6 +89,9 @@ type Cluster struct {
 
 	processes []*exec.Cmd
 	names     []string
+	// containers runs the pods' programs (Options.Containers) on podNetwork.
+	containers *containers
+	podNetwork string
 	// platform is what installPlatform rendered (platform.go).
 	platform []platform.Object
 }
@@ -98,6 +106,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Dir: dir}
+	var programs chan error
+	if opts.Containers { // built beside the control plane's programs, which come first
+		programs = make(chan error, 1)
+		go func() { programs <- buildAll(containerPrograms()...) }()
+	}
 	if err := c.startAPIServer(); err != nil {
 		return c, err
 	}
@@ -132,7 +145,23 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c.CRDs = append(c.CRDs, projectCRDs...)
 	if opts.Kwok {
-		if err := c.startKwok(opts.PodReadyDelay); err != nil {
+		podCIDR, programPods := "", ""
+		if opts.Containers {
+			var err error
+			if podCIDR, err = c.addPodNetwork(); err != nil {
+				return c, err
+			}
+			programPods = programPodsQuery()
+		}
+		if err := c.startKwok(opts.PodReadyDelay, podCIDR, programPods); err != nil {
+			return c, err
+		}
+	}
+	if opts.Containers {
+		if err := <-programs; err != nil {
+			return c, err
+		}
+		if err := c.startContainers(ctx); err != nil {
 			return c, err
 		}
 	}
@@ -282,6 +311,7 @@ func (c *Cluster) Stop(keepLogs bool) {
 	if c == nil {
 		return
 	}
+	c.containers.stopAll()
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		cmd := c.processes[i]
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -294,6 +324,7 @@ func (c *Cluster) Stop(keepLogs bool) {
 			<-done
 		}
 	}
+	c.removePodNetwork()
 	if keepLogs {
 		Progress("stopped %v; logs kept in %s", c.names, c.Dir)
 		return

@@ -39,6 +39,15 @@ func MainWithKarpenter(m *testing.M) {
 	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
 }
 
+// MainWithContainers is Main with the pods' programs running (testcluster.Options.Containers):
+// every vLLM pod serves (llm-d-inference-sim) at its own address on loopback, and every Endpoint
+// Picker of a release the suite builds runs against the cluster.
+func MainWithContainers(m *testing.M) {
+	opts := options(testcluster.LWSVersion)
+	opts.Containers = true
+	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
+}
+
 func options(lwsVersion string) testcluster.Options {
 	return testcluster.Options{Controllers: true, LeaderWorkerSet: true, LeaderWorkerSetVersion: lwsVersion,
 		Volcano: true, Kwok: true, PodReadyDelay: time.Second}

@@ -169,7 +169,7 @@ func AddNodesWithTopology(t *testing.T, prefix string, count, perSwitch int) {
 }
 
 // AddNodes adds the nodes for the test and removes them when it ends.
-func AddNodes(t *testing.T, nodes testcluster.Nodes) {
+func AddNodes(t testing.TB, nodes testcluster.Nodes) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, Cluster.AddNodes(ctx, nodes))

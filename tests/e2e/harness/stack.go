@@ -23,14 +23,14 @@ import (
 
 // Stack is one Pulumi stack of a program, deployed by the real engine through the wire.
 type Stack struct {
-	t    *testing.T
+	t    testing.TB
 	plan *lt.TestPlan
 	log  *enginetest.Log
 	snap *deploy.Snapshot
 }
 
 // NewStack is a stack of the program, with nothing deployed yet.
-func NewStack(t *testing.T, program func(ctx *pulumi.Context) error) *Stack {
+func NewStack(t testing.TB, program func(ctx *pulumi.Context) error) *Stack {
 	t.Helper()
 	w, err := newWire(Cluster.Config)
 	require.NoError(t, err)
@@ -131,7 +131,7 @@ func (s *Stack) Phases(name string) map[string]string {
 }
 
 // EnsureNamespace creates a namespace unless it exists (a platform has them before a service).
-func EnsureNamespace(t *testing.T, name string) {
+func EnsureNamespace(t testing.TB, name string) {
 	t.Helper()
 	_, err := Cluster.Clientset.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})

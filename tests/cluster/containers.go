@@ -1,0 +1,970 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
+)
+
+// The suite's stand-in for the kubelet and container runtime of kwok's nodes (Options.Containers).
+// kwok gives each pod an address of a network local to this machine (its --cidr: addPodNetwork)
+// and makes it Running. For each container whose image a program stands for (images), the suite
+// then runs that program as the container would run: its arguments and environment as the pod
+// gives them, its volumes as directories, and its ports on loopback ports of its own (a program
+// listens on every address of its port, so two pods' containers could not share one), with a
+// forwarder from the pod's address and each declared port to them. A pod being deleted gets no new connection from then on; its processes get SIGTERM
+// and, after the pod's grace period, SIGKILL, and the pod goes only once they have ended (a
+// finalizer of the suite's holds it, as the kubelet keeps a terminating pod until its containers
+// have stopped; kwok alone would delete it at once).
+
+// containerFinalizer holds a pod being deleted until the suite has stopped its processes.
+const containerFinalizer = "e2e.fusioninfer.io/containers"
+
+// ModelServerArgsAnnotation on a pod adds llm-d-inference-sim's own arguments (space-separated) to
+// those its vLLM command line translates to: latencies, KV-cache size, fake metrics, what the
+// simulated accelerator is like.
+const ModelServerArgsAnnotation = "e2e.fusioninfer.io/model-server-args"
+
+// image is what a program stands for: an image repository (without its registry) at a tag, ""
+// for every tag, and how the program is run for a container of it.
+type image struct {
+	repository, tag string
+	binary          binary
+	command         func(run *containerRun) (args, env []string, err error)
+}
+
+// images are the container images the suite has programs for. llm-d-inference-sim stands for
+// every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release.
+var images = []image{
+	{repository: "vllm/vllm-openai", binary: inferenceSim, command: modelServerCommand},
+	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, command: containerCommand},
+	{repository: "gateway-api-inference-extension/lwepp", tag: GIELightweightEndpointPickerVersion, binary: gieLightweightEndpointPicker,
+		command: containerCommand},
+}
+
+// containerPrograms are the binaries of images.
+func containerPrograms() []binary {
+	var out []binary
+	for _, im := range images {
+		out = append(out, im.binary)
+	}
+	return out
+}
+
+// imageOf is the entry of images for an image reference (registry/repository:tag@digest).
+func imageOf(ref string) (image, bool) {
+	ref, _, _ = strings.Cut(ref, "@")
+	name, tag := ref, ""
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		name, tag = ref[:i], ref[i+1:]
+	}
+	for _, im := range images {
+		if (name == im.repository || strings.HasSuffix(name, "/"+im.repository)) && (im.tag == "" || tag == im.tag) {
+			return im, true
+		}
+	}
+	return image{}, false
+}
+
+// programImagePattern is a regular expression an image reference matches when a program stands
+// for it, as imageOf decides.
+func programImagePattern() string {
+	var alternatives []string
+	for _, im := range images {
+		tag := `(:[^/@]+)?`
+		if im.tag != "" {
+			tag = ":" + regexp.QuoteMeta(im.tag)
+		}
+		alternatives = append(alternatives, `(^|/)`+regexp.QuoteMeta(im.repository)+tag+`(@.*)?$`)
+	}
+	return strings.Join(alternatives, "|")
+}
+
+// programPodsQuery is a kwok selector key (a jq query) that yields true for each container of a
+// pod whose image a program stands for.
+func programPodsQuery() string {
+	return ".spec.containers.[].image | test(" + strconv.Quote(programImagePattern()) + ")"
+}
+
+// addPodNetwork routes a network of the cluster's own to this machine (`ip route add local NET dev
+// lo`: on Linux every address of a local route can be bound) and returns it as kwok's --cidr. The
+// network is a /24 of 198.18.0.0/15, which RFC 2544 reserves for benchmarks; one of 127.0.0.0/8
+// would need no route, but the API server refuses loopback addresses in Endpoints and
+// EndpointSlices (k8s.io/kubernetes pkg/apis/core/validation ValidateEndpointIP: "may not be in
+// the loopback range"), so such pods could back no Service: not the Endpoint Picker's, which
+// `pulumi up` waits for and the gateway reaches. Adding the route needs CAP_NET_ADMIN (CI runs as
+// root); Stop removes it.
+func (c *Cluster) addPodNetwork() (string, error) {
+	var lastErr error
+	for _, n := range rand.Perm(512) {
+		network := fmt.Sprintf("198.%d.%d.0/24", 18+n/256, n%256)
+		out, err := exec.Command("ip", "route", "add", "local", network, "dev", "lo").CombinedOutput()
+		if err == nil {
+			c.podNetwork = network
+			return fmt.Sprintf("198.%d.%d.1/24", 18+n/256, n%256), nil
+		}
+		lastErr = fmt.Errorf("ip route add local %s dev lo: %v: %s", network, err, strings.TrimSpace(string(out)))
+		if !strings.Contains(string(out), "File exists") { // taken by another cluster on this machine: try the next
+			break
+		}
+	}
+	return "", fmt.Errorf("the pods' network (it needs CAP_NET_ADMIN: run as root): %w", lastErr)
+}
+
+// removePodNetwork removes the route addPodNetwork added.
+func (c *Cluster) removePodNetwork() {
+	if c.podNetwork != "" {
+		_ = exec.Command("ip", "route", "del", "local", c.podNetwork, "dev", "lo").Run()
+	}
+}
+
+// ContainerProcess is a container the suite runs as a process.
+type ContainerProcess struct {
+	Namespace, Pod, Container string
+	PodIP                     string
+	// Program is the binary and its version; Args its arguments as run.
+	Program string
+	Args    []string
+	// Ports maps each of the container's ports to the loopback port its program listens on.
+	Ports map[int32]int
+	// Log is the file of the process's output.
+	Log     string
+	Started time.Time
+	// Err is why the container could not be run (nothing else is set then), or how it ended.
+	Err error
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	mu     sync.Mutex
+	ended  time.Time
+	ready  time.Time // when the suite reported its pod Ready
+}
+
+// ReadyAt says when the suite reported the process's pod Ready, once its readiness probes
+// passed; nothing can have been routed to the pod before.
+func (p *ContainerProcess) ReadyAt() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready, !p.ready.IsZero()
+}
+
+// Ended says when the process ended, if it has.
+func (p *ContainerProcess) Ended() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ended, !p.ended.IsZero()
+}
+
+// URL is http://127.0.0.1:{loopback port} for a container port: the program itself, not through
+// the pod's address.
+func (p *ContainerProcess) URL(port int32) string {
+	return fmt.Sprintf("http://127.0.0.1:%d", p.Ports[port])
+}
+
+// containers runs the pods' programs.
+type containers struct {
+	c      *Cluster
+	cancel context.CancelFunc
+	// spawn starts processes from one OS thread that lives as long as the suite: children get
+	// SIGKILL when the thread that started them ends (Pdeathsig).
+	spawn chan func()
+
+	log *os.File // Dir/containers.log: what the stand-in did, when
+
+	mu        sync.Mutex
+	pods      map[types.UID]*podRun
+	processes []*ContainerProcess
+	changed   chan struct{} // closed and replaced when processes changes
+}
+
+// podRun is what runs for one pod.
+type podRun struct {
+	started   chan struct{} // closed once its processes and forwarders are up (or failed)
+	stopping  bool
+	listeners []net.Listener
+	processes []*ContainerProcess
+}
+
+// startContainers watches every pod and runs the programs of those kwok makes Running.
+func (c *Cluster) startContainers(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	k := &containers{c: c, cancel: cancel, spawn: make(chan func()), pods: map[types.UID]*podRun{}, changed: make(chan struct{})}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, killing what it started
+		for {
+			select {
+			case f := <-k.spawn:
+				f()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(c.Dir, "containers"), 0o755); err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(c.Dir, "containers.log"))
+	if err != nil {
+		return err
+	}
+	k.log = log
+	factory := informers.NewSharedInformerFactory(c.Clientset, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.reconcile(obj.(*corev1.Pod), false) },
+		UpdateFunc: func(_, obj any) { k.reconcile(obj.(*corev1.Pod), false) },
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				k.reconcile(pod, true)
+			}
+		},
+	}); err != nil {
+		cancel()
+		return err
+	}
+	factory.Start(ctx.Done())
+	c.containers = k
+	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp)",
+		InferenceSimVersion, GIEEndpointPickerVersion, GIELightweightEndpointPickerVersion)
+	return nil
+}
+
+// reconcile starts a Running pod's programs, or stops a deleted pod's.
+func (k *containers) reconcile(pod *corev1.Pod, deleted bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	run, known := k.pods[pod.UID]
+	switch {
+	case deleted || pod.DeletionTimestamp != nil:
+		if known && !run.stopping {
+			run.stopping = true
+			go k.terminate(pod, run)
+		} else if !known && !deleted && slices.Contains(pod.Finalizers, containerFinalizer) {
+			go k.removeFinalizer(pod)
+		}
+	case !known && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && hasProgram(pod):
+		run = &podRun{started: make(chan struct{})}
+		k.pods[pod.UID] = run
+		go k.run(pod.DeepCopy(), run)
+	}
+}
+
+func hasProgram(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.Containers {
+		if _, ok := imageOf(c.Image); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// run starts the pod's processes and forwarders, after the finalizer that holds the pod until
+// they have stopped.
+func (k *containers) run(pod *corev1.Pod, run *podRun) {
+	defer close(run.started)
+	ctx := context.Background()
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, containerFinalizer)
+	if _, err := k.c.Clientset.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		k.record(&ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, PodIP: pod.Status.PodIP, Err: fmt.Errorf("holding the pod: %w", err)})
+		return
+	}
+	var started []*containerRun
+	for i := range pod.Spec.Containers {
+		container := &pod.Spec.Containers[i]
+		im, ok := imageOf(container.Image)
+		if !ok {
+			continue
+		}
+		p, listeners, prepared, err := k.start(pod, container, im)
+		run.listeners = append(run.listeners, listeners...)
+		if err != nil {
+			p.Err = err
+			Progress("pod %s/%s: container %s not run: %v", pod.Namespace, pod.Name, container.Name, err)
+			k.record(p)
+			return
+		}
+		run.processes = append(run.processes, p)
+		started = append(started, prepared)
+		k.record(p)
+	}
+	if pod.Annotations[NotReadyAnnotation] == "" {
+		go k.markReady(pod, run.processes, started)
+	}
+}
+
+// logf writes a line of what the stand-in did to Dir/containers.log.
+func (k *containers) logf(format string, args ...any) {
+	fmt.Fprintf(k.log, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// record adds a process (or a container that could not be run) to what the suite has run.
+func (k *containers) record(p *ContainerProcess) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.processes = append(k.processes, p)
+	close(k.changed)
+	k.changed = make(chan struct{})
+}
+
+// start runs one container's program with its forwarders.
+func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im image) (*ContainerProcess, []net.Listener, *containerRun, error) {
+	p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP,
+		Program: im.binary.name + " " + im.binary.version, Ports: map[int32]int{}, exited: make(chan struct{})}
+	binary, err := im.binary.build()
+	if err != nil {
+		return p, nil, nil, err
+	}
+	run := &containerRun{k: k, pod: pod, container: container, ports: p.Ports, mounts: map[string]string{}}
+	for _, port := range container.Ports {
+		if _, err := run.listen(port.ContainerPort); err != nil {
+			return p, nil, nil, err
+		}
+	}
+	args, env, err := im.command(run)
+	if err != nil {
+		return p, nil, nil, err
+	}
+	p.Args = args
+	listeners := make([]net.Listener, 0, len(p.Ports))
+	for containerPort, hostPort := range p.Ports {
+		l, err := net.Listen("tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(containerPort))))
+		if err != nil {
+			closeAll(listeners)
+			return p, nil, nil, fmt.Errorf("the pod's address %s:%d: %w", pod.Status.PodIP, containerPort, err)
+		}
+		listeners = append(listeners, l)
+		go forward(l, fmt.Sprintf("127.0.0.1:%d", hostPort))
+	}
+	p.Log = filepath.Join(k.c.Dir, "containers", pod.Namespace+"."+pod.Name+"."+container.Name+".log")
+	logFile, err := os.Create(p.Log)
+	if err != nil {
+		closeAll(listeners)
+		return p, nil, nil, err
+	}
+	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(args, " "))
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(env, "PATH="+os.Getenv("PATH"), "HOME="+run.scratch("home"))
+	cmd.Dir = run.scratch("workdir")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	k.spawn <- func() { started <- cmd.Start() }
+	if err := <-started; err != nil {
+		_ = logFile.Close()
+		closeAll(listeners)
+		return p, nil, nil, err
+	}
+	p.cmd, p.Started = cmd, time.Now()
+	k.logf("%s/%s %s: started %s (pid %d), ports %v", pod.Namespace, pod.Name, container.Name, p.Program, cmd.Process.Pid, p.Ports)
+	go func() {
+		err := cmd.Wait()
+		_ = logFile.Close()
+		p.mu.Lock()
+		p.ended, p.Err = time.Now(), err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, listeners, run, nil
+}
+
+// markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
+// a gRPC health check or a TCP connection to its program; with none, until its declared ports
+// accept), then reports the pod Ready, as the kubelet's prober does. It probes until the first
+// pass only: the suite's programs do not become unready on their own.
+func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, run := range runs {
+		if err := run.probe(ctx); err != nil {
+			k.logf("%s/%s %s: never ready: %v", pod.Namespace, pod.Name, run.container.Name, err)
+			return
+		}
+	}
+	pods := k.c.Clientset.CoreV1().Pods(pod.Namespace)
+	for {
+		current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || current.UID != pod.UID || current.DeletionTimestamp != nil {
+			return
+		}
+		now := metav1.Now()
+		for _, kind := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
+			for i := range current.Status.Conditions {
+				if c := &current.Status.Conditions[i]; c.Type == kind {
+					c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionTrue, "", now
+				}
+			}
+		}
+		for i := range current.Status.ContainerStatuses {
+			current.Status.ContainerStatuses[i].Ready = true
+		}
+		_, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{})
+		if err == nil {
+			k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
+			for _, p := range processes {
+				p.mu.Lock()
+				p.ready = now.Time
+				p.mu.Unlock()
+			}
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			k.logf("%s/%s: reporting it Ready: %v", pod.Namespace, pod.Name, err)
+			return
+		}
+	}
+}
+
+// probe waits until the container passes its readiness probe.
+func (run *containerRun) probe(ctx context.Context) error {
+	probe := run.container.ReadinessProbe
+	check := func() error { // no probe: the program listens on each declared port
+		for _, port := range run.ports {
+			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			if err != nil {
+				return err
+			}
+			_ = conn.Close()
+		}
+		return nil
+	}
+	switch {
+	case probe == nil:
+	case probe.HTTPGet != nil:
+		port, err := run.probePort(probe.HTTPGet.Port)
+		if err != nil {
+			return err
+		}
+		scheme := strings.ToLower(string(probe.HTTPGet.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		url := fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, probe.HTTPGet.Path)
+		client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the kubelet probes
+		check = func() error {
+			resp, err := client.Get(url)
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+				return fmt.Errorf("GET %s: %s", url, resp.Status)
+			}
+			return nil
+		}
+	case probe.GRPC != nil:
+		port, ok := run.ports[probe.GRPC.Port]
+		if !ok {
+			return fmt.Errorf("the gRPC probe's port %d is not the container's", probe.GRPC.Port)
+		}
+		conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		check = func() error {
+			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ptr.Deref(probe.GRPC.Service, "")})
+			if err != nil {
+				return err
+			}
+			if resp.Status != healthpb.HealthCheckResponse_SERVING {
+				return fmt.Errorf("gRPC health: %s", resp.Status)
+			}
+			return nil
+		}
+	case probe.TCPSocket != nil:
+		port, err := run.probePort(probe.TCPSocket.Port)
+		if err != nil {
+			return err
+		}
+		check = func() error {
+			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			if err == nil {
+				_ = conn.Close()
+			}
+			return err
+		}
+	}
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// probePort is the loopback port of a probe's port, a number or the name of a container port.
+func (run *containerRun) probePort(port intstr.IntOrString) (int, error) {
+	number := port.IntVal
+	if port.Type == intstr.String {
+		for _, p := range run.container.Ports {
+			if p.Name == port.StrVal {
+				number = p.ContainerPort
+			}
+		}
+	}
+	if hostPort, ok := run.ports[number]; ok {
+		return hostPort, nil
+	}
+	return 0, fmt.Errorf("the probe's port %s is not one of the container's", port.String())
+}
+
+// terminate stops a deleted pod's processes as the kubelet does, within the pod's grace period:
+// the containers' preStop sleeps first (their servers still serving), then SIGTERM, at which a
+// server stops accepting connections (vLLM does, GIE's config/manifests/vllm/gpu-deployment.yaml
+// says: its preStop sleep is there to let the gateways take the pod out of rotation first), then
+// SIGKILL for what still runs when the grace period ends; then it lets the pod go.
+func (k *containers) terminate(pod *corev1.Pod, run *podRun) {
+	<-run.started
+	grace := 30 * time.Second
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	preStop := min(preStopSleep(pod), grace)
+	k.logf("%s/%s: deleted; preStop %s, grace %s", pod.Namespace, pod.Name, preStop, grace)
+	time.Sleep(preStop)
+	closeAll(run.listeners)
+	k.logf("%s/%s: no new connection; SIGTERM", pod.Namespace, pod.Name)
+	stopProcesses(run.processes, grace-preStop)
+	k.logf("%s/%s: stopped", pod.Namespace, pod.Name)
+	k.removeFinalizer(pod)
+}
+
+// preStopSleep is the longest preStop sleep of the pod's containers: a sleep action, or an exec
+// of sleep with a number of seconds. Other hooks are not run.
+func preStopSleep(pod *corev1.Pod) time.Duration {
+	var longest time.Duration
+	for _, c := range pod.Spec.Containers {
+		hook := c.Lifecycle
+		if hook == nil || hook.PreStop == nil {
+			continue
+		}
+		var d time.Duration
+		switch {
+		case hook.PreStop.Sleep != nil:
+			d = time.Duration(hook.PreStop.Sleep.Seconds) * time.Second
+		case hook.PreStop.Exec != nil && len(hook.PreStop.Exec.Command) == 2 && filepath.Base(hook.PreStop.Exec.Command[0]) == "sleep":
+			if n, err := strconv.ParseFloat(hook.PreStop.Exec.Command[1], 64); err == nil {
+				d = time.Duration(n * float64(time.Second))
+			}
+		}
+		longest = max(longest, d)
+	}
+	return longest
+}
+
+// stopProcesses sends SIGTERM to each process group, then SIGKILL to those still running after grace.
+func stopProcesses(processes []*ContainerProcess, grace time.Duration) {
+	for _, p := range processes {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	deadline := time.After(grace)
+	for _, p := range processes {
+		select {
+		case <-p.exited:
+		case <-deadline:
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.exited
+		}
+	}
+}
+
+func (k *containers) removeFinalizer(pod *corev1.Pod) {
+	patch := fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`, containerFinalizer)
+	_, err := k.c.Clientset.CoreV1().Pods(pod.Namespace).Patch(context.Background(), pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		Progress("pod %s/%s: removing the finalizer %s: %v", pod.Namespace, pod.Name, containerFinalizer, err)
+	}
+}
+
+// stopAll ends every process at once (the cluster is stopping).
+func (k *containers) stopAll() {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	var processes []*ContainerProcess
+	for _, run := range k.pods {
+		closeAll(run.listeners)
+		processes = append(processes, run.processes...)
+	}
+	k.mu.Unlock()
+	var running []*ContainerProcess
+	for _, p := range processes {
+		if _, ended := p.Ended(); !ended {
+			running = append(running, p)
+		}
+	}
+	stopProcesses(running, 5*time.Second)
+	k.cancel()
+	_ = k.log.Close()
+}
+
+// ContainerProcesses are the containers the suite has run (or failed to run) for the pods of a
+// namespace, in the order they started, those that have ended too.
+func (c *Cluster) ContainerProcesses(namespace string) []*ContainerProcess {
+	k := c.containers
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*ContainerProcess
+	for _, p := range k.processes {
+		if p.Namespace == namespace {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ContainerProcess waits until the suite runs a container of a pod and returns its process; an
+// error if it could not be run.
+func (c *Cluster) ContainerProcess(ctx context.Context, namespace, pod, container string) (*ContainerProcess, error) {
+	k := c.containers
+	for {
+		k.mu.Lock()
+		changed := k.changed
+		var found *ContainerProcess
+		for _, p := range k.processes {
+			if p.Namespace == namespace && p.Pod == pod && (p.Container == container || p.Container == "") {
+				found = p
+			}
+		}
+		k.mu.Unlock()
+		if found != nil {
+			return found, found.startError()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the suite runs no container %s of pod %s/%s: %w", container, namespace, pod, ctx.Err())
+		}
+	}
+}
+
+// startError is why the container could not be run; nil for a process that started.
+func (p *ContainerProcess) startError() error {
+	if p.cmd == nil {
+		return fmt.Errorf("pod %s/%s container %s: %w", p.Namespace, p.Pod, p.Container, p.Err)
+	}
+	return nil
+}
+
+// containerRun is a container being prepared: its ports and volumes on this machine.
+type containerRun struct {
+	k         *containers
+	pod       *corev1.Pod
+	container *corev1.Container
+	ports     map[int32]int     // container port -> loopback port
+	mounts    map[string]string // mount path -> directory
+}
+
+// listen gives a container port a loopback port of its own (once).
+func (run *containerRun) listen(containerPort int32) (int, error) {
+	if port, ok := run.ports[containerPort]; ok {
+		return port, nil
+	}
+	port, err := freePort()
+	if err == nil {
+		run.ports[containerPort] = port
+	}
+	return port, err
+}
+
+// scratch is a directory of the container's own.
+func (run *containerRun) scratch(name string) string {
+	dir := filepath.Join(run.k.c.Dir, "containers", string(run.pod.UID), run.container.Name, name)
+	_ = os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+// mountVolumes makes a directory for each volume the container mounts: a ConfigMap's keys as
+// files (read once, at start), an emptyDir empty. Other volume kinds are refused.
+func (run *containerRun) mountVolumes() error {
+	for _, mount := range run.container.VolumeMounts {
+		var volume *corev1.Volume
+		for i := range run.pod.Spec.Volumes {
+			if run.pod.Spec.Volumes[i].Name == mount.Name {
+				volume = &run.pod.Spec.Volumes[i]
+			}
+		}
+		if volume == nil {
+			return fmt.Errorf("volume mount %s: the pod has no such volume", mount.Name)
+		}
+		dir := run.scratch(filepath.Join("volumes", mount.Name))
+		switch {
+		case volume.ConfigMap != nil:
+			cm, err := run.k.c.Clientset.CoreV1().ConfigMaps(run.pod.Namespace).Get(context.Background(), volume.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("volume %s: %w", mount.Name, err)
+			}
+			for key, value := range cm.Data {
+				if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o644); err != nil {
+					return err
+				}
+			}
+		case volume.EmptyDir != nil:
+		default:
+			return fmt.Errorf("volume %s: the suite mounts ConfigMaps and emptyDirs only", mount.Name)
+		}
+		run.mounts[mount.MountPath] = filepath.Join(dir, mount.SubPath)
+	}
+	return nil
+}
+
+// environment is the container's variables (values and the downward API's pod fields) and
+// KUBECONFIG acting as the pod's ServiceAccount, as its in-cluster configuration would. With
+// strict, a variable it cannot resolve is an error; else it is left out.
+func (run *containerRun) environment(strict bool) ([]string, error) {
+	pod := run.pod
+	account := pod.Spec.ServiceAccountName
+	if account == "" {
+		account = "default"
+	}
+	kubeconfig, err := run.k.c.serviceAccountKubeconfig(pod.Namespace, account)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"KUBECONFIG=" + kubeconfig}
+	fields := map[string]string{
+		"metadata.name": pod.Name, "metadata.namespace": pod.Namespace, "metadata.uid": string(pod.UID),
+		"spec.nodeName": pod.Spec.NodeName, "spec.serviceAccountName": account, "status.podIP": pod.Status.PodIP,
+	}
+	for _, v := range run.container.Env {
+		switch {
+		case v.ValueFrom == nil:
+			env = append(env, v.Name+"="+v.Value)
+		case v.ValueFrom.FieldRef != nil && fields[v.ValueFrom.FieldRef.FieldPath] != "":
+			env = append(env, v.Name+"="+fields[v.ValueFrom.FieldRef.FieldPath])
+		case strict:
+			return nil, fmt.Errorf("variable %s: the suite resolves values and the pod's name, namespace, uid, node, account and address only", v.Name)
+		}
+	}
+	return env, nil
+}
+
+// containerCommand is the container's own command line (its command after the image's program,
+// which is ours, then its args) with what a container's namespaces give it mapped to this
+// machine: a path under a volume's mount path to the volume's directory, a container port given
+// to a port flag (--*-port, --port) to the program's loopback port.
+func containerCommand(run *containerRun) ([]string, []string, error) {
+	if err := run.mountVolumes(); err != nil {
+		return nil, nil, err
+	}
+	env, err := run.environment(true)
+	if err != nil {
+		return nil, nil, err
+	}
+	words := append(append([]string{}, run.container.Command...), run.container.Args...)
+	if len(run.container.Command) > 0 {
+		words = words[1:]
+	}
+	mounts := make([]string, 0, len(run.mounts))
+	for mount := range run.mounts {
+		mounts = append(mounts, mount)
+	}
+	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) }) // the deepest mount first
+	mapPath := func(v string) string {
+		for _, mount := range mounts {
+			if v == mount || strings.HasPrefix(v, strings.TrimSuffix(mount, "/")+"/") {
+				return run.mounts[mount] + strings.TrimPrefix(v, mount)
+			}
+		}
+		return v
+	}
+	mapPort := func(flag, v string) string {
+		if flag != "--port" && !strings.HasSuffix(flag, "-port") {
+			return v
+		}
+		if n, err := strconv.Atoi(v); err == nil {
+			if port, ok := run.ports[int32(n)]; ok {
+				return strconv.Itoa(port)
+			}
+		}
+		return v
+	}
+	out := make([]string, len(words))
+	for i, w := range words {
+		if name, value, ok := strings.Cut(w, "="); ok && strings.HasPrefix(name, "-") {
+			out[i] = name + "=" + mapPort(name, mapPath(value))
+			continue
+		}
+		previous := ""
+		if i > 0 {
+			previous = words[i-1]
+		}
+		out[i] = mapPort(previous, mapPath(w))
+	}
+	return out, env, nil
+}
+
+// vLLM's flags llm-d-inference-sim reads with the same meaning (its pkg/common/parser.go
+// ParseCommandParamsAndLoadConfig): values, and switches.
+var (
+	sharedModelServerFlags    = []string{"--max-num-seqs", "--max-model-len", "--max-loras", "--max-cpu-loras", "--seed"}
+	sharedModelServerSwitches = []string{"--enable-sleep-mode"}
+)
+
+// modelServerCommand is llm-d-inference-sim's command line for a vLLM container: its model and
+// served names, its port (the container's, on a loopback port), the flags the two share, and the
+// sim's own from ModelServerArgsAnnotation; never the network: the sim's own tokenizer (it
+// otherwise asks huggingface.co whether the model exists, pkg/tokenizer/tokenizer.go modelExists)
+// and no KV-cache event publisher (pkg/kv-cache/block_cache.go dials --zmq-endpoint unless it is
+// empty). Its variables are the container's and the pod's name, namespace and address, which
+// llm-d's manifests give it through the downward API: it then names the pod that served each
+// response (x-inference-pod; docs/configuration.md, "Environment variables"). Its volumes are not
+// mounted: it reads no file.
+func modelServerCommand(run *containerRun) ([]string, []string, error) {
+	c := run.container
+	words := vllm.CommandLine(c)
+	model, ok := vllm.Model(c)
+	if !ok {
+		return nil, nil, errors.New("vLLM's command line names no model")
+	}
+	serving := int32(8000) // vLLM's default --port
+	if v, found := vllm.FlagValue(words, "--port"); found {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("vLLM's --port %q", v)
+		}
+		serving = int32(n)
+	}
+	port, err := run.listen(serving)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := []string{"--model", model, "--port", strconv.Itoa(port), "--force-dummy-tokenizer", "--zmq-endpoint="}
+	if names := flagValues(words, "--served-model-name"); len(names) > 0 {
+		args = append(append(args, "--served-model-name"), names...)
+	}
+	for _, flag := range sharedModelServerFlags {
+		if v, found := vllm.FlagValue(words, flag); found {
+			args = append(args, flag, v)
+		}
+	}
+	for _, flag := range sharedModelServerSwitches {
+		if vllm.HasFlag(c, flag) {
+			args = append(args, flag)
+		}
+	}
+	if adapters := flagValues(words, "--lora-modules"); len(adapters) > 0 {
+		args = append(args, "--lora-modules")
+		for _, adapter := range adapters {
+			json, err := loraModuleJSON(adapter, model)
+			if err != nil {
+				return nil, nil, err
+			}
+			args = append(args, json)
+		}
+	}
+	args = append(args, strings.Fields(run.pod.Annotations[ModelServerArgsAnnotation])...)
+	env, err := run.environment(false) // what the sim does not read may be left out
+	if err != nil {
+		return nil, nil, err
+	}
+	env = append(env, "POD_NAME="+run.pod.Name, "POD_NAMESPACE="+run.pod.Namespace, "POD_IP="+run.pod.Status.PodIP)
+	return args, env, nil
+}
+
+// flagValues are the values of a flag that takes several (argparse's nargs="+"): the words after
+// it up to the next flag.
+func flagValues(words []string, flag string) []string {
+	var out []string
+	for i, w := range words {
+		if w == flag {
+			for _, v := range words[i+1:] {
+				if strings.HasPrefix(v, "-") {
+					break
+				}
+				out = append(out, v)
+			}
+		} else if v, ok := strings.CutPrefix(w, flag+"="); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// loraModuleJSON is a vLLM --lora-modules value (name=path, or JSON) in the sim's JSON form.
+func loraModuleJSON(adapter, model string) (string, error) {
+	if strings.HasPrefix(adapter, "{") {
+		return adapter, nil
+	}
+	name, path, ok := strings.Cut(adapter, "=")
+	if !ok {
+		return "", fmt.Errorf("vLLM's --lora-modules %q: neither name=path nor JSON", adapter)
+	}
+	data, err := json.Marshal(map[string]string{"name": name, "path": path, "base_model_name": model})
+	return string(data), err
+}
+
+// forward accepts connections to a pod's address and port and copies each to and from the
+// program's loopback port. kwok reports a pod Ready as it makes it Running (it runs no probes), a
+// moment before its program listens; a connection waits for the program then, as no connection
+// would have been sent before a readiness probe passed.
+func forward(l net.Listener, backend string) {
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer conn.Close()
+			var upstream net.Conn
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if upstream, err = net.Dial("tcp", backend); err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				return
+			}
+			// HTTP and gRPC need no half-closed connection: the first side to end ends both.
+			go func() { _, _ = io.Copy(upstream, conn); _ = upstream.Close(); _ = conn.Close() }()
+			_, _ = io.Copy(conn, upstream)
+			_ = upstream.Close()
+		}()
+	}
+}
+
+func closeAll(listeners []net.Listener) {
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+}

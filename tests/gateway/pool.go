@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+)
+
+// The gateway tracks its InferencePool's endpoints itself (GIE's implementer's guide, option 2):
+// the pods the pool's selector matches that are Ready, on the pool's target port, which it picks
+// from when the EPP fails and the pool says FailOpen; and the EPP's endpoints, the Ready
+// endpoints of the Service the pool's endpointPickerRef names (as Envoy learns a cluster's
+// endpoints from EDS), on the Service port the ref names.
+
+// InferencePools is the resource of inference.networking.k8s.io/v1 InferencePools.
+var InferencePools = schema.GroupVersionResource{Group: inferencev1.GroupVersion.Group, Version: inferencev1.GroupVersion.Version, Resource: "inferencepools"}
+
+// defaultEPPPort is the EPP's port when the pool names none (the API's default, 9002).
+const defaultEPPPort = 9002
+
+// poolState is what the gateway knows of its pool at one time.
+type poolState struct {
+	pool *inferencev1.InferencePool
+	// endpoints are the Ready pods' ip:port, the gateway's own choice when the EPP fails open.
+	endpoints []string
+	// epp are the EPP's ready endpoints, ip:port.
+	epp []string
+}
+
+// failOpen says whether the pool lets the gateway route when its EPP fails.
+func (s *poolState) failOpen() bool {
+	return s.pool != nil && s.pool.Spec.EndpointPickerRef.FailureMode == inferencev1.EndpointPickerFailOpen
+}
+
+// failureMode is the pool's failure mode as it is written, FailClose when unset (the API's default).
+func (s *poolState) failureMode() string {
+	if s.failOpen() {
+		return string(inferencev1.EndpointPickerFailOpen)
+	}
+	return string(inferencev1.EndpointPickerFailClose)
+}
+
+// tracker computes the pool's state from its informers' stores whenever one of them changes.
+type tracker struct {
+	namespace, name string
+	pools, pods     cache.Store
+	services        cache.Store
+	slices          cache.Store
+	onChange        func(poolState)
+
+	mu    sync.RWMutex
+	state poolState
+}
+
+func (t *tracker) current() poolState {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.state
+}
+
+func (t *tracker) refresh() {
+	state := poolState{}
+	if obj, ok, _ := t.pools.GetByKey(t.namespace + "/" + t.name); ok {
+		pool := &inferencev1.InferencePool{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, pool); err == nil {
+			state.pool = pool
+			state.endpoints = t.readyPods(pool)
+			state.epp = t.eppEndpoints(pool)
+		}
+	}
+	t.mu.Lock()
+	t.state = state
+	t.mu.Unlock()
+	t.onChange(state)
+}
+
+// readyPods are the pool's Ready pods, ip:port on its first target port.
+func (t *tracker) readyPods(pool *inferencev1.InferencePool) []string {
+	if len(pool.Spec.TargetPorts) == 0 {
+		return nil
+	}
+	set := labels.Set{}
+	for k, v := range pool.Spec.Selector.MatchLabels {
+		set[string(k)] = string(v)
+	}
+	selector := labels.SelectorFromSet(set)
+	port := strconv.Itoa(int(pool.Spec.TargetPorts[0].Number))
+	var out []string
+	for _, obj := range t.pods.List() {
+		pod := obj.(*corev1.Pod)
+		if pod.Namespace != pool.Namespace || !selector.Matches(labels.Set(pod.Labels)) || pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
+			continue
+		}
+		out = append(out, net.JoinHostPort(pod.Status.PodIP, port))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// eppEndpoints are the ready endpoints of the EPP's Service on the port the pool names.
+func (t *tracker) eppEndpoints(pool *inferencev1.InferencePool) []string {
+	ref := pool.Spec.EndpointPickerRef
+	if ref.Kind != "" && ref.Kind != "Service" {
+		return nil
+	}
+	port := int32(defaultEPPPort)
+	if ref.Port != nil {
+		port = int32(ref.Port.Number)
+	}
+	obj, ok, _ := t.services.GetByKey(pool.Namespace + "/" + string(ref.Name))
+	if !ok {
+		return nil
+	}
+	portName := ""
+	found := false
+	for _, p := range obj.(*corev1.Service).Spec.Ports {
+		if p.Port == port {
+			portName, found = p.Name, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	var out []string
+	for _, obj := range t.slices.List() {
+		slice := obj.(*discoveryv1.EndpointSlice)
+		if slice.Namespace != pool.Namespace || slice.Labels[discoveryv1.LabelServiceName] != string(ref.Name) {
+			continue
+		}
+		var target *int32
+		for _, p := range slice.Ports {
+			if p.Name != nil && *p.Name == portName {
+				target = p.Port
+			}
+		}
+		if target == nil {
+			continue
+		}
+		for _, e := range slice.Endpoints {
+			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
+			terminating := e.Conditions.Terminating != nil && *e.Conditions.Terminating
+			if ready && !terminating && len(e.Addresses) > 0 {
+				out = append(out, net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*target))))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// String is the state for logs.
+func (s poolState) String() string {
+	return fmt.Sprintf("pool endpoints %v, EPP %v, %s", s.endpoints, s.epp, s.failureMode())
+}
