@@ -603,6 +603,7 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 				errs = append(errs, field.Required(p.Child("nodeClassRef"),
 					"the cloud node class the nodes are made from: group, kind and name (e.g. karpenter.k8s.aws, EC2NodeClass, default)"))
 			}
+			errs = append(errs, validateKarpenterPool(pool, p)...)
 		case NodePoolExisting:
 			for _, f := range []struct {
 				name string

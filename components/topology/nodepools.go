@@ -16,7 +16,7 @@ const (
 	LabelGPUProduct   = "nvidia.com/gpu.product"
 	LabelInstanceType = corev1.LabelInstanceTypeStable
 	// LabelInstanceFamily is Karpenter's AWS provider label for instance families.
-	LabelInstanceFamily = "karpenter.k8s.aws/instance-family"
+	LabelInstanceFamily = api.InstanceFamilyLabel
 	LabelNodePool       = api.ReservedLabelPrefix + "node-pool"
 	defaultCapacityType = mirror.CapacityTypeOnDemand
 )
@@ -30,7 +30,7 @@ var (
 )
 
 // gpuTaint keeps non-GPU pods off GPU nodes; the service's pods tolerate it.
-var gpuTaint = corev1.Taint{Key: string(api.GPUResourceName), Value: "true", Effect: corev1.TaintEffectNoSchedule}
+var gpuTaint = api.GPUNodeTaint
 
 func nodePoolSuffix(pool string) string { return "nodepool-" + pool }
 
