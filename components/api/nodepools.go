@@ -3,8 +3,10 @@ package api
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agext/levenshtein"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,10 @@ import (
 // GPUNodeTaint is on every node of a karpenter pool: it keeps pods that ask for no GPU off GPU
 // nodes; the service's pods tolerate it.
 var GPUNodeTaint = corev1.Taint{Key: string(GPUResourceName), Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// MaxConsolidateAfter bounds a karpenter pool's consolidateAfter: a longer wait is a typo more
+// often than a wish to pay for idle GPU nodes for days.
+const MaxConsolidateAfter = 24 * time.Hour
 
 // InstanceFamilyLabel is the node label of Karpenter's AWS provider a karpenter pool's
 // instanceFamilies require (its instanceTypes require corev1.LabelInstanceTypeStable).
@@ -33,6 +39,12 @@ const InstanceFamilyLabel = "karpenter.k8s.aws/instance-family"
 // `fusioninfer status` names from Karpenter's events.
 func validateKarpenterPool(pool *NodePool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if pool.ConsolidateAfter != "" {
+		if d, err := time.ParseDuration(pool.ConsolidateAfter); err != nil || d < 0 || d > MaxConsolidateAfter {
+			errs = append(errs, field.Invalid(p.Child("consolidateAfter"), pool.ConsolidateAfter,
+				fmt.Sprintf(`must be a duration such as "10m", at most %s`, MaxConsolidateAfter)))
+		}
+	}
 	requirements := map[string][]string{mirror.CapacityTypeLabelKey: pool.CapacityTypes, corev1.LabelInstanceTypeStable: pool.InstanceTypes,
 		InstanceFamilyLabel: pool.InstanceFamilies}
 	if len(pool.CapacityTypes) == 0 {
@@ -79,6 +91,21 @@ func validateKarpenterPool(pool *NodePool, p *field.Path) field.ErrorList {
 		seen[pair] = true
 	}
 	return errs
+}
+
+// fieldsNotForPool are the JSON names of the fields set on pool that do not apply to its kind
+// (their pools tag names another).
+func fieldsNotForPool(pool *NodePool) []string {
+	var misplaced []string
+	v := reflect.ValueOf(pool).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if kinds, ok := f.Tag.Lookup("pools"); ok && kinds != string(pool.PoolKind()) && !v.Field(i).IsZero() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			misplaced = append(misplaced, name)
+		}
+	}
+	return misplaced
 }
 
 // nearestWellKnownLabel is the label Karpenter knows that key is one or two edits from, if any.

@@ -269,6 +269,19 @@ func TestValidationRules(t *testing.T) {
 		}, `spec.nodePools[0].taints[0].effect: Unsupported value: "NoWay"`},
 		{"pools have GPUs", func(s *InferenceService) { s.Spec.NodePools = []NodePool{karpenterPool("a", 0)} },
 			"spec.nodePools[0].gpusPerNode: Invalid value: 0: must be >= 1"},
+		{"consolidateAfter a duration", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.ConsolidateAfter = "ten minutes"
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].consolidateAfter: Invalid value: "ten minutes": must be a duration such as "10m", at most 24h0m0s`},
+		{"consolidateAfter at most a day", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.ConsolidateAfter = "720h"
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].consolidateAfter: Invalid value: "720h"`},
+		{"an existing pool's nodes are not Karpenter's to remove", func(s *InferenceService) {
+			s.Spec.NodePools = []NodePool{{Name: "a", Kind: NodePoolExisting, GPUsPerNode: 8, Labels: map[string]string{"pool": "a"}, ConsolidateAfter: "1m"}}
+		}, "spec.nodePools[0].consolidateAfter: Forbidden: only a karpenter pool makes nodes"},
 		{"a karpenter pool's labels are Karpenter's to take", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
 			p.Labels = map[string]string{"beta.kubernetes.io/arch": "amd64"}

@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,13 +19,11 @@ const (
 	defaultCapacityType = mirror.CapacityTypeOnDemand
 )
 
-// Disruption of a serving GPU pool: only empty nodes are consolidated, a few at a time, so a
-// node that serves a model is never taken away to repack the cluster; and nodes do not expire
-// (Karpenter's default, 720h, would recycle every serving node monthly).
-var (
-	consolidateAfter   = (10 * time.Minute).String()
-	disruptionBudgetOf = "10%"
-)
+// Disruption of a serving GPU pool: only empty nodes are consolidated (after the pool's
+// consolidateAfter), a few at a time, so a node that serves a model is never taken away to repack
+// the cluster; and nodes do not expire (Karpenter's default, 720h, would recycle every serving
+// node monthly).
+var disruptionBudgetOf = "10%"
 
 // gpuTaint keeps non-GPU pods off GPU nodes; the service's pods tolerate it.
 var gpuTaint = api.GPUNodeTaint
@@ -73,7 +69,7 @@ func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *mirror.NodePo
 			},
 			Disruption: mirror.Disruption{
 				ConsolidationPolicy: mirror.ConsolidationPolicyWhenEmpty,
-				ConsolidateAfter:    consolidateAfter,
+				ConsolidateAfter:    pool.ConsolidateAfterOrDefault().String(),
 				Budgets:             []mirror.Budget{{Nodes: disruptionBudgetOf}},
 			},
 			Limits: corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(poolGPULimit(&svc.Spec, pool), resource.DecimalSI)},
