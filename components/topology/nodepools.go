@@ -72,7 +72,7 @@ func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *mirror.NodePo
 				ConsolidateAfter:    pool.ConsolidateAfterOrDefault().String(),
 				Budgets:             []mirror.Budget{{Nodes: disruptionBudgetOf}},
 			},
-			Limits: corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(poolGPULimit(&svc.Spec, pool), resource.DecimalSI)},
+			Limits: corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(poolLimit(&svc.Spec, svc.Name, pool).GPUs, resource.DecimalSI)},
 		},
 	}
 }
@@ -83,12 +83,39 @@ func requirement(key string, values []string) mirror.NodeSelectorRequirementWith
 	}}
 }
 
-// poolGPULimit is the node GPU capacity the pool's roles need at full size (an autoscaled role's
-// maxReplicas), plus the groups a
-// rollout may surge at once: Karpenter limits count node capacity, not pod requests, so whole
-// nodes are counted (a multi-node pod takes a node; single-node pods pack).
-func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
-	var nodes int64
+// PoolLimit is what a karpenter pool's NodePool may launch (its nvidia.com/gpu limit), and why.
+type PoolLimit struct {
+	// Pool is the pool's name in the spec; NodePool is the Karpenter NodePool's.
+	Pool, NodePool string
+	// GPUs is the limit: Nodes nodes of GPUsPerNode.
+	GPUs, Nodes, GPUsPerNode int64
+	// Roles are the roles on the pool, in spec order.
+	Roles []PoolLimitRole
+}
+
+// PoolLimitRole is one role's share of a pool's limit.
+type PoolLimitRole struct {
+	Role string
+	// Replicas are the role's at full size (an autoscaled role's maxReplicas); Surge the
+	// replicas a rollout may add at once (maxSurge x the role's largest batch).
+	Replicas, Surge int64
+	// Nodes are the nodes they take: a multi-node pod takes a whole node, single-node pods pack.
+	Nodes int64
+}
+
+// PoolLimits are the limits of the spec's karpenter pools, in spec order: the node capacity the
+// pool's roles need at full size plus the groups one rollout batch may surge. Karpenter limits
+// count node capacity, not pod requests, so whole nodes are counted.
+func PoolLimits(spec *api.InferenceServiceSpec, service string) []PoolLimit {
+	var out []PoolLimit
+	for _, pool := range karpenterPools(spec) {
+		out = append(out, poolLimit(spec, service, pool))
+	}
+	return out
+}
+
+func poolLimit(spec *api.InferenceServiceSpec, service string, pool *api.NodePool) PoolLimit {
+	limit := PoolLimit{Pool: pool.Name, NodePool: api.KarpenterNodePoolName(service, pool.Name), GPUsPerNode: int64(pool.GPUsPerNode)}
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
 		if role.NodePool != pool.Name || !role.ComponentType.Serving() {
@@ -100,15 +127,19 @@ func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
 		}
 		// An autoscaled role may grow to maxReplicas; its elastic LWS rolls after the base
 		// batches, surging no more than they do.
-		replicas := int64(role.MaxReplicaCount()) + int64(role.MaxSurge())*int64(updatedAtOnce(spec, role))
+		share := PoolLimitRole{Role: role.Name, Replicas: int64(role.MaxReplicaCount()), Surge: int64(role.MaxSurge()) * int64(updatedAtOnce(spec, role))}
+		replicas := share.Replicas + share.Surge
 		if role.MultiNode() {
-			nodes += replicas * int64(role.NodeCount())
-			continue
+			share.Nodes = replicas * int64(role.NodeCount())
+		} else {
+			podsPerNode := int64(pool.GPUsPerNode) / gpus
+			share.Nodes = (replicas + podsPerNode - 1) / podsPerNode
 		}
-		podsPerNode := int64(pool.GPUsPerNode) / gpus
-		nodes += (replicas + podsPerNode - 1) / podsPerNode
+		limit.Roles = append(limit.Roles, share)
+		limit.Nodes += share.Nodes
 	}
-	return nodes * int64(pool.GPUsPerNode)
+	limit.GPUs = limit.Nodes * limit.GPUsPerNode
+	return limit
 }
 
 // placeOnPool gives a role's pod template its pool's selectors, affinity and tolerations.
