@@ -111,7 +111,7 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 	if err := c.addNodes(ctx, o); err != nil {
 		return nil, err
 	}
-	if err := c.addKarpenter(ctx, o, svc); err != nil {
+	if err := c.addKarpenter(ctx, o, name, svc); err != nil {
 		return nil, err
 	}
 	all, err := c.list(ctx, events, namespace, metav1.ListOptions{})
@@ -184,39 +184,50 @@ func (c *Clients) addNodes(ctx context.Context, o *diagnosis.Observed) error {
 	return nil
 }
 
-// addKarpenter adds the NodePools of the service's karpenter pools (known from the spec), their
-// claims, and Karpenter's events about both (recorded in the default namespace, as events of
-// cluster-scoped objects are; skipped when they may not be read).
-func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, svc *api.InferenceService) error {
-	if svc == nil {
-		return nil
-	}
-	resolved, errs := api.ResolveShape(svc)
-	if len(errs) > 0 {
-		return &api.ValidationError{Service: svc.Name, Errors: errs}
-	}
-	refs, err := topology.Plan(svc, resolved)
-	if err != nil {
-		return err
-	}
+// addKarpenter adds the NodePools of the service's karpenter pools (those the spec names, else
+// those that carry the service's label, when the cluster has Karpenter's API), their claims, and
+// Karpenter's events about both (recorded in the default namespace, as events of cluster-scoped
+// objects are; skipped when they may not be read).
+func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name string, svc *api.InferenceService) error {
 	var pools []string
-	for _, ref := range refs {
-		if ref.TypeMeta == topology.KindNodePool {
-			pools = append(pools, ref.Name)
+	if svc != nil {
+		resolved, errs := api.ResolveShape(svc)
+		if len(errs) > 0 {
+			return &api.ValidationError{Service: svc.Name, Errors: errs}
+		}
+		refs, err := topology.Plan(svc, resolved)
+		if err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			if ref.TypeMeta == topology.KindNodePool {
+				pools = append(pools, ref.Name)
+			}
+		}
+		if len(pools) == 0 {
+			return nil
 		}
 	}
-	if len(pools) == 0 {
-		return nil
-	}
-	found, err := c.list(ctx, nodeClaims, "", metav1.ListOptions{
-		LabelSelector: mirror.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
-	if err != nil {
+	found, err := c.list(ctx, nodePools, "", metav1.ListOptions{LabelSelector: topology.LabelService + "=" + name})
+	switch {
+	case svc == nil && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)):
+		return nil // no Karpenter, or not ours to read: the spec does not say the service needs it
+	case err != nil:
 		return err
 	}
 	if err := addAll(o, found); err != nil {
 		return err
 	}
-	found, err = c.list(ctx, nodePools, "", metav1.ListOptions{LabelSelector: topology.LabelService + "=" + svc.Name})
+	if svc == nil {
+		for _, p := range o.NodePools {
+			pools = append(pools, p.Name)
+		}
+		if len(pools) == 0 {
+			return nil
+		}
+	}
+	found, err = c.list(ctx, nodeClaims, "", metav1.ListOptions{
+		LabelSelector: mirror.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
 	if err != nil {
 		return err
 	}
