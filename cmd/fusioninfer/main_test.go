@@ -345,6 +345,43 @@ func TestPlanOfAnAutoscaledService(t *testing.T) {
 	assert.Contains(t, stdout, "decode   decoder    2 (autoscaled to 5)")
 }
 
+// TestPlanSaysEachPoolsLimit: a karpenter pool's line says what its NodePool may launch and what
+// fills it (an autoscaled role at maxReplicas, a rollout's surge), so that a replica beyond it,
+// which waits Pending, is explained before it happens.
+func TestPlanSaysEachPoolsLimit(t *testing.T) {
+	stdout, stderr, err := run(t, "", "plan", "-f", "../../examples/manifests/pd-gpu-node-pools.yaml", "--nodes", "8", "--gpus-per-node", "8")
+	requireExit(t, 2, err, stderr)
+	assert.Contains(t, stdout, "Node pool h100: Karpenter launches at most 64 GPUs (NodePool deepseek-r1-pools-h100's limit, 8 nodes of 8): "+
+		"decode 2 replicas on 8 nodes; a replica beyond them waits Pending")
+	assert.NotContains(t, stdout, "Node pool a100", "an existing pool has no NodePool")
+
+	manifest := filepath.Join(t.TempDir(), "autoscaled.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: chat}
+spec:
+  monitoring: {prometheusAddress: "http://prometheus:9090"}
+  nodePools: [{name: l4, gpusPerNode: 4, nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}]
+  roles:
+    - name: chat
+      componentType: worker
+      nodePool: l4
+      rolloutStrategy: {maxSurge: 1}
+      autoscaling: {minReplicas: 2, maxReplicas: 8, metric: "vllm:num_requests_waiting", target: 4}
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              args: ["--model", "Qwen/Qwen3-8B"]
+              resources: {limits: {nvidia.com/gpu: "1"}}
+`), 0o644))
+	stdout, stderr, err = run(t, "", "plan", "-f", manifest, "--nodes", "3", "--gpus-per-node", "4")
+	requireExit(t, 0, err, stderr)
+	assert.Contains(t, stdout, "Node pool l4: Karpenter launches at most 12 GPUs (NodePool chat-l4's limit, 3 nodes of 4): "+
+		"chat 8 replicas + 1 surging in a rollout on 3 nodes", "9 one-GPU pods pack 4 to a node: 3 nodes")
+}
+
 func TestPlanWithANodesFileAndManyReplicas(t *testing.T) {
 	nodes := filepath.Join(t.TempDir(), "nodes.yaml")
 	require.NoError(t, os.WriteFile(nodes, []byte("nodes:\n  - {name: gpu, count: 5, gpus: 2}\n"), 0o644))

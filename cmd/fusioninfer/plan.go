@@ -199,8 +199,26 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 			fmt.Fprintf(w, "  %s: %s\n", labels[i], reason)
 		}
 	}
+	for _, limit := range topology.PoolLimits(&tree.Service.Spec, tree.Service.Name) {
+		fmt.Fprintln(w, poolLimitLine(limit))
+	}
 	fmt.Fprintln(w)
 	return code, nil
+}
+
+// poolLimitLine says what a karpenter pool's NodePool may launch, and what it holds: a replica
+// beyond it (an LWS scaled by hand, an autoscaler held past maxReplicas) waits Pending.
+func poolLimitLine(limit topology.PoolLimit) string {
+	var shares []string
+	for _, r := range limit.Roles {
+		share := fmt.Sprintf("%s %d replicas", r.Role, r.Replicas)
+		if r.Surge > 0 {
+			share += fmt.Sprintf(" + %d surging in a rollout", r.Surge)
+		}
+		shares = append(shares, fmt.Sprintf("%s on %d nodes", share, r.Nodes))
+	}
+	return fmt.Sprintf("Node pool %s: Karpenter launches at most %d GPUs (NodePool %s's limit, %d nodes of %d): %s; "+
+		"a replica beyond them waits Pending", limit.Pool, limit.GPUs, limit.NodePool, limit.Nodes, limit.GPUsPerNode, strings.Join(shares, ", "))
 }
 
 func serviceCell(p *planner.Prediction, perReplica bool) string {

@@ -53,6 +53,14 @@ func (a *Autoscaling) ScaleDownDelayOrDefault() time.Duration {
 	return DefaultAutoscalingScaleDownDelay
 }
 
+// ConsolidateAfterOrDefault is a karpenter pool's consolidateAfter, its default when unset.
+func (p *NodePool) ConsolidateAfterOrDefault() time.Duration {
+	if d, err := time.ParseDuration(p.ConsolidateAfter); err == nil {
+		return d
+	}
+	return DefaultNodePoolConsolidateAfter
+}
+
 // NodeCount is the pods per replica, 1 when multinode is unset.
 func (r *Role) NodeCount() int32 {
 	if r.Multinode == nil {

@@ -106,7 +106,9 @@ const (
 	NodePoolExisting NodePoolKind = "existing"
 )
 
-// NodePool is a pool of GPU nodes for some of the service's roles.
+// NodePool is a pool of GPU nodes for some of the service's roles. A field tagged
+// pools:"karpenter" makes or shapes nodes, so only a karpenter pool may set it (validation reads
+// the tag: fieldsNotForPool).
 type NodePool struct {
 	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
 	Name string `json:"name" pulumi:"name"`
@@ -120,15 +122,19 @@ type NodePool struct {
 	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
 	InstanceTypes []string `json:"instanceTypes,omitempty" pulumi:"instanceTypes,optional"`
 	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
-	InstanceFamilies []string `json:"instanceFamilies,omitempty" pulumi:"instanceFamilies,optional"`
+	InstanceFamilies []string `json:"instanceFamilies,omitempty" pulumi:"instanceFamilies,optional" pools:"karpenter"`
 	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes []string `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional"`
+	CapacityTypes []string `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional" pools:"karpenter"`
 	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
-	Taints []Taint `json:"taints,omitempty" pulumi:"taints,optional"`
+	Taints []Taint `json:"taints,omitempty" pulumi:"taints,optional" pools:"karpenter"`
 	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
 	Labels map[string]string `json:"labels,omitempty" pulumi:"labels,optional"`
 	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
-	NodeClassRef *NodeClassRef `json:"nodeClassRef,omitempty" pulumi:"nodeClassRef,optional"`
+	NodeClassRef *NodeClassRef `json:"nodeClassRef,omitempty" pulumi:"nodeClassRef,optional" pools:"karpenter"`
+	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes
+	// it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for
+	// fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+	ConsolidateAfter string `json:"consolidateAfter,omitempty" pulumi:"consolidateAfter,optional" default:"10m" pools:"karpenter"`
 }
 
 // Taint is a node taint.

@@ -603,15 +603,10 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 				errs = append(errs, field.Required(p.Child("nodeClassRef"),
 					"the cloud node class the nodes are made from: group, kind and name (e.g. karpenter.k8s.aws, EC2NodeClass, default)"))
 			}
+			errs = append(errs, validateKarpenterPool(pool, p)...)
 		case NodePoolExisting:
-			for _, f := range []struct {
-				name string
-				set  bool
-			}{{"nodeClassRef", pool.NodeClassRef != nil}, {"capacityTypes", len(pool.CapacityTypes) > 0},
-				{"instanceFamilies", len(pool.InstanceFamilies) > 0}, {"taints", len(pool.Taints) > 0}} {
-				if f.set {
-					errs = append(errs, field.Forbidden(p.Child(f.name), "only a karpenter pool makes nodes; an existing pool only selects them"))
-				}
+			for _, name := range fieldsNotForPool(pool) {
+				errs = append(errs, field.Forbidden(p.Child(name), "only a karpenter pool makes nodes; an existing pool only selects them"))
 			}
 			if len(pool.Labels) == 0 && len(pool.InstanceTypes) == 0 && len(pool.Accelerators) == 0 {
 				errs = append(errs, field.Required(p.Child("labels"), "how to select the existing nodes: labels, instanceTypes or accelerators"))

@@ -269,6 +269,58 @@ func TestValidationRules(t *testing.T) {
 		}, `spec.nodePools[0].taints[0].effect: Unsupported value: "NoWay"`},
 		{"pools have GPUs", func(s *InferenceService) { s.Spec.NodePools = []NodePool{karpenterPool("a", 0)} },
 			"spec.nodePools[0].gpusPerNode: Invalid value: 0: must be >= 1"},
+		{"consolidateAfter a duration", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.ConsolidateAfter = "ten minutes"
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].consolidateAfter: Invalid value: "ten minutes": must be a duration such as "10m", at most 24h0m0s`},
+		{"consolidateAfter at most a day", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.ConsolidateAfter = "720h"
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].consolidateAfter: Invalid value: "720h"`},
+		{"an existing pool's nodes are not Karpenter's to remove", func(s *InferenceService) {
+			s.Spec.NodePools = []NodePool{{Name: "a", Kind: NodePoolExisting, GPUsPerNode: 8, Labels: map[string]string{"pool": "a"}, ConsolidateAfter: "1m"}}
+		}, "spec.nodePools[0].consolidateAfter: Forbidden: only a karpenter pool makes nodes"},
+		{"a karpenter pool's labels are Karpenter's to take", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Labels = map[string]string{"beta.kubernetes.io/arch": "amd64"}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].labels[beta.kubernetes.io/arch]: Invalid value: "beta.kubernetes.io/arch": Karpenter refuses a NodePool label ` +
+			`in the domains it keeps for the kubelet and itself (kubernetes.io, k8s.io, karpenter.sh) unless it knows it`},
+		{"a mistyped zone label is named", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Labels = map[string]string{"topology.kubernetes.io/zones": "us-east-1a"}
+			s.Spec.NodePools = []NodePool{p}
+		}, `such a NodePool is never ready and launches no node; use a key of your own domain (did you mean "topology.kubernetes.io/zone"?)`},
+		{"Karpenter names the pool's nodes", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Labels = map[string]string{"karpenter.sh/nodepool": "other"}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].labels[karpenter.sh/nodepool]: Invalid value: "karpenter.sh/nodepool": Karpenter sets it to the NodePool's name`},
+		{"a label contradicts the pool's instance types", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.InstanceTypes = []string{"p5.48xlarge"}
+			p.Labels = map[string]string{"node.kubernetes.io/instance-type": "p4d.24xlarge"}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].labels[node.kubernetes.io/instance-type]: Invalid value: "p4d.24xlarge": contradicts instanceTypes [p5.48xlarge]: ` +
+			`Karpenter gives every node of the pool both, and no instance type has both; set instanceTypes instead`},
+		{"a label contradicts the default capacity type", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Labels = map[string]string{"karpenter.sh/capacity-type": "spot"}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].labels[karpenter.sh/capacity-type]: Invalid value: "spot": contradicts capacityTypes [on-demand]`},
+		{"a taint value is a qualified name", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Taints = []Taint{{Key: "dedicated", Value: "llm serving", Effect: "NoSchedule"}}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].taints[0].value: Invalid value: "llm serving": Karpenter takes a qualified name here`},
+		{"the GPU taint is there already", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.Taints = []Taint{{Key: "nvidia.com/gpu", Effect: "NoSchedule"}}
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].taints[0]: Invalid value: "nvidia.com/gpu:NoSchedule": Karpenter refuses a key and effect twice: ` +
+			`every node of a karpenter pool has nvidia.com/gpu=true:NoSchedule already`},
 		{"maxSurge is 0 or 1", func(s *InferenceService) { s.Spec.Roles[1].RolloutStrategy = &RolloutStrategy{MaxSurge: ptr.To(2)} },
 			"spec.roles[1].rolloutStrategy.maxSurge: Invalid value: 2: must be 0 or 1"},
 		{"partition within the replicas", func(s *InferenceService) { s.Spec.Roles[1].RolloutStrategy = &RolloutStrategy{Partition: ptr.To(3)} },

@@ -31,6 +31,8 @@ const (
 	DefaultModelFlexibilityProbesPort = 8080
 	// DefaultNetworkTopologyPolicyMode is NetworkTopologyPolicy.Mode's default.
 	DefaultNetworkTopologyPolicyMode = NetworkTopologyMode("hard")
+	// DefaultNodePoolConsolidateAfter is NodePool.ConsolidateAfter's default.
+	DefaultNodePoolConsolidateAfter = time.Duration(600000000000) // 10m
 	// DefaultNodePoolKind is NodePool.Kind's default.
 	DefaultNodePoolKind = NodePoolKind("karpenter")
 	// DefaultRoleFailureMode is Role.FailureMode's default.

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -110,7 +109,7 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 	}
 	r.Causes = append(r.Causes, d.modelCauses()...)
 	r.Causes = append(r.Causes, d.podGroupCauses()...)
-	r.Causes = append(r.Causes, d.nodeClaimCauses()...)
+	r.Causes = append(r.Causes, d.karpenterPoolCauses()...)
 	r.Causes = append(r.Causes, d.routerCauses(name)...)
 	lwsByName := map[string]*lwsv1.LeaderWorkerSet{}
 	for i := range o.LeaderWorkerSets {
@@ -180,12 +179,15 @@ type diagnoser struct {
 	// pods are each LWS's pods, its leader first; gpusInUse what the pods bound to a node ask.
 	pods      map[string][]corev1.Pod
 	gpusInUse map[string]int64
+	// poolCauses are what keeps each karpenter pool (by NodePool name) from giving its pending
+	// pods nodes (karpenterPoolCauses), which those pods' replicas point to.
+	poolCauses map[string]*Cause
 }
 
 // newDiagnoser indexes the observed pods once: by LWS, and their GPUs by node.
 func newDiagnoser(o *Observed, svc *api.InferenceService) *diagnoser {
 	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}, batch: map[string]int{},
-		pods: map[string][]corev1.Pod{}, gpusInUse: map[string]int64{}}
+		pods: map[string][]corev1.Pod{}, gpusInUse: map[string]int64{}, poolCauses: map[string]*Cause{}}
 	for i := range o.Pods {
 		p := &o.Pods[i]
 		if lws := p.Labels[lwsv1.SetNameLabelKey]; lws != "" {
@@ -352,6 +354,10 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		} else if e := d.lastWarning("Pod", pod.Name); e != nil {
 			msg = e.Message
 		}
+		if pc := d.poolCauses[pod.Spec.NodeSelector[mirror.NodePoolLabelKey]]; pc != nil {
+			return &Cause{Object: pc.Object, Reason: pc.Reason, Message: "waits for a node of the pool (its cause above); Volcano: " + msg,
+				Fix: pc.Fix}, ReplicaPending
+		}
 		cause := &Cause{Object: object, Reason: "Unschedulable", Message: msg, Fix: d.capacityFix(pod)}
 		if group := pod.Annotations[volcanov1beta1.KubeGroupNameAnnotationKey]; group != "" {
 			cause.Object = "PodGroup/" + group
@@ -504,27 +510,6 @@ func (d *diagnoser) podGroupCauses() []Cause {
 			out = append(out, Cause{Object: "PodGroup/" + pg.Name, Reason: string(c.Type), Message: fmt.Sprintf("phase %s, minMember %d: %s",
 				pg.Status.Phase, pg.Spec.MinMember, msg), Fix: "fusioninfer plan -f FILE --nodes N --gpus-per-node G shows what the gang needs"})
 		}
-	}
-	return out
-}
-
-// nodeClaimCauses: Karpenter's claims for the service's pools that have not launched a node.
-func (d *diagnoser) nodeClaimCauses() []Cause {
-	var out []Cause
-	for i := range d.o.NodeClaims {
-		nc := &d.o.NodeClaims[i]
-		launched := meta.FindStatusCondition(nc.Status.Conditions, mirror.ConditionTypeLaunched)
-		if launched != nil && launched.Status == metav1.ConditionTrue {
-			continue
-		}
-		msg := "Karpenter has not launched a node for it yet"
-		reason := "NotLaunched"
-		if launched != nil && launched.Message != "" {
-			msg, reason = "Karpenter cannot launch its node: "+launched.Message, orDefault(launched.Reason, reason)
-		}
-		out = append(out, Cause{Object: "NodeClaim/" + nc.Name, Reason: reason,
-			Message: fmt.Sprintf("pool %s: %s", nc.Labels[mirror.NodePoolLabelKey], msg),
-			Fix:     "check the pool's instance types, capacity types and zones, and the cloud account's GPU quota"})
 	}
 	return out
 }

@@ -39,7 +39,9 @@ type Observed struct {
 	Deployments      []appsv1.Deployment
 	HTTPRoutes       []gatewayv1.HTTPRoute
 	Events           []corev1.Event
-	// NodeClaims are Karpenter's claims for the service's karpenter pools.
+	// NodePools are the Karpenter NodePools of the service's karpenter pools, with their status;
+	// NodeClaims are Karpenter's claims for them.
+	NodePools  []mirror.NodePool
 	NodeClaims []mirror.NodeClaim
 }
 
@@ -57,7 +59,7 @@ var readScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 			return nil, err
 		}
 	}
-	s.AddKnownTypes(mirror.KarpenterGroupVersion, &mirror.NodeClaim{}, &mirror.NodeClaimList{})
+	s.AddKnownTypes(mirror.KarpenterGroupVersion, &mirror.NodeClaim{}, &mirror.NodeClaimList{}, &mirror.NodePool{}, &mirror.NodePoolList{})
 	return s, nil
 })
 
@@ -84,6 +86,8 @@ func (o *Observed) Add(obj runtime.Object) error {
 		o.Nodes = append(o.Nodes, *t)
 	case *mirror.NodeClaim:
 		o.NodeClaims = append(o.NodeClaims, *t)
+	case *mirror.NodePool:
+		o.NodePools = append(o.NodePools, *t)
 	default:
 		return fmt.Errorf("diagnosis does not read %T", obj)
 	}
@@ -152,6 +156,7 @@ func (o *Observed) YAML() ([]byte, error) {
 		{"gateway.networking.k8s.io/v1", "HTTPRoute", items(o.HTTPRoutes)},
 		{"v1", "Event", items(o.Events)},
 		{"v1", "Node", items(o.Nodes)},
+		{mirror.KarpenterGroupVersion.String(), "NodePool", items(o.NodePools)},
 		{mirror.KarpenterGroupVersion.String(), "NodeClaim", items(o.NodeClaims)},
 	} {
 		for _, item := range group.items {

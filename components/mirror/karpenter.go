@@ -23,6 +23,11 @@ const (
 	ConsolidationPolicyWhenEmpty = "WhenEmpty"
 	// ConditionTypeLaunched is true once the cloud provider has launched a NodeClaim's instance.
 	ConditionTypeLaunched = "Launched"
+	// ConditionTypeInitialized is true once a NodeClaim's node is ready for pods.
+	ConditionTypeInitialized = "Initialized"
+	// ConditionTypeReady is a NodePool's: false when Karpenter launches nothing for it (its
+	// validation or its node class failed).
+	ConditionTypeReady = "Ready"
 	// Never is a duration that never elapses (Karpenter's NillableDuration without a value).
 	Never = "Never"
 )
@@ -33,6 +38,27 @@ type NodePool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              NodePoolSpec `json:"spec"`
+	// Status is what Karpenter reports (`fusioninfer status` reads it; the project never sets it).
+	Status *NodePoolStatus `json:"status,omitempty"`
+}
+
+// NodePoolStatus is what `fusioninfer status` reads of a NodePool's status.
+type NodePoolStatus struct {
+	// Resources is the capacity of the pool's nodes, which its limits cap.
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// Nodes is how many nodes the pool has.
+	Nodes *int64 `json:"nodes,omitempty"`
+	// Conditions are Karpenter's (metav1.Condition's fields): Ready, ValidationSucceeded,
+	// NodeClassReady, NodeRegistrationHealthy.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodePoolList is a list of NodePools.
+// +kubebuilder:object:root=true
+type NodePoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodePool `json:"items"`
 }
 
 // NodePoolSpec is the part of Karpenter's NodePoolSpec this project sets.
@@ -99,8 +125,11 @@ type NodeClaim struct {
 	Status            NodeClaimStatus `json:"status,omitempty"`
 }
 
-// NodeClaimStatus holds a NodeClaim's conditions (Karpenter's are metav1.Condition's fields).
+// NodeClaimStatus holds a NodeClaim's node and conditions (Karpenter's are metav1.Condition's
+// fields).
 type NodeClaimStatus struct {
+	// NodeName is the node Karpenter launched for the claim, once it registered.
+	NodeName   string             `json:"nodeName,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

@@ -179,3 +179,32 @@ func changeInPlace(v reflect.Value) {
 		v.SetString(v.String() + "-changed")
 	}
 }
+
+// TestKarpenterNodeLabelRuleIsKarpenters: for every key of a table (each restricted domain, its
+// subdomains and the exceptions, the well-known labels, keys without a domain, and domains that
+// only end like a restricted one) KarpenterRefusesNodeLabel refuses exactly the keys Karpenter's
+// own NodePool validation refuses as a label of the pool's nodes ((*NodePool).RuntimeValidate).
+func TestKarpenterNodeLabelRuleIsKarpenters(t *testing.T) {
+	keys := append([]string{"team", "example.com/team", "kubernetes.io/hostname", "kubernetes.io/arch",
+		"beta.kubernetes.io/arch", "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zones",
+		"karpenter.sh/nodepool", "karpenter.sh/capacity-type", "karpenter.sh/initialized", "karpenter.k8s.aws/instance-family",
+		"notkubernetes.io/x", "nvidia.com/gpu.product", "fusioninfer.io/node-pool"}, mirror.KarpenterWellKnownLabels...)
+	for _, domain := range append(append([]string{}, mirror.KarpenterRestrictedLabelDomains...), "kops.k8s.io", "node.kubernetes.io",
+		"node-restriction.kubernetes.io", "example.com") {
+		for _, sub := range []string{"", "a.", "team."} {
+			keys = append(keys, sub+domain+"/x")
+		}
+	}
+	refused := 0
+	for _, key := range keys {
+		pool := &karpv1.NodePool{Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
+			ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{key: "v"}}}}}
+		karpenterRefuses := pool.RuntimeValidate(t.Context()) != nil
+		require.Equal(t, karpenterRefuses, mirror.KarpenterRefusesNodeLabel(key), "label %q", key)
+		if karpenterRefuses {
+			refused++
+		}
+	}
+	require.Greater(t, refused, 10, "the table has keys Karpenter refuses")
+	require.Less(t, refused, len(keys)-10, "and keys it takes")
+}

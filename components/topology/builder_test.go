@@ -301,6 +301,7 @@ func TestNodePools(t *testing.T) {
 	assert.Equal(t, "64", limit.String(), "decode at full size: 2 replicas x 4 nodes x 8 GPUs")
 	assert.Equal(t, mirror.ConsolidationPolicyWhenEmpty, np.Spec.Disruption.ConsolidationPolicy, "serving nodes are never repacked")
 	assert.Equal(t, "10%", np.Spec.Disruption.Budgets[0].Nodes)
+	assert.Equal(t, "10m0s", np.Spec.Disruption.ConsolidateAfter, "empty nodes wait the default consolidateAfter")
 	assert.Equal(t, mirror.Never, np.Spec.Template.Spec.ExpireAfter, "serving nodes do not expire")
 	assert.Equal(t, &mirror.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "gpu"}, np.Spec.Template.Spec.NodeClassRef)
 	assert.Contains(t, np.Spec.Template.Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule})
@@ -342,6 +343,11 @@ func TestNodePoolLimitPacksSingleNodePods(t *testing.T) {
 	np := tree.Objects[0].Object.(*mirror.NodePool)
 	limit := np.Spec.Limits[api.GPUResourceName]
 	assert.Equal(t, "12", limit.String(), "5 pods -> 2 nodes, 1 pod -> 1 node: 3 nodes x 4 GPUs")
+
+	svc.Spec.NodePools[0].ConsolidateAfter = "45s"
+	tree, errs = topology.Build(svc)
+	require.Empty(t, errs)
+	assert.Equal(t, "45s", tree.Objects[0].Object.(*mirror.NodePool).Spec.Disruption.ConsolidateAfter, "the pool's consolidateAfter")
 }
 
 func TestUserAffinityAndTolerationsAreKept(t *testing.T) {

@@ -66,6 +66,7 @@ func setDefaults(v reflect.Value, role *api.Role) []string {
 		if r, ok := v.Addr().Interface().(*api.Role); ok {
 			role = r
 		}
+		pool, _ := v.Addr().Interface().(*api.NodePool)
 		if v.Type().PkgPath() != reflect.TypeFor[api.Role]().PkgPath() {
 			return nil // a Kubernetes type: no defaults of ours
 		}
@@ -74,7 +75,9 @@ func setDefaults(v reflect.Value, role *api.Role) []string {
 			value, ok := f.Tag.Lookup("default")
 			// an autoscaled role's replicas default to autoscaling.minReplicas, and must equal it
 			autoscaledReplicas := role != nil && role.Autoscaling != nil && v.Addr().Interface() == role && f.Name == "Replicas"
-			if !ok || !v.Field(i).IsZero() || !appliesTo(f.Tag.Get("roles"), role) || autoscaledReplicas {
+			// a karpenter pool's field only on karpenter pools (its pools tag)
+			otherPoolKind := pool != nil && f.Tag.Get("pools") != "" && f.Tag.Get("pools") != string(pool.PoolKind())
+			if !ok || !v.Field(i).IsZero() || !appliesTo(f.Tag.Get("roles"), role) || autoscaledReplicas || otherPoolKind {
 				set = append(set, setDefaults(v.Field(i), role)...)
 				continue
 			}

@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,21 +14,19 @@ const (
 	LabelGPUProduct   = "nvidia.com/gpu.product"
 	LabelInstanceType = corev1.LabelInstanceTypeStable
 	// LabelInstanceFamily is Karpenter's AWS provider label for instance families.
-	LabelInstanceFamily = "karpenter.k8s.aws/instance-family"
+	LabelInstanceFamily = api.InstanceFamilyLabel
 	LabelNodePool       = api.ReservedLabelPrefix + "node-pool"
 	defaultCapacityType = mirror.CapacityTypeOnDemand
 )
 
-// Disruption of a serving GPU pool: only empty nodes are consolidated, a few at a time, so a
-// node that serves a model is never taken away to repack the cluster; and nodes do not expire
-// (Karpenter's default, 720h, would recycle every serving node monthly).
-var (
-	consolidateAfter   = (10 * time.Minute).String()
-	disruptionBudgetOf = "10%"
-)
+// Disruption of a serving GPU pool: only empty nodes are consolidated (after the pool's
+// consolidateAfter), a few at a time, so a node that serves a model is never taken away to repack
+// the cluster; and nodes do not expire (Karpenter's default, 720h, would recycle every serving
+// node monthly).
+var disruptionBudgetOf = "10%"
 
 // gpuTaint keeps non-GPU pods off GPU nodes; the service's pods tolerate it.
-var gpuTaint = corev1.Taint{Key: string(api.GPUResourceName), Value: "true", Effect: corev1.TaintEffectNoSchedule}
+var gpuTaint = api.GPUNodeTaint
 
 func nodePoolSuffix(pool string) string { return "nodepool-" + pool }
 
@@ -73,10 +69,10 @@ func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *mirror.NodePo
 			},
 			Disruption: mirror.Disruption{
 				ConsolidationPolicy: mirror.ConsolidationPolicyWhenEmpty,
-				ConsolidateAfter:    consolidateAfter,
+				ConsolidateAfter:    pool.ConsolidateAfterOrDefault().String(),
 				Budgets:             []mirror.Budget{{Nodes: disruptionBudgetOf}},
 			},
-			Limits: corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(poolGPULimit(&svc.Spec, pool), resource.DecimalSI)},
+			Limits: corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(poolLimit(&svc.Spec, svc.Name, pool).GPUs, resource.DecimalSI)},
 		},
 	}
 }
@@ -87,12 +83,39 @@ func requirement(key string, values []string) mirror.NodeSelectorRequirementWith
 	}}
 }
 
-// poolGPULimit is the node GPU capacity the pool's roles need at full size (an autoscaled role's
-// maxReplicas), plus the groups a
-// rollout may surge at once: Karpenter limits count node capacity, not pod requests, so whole
-// nodes are counted (a multi-node pod takes a node; single-node pods pack).
-func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
-	var nodes int64
+// PoolLimit is what a karpenter pool's NodePool may launch (its nvidia.com/gpu limit), and why.
+type PoolLimit struct {
+	// Pool is the pool's name in the spec; NodePool is the Karpenter NodePool's.
+	Pool, NodePool string
+	// GPUs is the limit: Nodes nodes of GPUsPerNode.
+	GPUs, Nodes, GPUsPerNode int64
+	// Roles are the roles on the pool, in spec order.
+	Roles []PoolLimitRole
+}
+
+// PoolLimitRole is one role's share of a pool's limit.
+type PoolLimitRole struct {
+	Role string
+	// Replicas are the role's at full size (an autoscaled role's maxReplicas); Surge the
+	// replicas a rollout may add at once (maxSurge x the role's largest batch).
+	Replicas, Surge int64
+	// Nodes are the nodes they take: a multi-node pod takes a whole node, single-node pods pack.
+	Nodes int64
+}
+
+// PoolLimits are the limits of the spec's karpenter pools, in spec order: the node capacity the
+// pool's roles need at full size plus the groups one rollout batch may surge. Karpenter limits
+// count node capacity, not pod requests, so whole nodes are counted.
+func PoolLimits(spec *api.InferenceServiceSpec, service string) []PoolLimit {
+	var out []PoolLimit
+	for _, pool := range karpenterPools(spec) {
+		out = append(out, poolLimit(spec, service, pool))
+	}
+	return out
+}
+
+func poolLimit(spec *api.InferenceServiceSpec, service string, pool *api.NodePool) PoolLimit {
+	limit := PoolLimit{Pool: pool.Name, NodePool: api.KarpenterNodePoolName(service, pool.Name), GPUsPerNode: int64(pool.GPUsPerNode)}
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
 		if role.NodePool != pool.Name || !role.ComponentType.Serving() {
@@ -104,15 +127,19 @@ func poolGPULimit(spec *api.InferenceServiceSpec, pool *api.NodePool) int64 {
 		}
 		// An autoscaled role may grow to maxReplicas; its elastic LWS rolls after the base
 		// batches, surging no more than they do.
-		replicas := int64(role.MaxReplicaCount()) + int64(role.MaxSurge())*int64(updatedAtOnce(spec, role))
+		share := PoolLimitRole{Role: role.Name, Replicas: int64(role.MaxReplicaCount()), Surge: int64(role.MaxSurge()) * int64(updatedAtOnce(spec, role))}
+		replicas := share.Replicas + share.Surge
 		if role.MultiNode() {
-			nodes += replicas * int64(role.NodeCount())
-			continue
+			share.Nodes = replicas * int64(role.NodeCount())
+		} else {
+			podsPerNode := int64(pool.GPUsPerNode) / gpus
+			share.Nodes = (replicas + podsPerNode - 1) / podsPerNode
 		}
-		podsPerNode := int64(pool.GPUsPerNode) / gpus
-		nodes += (replicas + podsPerNode - 1) / podsPerNode
+		limit.Roles = append(limit.Roles, share)
+		limit.Nodes += share.Nodes
 	}
-	return nodes * int64(pool.GPUsPerNode)
+	limit.GPUs = limit.Nodes * limit.GPUsPerNode
+	return limit
 }
 
 // placeOnPool gives a role's pod template its pool's selectors, affinity and tolerations.

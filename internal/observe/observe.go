@@ -86,6 +86,8 @@ var (
 		"Gateway API's HTTPRoute (install the Gateway API CRDs)"}
 	nodeClaims = resource{mirror.KarpenterGroupVersion.WithResource("nodeclaims"), func() runtime.Object { return &mirror.NodeClaim{} },
 		"the service's karpenter node pools need Karpenter v1"}
+	nodePools = resource{mirror.KarpenterGroupVersion.WithResource("nodepools"), func() runtime.Object { return &mirror.NodePool{} },
+		"the service's karpenter node pools need Karpenter v1"}
 )
 
 // Service reads what the cluster holds of one service: everything with its label, and the events
@@ -113,7 +115,7 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 	if err := c.addNodes(ctx, o); err != nil {
 		return nil, err
 	}
-	if err := c.addNodeClaims(ctx, o, svc); err != nil {
+	if err := c.addKarpenter(ctx, o, name, svc); err != nil {
 		return nil, err
 	}
 	all, err := c.list(ctx, events, namespace, metav1.ListOptions{})
@@ -186,34 +188,76 @@ func (c *Clients) addNodes(ctx context.Context, o *diagnosis.Observed) error {
 	return nil
 }
 
-// addNodeClaims adds Karpenter's claims for the service's karpenter pools (known from the spec).
-func (c *Clients) addNodeClaims(ctx context.Context, o *diagnosis.Observed, svc *api.InferenceService) error {
-	if svc == nil {
-		return nil
-	}
-	resolved, errs := api.ResolveShape(svc)
-	if len(errs) > 0 {
-		return &api.ValidationError{Service: svc.Name, Errors: errs}
-	}
-	refs, err := topology.Plan(svc, resolved)
-	if err != nil {
-		return err
-	}
+// addKarpenter adds the NodePools of the service's karpenter pools (those the spec names, else
+// those that carry the service's label, when the cluster has Karpenter's API), their claims, and
+// Karpenter's events about both (recorded in the default namespace, as events of cluster-scoped
+// objects are; skipped when they may not be read).
+func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name string, svc *api.InferenceService) error {
 	var pools []string
-	for _, ref := range refs {
-		if ref.TypeMeta == topology.KindNodePool {
-			pools = append(pools, ref.Name)
+	if svc != nil {
+		resolved, errs := api.ResolveShape(svc)
+		if len(errs) > 0 {
+			return &api.ValidationError{Service: svc.Name, Errors: errs}
+		}
+		refs, err := topology.Plan(svc, resolved)
+		if err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			if ref.TypeMeta == topology.KindNodePool {
+				pools = append(pools, ref.Name)
+			}
+		}
+		if len(pools) == 0 {
+			return nil
 		}
 	}
-	if len(pools) == 0 {
-		return nil
+	found, err := c.list(ctx, nodePools, "", metav1.ListOptions{LabelSelector: topology.LabelService + "=" + name})
+	switch {
+	case svc == nil && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)):
+		return nil // no Karpenter, or not ours to read: the spec does not say the service needs it
+	case err != nil:
+		return err
 	}
-	found, err := c.list(ctx, nodeClaims, "", metav1.ListOptions{
+	if err := addAll(o, found); err != nil {
+		return err
+	}
+	if svc == nil {
+		for _, p := range o.NodePools {
+			pools = append(pools, p.Name)
+		}
+		if len(pools) == 0 {
+			return nil
+		}
+	}
+	found, err = c.list(ctx, nodeClaims, "", metav1.ListOptions{
 		LabelSelector: mirror.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
 	if err != nil {
 		return err
 	}
-	return addAll(o, found)
+	if err := addAll(o, found); err != nil {
+		return err
+	}
+	karpenterObjects := map[string]bool{}
+	for _, p := range o.NodePools {
+		karpenterObjects["NodePool/"+p.Name] = true
+	}
+	for _, nc := range o.NodeClaims {
+		karpenterObjects["NodeClaim/"+nc.Name] = true
+	}
+	all, err := c.list(ctx, events, metav1.NamespaceDefault, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, obj := range all {
+		if e := obj.(*corev1.Event); karpenterObjects[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] {
+			o.Events = append(o.Events, *e)
+		}
+	}
+	return nil
 }
 
 // needed reports whether the service uses an API: always LWS; the PodGroup when gang scheduled

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,8 +23,17 @@ const KarpenterVersion = "v1.8.0"
 var karpenterKwok = binary{"karpenter-kwok", "karpenter", "sigs.k8s.io/karpenter/kwok", KarpenterVersion}
 
 // KWOKNodeClass is the node class every NodePool of the Karpenter e2e tests names: Karpenter's
-// kwok provider reads nothing from it but that it exists and is Ready.
+// kwok provider reads from it only how long a node takes to start (NodeStartupTime).
 var KWOKNodeClass = struct{ Group, Kind, Name string }{"karpenter.kwok.sh", "KWOKNodeClass", "default"}
+
+// NodeStartupTime is how long a node Karpenter launches takes to register (the KWOKNodeClass's
+// nodeRegistrationDelay, which Karpenter's kwok provider sleeps before it creates the Node:
+// kwok/cloudprovider/cloudprovider.go, Create). A GPU instance takes minutes to boot; without the
+// delay a node took a second, less than the LWS controller takes to create a replica's workers on
+// a loaded machine, and a node could take pods before Karpenter had seen every pod of a
+// deployment, which real clusters never see and which leaves Volcano and Karpenter waiting on each
+// other (docs/scheduling.md). 20 s is ten times the spread of a deployment's pods under load.
+const NodeStartupTime = 20 * time.Second
 
 var kwokNodeClasses = schema.GroupVersionResource{Group: KWOKNodeClass.Group, Version: "v1alpha1", Resource: "kwoknodeclasses"}
 
@@ -112,6 +122,7 @@ func (c *Cluster) startKarpenter(ctx context.Context) error {
 	class := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": KWOKNodeClass.Group + "/v1alpha1", "kind": KWOKNodeClass.Kind,
 		"metadata": map[string]any{"name": KWOKNodeClass.Name},
+		"spec":     map[string]any{"nodeRegistrationDelay": NodeStartupTime.String()},
 	}}
 	if _, err := c.Dynamic.Resource(kwokNodeClasses).Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the KWOKNodeClass: %w", err)
@@ -130,7 +141,5 @@ func (c *Cluster) startKarpenter(ctx context.Context) error {
 	return c.startCommand("karpenter", cmd, append(os.Environ(),
 		"KUBECONFIG="+c.Kubeconfig, "DISABLE_LEADER_ELECTION=true", "SYSTEM_NAMESPACE=kube-system",
 		"METRICS_PORT="+strconv.Itoa(metrics), "HEALTH_PROBE_PORT="+strconv.Itoa(health),
-		"INSTANCE_TYPES_FILE_PATH="+types, "LOG_LEVEL=debug",
-		// a short batch: the test's pods arrive together; Karpenter's default waits up to 10 s
-		"BATCH_IDLE_DURATION=1s", "BATCH_MAX_DURATION=3s"))
+		"INSTANCE_TYPES_FILE_PATH="+types, "LOG_LEVEL=debug"))
 }

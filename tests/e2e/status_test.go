@@ -3,12 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,56 +15,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
-
-// recordFixtures (FUSIONINFER_RECORD_FIXTURES=1) writes the states these tests observe to
-// components/diagnosis/testdata, where the diagnosis' table tests read them.
-var recordFixtures = os.Getenv("FUSIONINFER_RECORD_FIXTURES") == "1"
 
 var podGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
 
 // status runs `fusioninfer status` on the service's manifest against the cluster.
 func status(t *testing.T, svc *api.InferenceService, args ...string) (string, int) {
 	t.Helper()
-	data, err := yaml.Marshal(svc)
-	require.NoError(t, err)
-	manifest := filepath.Join(t.TempDir(), svc.Name+".yaml")
-	require.NoError(t, os.WriteFile(manifest, data, 0o600))
-	cmd := exec.Command(testcli.Binary(t), append([]string{"status", "-f", manifest, "--kubeconfig", harness.Cluster.Kubeconfig}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	t.Logf("fusioninfer status (exit %d):\n%s%s", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
-	return stdout.String() + stderr.String(), cmd.ProcessState.ExitCode()
+	return harness.Status(t, svc, args...)
 }
 
-// record writes the service's observed state as the fixture name.
+// record writes the service's observed state as the diagnosis fixture name.
 func record(t *testing.T, svc *api.InferenceService, name string) {
 	t.Helper()
-	if !recordFixtures {
-		return
-	}
-	clients, err := observe.NewClients(harness.Cluster.Kubeconfig, "", 30*time.Second)
-	require.NoError(t, err)
-	observed, err := clients.Service(context.Background(), svc.Name, svc.Namespace, svc)
-	require.NoError(t, err)
-	data, err := observed.YAML()
-	require.NoError(t, err)
-	path := filepath.Join(testcluster.RepositoryRoot(), "components", "diagnosis", "testdata", name+".yaml")
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, data, 0o644))
+	harness.RecordFixture(t, svc, name)
 }
 
 // `fusioninfer status` on the real controllers: a gang that cannot fit is explained by its

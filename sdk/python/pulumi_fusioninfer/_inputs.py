@@ -1153,6 +1153,10 @@ class NodePoolArgsDict(TypedDict):
     """
     CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
     """
+    consolidate_after: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+    """
     instance_families: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
     """
     InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
@@ -1185,6 +1189,7 @@ class NodePoolArgs:
                  name: pulumi.Input[_builtins.str],
                  accelerators: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  capacity_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 consolidate_after: pulumi.Input[Optional[_builtins.str]] = None,
                  instance_families: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  instance_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  kind: pulumi.Input[Optional['NodePoolKind']] = None,
@@ -1196,6 +1201,7 @@ class NodePoolArgs:
         :param pulumi.Input[_builtins.str] name: Name is a DNS label, unique among the pools; roles name it in their nodePool field.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] accelerators: Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+        :param pulumi.Input[_builtins.str] consolidate_after: ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
         :param pulumi.Input['NodePoolKind'] kind: Kind is karpenter (default) or existing.
@@ -1209,6 +1215,8 @@ class NodePoolArgs:
             pulumi.set(__self__, "accelerators", accelerators)
         if capacity_types is not None:
             pulumi.set(__self__, "capacity_types", capacity_types)
+        if consolidate_after is not None:
+            pulumi.set(__self__, "consolidate_after", consolidate_after)
         if instance_families is not None:
             pulumi.set(__self__, "instance_families", instance_families)
         if instance_types is not None:
@@ -1269,6 +1277,18 @@ class NodePoolArgs:
     @capacity_types.setter
     def capacity_types(self, value: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]):
         pulumi.set(self, "capacity_types", value)
+
+    @_builtins.property
+    @pulumi.getter(name="consolidateAfter")
+    def consolidate_after(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+        """
+        return pulumi.get(self, "consolidate_after")
+
+    @consolidate_after.setter
+    def consolidate_after(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "consolidate_after", value)
 
     @_builtins.property
     @pulumi.getter(name="instanceFamilies")

@@ -32,10 +32,10 @@ func MainWithKEDA(m *testing.M) {
 }
 
 // MainWithKarpenter is Main with Karpenter's kwok cloud provider launching the nodes of the
-// services' NodePools.
+// services' NodePools, and KEDA (MainWithKEDA) to scale their autoscaled roles.
 func MainWithKarpenter(m *testing.M) {
 	opts := options(testcluster.LWSVersion)
-	opts.Karpenter = true
+	opts.Karpenter, opts.KEDA = true, true
 	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
 }
 

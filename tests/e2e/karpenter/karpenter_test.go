@@ -1,20 +1,20 @@
-//go:build e2e && karpenter
+//go:build e2e
 
 // Package karpenter proves the node pools a service renders on a real Karpenter (v1.8.0, its kwok
-// cloud provider launching kwok nodes of GPU instance types), with the real LWS controller and
-// Volcano: from no GPU node at all, `pulumi up` ends Running on nodes Karpenter launched from the
-// service's own NodePools, and `pulumi destroy` leaves Karpenter to remove them.
-//
-// Not yet part of `make e2e` (build tag karpenter; `make e2e-karpenter` runs it): of eleven runs,
-// ten passed in under a minute and one, on a heavily loaded machine, hung: Karpenter launched 17
-// nodes in three batches (3, 12, 2 pods) that Volcano never bound, until Karpenter marked them
-// consolidatable (issue 25).
+// cloud provider launching kwok nodes of GPU instance types that take testcluster.NodeStartupTime
+// to start), with the real LWS controller, Volcano and KEDA, on a cluster of its own: from no GPU
+// node at all `pulumi up` ends Running on nodes Karpenter launched from the service's own
+// NodePools and `pulumi destroy` leaves Karpenter to remove them; an autoscaled role's elastic
+// replicas get their nodes and give them back; the pool's limit stops a runaway; `fusioninfer
+// status` names what Karpenter cannot launch and the nodes Volcano holds that Karpenter counts as
+// free (docs/scheduling.md).
 package karpenter
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -23,12 +23,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
@@ -36,7 +38,26 @@ import (
 
 func TestMain(m *testing.M) { harness.MainWithKarpenter(m) }
 
-var nodeClaims = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+var (
+	nodeClaimsResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+	nodePoolsResource  = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+)
+
+// kwokClass is the node class of every pool of these tests; kwokClassYAML the same in a manifest.
+var (
+	kwokClass     = &api.NodeClassRef{Group: testcluster.KWOKNodeClass.Group, Kind: testcluster.KWOKNodeClass.Kind, Name: testcluster.KWOKNodeClass.Name}
+	kwokClassYAML = fmt.Sprintf("{group: %s, kind: %s, name: %s}", kwokClass.Group, kwokClass.Kind, kwokClass.Name)
+)
+
+// service is the one InferenceService of a manifest (its apiVersion and kind added), with the
+// defaults the CLI gives it.
+func service(t *testing.T, manifest string) *api.InferenceService {
+	t.Helper()
+	docs, errs := api.Decode([]byte("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\n" + strings.TrimLeft(manifest, "\n")))
+	require.Empty(t, errs)
+	require.Len(t, docs, 1)
+	return topology.WithDefaults(docs[0].Service)
+}
 
 // story4 is the disaggregated multi-node story (2 prefill replicas of 2 nodes, 3 decode replicas
 // of 4 nodes, 8 GPUs a pod), named name in a namespace of that name, on one karpenter pool "h100"
@@ -46,8 +67,8 @@ func story4(t *testing.T, name string) *api.InferenceService {
 	services := harness.ManifestServices(t, filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "story4-disaggregated-multinode.yaml"))
 	svc := services[0]
 	svc.Name, svc.Namespace = name, name
-	svc.Spec.NodePools = []api.NodePool{{Name: "h100", GPUsPerNode: 8, InstanceTypes: []string{"gpu-8x-h100"}, CapacityTypes: []string{"on-demand"},
-		NodeClassRef: &api.NodeClassRef{Group: testcluster.KWOKNodeClass.Group, Kind: testcluster.KWOKNodeClass.Kind, Name: testcluster.KWOKNodeClass.Name}}}
+	svc.Spec.NodePools = []api.NodePool{{Name: "h100", GPUsPerNode: 8, InstanceTypes: []string{"gpu-8x-h100"},
+		CapacityTypes: []string{"on-demand"}, NodeClassRef: kwokClass}}
 	for i := range svc.Spec.Roles {
 		svc.Spec.Roles[i].NodePool = "h100"
 	}
@@ -56,38 +77,51 @@ func story4(t *testing.T, name string) *api.InferenceService {
 }
 
 // TestKarpenterLaunchesTheDisaggregatedMultiNodeStoryFromZero: story 4 on a cluster with no GPU
-// node: `pulumi up` ends Running with exactly the 16 nodes the replicas need, every one launched
-// by Karpenter for a NodeClaim of the service's NodePool and of the pool's instance type and
-// capacity type, each replica bound whole; after `pulumi destroy` Karpenter removes them all.
+// node: `pulumi up` ends Running with exactly the nodes `fusioninfer plan` says the service needs,
+// every one launched by Karpenter for a NodeClaim of the service's NodePool, of the pool's
+// instance type and capacity type, each replica bound whole; Karpenter saw every pod before the
+// first of its nodes started (what keeps it and Volcano from waiting on each other:
+// docs/scheduling.md); after `pulumi destroy` Karpenter removes the nodes.
 func TestKarpenterLaunchesTheDisaggregatedMultiNodeStoryFromZero(t *testing.T) {
 	svc := story4(t, "karpenter-cold")
 	harness.EnsureNamespace(t, svc.Namespace)
-	require.Empty(t, gpuNodes(t, ""), "the test starts with no GPU node")
-	s := harness.NewStack(t, harness.ServicesProgram(svc))
+	waitFor(t, 3*time.Minute, "the test starts with no GPU node (Karpenter removes those of the tests before)", func() error {
+		if n := len(gpuNodes(t, "")); n > 0 {
+			return fmt.Errorf("%d GPU nodes", n)
+		}
+		return nil
+	})
+	s := deploy(t, svc)
 	bound := watchBindings(t, svc.Namespace)
 	start := time.Now()
 	s.Up()
 	tookFromZero := time.Since(start)
-	// Volcano binds a gang's pods in one scheduling session (every second): a replica whose pods
-	// were bound further apart was placed in parts while its nodes arrived.
-	for replica, times := range bound.byReplica() {
-		spread := times[len(times)-1].Sub(times[0])
-		require.Less(t, spread, time.Second, "replica %s was placed in parts, %s apart", replica, spread)
-	}
+	bound.requireWhole(t)
+
 	pool := api.KarpenterNodePoolName(svc.Name, "h100")
 	nodes := gpuNodes(t, pool)
-	require.Len(t, nodes, 2*2+3*4, "one node a pod: 2 prefill replicas of 2 pods, 3 decode replicas of 4")
+	require.Equal(t, plannedNodes(t, svc), len(nodes), "as many nodes as fusioninfer plan places the service on")
+	require.Equal(t, 2*2+3*4, len(nodes), "one node a pod: 2 prefill replicas of 2 pods, 3 decode replicas of 4")
 	for _, node := range nodes {
 		require.True(t, strings.HasPrefix(node.Spec.ProviderID, "kwok://"), "%s was not launched by Karpenter", node.Name)
 		require.Equal(t, "gpu-8x-h100", node.Labels[corev1.LabelInstanceTypeStable], node.Name)
 		require.Equal(t, mirror.CapacityTypeOnDemand, node.Labels[mirror.CapacityTypeLabelKey], node.Name)
 	}
-	claims, err := harness.Cluster.Dynamic.Resource(nodeClaims).List(context.Background(),
-		metav1.ListOptions{LabelSelector: mirror.NodePoolLabelKey + "=" + pool})
-	require.NoError(t, err)
-	require.Len(t, claims.Items, len(nodes), "a NodeClaim for each node")
+	claims := nodeClaims(t, pool)
+	require.Equal(t, len(nodes), len(claims), "a NodeClaim for each node")
+	firstNode := nodes[0].CreationTimestamp
+	for _, node := range nodes {
+		if node.CreationTimestamp.Before(&firstNode) {
+			firstNode = node.CreationTimestamp
+		}
+	}
+	for _, claim := range claims {
+		require.False(t, firstNode.Before(&claim.CreationTimestamp),
+			"Karpenter counted every pod before a node of the pool could take one: NodeClaim %s made at %s, the first node at %s",
+			claim.Name, claim.CreationTimestamp, firstNode)
+	}
 	requireAllPlaced(t, svc.Namespace, map[string]int{"prefill": 4, "decode": 12})
-	t.Logf("story 4 from zero GPU nodes to Running: %s", tookFromZero.Round(100*time.Millisecond))
+	t.Logf("story 4 from zero GPU nodes to Running: %s (nodes start in %s)", tookFromZero.Round(100*time.Millisecond), testcluster.NodeStartupTime)
 
 	s.Destroy()
 	waitFor(t, 3*time.Minute, "Karpenter removes the pool's nodes after destroy", func() error {
@@ -104,13 +138,42 @@ func TestKarpenterStoryOnNodesAlreadyThere(t *testing.T) {
 	svc := story4(t, "karpenter-warm")
 	harness.EnsureNamespace(t, svc.Namespace)
 	harness.PreparePlatform(t, svc)
-	s := harness.NewStack(t, harness.ServicesProgram(svc))
+	s := deploy(t, svc)
 	start := time.Now()
 	s.Up()
 	took := time.Since(start)
 	requireAllPlaced(t, svc.Namespace, map[string]int{"prefill": 4, "decode": 12})
 	t.Logf("story 4 on nodes already there to Running: %s", took.Round(100*time.Millisecond))
 	s.Destroy()
+}
+
+// deploy is a stack of the service, destroyed when the test ends if it failed before destroying
+// it, so that Karpenter removes its nodes before the next test.
+func deploy(t *testing.T, svc *api.InferenceService) *harness.Stack {
+	t.Helper()
+	s := harness.NewStack(t, harness.ServicesProgram(svc))
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.Destroy()
+		}
+	})
+	return s
+}
+
+// plannedNodes is how many nodes `fusioninfer plan`'s prediction places the whole service on,
+// on a cluster of the pool's nodes larger than it needs.
+func plannedNodes(t *testing.T, svc *api.InferenceService) int {
+	t.Helper()
+	p, err := planner.Predict(svc, planner.Uniform(64, int64(svc.Spec.NodePools[0].GPUsPerNode)))
+	require.NoError(t, err)
+	require.Equal(t, planner.Full, p.Status)
+	used := map[string]bool{}
+	for _, r := range p.Replicas {
+		for _, n := range r.Nodes {
+			used[n] = true
+		}
+	}
+	return len(used)
 }
 
 // requireAllPlaced requires each role's pods, as many as given, all bound to a node.
@@ -127,7 +190,8 @@ func requireAllPlaced(t *testing.T, namespace string, podsByRole map[string]int)
 	}
 }
 
-// gpuNodes are the nodes with GPUs, of the Karpenter NodePool pool if it is not empty.
+// gpuNodes are the nodes with GPUs not being deleted, of the Karpenter NodePool pool if it is not
+// empty, by name.
 func gpuNodes(t *testing.T, pool string) []corev1.Node {
 	t.Helper()
 	opts := metav1.ListOptions{}
@@ -142,12 +206,32 @@ func gpuNodes(t *testing.T, pool string) []corev1.Node {
 			out = append(out, node)
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// nodeClaims are the NodeClaims of the NodePool pool not being deleted, read into the mirror
+// status reads.
+func nodeClaims(t *testing.T, pool string) []mirror.NodeClaim {
+	t.Helper()
+	list, err := harness.Cluster.Dynamic.Resource(nodeClaimsResource).List(context.Background(),
+		metav1.ListOptions{LabelSelector: mirror.NodePoolLabelKey + "=" + pool})
+	require.NoError(t, err)
+	var out []mirror.NodeClaim
+	for _, item := range list.Items {
+		var claim mirror.NodeClaim
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &claim))
+		if claim.DeletionTimestamp == nil {
+			out = append(out, claim)
+		}
+	}
 	return out
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
 	require.NoError(t, testcluster.WaitFor(timeout, check), what)
+	testcluster.Progress("%s", what)
 }
 
 // bindings are the times the pods of a namespace were first seen on a node, by replica (the
@@ -184,13 +268,15 @@ func watchBindings(t *testing.T, namespace string) *bindings {
 	return b
 }
 
-// byReplica are the binding times of each replica, in order.
-func (b *bindings) byReplica() map[string][]time.Time {
+// requireWhole requires every replica's pods bound within one Volcano session (every second): a
+// replica whose pods were bound further apart was placed in parts while its nodes arrived.
+func (b *bindings) requireWhole(t *testing.T) {
+	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := map[string][]time.Time{}
+	require.NotEmpty(t, b.times, "pods were bound")
 	for replica, times := range b.times {
-		out[replica] = append([]time.Time(nil), times...)
+		spread := times[len(times)-1].Sub(times[0])
+		require.Less(t, spread, time.Second, "replica %s was placed in parts, %s apart", replica, spread)
 	}
-	return out
 }

@@ -1,0 +1,62 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+)
+
+// recordFixtures (FUSIONINFER_RECORD_FIXTURES=1) makes RecordFixture write the states the tests
+// observe to components/diagnosis/testdata, where the diagnosis' table tests read them.
+var recordFixtures = os.Getenv("FUSIONINFER_RECORD_FIXTURES") == "1"
+
+// Status runs `fusioninfer status` on the service's manifest against the cluster, and returns
+// what it printed (stdout, then stderr) and its exit status.
+func Status(t *testing.T, svc *api.InferenceService, args ...string) (string, int) {
+	t.Helper()
+	data, err := yaml.Marshal(svc)
+	require.NoError(t, err)
+	manifest := filepath.Join(t.TempDir(), svc.Name+".yaml")
+	require.NoError(t, os.WriteFile(manifest, data, 0o600))
+	cmd := exec.Command(testcli.Binary(t), append([]string{"status", "-f", manifest, "--kubeconfig", Cluster.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	t.Logf("fusioninfer status (exit %d):\n%s%s", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+	return stdout.String() + stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// RecordFixture writes the service's observed state as the diagnosis fixture name, with
+// FUSIONINFER_RECORD_FIXTURES=1.
+func RecordFixture(t *testing.T, svc *api.InferenceService, name string) {
+	t.Helper()
+	if !recordFixtures {
+		return
+	}
+	clients, err := observe.NewClients(Cluster.Kubeconfig, "", 30*time.Second)
+	require.NoError(t, err)
+	observed, err := clients.Service(context.Background(), svc.Name, svc.Namespace, svc)
+	require.NoError(t, err)
+	data, err := observed.YAML()
+	require.NoError(t, err)
+	path := filepath.Join(testcluster.RepositoryRoot(), "components", "diagnosis", "testdata", name+".yaml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+}
