@@ -519,7 +519,7 @@ func (d *diagnoser) podGroupCauses() []Cause {
 func (d *diagnoser) routerCauses(service string) []Cause {
 	var out []Cause
 	if len(d.o.Deployments) > 0 && !slices.ContainsFunc(d.o.Pods, func(pod corev1.Pod) bool {
-		return pod.Labels[topology.LabelServing] == "true" && podReady(&pod)
+		return topology.InPool(pod.Labels) && podReady(&pod)
 	}) {
 		out = append(out, Cause{Object: "InferencePool/" + api.PoolName(service), Reason: "NoReadyEndpoint",
 			Message: "no pod it selects is Ready: the Endpoint Picker has no server to pick, and the gateway refuses every request",

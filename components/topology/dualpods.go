@@ -25,6 +25,11 @@ const (
 	// LabelServing marks the pods that serve model traffic: what a router's pool selects. A
 	// dual-pods role's server-running pods get it from the server patch; its requesters never do.
 	LabelServing = api.ReservedLabelPrefix + "serving"
+	// LabelDualPodsSleeping is FMA's: its controller labels a server-running pod "false" while a
+	// requester is bound to it and "true" once it has put the server to sleep as a standby
+	// (FMA v0.6.4 pkg/controller/dual-pods/inference-server.go, ensureUnbound). A sleeping server
+	// keeps the serving label, so the pool of a service with dual pods also selects "false".
+	LabelDualPodsSleeping = "dual-pods.llm-d.ai/sleeping"
 
 	envProbesPort        = "PROBES_PORT"
 	envSPIPort           = "SPI_PORT"

@@ -33,6 +33,9 @@ func requesterPod(lws *lwsv1.LeaderWorkerSet) *corev1.Pod {
 	} {
 		pod.Labels[k] = v
 	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
 	pod.Annotations[lwsv1.SizeAnnotationKey] = "1"
 	pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, lws.Name
 	for i := range pod.Spec.Containers {
@@ -50,6 +53,25 @@ func serverRunningPod(t testing.TB, requester *corev1.Pod, nodeName string) *cor
 	server, err := fmamirror.PatchedServer(requester, nodeName)
 	require.NoError(t, err)
 	return server
+}
+
+// boundServerPod is the server-running pod as FMA creates it for a requester bound to it: the
+// nominal server with FMA's own labels (awake), annotations and GPUs.
+func boundServerPod(t testing.TB, requester *corev1.Pod, nodeName string) *corev1.Pod {
+	t.Helper()
+	requester = requester.DeepCopy()
+	requester.Spec.NodeName = nodeName
+	server, err := fmamirror.ServerProvidingPod(requester, "0")
+	require.NoError(t, err)
+	return server
+}
+
+// standbyPod is the server once its requester has gone and FMA has put it to sleep.
+func standbyPod(t testing.TB, requester *corev1.Pod, nodeName string) *corev1.Pod {
+	t.Helper()
+	standby := boundServerPod(t, requester, nodeName)
+	fmamirror.Unbind(standby)
+	return standby
 }
 
 func TestDualPodsServerPatchMakesTheServerAUserNeeds(t *testing.T) {
@@ -95,7 +117,8 @@ func TestDualPodsServerPatchMakesTheServerAUserNeeds(t *testing.T) {
 			topology.LabelReplicaIndex} {
 			assert.NotContains(t, server.Labels, key, "the server pod is not adopted by LWS or its StatefulSet, and is reusable")
 		}
-		assert.True(t, matches(pool, server.Labels), "the pool selects the server pod")
+		assert.True(t, matches(pool, boundServerPod(t, requester, "gpu-node-7").Labels), "the pool selects the server pod")
+		assert.False(t, matches(pool, standbyPod(t, requester, "gpu-node-7").Labels), "the pool never selects a sleeping standby")
 		servers = append(servers, server)
 	}
 	for _, other := range servers[1:] {
@@ -213,4 +236,32 @@ func checkDualPods(t *testing.T, tree *topology.Tree) {
 			t.Fatalf("%s: no explicit memory request", lws.Name)
 		}
 	}
+}
+
+// TestPoolOfAMixedServiceTakesAwakeServersOnly: a dual-pods role beside a plain one behind one
+// router. The pool selects only awake servers (FMA's "sleeping: false"), so the plain role's
+// leaders carry that label too and stay in the pool; a sleeping standby is never in it.
+func TestPoolOfAMixedServiceTakesAwakeServersOnly(t *testing.T) {
+	svc := story(t, "granite-sleep-wake.yaml").Service
+	plain := svc.Spec.Roles[0] // Build reads its roles, never writes them
+	plain.Name, plain.ModelFlexibility = "always-on", nil
+	svc.Spec.Roles = append([]api.Role{plain}, svc.Spec.Roles...)
+	tree := build(t, svc)
+	pool := poolSelector(t, tree)
+	assert.Equal(t, "false", pool["dual-pods.llm-d.ai/sleeping"])
+	var plainLeaders, servers int
+	for _, lws := range leaderWorkerSets(tree) {
+		requester := requesterPod(lws)
+		if strings.HasPrefix(lws.Name, "granite-always-on-") {
+			plainLeaders++
+			assert.True(t, matches(pool, requester.Labels), "the plain role's server %s is in the pool", lws.Name)
+			continue
+		}
+		servers++
+		assert.False(t, matches(pool, requester.Labels), "a requester never serves")
+		assert.True(t, matches(pool, boundServerPod(t, requester, "n").Labels), "an awake server is in the pool")
+		assert.False(t, matches(pool, standbyPod(t, requester, "n").Labels), "a sleeping standby is not")
+	}
+	assert.Equal(t, 3, plainLeaders)
+	assert.Equal(t, 3, servers)
 }

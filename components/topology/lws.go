@@ -55,7 +55,7 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 				return roleTemplates{}, err
 			}
 		case routing != nil:
-			markServing(base)
+			markServing(base, spec)
 		}
 		revision, err := templateRevision(base)
 		return roleTemplates{worker: base, revision: revision}, err
@@ -65,7 +65,7 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 		addRoutingSidecar(leader, routing) // before the Ray launcher wraps the server's command line
 	}
 	if routing != nil {
-		markServing(leader) // the leader runs the server; the workers only join its Ray cluster
+		markServing(leader, spec) // the leader runs the server; the workers only join its Ray cluster
 	}
 	rayLeaderTemplate(leader)
 	rayWorkerTemplate(worker)

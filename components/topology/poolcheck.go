@@ -17,7 +17,8 @@ import (
 
 // The router's InferencePool must reach the service's model servers, checked on the rendered tree:
 //   - its selector matches at least one pod that runs a model server and no other pod of the
-//     service (a Ray worker, a dual-pods requester, the Endpoint Picker, a download Job's pod):
+//     service (a Ray worker, a dual-pods requester or sleeping standby, the Endpoint Picker, a
+//     download Job's pod):
 //     the labels are ours and users cannot set them (api validateLabel refuses the fusioninfer.io/
 //     prefix), so a miss is an internal error, kept as a guard on the code that places them;
 //   - each scheduling profile of the Endpoint Picker's configuration admits at least one of the
@@ -64,7 +65,12 @@ func treePodTemplates(tree *Tree) ([]podTemplate, error) {
 				serverLabels[k] = *v
 			}
 		}
-		out = append(out, podTemplate{object + " (FMA's server-running pod)", serverLabels, serving})
+		// FMA labels its server awake while bound, asleep once it keeps it as a standby, which
+		// serves nothing (LabelDualPodsSleeping).
+		awake, asleep := maps.Clone(serverLabels), serverLabels
+		awake[LabelDualPodsSleeping], asleep[LabelDualPodsSleeping] = "false", "true"
+		out = append(out, podTemplate{object + " (FMA's server-running pod)", awake, serving},
+			podTemplate{object + " (FMA's server-running pod, asleep)", asleep, false})
 		return nil
 	}
 	for _, o := range tree.Objects {

@@ -47,24 +47,31 @@ func TestPoolSelectsServingPodsOnly(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0].Error(), "matches the pods of Deployment/llama-8b-epp, which serve no model")
 
-	// A dual-pods requester is not in the pool, FMA's server-running pod made from it is.
+	// A dual-pods requester is not in the pool, FMA's server-running pod made from it is, until
+	// FMA puts it to sleep as a standby.
 	tree = build("granite-sleep-wake.yaml")
 	templates, err := treePodTemplates(tree)
 	require.NoError(t, err)
-	var servers, requesters int
+	var servers, requesters, standbys int
 	for _, tpl := range templates {
 		if !strings.HasPrefix(tpl.object, "LeaderWorkerSet/") {
 			continue
 		}
-		if tpl.serving {
+		switch {
+		case tpl.serving:
 			servers++
 			assert.Equal(t, "true", tpl.labels[LabelServing], tpl.object)
+			assert.Equal(t, "false", tpl.labels[LabelDualPodsSleeping], tpl.object)
 			assert.NotContains(t, tpl.labels, LabelReplicaIndex, "FMA's server pod drops the per-pod labels")
-		} else {
+		case tpl.labels[LabelDualPodsSleeping] == "true":
+			standbys++
+			assert.False(t, InPool(tpl.labels), tpl.object)
+		default:
 			requesters++
 			assert.NotContains(t, tpl.labels, LabelServing, tpl.object)
 		}
 	}
 	assert.NotZero(t, servers)
 	assert.Equal(t, servers, requesters)
+	assert.Equal(t, servers, standbys)
 }

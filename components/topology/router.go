@@ -194,14 +194,33 @@ func (r *routing) eppSelector() map[string]string {
 
 // poolSelector selects the pods of the service that run a model server: the leader of every
 // replica (a multi-node replica's workers only join its Ray cluster) and, for a dual-pods role,
-// the server-running pods FMA makes, never their requesters.
+// the server-running pods FMA makes while they are awake, never their requesters nor a sleeping
+// standby.
 func (r *routing) poolSelector() map[string]string {
-	return map[string]string{LabelService: r.svc.Name, LabelServing: "true"}
+	return merged(map[string]string{LabelService: r.svc.Name}, servingLabels(&r.svc.Spec))
 }
 
-// markServing labels a template whose pods serve model traffic.
-func markServing(tpl *corev1.PodTemplateSpec) {
-	tpl.Labels = merged(tpl.Labels, map[string]string{LabelServing: "true"})
+// servingLabels are the labels of a pod that serves model traffic. With dual pods in the service,
+// the pool selects only awake servers (LabelDualPodsSleeping "false", which FMA sets on its
+// server-running pods), so the service's other serving pods carry "false" too: FMA's admission
+// policy guards only its dual and launcher labels (third_party/fma fma-immutable-fields.yaml).
+func servingLabels(spec *api.InferenceServiceSpec) map[string]string {
+	if spec.HasDualPods() {
+		return map[string]string{LabelServing: "true", LabelDualPodsSleeping: "false"}
+	}
+	return map[string]string{LabelServing: "true"}
+}
+
+// InPool reports whether a pod with these labels is one a router's pool selects (of its service):
+// it serves a model and is not a sleeping standby.
+func InPool(podLabels map[string]string) bool {
+	return podLabels[LabelServing] == "true" && podLabels[LabelDualPodsSleeping] != "true"
+}
+
+// markServing labels a template whose pods serve model traffic (not a dual-pods requester's: FMA's
+// server patch labels the pods it makes).
+func markServing(tpl *corev1.PodTemplateSpec, spec *api.InferenceServiceSpec) {
+	tpl.Labels = merged(tpl.Labels, servingLabels(spec))
 }
 
 // release is the Endpoint Picker release the router targets.

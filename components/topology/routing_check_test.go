@@ -59,9 +59,11 @@ func checkRouting(t *testing.T, tree *topology.Tree) {
 			leader = lws.Spec.LeaderWorkerTemplate.LeaderTemplate
 		}
 		if _, dual := leader.Annotations[topology.AnnotationDualPodsServerPatch]; dual {
-			// A requester holds GPUs and never serves; the server pod FMA makes from it does.
-			if selects(selector, leader.Labels, "0") || !selects(selector, serverRunningPod(t, requesterPod(lws), "n").Labels, "") {
-				t.Fatalf("the pool must select the server pods of %s, not its requesters", lws.Name)
+			// A requester holds GPUs and never serves; the server pod FMA makes from it does,
+			// until FMA puts it to sleep as a standby.
+			if selects(selector, leader.Labels, "0") || !selects(selector, boundServerPod(t, requesterPod(lws), "n").Labels, "") ||
+				selects(selector, standbyPod(t, requesterPod(lws), "n").Labels, "") {
+				t.Fatalf("the pool must select the awake server pods of %s, not its requesters nor a sleeping standby", lws.Name)
 			}
 			continue
 		}
