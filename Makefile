@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages conformance e2e e2e-karpenter build vet fuzz bench bench-routing golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet fuzz bench bench-routing golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -100,6 +100,11 @@ test-packages: sdk-packages
 conformance:
 	$(GO) vet -tags conformance ./tests/conformance/...
 	$(GO) test -tags conformance -count=1 -v -p 1 -timeout 30m ./tests/conformance/...
+
+## cluster-programs: build every program of the simulated cluster into the user cache, two at a
+## time (CI runs it in the background beside make test; a suite waits for a program still being built).
+cluster-programs:
+	$(GO) run ./tests/cluster/cmd/build-programs -parallel 2
 
 ## e2e-karpenter: only the node pools on a real Karpenter (its kwok cloud provider, with KEDA), its
 ## own cluster: the package make e2e runs with the others.

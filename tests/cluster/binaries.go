@@ -117,6 +117,44 @@ func (b binary) build() (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
+// programs are every program the suites run, in the order make conformance and make e2e first
+// need them (BuildPrograms).
+func programs() []binary {
+	return append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
+		volcanoScheduler, volcanoControllers, kwok, kedaOperator, kedaAdapter, karpenterKwok},
+		append(containerPrograms(), lwsControllers["v0.8.0"])...)
+}
+
+// BuildPrograms builds every program the suites run into the user cache, at most parallel at
+// once, in the order they are first needed. CI runs it in the background while make test runs
+// (make cluster-programs), so the builds fill the time the tests leave the cores idle; a suite
+// that needs a program still being built waits for it (the lock in build).
+func BuildPrograms(parallel int) error {
+	queue := make(chan binary)
+	errs := make(chan error, len(programs()))
+	var wg sync.WaitGroup
+	for range max(parallel, 1) {
+		wg.Go(func() {
+			for b := range queue {
+				if _, err := b.build(); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for _, b := range programs() {
+		queue <- b
+	}
+	close(queue)
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
 // buildAll builds the binaries at once, each in its own go build, and returns their errors:
 // their module downloads and link steps overlap with each other's compiles.
 func buildAll(binaries ...binary) error {

@@ -1,0 +1,21 @@
+// Command build-programs builds every program of the simulated cluster into the user cache
+// (tests/cluster BuildPrograms): `make cluster-programs`, which CI runs in the background beside
+// make test.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+)
+
+func main() {
+	parallel := flag.Int("parallel", 2, "how many programs to build at once")
+	flag.Parse()
+	if err := testcluster.BuildPrograms(*parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
