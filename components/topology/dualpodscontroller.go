@@ -3,7 +3,9 @@ package topology
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"sync"
@@ -69,7 +71,7 @@ func fmaManifests() ([]fmaManifest, error) {
 		}
 		rank := map[TypeMeta]int{KindCustomResourceDefinition: 0, KindValidatingAdmissionPolicy: 1, KindValidatingAdmissionPolicyBinding: 2}
 		for _, e := range entries {
-			data, err := fma.Files.ReadFile(e.Name())
+			data, err := readGzipped(e.Name())
 			if err != nil {
 				fmaManifestsErr = err
 				return
@@ -251,4 +253,18 @@ func dualPodsController(svc *api.InferenceService, ref Ref, labels map[string]st
 			},
 		},
 	}
+}
+
+// readGzipped is one of FMA's embedded, gzipped manifests.
+func readGzipped(name string) ([]byte, error) {
+	file, err := fma.Files.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	unzipped, err := gzip.NewReader(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return io.ReadAll(unzipped)
 }
