@@ -233,28 +233,11 @@ var gie150Plugins = map[string]gie150Plugin{
 	// parameters required, one attribute with a name and an expression. The expressions' CEL syntax
 	// is not modelled: the EPP compiles them at start-up.
 	"request-attribute-reporter": {kinds: 0, parameters: func(raw json.RawMessage) error {
-		var cfg struct {
-			Attributes []struct {
-				Key struct {
-					Namespace string `json:"namespace"`
-					Name      string `json:"name"`
-				} `json:"key"`
-				Expression string `json:"expression"`
-				Condition  string `json:"condition,omitempty"`
-			} `json:"attributes"`
-		}
+		var cfg requestAttributeReporter
 		if err := json.Unmarshal(raw, &cfg); err != nil {
 			return fmt.Errorf("failed to unmarshal config: %w", err)
 		}
-		switch {
-		case len(cfg.Attributes) != 1:
-			return errors.New("attributes must contain exactly one entry")
-		case cfg.Attributes[0].Key.Name == "":
-			return errors.New("attributeKey.name cannot be empty")
-		case cfg.Attributes[0].Expression == "":
-			return errors.New("attributes[0].expression cannot be empty")
-		}
-		return nil
+		return cfg.check()
 	}},
 	"openai-parser":      {kinds: gie150Parser, parameters: ignores},
 	"vllmgrpc-parser":    {kinds: gie150Parser, parameters: ignores},

@@ -257,17 +257,7 @@ var (
 			return nil
 		}),
 		// requestcontrol/requestattributereporter/plugin.go RequestAttributeReporterPluginFactory and New.
-		"request-attribute-reporter": strictParams("request-attribute-reporter", "failed to unmarshal config", requestAttributeReporter{}, func(c *requestAttributeReporter) error {
-			switch {
-			case len(c.Attributes) != 1:
-				return errors.New("attributes must contain exactly one entry")
-			case c.Attributes[0].Key.Name == "":
-				return errors.New("attributeKey.name cannot be empty")
-			case c.Attributes[0].Expression == "":
-				return errors.New("attributes[0].expression cannot be empty")
-			}
-			return nil
-		}),
+		"request-attribute-reporter": strictParams("request-attribute-reporter", "failed to unmarshal config", requestAttributeReporter{}, (*requestAttributeReporter).check),
 		// flowcontrol/fairness/program-aware/plugin.go ProgramAwarePluginFactory, Config.validate, newStrategy.
 		"program-aware-fairness": strictParams("program-aware-fairness", "invalid config for program-aware-fairness plugin", programAware{
 			Strategy: "las", EvictionTTLSeconds: 3600, EvictionSweepSeconds: 300, LASWeightService: 0.8, LASWeightHeadWait: 0.2, LASDecayFactor: 0.99997,
@@ -469,16 +459,6 @@ type (
 		Power                float64 `json:"power"`
 		K                    float64 `json:"k"`
 	}
-	requestAttributeReporter struct {
-		Attributes []struct {
-			Key struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"key"`
-			Expression string `json:"expression"`
-			Condition  string `json:"condition,omitempty"`
-		} `json:"attributes"`
-	}
 	programAware struct {
 		Strategy             string  `json:"strategy,omitempty"`
 		EvictionTTLSeconds   float64 `json:"evictionTtlSeconds,omitempty"`
@@ -674,4 +654,31 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return data
+}
+
+// requestAttributeReporter is request-attribute-reporter's configuration, the same in llm-d-router
+// v0.10.0 and GIE v1.5.0 (requestcontrol/requestattributereporter/plugin.go).
+type requestAttributeReporter struct {
+	Attributes []struct {
+		Key struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"key"`
+		Expression string `json:"expression"`
+		Condition  string `json:"condition,omitempty"`
+	} `json:"attributes"`
+}
+
+// check is New's: one attribute, with a name and an expression (the expression's CEL syntax is the
+// EPP's to compile at start-up).
+func (c *requestAttributeReporter) check() error {
+	switch {
+	case len(c.Attributes) != 1:
+		return errors.New("attributes must contain exactly one entry")
+	case c.Attributes[0].Key.Name == "":
+		return errors.New("attributeKey.name cannot be empty")
+	case c.Attributes[0].Expression == "":
+		return errors.New("attributes[0].expression cannot be empty")
+	}
+	return nil
 }
