@@ -648,14 +648,6 @@ func routerCoreMetricsExtractor(raw json.RawMessage) error {
 	return nil
 }
 
-func mustJSON(v any) json.RawMessage {
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return data
-}
-
 // requestAttributeReporter is request-attribute-reporter's configuration, the same in llm-d-router
 // v0.10.0 and GIE v1.5.0 (requestcontrol/requestattributereporter/plugin.go).
 type requestAttributeReporter struct {
