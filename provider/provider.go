@@ -38,7 +38,11 @@ func New() (p.Provider, error) {
 				"importBasePath": "github.com/fusioninfer/pulumi-fusioninfer/sdk/go/fusioninfer", "generateResourceContainerTypes": true,
 				"respectSchemaVersion": true,
 			},
-			"nodejs": map[string]any{"packageName": "@fusioninfer/pulumi-fusioninfer", "respectSchemaVersion": true},
+			// The Node SDK asks for the same Pulumi SDK floor as the Python one (pulumi's Python codegen
+			// writes >=3.231.0; its Node codegen would write ^3.142.0, MinimumValidSDKVersion in
+			// pkg/codegen/nodejs/gen.go), the floor README names.
+			"nodejs": map[string]any{"packageName": "@fusioninfer/pulumi-fusioninfer", "respectSchemaVersion": true,
+				"dependencies": map[string]string{"@pulumi/pulumi": "^3.231.0"}},
 			"python": map[string]any{"packageName": "pulumi_fusioninfer", "pyproject": map[string]any{"enabled": true}, "respectSchemaVersion": true},
 		}).
 		WithComponents(infer.ComponentF(construct), infer.ComponentF(constructPlatform)).

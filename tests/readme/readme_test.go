@@ -3,6 +3,7 @@
 package readme
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,37 @@ func TestREADMEInstallsTheSDKsAsCIDoes(t *testing.T) {
 		asRun = strings.ReplaceAll(asRun, "bin/pulumi_fusioninfer-$(VERSION)-py3-none-any.whl", "$(PY_WHEEL)")
 		assert.Contains(t, recipe, asRun+" ", "make test-packages runs the README's %q", command)
 	}
+}
+
+// TestREADMEFloorsAreWhatTheSDKsPin: the README's row for the Pulumi CLI and the pulumi-kubernetes
+// provider names the floors the generated SDKs ask for (the Node and Python SDKs' Pulumi SDK, their
+// pulumi-kubernetes), so a user who installs what the README says gets what the SDKs accept.
+func TestREADMEFloorsAreWhatTheSDKsPin(t *testing.T) {
+	read := func(path string) string {
+		data, err := os.ReadFile(filepath.Join(testcli.Root(), path))
+		require.NoError(t, err)
+		return string(data)
+	}
+	var row string
+	for _, line := range strings.Split(readme(t), "\n") {
+		if strings.HasPrefix(line, "| Pulumi CLI, pulumi-kubernetes provider |") {
+			row = line
+		}
+	}
+	require.NotEmpty(t, row, "README has the Pulumi row of its requirements")
+	var pkg struct{ Dependencies map[string]string }
+	require.NoError(t, json.Unmarshal([]byte(read("sdk/nodejs/package.json")), &pkg))
+	pyproject := read("sdk/python/pyproject.toml")
+	for _, pin := range []struct{ what, readme, sdk string }{
+		{"Node's @pulumi/pulumi", "3.231 or later", pkg.Dependencies["@pulumi/pulumi"]},
+		{"Node's @pulumi/kubernetes", "; 4.33 ", pkg.Dependencies["@pulumi/kubernetes"]},
+	} {
+		assert.Contains(t, row, pin.readme, "README names the floor of %s", pin.what)
+		floor := strings.TrimSuffix(strings.TrimSuffix(strings.Trim(pin.readme, "; "), " or later"), " ")
+		assert.True(t, strings.HasPrefix(strings.TrimPrefix(pin.sdk, "^"), floor+"."), "%s is %q, README says %s", pin.what, pin.sdk, floor)
+	}
+	assert.Contains(t, pyproject, `"pulumi>=3.231.0,`, "Python's Pulumi SDK floor is README's 3.231")
+	assert.Contains(t, pyproject, `"pulumi_kubernetes>=4.33.0"`, "Python's pulumi-kubernetes floor is README's 4.33")
 }
 
 // makeRecipe is the Makefile's rule that starts with the line "target" (its prerequisites may
