@@ -367,7 +367,7 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		}
 		return cause, ReplicaPending
 	}
-	if !podReady(pod) {
+	if !rolestatus.PodReady(pod) {
 		return &Cause{Object: object, Reason: "NotReady", Message: fmt.Sprintf("running on %s, not ready yet: the server loads its model "+
 			"or fails its readiness probe", pod.Spec.NodeName), Fix: "kubectl logs " + pod.Name}, ReplicaStarting
 	}
@@ -519,7 +519,7 @@ func (d *diagnoser) podGroupCauses() []Cause {
 func (d *diagnoser) routerCauses(service string) []Cause {
 	var out []Cause
 	if len(d.o.Deployments) > 0 && !slices.ContainsFunc(d.o.Pods, func(pod corev1.Pod) bool {
-		return topology.InPool(pod.Labels) && podReady(&pod)
+		return topology.InPool(pod.Labels) && rolestatus.PodReady(&pod)
 	}) {
 		out = append(out, Cause{Object: "InferencePool/" + api.PoolName(service), Reason: "NoReadyEndpoint",
 			Message: "no pod it selects is Ready: the Endpoint Picker has no server to pick, and the gateway refuses every request",
@@ -609,11 +609,6 @@ func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 		}
 	}
 	return nil
-}
-
-func podReady(pod *corev1.Pod) bool {
-	c := podCondition(pod, corev1.PodReady)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 func podGroupCondition(pg *volcanov1beta1.PodGroup, t volcanov1beta1.PodGroupConditionType) *volcanov1beta1.PodGroupCondition {

@@ -5,6 +5,7 @@
 package rolestatus
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
@@ -88,4 +89,15 @@ func Of(replicas []Replica) Phase {
 		return Pending
 	}
 	return Progressing
+}
+
+// PodReady says whether a pod's Ready condition is True: the kubelet's word that its containers
+// pass their readiness probes, the one the Endpoint Picker, a gateway and the LWS controller go by.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -36,4 +37,15 @@ func TestOf(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, Of(tc.replicas), "%+v", tc.replicas)
 	}
+}
+
+func TestPodReady(t *testing.T) {
+	pod := func(conditions ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Conditions: conditions}}
+	}
+	assert.False(t, PodReady(pod()), "no condition yet")
+	assert.False(t, PodReady(pod(corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})), "containers ready, pod not")
+	assert.True(t, PodReady(pod(corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})))
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 )
 
 // The gateway tracks its InferencePool's endpoints itself (GIE's implementer's guide, option 2):
@@ -99,22 +101,13 @@ func (t *tracker) readyPods(pool *inferencev1.InferencePool) []string {
 	var out []string
 	for _, obj := range t.pods.List() {
 		pod := obj.(*corev1.Pod)
-		if pod.Namespace != pool.Namespace || !selector.Matches(labels.Set(pod.Labels)) || pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
+		if pod.Namespace != pool.Namespace || !selector.Matches(labels.Set(pod.Labels)) || pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !rolestatus.PodReady(pod) {
 			continue
 		}
 		out = append(out, net.JoinHostPort(pod.Status.PodIP, port))
 	}
 	slices.Sort(out)
 	return out
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // eppEndpoints are the ready endpoints of the EPP's Service on the port the pool names.

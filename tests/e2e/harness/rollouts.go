@@ -11,12 +11,12 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
@@ -116,7 +116,7 @@ func podsRun(t *testing.T, namespace, service, image string) bool {
 	pods, err := Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: topology.LabelService + "=" + service})
 	require.NoError(t, err)
 	for _, pod := range pods.Items {
-		if pod.DeletionTimestamp != nil || !podReady(&pod) {
+		if pod.DeletionTimestamp != nil || !rolestatus.PodReady(&pod) {
 			return false
 		}
 		for _, c := range pod.Spec.Containers {
@@ -126,15 +126,6 @@ func podsRun(t *testing.T, namespace, service, image string) bool {
 		}
 	}
 	return len(pods.Items) > 0
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // End stops the watch and returns what it saw, in order.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/fmamirror"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
@@ -52,7 +53,7 @@ func TestDualPodsStandbyGetsNoTraffic(t *testing.T) {
 		created, err := fma.Create(ctx, server, metav1.CreateOptions{})
 		require.NoError(t, err)
 		t.Cleanup(func() { removeServerPod(fma, created.Name) }) // FMA leaves them behind (docs/sleep-wake.md)
-		ready, _ := waitForPod(t, namespace, created.Name, func(p *corev1.Pod) bool { return podReady(p) })
+		ready, _ := waitForPod(t, namespace, created.Name, func(p *corev1.Pod) bool { return rolestatus.PodReady(p) })
 		servers = append(servers, ready)
 	}
 	r.startGateway()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
@@ -154,20 +155,11 @@ func pods(t testing.TB, namespace, service, role string) []corev1.Pod {
 func readyPodNames(pods []corev1.Pod) []string {
 	var out []string
 	for _, pod := range pods {
-		if podReady(&pod) && pod.DeletionTimestamp == nil {
+		if rolestatus.PodReady(&pod) && pod.DeletionTimestamp == nil {
 			out = append(out, pod.Name)
 		}
 	}
 	return out
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitForNewEndpointPicker waits, after a `pulumi up` that replaced the Endpoint Picker (a new
@@ -178,7 +170,7 @@ func (r *routed) waitForNewEndpointPicker() {
 	var address string
 	require.Eventually(t, func() bool {
 		eppPods := pods(t, r.namespace, r.name, "router")
-		if len(eppPods) != 1 || eppPods[0].DeletionTimestamp != nil || eppPods[0].Status.PodIP == "" || !podReady(&eppPods[0]) {
+		if len(eppPods) != 1 || eppPods[0].DeletionTimestamp != nil || eppPods[0].Status.PodIP == "" || !rolestatus.PodReady(&eppPods[0]) {
 			return false
 		}
 		address = net.JoinHostPort(eppPods[0].Status.PodIP, "9002")

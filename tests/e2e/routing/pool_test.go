@@ -19,6 +19,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -131,7 +132,7 @@ func startUnreadyPoolPod(t *testing.T, like corev1.Pod) string {
 	require.NoError(t, err, "its server runs")
 	got, err := harness.Cluster.Clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	require.False(t, podReady(got), "it is not Ready")
+	require.False(t, rolestatus.PodReady(got), "it is not Ready")
 	require.NotEmpty(t, got.Status.PodIP, "it has an address")
 	pool := map[string]string{"fusioninfer.io/service": "chat", "fusioninfer.io/serving": "true"}
 	require.True(t, labels.SelectorFromSet(pool).Matches(labels.Set(got.Labels)), "the pool selects it")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
@@ -42,7 +43,7 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	// One elastic replica: it serves once Ready, never before.
 	scaled := time.Now()
 	scaleElastic(t, namespace, elastic, 1)
-	newPod, _ := waitForPod(t, namespace, elastic+"-0", func(p *corev1.Pod) bool { return podReady(p) })
+	newPod, _ := waitForPod(t, namespace, elastic+"-0", func(p *corev1.Pod) bool { return rolestatus.PodReady(p) })
 	time.Sleep(5 * time.Second)
 
 	// It goes again.
@@ -56,7 +57,7 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	deleted := time.Now()
 	require.NoError(t, harness.Cluster.Clientset.CoreV1().Pods(namespace).Delete(context.Background(), victim.Name, metav1.DeleteOptions{}))
 	waitForPodGone(t, namespace, victim.Name, victim.UID)
-	again, againReady := waitForPod(t, namespace, victim.Name, func(p *corev1.Pod) bool { return p.UID != victim.UID && podReady(p) })
+	again, againReady := waitForPod(t, namespace, victim.Name, func(p *corev1.Pod) bool { return p.UID != victim.UID && rolestatus.PodReady(p) })
 	time.Sleep(3 * time.Second)
 	requests := traffic.end()
 	records := r.gateway.Records()
