@@ -40,9 +40,12 @@ const InstanceFamilyLabel = "karpenter.k8s.aws/instance-family"
 func validateKarpenterPool(pool *NodePool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if pool.ConsolidateAfter != "" {
-		if d, err := time.ParseDuration(pool.ConsolidateAfter); err != nil || d < 0 || d > MaxConsolidateAfter {
+		// Whole seconds: the NodePool's consolidateAfter must match ^(([0-9]+(s|m|h))+|Never)$
+		// (sigs.k8s.io/karpenter v1.8.0 pkg/apis/v1/nodepool.go, the field's kubebuilder pattern), so
+		// "1.5s" or "500ms" would pass here and be refused by the API server at pulumi up.
+		if d, err := time.ParseDuration(pool.ConsolidateAfter); err != nil || d < 0 || d > MaxConsolidateAfter || d%time.Second != 0 {
 			errs = append(errs, field.Invalid(p.Child("consolidateAfter"), pool.ConsolidateAfter,
-				fmt.Sprintf(`must be a duration such as "10m", at most %s`, MaxConsolidateAfter)))
+				fmt.Sprintf(`must be a duration in whole seconds such as "10m" or "90s", at most %s`, MaxConsolidateAfter)))
 		}
 	}
 	requirements := map[string][]string{mirror.CapacityTypeLabelKey: pool.CapacityTypes, corev1.LabelInstanceTypeStable: pool.InstanceTypes,

@@ -132,8 +132,9 @@ type NodePool struct {
 	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
 	NodeClassRef *NodeClassRef `json:"nodeClassRef,omitempty" pulumi:"nodeClassRef,optional" pools:"karpenter"`
 	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes
-	// it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for
-	// fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+	// it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns,
+	// shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth
+	// of them at a time.
 	ConsolidateAfter string `json:"consolidateAfter,omitempty" pulumi:"consolidateAfter,optional" default:"10m" pools:"karpenter"`
 }
 

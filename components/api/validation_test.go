@@ -273,7 +273,12 @@ func TestValidationRules(t *testing.T) {
 			p := karpenterPool("a", 8)
 			p.ConsolidateAfter = "ten minutes"
 			s.Spec.NodePools = []NodePool{p}
-		}, `spec.nodePools[0].consolidateAfter: Invalid value: "ten minutes": must be a duration such as "10m", at most 24h0m0s`},
+		}, `spec.nodePools[0].consolidateAfter: Invalid value: "ten minutes": must be a duration in whole seconds such as "10m" or "90s", at most 24h0m0s`},
+		{"consolidateAfter in whole seconds, as Karpenter's NodePool schema takes it", func(s *InferenceService) {
+			p := karpenterPool("a", 8)
+			p.ConsolidateAfter = "1.5s"
+			s.Spec.NodePools = []NodePool{p}
+		}, `spec.nodePools[0].consolidateAfter: Invalid value: "1.5s": must be a duration in whole seconds`},
 		{"consolidateAfter at most a day", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
 			p.ConsolidateAfter = "720h"

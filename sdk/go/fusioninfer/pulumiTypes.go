@@ -2583,7 +2583,7 @@ type NodePool struct {
 	Accelerators []string `pulumi:"accelerators"`
 	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
 	CapacityTypes []string `pulumi:"capacityTypes"`
-	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 	ConsolidateAfter *string `pulumi:"consolidateAfter"`
 	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
 	GpusPerNode int `pulumi:"gpusPerNode"`
@@ -2619,7 +2619,7 @@ type NodePoolArgs struct {
 	Accelerators pulumi.StringArrayInput `pulumi:"accelerators"`
 	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
 	CapacityTypes pulumi.StringArrayInput `pulumi:"capacityTypes"`
-	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 	ConsolidateAfter pulumi.StringPtrInput `pulumi:"consolidateAfter"`
 	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
 	GpusPerNode pulumi.IntInput `pulumi:"gpusPerNode"`
@@ -2700,7 +2700,7 @@ func (o NodePoolOutput) CapacityTypes() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.CapacityTypes }).(pulumi.StringArrayOutput)
 }
 
-// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 func (o NodePoolOutput) ConsolidateAfter() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v NodePool) *string { return v.ConsolidateAfter }).(pulumi.StringPtrOutput)
 }

@@ -252,7 +252,7 @@ export interface NodePoolArgs {
      */
     capacityTypes?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+     * ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
      */
     consolidateAfter?: pulumi.Input<string | undefined>;
     /**

@@ -1155,7 +1155,7 @@ class NodePoolArgsDict(TypedDict):
     """
     consolidate_after: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+    ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
     """
     instance_families: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
     """
@@ -1201,7 +1201,7 @@ class NodePoolArgs:
         :param pulumi.Input[_builtins.str] name: Name is a DNS label, unique among the pools; roles name it in their nodePool field.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] accelerators: Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-        :param pulumi.Input[_builtins.str] consolidate_after: ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+        :param pulumi.Input[_builtins.str] consolidate_after: ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
         :param pulumi.Input['NodePoolKind'] kind: Kind is karpenter (default) or existing.
@@ -1282,7 +1282,7 @@ class NodePoolArgs:
     @pulumi.getter(name="consolidateAfter")
     def consolidate_after(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+        ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
         """
         return pulumi.get(self, "consolidate_after")
 
