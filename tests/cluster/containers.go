@@ -43,8 +43,10 @@ import (
 // then runs that program as the container would run: its arguments and environment as the pod
 // gives them, its volumes as directories, and its ports on loopback ports of its own (a program
 // listens on every address of its port, so two pods' containers could not share one), with a
-// forwarder from the pod's address and each declared port to them. A pod being deleted gets no new connection from then on; its processes get SIGTERM
-// and, after the pod's grace period, SIGKILL, and the pod goes only once they have ended (a
+// forwarder from the pod's address and each declared port to them. A pod being deleted runs its
+// preStop sleep still taking connections (as a kubelet's pod does), then takes no new connection;
+// its processes get SIGTERM and, after the pod's grace period, SIGKILL, and the pod goes only
+// once they have ended (a
 // finalizer of the suite's holds it, as the kubelet keeps a terminating pod until its containers
 // have stopped; kwok alone would delete it at once).
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -124,6 +125,8 @@ func TestKarpenterLaunchesTheDisaggregatedMultiNodeStoryFromZero(t *testing.T) {
 	t.Logf("story 4 from zero GPU nodes to Running: %s (nodes start in %s)", tookFromZero.Round(100*time.Millisecond), testcluster.NodeStartupTime)
 
 	s.Destroy()
+	_, err := harness.Cluster.Dynamic.Resource(nodePoolsResource).Get(context.Background(), pool, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "pulumi destroy removed the NodePool %s: %v", pool, err)
 	waitFor(t, 3*time.Minute, "Karpenter removes the pool's nodes after destroy", func() error {
 		if left := gpuNodes(t, pool); len(left) > 0 {
 			return fmt.Errorf("%d nodes left", len(left))
@@ -268,8 +271,10 @@ func watchBindings(t *testing.T, namespace string) *bindings {
 	return b
 }
 
-// requireWhole requires every replica's pods bound within one Volcano session (every second): a
-// replica whose pods were bound further apart was placed in parts while its nodes arrived.
+// requireWhole requires every replica's pods bound together, within one Volcano session (every
+// second) and the time its binding calls take to reach the watch on a loaded 2-core machine: 5 s.
+// A replica placed in parts would bind the rest only once further nodes start (NodeStartupTime
+// after Karpenter's next batch), further apart than that.
 func (b *bindings) requireWhole(t *testing.T) {
 	t.Helper()
 	b.mu.Lock()
@@ -277,6 +282,6 @@ func (b *bindings) requireWhole(t *testing.T) {
 	require.NotEmpty(t, b.times, "pods were bound")
 	for replica, times := range b.times {
 		spread := times[len(times)-1].Sub(times[0])
-		require.Less(t, spread, time.Second, "replica %s was placed in parts, %s apart", replica, spread)
+		require.Less(t, spread, 5*time.Second, "replica %s was placed in parts, %s apart", replica, spread)
 	}
 }

@@ -19,8 +19,9 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
 )
 
-// While the Endpoint Picker is replaced under a steady load (its pod deleted: the Deployment's
-// Recreate starts the next one once it has gone, and it goes once its process has drained), the
+// While the Endpoint Picker is replaced under a steady load (its pod deleted: its ReplicaSet makes
+// the next one at once, since a terminating pod no longer counts (Recreate governs rollouts only),
+// and the old one drains and goes while the next starts and syncs its pool), the
 // gateway does what the rendered pool's failure mode says, FailClose refusing the requests it
 // cannot route and FailOpen sending them to a Ready pod of its own choosing, and no request a
 // model server accepted is lost. The failure mode changes with a `pulumi up` in between.

@@ -83,6 +83,7 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	_, lastToVictim := servedWindow(records, func(rec gateway.Record) bool {
 		return rec.Served == victimEndpoint && rec.Start.Before(againReady) && rec.Start.After(deleted.Add(-30*time.Second))
 	})
+	require.False(t, lastToVictim.IsZero(), "the victim served before its deletion (else nothing after it proves nothing)")
 	testcluster.Progress("deleted pod %s: last request picked %s after its deletion; its successor seen Ready %s after",
 		victim.Name, lastToVictim.Sub(deleted).Round(time.Millisecond), againReady.Sub(deleted).Round(time.Millisecond))
 	assert.Less(t, lastToVictim.Sub(deleted), time.Second, "the deleted pod got nothing a second after its deletion")
