@@ -96,8 +96,10 @@ func (d *diagnoser) pendingPodsOf(pool string) []*corev1.Pod {
 // one error for each NodePool Karpenter tried, joined with "; " (scheduling/scheduler.go,
 // addToNewNodeClaim): a limit's names its NodePool ("(NodePool=name)"), an instance type's has the
 // NodePool among its requirements ("karpenter.sh/nodepool In [name]"), and an incompatible pool's
-// is about another pool than the pod's own.
-func (d *diagnoser) karpenterPoolError(pods []*corev1.Pod, pool string) (string, string) {
+// is about another pool than the pod's own. An event from before the pool's last change speaks of
+// the pool as it was (a limit since raised, a zone since mended): specChangedAt.
+func (d *diagnoser) karpenterPoolError(pods []*corev1.Pod, nodePool *mirror.NodePool) (string, string) {
+	pool, changed := nodePool.Name, specChangedAt(nodePool)
 	var last *corev1.Event
 	var lastErr, pod string
 	for _, p := range pods {
@@ -105,7 +107,7 @@ func (d *diagnoser) karpenterPoolError(pods []*corev1.Pod, pool string) (string,
 			e := &d.o.Events[i]
 			if e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Name != p.Name || e.Source.Component != karpenterComponent ||
 				e.Type != corev1.EventTypeWarning || !strings.HasPrefix(e.Message, karpenterEventPrefix) ||
-				(last != nil && !eventTime(e).After(eventTime(last).Time)) {
+				eventTime(e).Time.Before(changed.Time) || (last != nil && !eventTime(e).After(eventTime(last).Time)) {
 				continue
 			}
 			for _, part := range strings.Split(strings.TrimPrefix(e.Message, karpenterEventPrefix), "; ") {
@@ -121,16 +123,33 @@ func (d *diagnoser) karpenterPoolError(pods []*corev1.Pod, pool string) (string,
 	return lastErr, pod
 }
 
-// karpenterNodePoolWarning is Karpenter's latest warning event about the NodePool, nil if none.
-func (d *diagnoser) karpenterNodePoolWarning(pool string) *corev1.Event {
-	return d.lastWarning("NodePool", pool)
+// karpenterNodePoolWarning is Karpenter's latest warning event about the NodePool, nil if none or
+// if it is older than the pool's last change.
+func (d *diagnoser) karpenterNodePoolWarning(pool *mirror.NodePool) *corev1.Event {
+	e := d.lastWarning("NodePool", pool.Name)
+	if changed := specChangedAt(pool); e == nil || eventTime(e).Time.Before(changed.Time) {
+		return nil
+	}
+	return e
+}
+
+// specChangedAt is when the NodePool was last written other than by its status (its managed
+// fields' times: a pulumi up that raised its limit or changed its requirements), else its creation.
+func specChangedAt(pool *mirror.NodePool) metav1.Time {
+	changed := pool.CreationTimestamp
+	for _, m := range pool.ManagedFields {
+		if m.Subresource == "" && m.Time != nil && m.Time.After(changed.Time) {
+			changed = *m.Time
+		}
+	}
+	return changed
 }
 
 // limitCause: Karpenter launches no node for the pods because the pool's nodes have reached its
 // nvidia.com/gpu limit (its FailedScheduling event on a pending pod says so); the numbers are the
 // NodePool's limit and status.
 func (d *diagnoser) limitCause(pool *mirror.NodePool, pending []*corev1.Pod) *Cause {
-	event, _ := d.karpenterPoolError(pending, pool.Name)
+	event, _ := d.karpenterPoolError(pending, pool)
 	if !strings.Contains(event, karpenterLimitError) {
 		return nil
 	}
@@ -160,13 +179,13 @@ func (d *diagnoser) limitCause(pool *mirror.NodePool, pending []*corev1.Pod) *Ca
 func (d *diagnoser) noInstanceTypeCause(pool *mirror.NodePool, pending []*corev1.Pod) *Cause {
 	fix := fmt.Sprintf("check the pool's gpusPerNode, instanceTypes, capacityTypes and labels (a zone) against the shapes and "+
 		"offerings the cloud has (kubectl describe nodepool %s)", pool.Name)
-	if event, pod := d.karpenterPoolError(pending, pool.Name); strings.HasPrefix(event, "no instance type") {
+	if event, pod := d.karpenterPoolError(pending, pool); strings.HasPrefix(event, "no instance type") {
 		return &Cause{Object: "NodePool/" + pool.Name, Reason: "NoInstanceType",
 			Message: fmt.Sprintf("Karpenter finds no instance type of the pool for pod %s (%d nvidia.com/gpu on one node): %s",
 				pod, podGPUs(d.podNamed(pod)), event),
 			Fix: fix}
 	}
-	if e := d.karpenterNodePoolWarning(pool.Name); e != nil && e.Reason == karpenterNoCompatibleInstanceTypes {
+	if e := d.karpenterNodePoolWarning(pool); e != nil && e.Reason == karpenterNoCompatibleInstanceTypes {
 		return &Cause{Object: "NodePool/" + pool.Name, Reason: "NoInstanceType",
 			Message: fmt.Sprintf("Karpenter launches nothing for the pool: %s (its instance types, capacity types and labels, "+
 				"a zone among them, match no offering of the cloud's)", e.Message),

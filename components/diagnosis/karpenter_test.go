@@ -3,6 +3,7 @@ package diagnosis_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +86,10 @@ func TestDiagnosisOfKarpenterPools(t *testing.T) {
 			"NodePool/karpenter-nozone-gpu: NoInstanceType: Karpenter launches nothing for the pool: NodePool requirements filtered out " +
 				"all compatible available instance types",
 		}},
+		{name: "a limit raised since Karpenter's event: the event speaks of the pool as it was", fixture: "karpenter-limit-reached",
+			mutate: changedAfterTheEvents, absent: []string{"LimitReached"}},
+		{name: "a zone mended since Karpenter's warning: the warning speaks of the pool as it was", fixture: "karpenter-unknown-zone",
+			mutate: changedAfterTheEvents, absent: []string{"NoInstanceType"}},
 		{name: "a node class that does not exist", fixture: "karpenter-no-node-class", want: []string{
 			"NodePool/karpenter-noclass-gpu: UnhealthyDependents: Karpenter launches no node for the pool: NodeClassReady=False; NodeClassReady: ",
 			"the pool's nodeClassRef must name a node class that exists and is ready",
@@ -109,4 +114,28 @@ func TestDiagnosisOfKarpenterPools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// changedAfterTheEvents has the service's NodePools written by a pulumi up a minute after the last
+// event: what Karpenter said before is of the pools as they were.
+func changedAfterTheEvents(o *diagnosis.Observed) {
+	var last time.Time
+	for _, e := range o.Events {
+		last = maxTime(last, e.LastTimestamp.Time, e.EventTime.Time, e.CreationTimestamp.Time)
+	}
+	at := metav1.NewTime(last.Add(time.Minute))
+	for i := range o.NodePools {
+		o.NodePools[i].ManagedFields = append(o.NodePools[i].ManagedFields,
+			metav1.ManagedFieldsEntry{Manager: "pulumi-kubernetes", Operation: metav1.ManagedFieldsOperationApply, Time: &at})
+	}
+}
+
+func maxTime(times ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range times {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
 }
