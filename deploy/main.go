@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
 func main() { pulumi.Run(program) }
@@ -32,21 +35,26 @@ func program(ctx *pulumi.Context) error {
 	if err != nil {
 		return err
 	}
-	docs, errs := api.Decode(data)
-	if len(errs) > 0 {
-		return fmt.Errorf("%s: %v", manifest, errs)
-	}
+	// Every document is checked, as `fusioninfer render` checks them, before any is registered:
+	// a bad later one must not leave an earlier service half-deployed.
 	namespace := cfg.Get("namespace")
+	trees, sources, problems := topology.LoadManifest(manifest, data, func(svc *api.InferenceService) *field.Error {
+		if svc.Namespace == "" {
+			svc.Namespace = namespace
+		}
+		return nil
+	})
+	problems = append(problems, topology.DuplicateObjects(trees, sources)...)
+	if len(problems) > 0 {
+		return fmt.Errorf("%s\n%d problem(s); nothing deployed", strings.Join(problems, "\n"), len(problems))
+	}
 	statuses := pulumi.Map{}
-	for _, doc := range docs {
-		if doc.Service.Namespace == "" {
-			doc.Service.Namespace = namespace
-		}
-		svc, err := inferenceservice.NewFromService(ctx, doc.Service.Name, doc.Service, nil)
+	for i, tree := range trees {
+		svc, err := inferenceservice.NewFromService(ctx, tree.Service.Name, tree.Service, nil)
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", manifest, doc.Line, err)
+			return fmt.Errorf("%s: %w", sources[i], err)
 		}
-		statuses[doc.Service.Name] = svc.Status
+		statuses[tree.Service.Name] = svc.Status
 	}
 	ctx.Export("status", statuses)
 	return nil

@@ -198,6 +198,14 @@ func TestOutputDirectoryMustBeEmpty(t *testing.T) {
 	_, stderr, err = run(t, "", "render", "-f", story4, "-o", dir, "--replace")
 	require.Error(t, err)
 	assert.Contains(t, stderr, "holds files an earlier render did not write (kustomization.yaml)")
+	entries, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	assert.Equal(t, []string{"0000-default-leaderworkerset-qwen-inference-inference-0.yaml", "kustomization.yaml"}, left,
+		"a refused --replace changes nothing")
 }
 
 // TestObjectsAreUniqueAcrossEverythingRendered: service "a" with role "b-c" and service "a-b"
@@ -234,6 +242,33 @@ func TestObjectsAreUniqueAcrossEverythingRendered(t *testing.T) {
 	require.NoError(t, os.WriteFile(second, []byte(dualPods("second")), 0o644))
 	_, stderr, err = run(t, "", "render", "-f", first, "-f", second)
 	require.NoError(t, err, stderr)
+}
+
+// TestAFileGivenTwiceUnderAnotherSpellingIsRefused: the same file through an absolute path or a
+// symlink is still the same file; both spellings are named.
+func TestAFileGivenTwiceUnderAnotherSpellingIsRefused(t *testing.T) {
+	const relative = "../../examples/manifests/story1-monolithic.yaml"
+	absolute, err := filepath.Abs(relative)
+	require.NoError(t, err)
+	link := filepath.Join(t.TempDir(), "link.yaml")
+	require.NoError(t, os.Symlink(absolute, link))
+	for _, tc := range []struct{ name, first, second string }{
+		{"same spelling", relative, relative},
+		{"relative and absolute", relative, absolute},
+		{"through a symlink", relative, link},
+		{"dot segments", relative, "./" + relative},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, err := run(t, "", "render", "-f", tc.first, "-f", tc.second)
+			require.Error(t, err)
+			assert.Empty(t, stdout)
+			want := tc.second + ": given twice with -f"
+			if tc.first != tc.second {
+				want += " (also as " + tc.first + ")"
+			}
+			assert.Contains(t, stderr, want+"; its services would be rendered twice")
+		})
+	}
 }
 
 const badServices = `apiVersion: fusioninfer.io/v1alpha1

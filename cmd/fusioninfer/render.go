@@ -2,18 +2,15 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
@@ -97,107 +94,69 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string,
 	var trees []*topology.Tree
 	var sources []string // where each tree's service is, "file:line"
 	var problems []string
-	given := map[string]bool{}
+	var given []string
 	for _, file := range opts.files {
-		if given[filepath.Clean(file)] {
-			problems = append(problems, fmt.Sprintf("%s: given twice with -f; its services would be rendered twice", file))
+		if earlier, ok := sameInput(given, file); ok {
+			also := ""
+			if earlier != file {
+				also = " (also as " + earlier + ")"
+			}
+			problems = append(problems, fmt.Sprintf("%s: given twice with -f%s; its services would be rendered twice", file, also))
 			continue
 		}
-		given[filepath.Clean(file)] = true
+		given = append(given, file)
 		data, err := readInput(stdin, file)
 		if err != nil {
 			return nil, nil, err
 		}
-		fileTrees, fileSources, fileProblems := loadFile(file, data, opts.namespace)
+		fileTrees, fileSources, fileProblems := topology.LoadManifest(file, data, namespaceFlag(opts.namespace))
 		trees = append(trees, fileTrees...)
 		sources = append(sources, fileSources...)
 		problems = append(problems, fileProblems...)
 	}
-	problems = append(problems, duplicateObjects(trees, sources)...)
+	problems = append(problems, topology.DuplicateObjects(trees, sources)...)
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
 	return trees, problems, nil
 }
 
-// duplicateObjects: objects of different services that would be the same Kubernetes object but
-// differ (one service "a" with role "b-c", another "a-b" with role "c": two LeaderWorkerSets
-// a-b-c-0), each named with the two services it comes from. Identical ones (the CRDs two services
-// that install FMA's controller both carry) are the same object applied twice, and pass.
-func duplicateObjects(trees []*topology.Tree, sources []string) []string {
-	type identity struct{ apiVersion, kind, namespace, name string }
-	type firstSeen struct {
-		tree   int
-		object runtime.Object
+// namespaceFlag: -n names the namespace of services that name none, and contradicts no manifest.
+func namespaceFlag(namespace string) func(*api.InferenceService) *field.Error {
+	if namespace == "" {
+		return nil
 	}
-	first := map[identity]firstSeen{}
-	var problems []string
-	for i, tree := range trees {
-		for _, obj := range tree.Objects {
-			id := identity{obj.APIVersion, obj.Kind, obj.Namespace, obj.Name}
-			seenAs, seen := first[id]
-			j := seenAs.tree
-			switch {
-			case !seen:
-				first[id] = firstSeen{i, obj.Object}
-			case j != i && !equality.Semantic.DeepEqual(seenAs.object, obj.Object):
-				problems = append(problems, fmt.Sprintf("%s: %s %s/%s is also an object of %s; rename one of the services or roles",
-					sources[i], obj.Kind, obj.Namespace, obj.Name, sources[j]))
-			}
+	return func(svc *api.InferenceService) *field.Error {
+		if svc.Namespace != "" && svc.Namespace != namespace {
+			return field.Invalid(field.NewPath("metadata", "namespace"), svc.Namespace, fmt.Sprintf("does not match --namespace %q", namespace))
 		}
+		svc.Namespace = namespace
+		return nil
 	}
-	return problems
 }
 
-// loadFile builds the services of one file; its problems come in line order, each at the line
-// of the field it names.
-func loadFile(file string, data []byte, namespace string) ([]*topology.Tree, []string, []string) {
-	type problem struct {
-		line int
-		text string
-	}
-	var trees []*topology.Tree
-	var sources []string
-	var problems []problem
-	docs, errs := api.Decode(data)
-	for _, err := range errs {
-		var decodeErr *api.DecodeError
-		if !errors.As(err, &decodeErr) {
-			problems = append(problems, problem{0, fmt.Sprintf("%s: %v", file, err)})
+// sameInput returns the earlier -f that names the same input as file: the same file by identity
+// (an absolute path or a symlink is no new file), or stdin twice.
+func sameInput(given []string, file string) (string, bool) {
+	info, statErr := os.Stat(file)
+	for _, earlier := range given {
+		if earlier == "-" || file == "-" {
+			if earlier == file {
+				return earlier, true
+			}
 			continue
 		}
-		for _, p := range decodeErr.Problems {
-			problems = append(problems, problem{p.Line, fmt.Sprintf("%s:%d: %s", file, p.Line, p.Message)})
+		if filepath.Clean(earlier) == filepath.Clean(file) {
+			return earlier, true
+		}
+		if statErr != nil {
+			continue // unreadable: readInput says why
+		}
+		if earlierInfo, err := os.Stat(earlier); err == nil && os.SameFile(earlierInfo, info) {
+			return earlier, true
 		}
 	}
-	for _, doc := range docs {
-		svc := doc.Service
-		service := fmt.Sprintf("InferenceService %q", svc.Name)
-		if namespace != "" {
-			if svc.Namespace != "" && svc.Namespace != namespace {
-				line := doc.LineOf("metadata.namespace")
-				problems = append(problems, problem{line, fmt.Sprintf(
-					"%s:%d: %s: metadata.namespace: Invalid value: %q: does not match --namespace %q", file, line, service, svc.Namespace, namespace)})
-				continue
-			}
-			svc.Namespace = namespace
-		}
-		tree, verrs := topology.Build(svc)
-		for _, e := range verrs {
-			line := doc.LineOf(e.Field)
-			problems = append(problems, problem{line, fmt.Sprintf("%s:%d: %s: %v", file, line, service, e)})
-		}
-		if tree != nil {
-			trees = append(trees, tree)
-			sources = append(sources, fmt.Sprintf("%s:%d: %s", file, doc.Line, service))
-		}
-	}
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].line < problems[j].line })
-	texts := make([]string, len(problems))
-	for i, p := range problems {
-		texts[i] = p.text
-	}
-	return trees, sources, texts
+	return "", false
 }
 
 func readInput(stdin io.Reader, file string) ([]byte, error) {
@@ -244,12 +203,11 @@ func writeObjectFiles(dir string, replace bool, objects []objectFile, stdout io.
 	if err != nil {
 		return err
 	}
-	var others []string
+	// Decide before deleting anything: a refused command leaves the directory as it was.
+	var stale, others []string
 	for _, e := range entries {
 		if replace && e.Type().IsRegular() && objectFileName.MatchString(e.Name()) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
+			stale = append(stale, e.Name())
 			continue
 		}
 		others = append(others, e.Name())
@@ -259,6 +217,11 @@ func writeObjectFiles(dir string, replace bool, objects []objectFile, stdout io.
 		return fmt.Errorf("-o %s holds files an earlier render did not write (%s); give an empty directory", dir, strings.Join(others, ", "))
 	case len(others) > 0:
 		return fmt.Errorf("-o %s is not empty (%d files): `kubectl apply -f %s` would apply an earlier render's objects too; give --replace to delete them first, or an empty directory", dir, len(others), dir)
+	}
+	for _, name := range stale {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return err
+		}
 	}
 	for n, obj := range objects {
 		doc, err := obj.yaml()

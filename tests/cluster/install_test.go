@@ -18,8 +18,11 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
 )
 
-// installCommand is docs/install.md's platform command: `... fusioninfer@latest platform render ARGS | kubectl apply ...`.
-var installCommand = regexp.MustCompile(`fusioninfer@latest (platform render[^|]*)\|`)
+// installCommand is docs/install.md's platform command: `... fusioninfer@VERSION platform render ARGS | kubectl apply ...`.
+var installCommand = regexp.MustCompile(`fusioninfer@\S+ (platform render[^|]*)\|`)
+
+// cliVersion is the version each of docs/install.md's `go run .../fusioninfer@VERSION` names.
+var cliVersion = regexp.MustCompile(`cmd/fusioninfer@(\S+)`)
 
 // TestInstallIsWhatTheE2EInstalls: the command docs/install.md (and so the README) gives for the
 // prerequisites, run with the real CLI, prints every object the e2e cluster installs through the
@@ -27,6 +30,11 @@ var installCommand = regexp.MustCompile(`fusioninfer@latest (platform render[^|]
 func TestInstallIsWhatTheE2EInstalls(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(RepositoryRoot(), "docs", "install.md"))
 	require.NoError(t, err)
+	version, err := os.ReadFile(filepath.Join(RepositoryRoot(), "VERSION"))
+	require.NoError(t, err)
+	for _, m := range cliVersion.FindAllStringSubmatch(string(doc), -1) {
+		require.Equal(t, "v"+strings.TrimSpace(string(version)), m[1], "docs/install.md runs the CLI of the VERSION file, as README does")
+	}
 	commands := installCommand.FindAllStringSubmatch(string(doc), -1)
 	require.Len(t, commands, 1, "docs/install.md has one platform command")
 	cmd := exec.Command(testcli.Binary(t), strings.Fields(commands[0][1])...)
