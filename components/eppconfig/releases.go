@@ -72,7 +72,19 @@ type release struct {
 	// flags are the flags its command defines; deprecated the ones it warns of; refused the ones
 	// it stops on when set.
 	flags, deprecated, refused []string
+	// kvCacheMetricFlag: it reads the KV-cache metric's name from --kv-cache-usage-percentage-metric
+	// alone, whose default is not the name vLLM exports (see VLLMKVCacheUsageMetric).
+	kvCacheMetricFlag bool
 }
+
+// VLLMKVCacheUsageMetric is the KV-cache usage metric of vLLM v0.33.0, the examples' server (and
+// of llm-d-inference-sim v0.10.2, the e2e suite's): vLLM renamed it from vllm:gpu_cache_usage_perc,
+// which it no longer exports. GIE v1.2.0's EPP defaults --kv-cache-usage-percentage-metric to the
+// old name (pkg/epp/server/runserver.go DefaultKvCacheUsagePercentageMetric, read by
+// cmd/epp/runner/runner.go setupMetricsV1 and setupDatalayer), so its KV-cache scorer and
+// saturation detector would read no data: the router passes the flag. The later EPPs take metric
+// names from their data layer, whose vLLM default is this name.
+const VLLMKVCacheUsageMetric = "vllm:kv_cache_usage_perc"
 
 // eppFlags are the flags of pkg/epp/server/options.go (AddFlags) and the logging options
 // (pkg/common/observability/logging: -v and controller-runtime's zap flags) common to GIE v1.5.0's
@@ -135,6 +147,7 @@ var releases = map[Release]release{
 			"model-server-metrics-port", "model-server-metrics-path", "model-server-metrics-scheme",
 			"model-server-metrics-https-insecure-skip-verify", "ha-enable-leader-election", "tracing",
 			"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"},
+		kvCacheMetricFlag: true,
 	},
 	ReleaseLWEPP: {
 		// cmd/lwepp/main.go and pkg/lwepp/server/options.go AddFlags (zap's flags from main); no
@@ -202,8 +215,10 @@ type Flags struct {
 // Args are the EPP's command line: as the release's chart or manifests pass it (GIE v1.5.0's
 // config/charts/epplib/templates/_deployment.yaml; lwepp's in GIE v1.6.0's
 // conformance/resources/base.yaml), with the ports and pool always explicit, the metrics served
-// without token review (no ClusterRole is rendered), no tracing, JSON logs; never a metric-name
-// flag (refused by the current EPPs: metric names belong in the configuration's data layer).
+// without token review (no ClusterRole is rendered), no tracing, JSON logs. A metric-name flag only
+// where the release reads the metric from it alone: GIE v1.2.0's --kv-cache-usage-percentage-metric
+// with vLLM's current name (VLLMKVCacheUsageMetric); the later EPPs refuse metric-name flags
+// (metric names belong in the configuration's data layer).
 func (r Release) Args(f Flags) []string {
 	rel := releases[r]
 	args := []string{"--pool-name", f.PoolName, "--pool-namespace", f.PoolNamespace, "--pool-group", f.PoolGroup}
@@ -216,6 +231,9 @@ func (r Release) Args(f Flags) []string {
 		"--metrics-port", strconv.Itoa(f.MetricsPort))
 	if rel.diagnostics {
 		args = append(args, "--metrics-endpoint-auth=false", "--tracing=false")
+	}
+	if rel.kvCacheMetricFlag {
+		args = append(args, "--kv-cache-usage-percentage-metric", VLLMKVCacheUsageMetric)
 	}
 	args = append(args, "--zap-encoder", "json")
 	if r.LeaderElection(f.Replicas) {

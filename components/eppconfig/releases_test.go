@@ -36,3 +36,22 @@ func TestArgsAreFlagsOfTheRelease(t *testing.T) {
 	assert.False(t, ReleaseLWEPP.LeaderElection(3), "lwepp has no leader election")
 	assert.NotContains(t, releases[ReleaseLWEPP].flags, "config-file")
 }
+
+// TestGIE120ArgsNameVLLMsKVCacheMetric: GIE v1.2.0's EPP (and llm-d-inference-scheduler v0.4.0's,
+// its runner) reads the KV-cache metric's name from --kv-cache-usage-percentage-metric alone, whose
+// default is vLLM's old name (pkg/epp/server/runserver.go DefaultKvCacheUsagePercentageMetric);
+// the router passes the name vLLM v0.33.0 exports. The later releases refuse the flag.
+func TestGIE120ArgsNameVLLMsKVCacheMetric(t *testing.T) {
+	for _, release := range Releases() {
+		args := release.Args(Flags{PoolName: "p", PoolNamespace: "ns", PoolGroup: GroupInferenceV1, ConfigFile: "/config/config.yaml",
+			GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: 1})
+		i := slices.Index(args, "--kv-cache-usage-percentage-metric")
+		if release != ReleaseGIE {
+			assert.Equal(t, -1, i, "%s: %v", release, args)
+			continue
+		}
+		if assert.NotEqual(t, -1, i, "%s: %v", release, args) && assert.Less(t, i+1, len(args)) {
+			assert.Equal(t, VLLMKVCacheUsageMetric, args[i+1])
+		}
+	}
+}

@@ -287,10 +287,25 @@ func checkRouterProfiles(profiles []RouterSchedulingProfile, byName map[string]r
 	return nil
 }
 
-// checkRouterRefs: every other reference names a defined plugin (validation.go
-// validateSaturationDetector and validateParsers; configloader.go buildDataLayerConfig). An unset
-// saturation detector or parser list gets the defaults (defaults.go ensureSaturationDetector,
-// ensureParsers), which the EPP registers itself.
+// checkRouterRefs: the parsers, the saturation detector and the data layer, as llm-d-router
+// v0.10.0 resolves them after instantiating the declared plugins (byName; it registers the defaults
+// it adds there too).
+//
+//   - The deprecated top-level parser and saturationDetector stand in for requestHandler.parsers
+//     and flowControl.saturationDetector when those are unset (configloader.go LoadRawConfig).
+//   - defaults.go ensureParsers: no parser configured is openai-parser, anthropic-parser and
+//     vllmhttp-parser; a parser reference naming no declared plugin is registered as a default
+//     plugin of that type (registerDefaultPlugin: named after its type, no parameters), refused
+//     only when no such type is registered ("plugin type '%s' not found in registry") or its
+//     factory refuses no parameters.
+//   - defaults.go ensureSaturationDetector: an unset detector or reference is utilization-detector,
+//     registered as a default plugin when not declared; any other reference must be declared
+//     (validation.go validateSaturationDetector: "saturation detector references undefined plugin").
+//   - configloader.go buildDataLayerConfig: a source is a declared data source, an extractor a
+//     declared plugin.
+//   - configloader.go buildParserRegistry ("the plugin %q is not a parser plugin") and
+//     InstantiateAndConfigure ("plugin '%s' is not a fwkfc.SaturationDetector"): each reference
+//     names a plugin of its kind.
 func checkRouterRefs(cfg *RouterConfig, byName map[string]routerInstance) error {
 	ref := func(path, name string) error {
 		if _, ok := byName[name]; !ok {
@@ -298,30 +313,71 @@ func checkRouterRefs(cfg *RouterConfig, byName map[string]routerInstance) error 
 		}
 		return nil
 	}
+	// registerDefault is defaults.go registerDefaultPlugin: the type, instantiated without parameters.
+	registerDefault := func(path, pluginType string) error {
+		spec, known := routerPlugins[pluginType]
+		if !known {
+			return fmt.Errorf("%s: plugin type '%s' not found in registry%s", path, pluginType, didYouMean(pluginType))
+		}
+		if spec.parameters != nil && spec.needsDefaults {
+			if _, err := spec.parameters(nil, byName); err != nil {
+				return fmt.Errorf("%s: failed to instantiate default plugin '%s': %w", path, pluginType, err)
+			}
+		}
+		byName[pluginType] = routerInstance{spec.kind, pluginType}
+		return nil
+	}
+
+	// The parsers: requestHandler.parsers, else the top-level parser, else the defaults.
+	type parserRef struct{ path, name string }
+	var parsers []parserRef
 	if cfg.RequestHandler != nil {
 		for i, p := range cfg.RequestHandler.Parsers {
-			if err := ref(fmt.Sprintf("requestHandler.parsers[%d]", i), p.PluginRef); err != nil {
+			parsers = append(parsers, parserRef{fmt.Sprintf("requestHandler.parsers[%d]", i), p.PluginRef})
+		}
+	}
+	if len(parsers) == 0 && cfg.Parser != nil {
+		parsers = []parserRef{{"parser", cfg.Parser.PluginRef}}
+	}
+	if len(parsers) == 0 {
+		for _, name := range routerDefaultParsers {
+			parsers = append(parsers, parserRef{"requestHandler.parsers", name})
+		}
+	}
+	for _, p := range parsers {
+		if _, declared := byName[p.name]; !declared {
+			if err := registerDefault(p.path, p.name); err != nil {
 				return err
 			}
 		}
 	}
+
+	// The saturation detector: flowControl.saturationDetector, else the top-level one.
+	var fc struct {
+		SaturationDetector *RouterPluginRef `json:"saturationDetector"`
+	}
 	if len(cfg.FlowControl) > 0 {
-		var fc struct {
-			SaturationDetector *RouterPluginRef `json:"saturationDetector"`
-		}
 		if err := json.Unmarshal(cfg.FlowControl, &fc); err != nil {
 			return fmt.Errorf("flowControl: %w", err)
 		}
-		if fc.SaturationDetector != nil && fc.SaturationDetector.PluginRef != "" {
-			if err := ref("flowControl.saturationDetector", fc.SaturationDetector.PluginRef); err != nil {
-				return err
-			}
+	}
+	detectorPath, detector := "flowControl.saturationDetector", fc.SaturationDetector
+	if detector == nil && cfg.SaturationDetector != nil {
+		detectorPath, detector = "saturationDetector", cfg.SaturationDetector
+	}
+	detectorName := routerDefaultSaturationDetector
+	if detector != nil && detector.PluginRef != "" {
+		detectorName = detector.PluginRef
+	}
+	if _, declared := byName[detectorName]; !declared {
+		if detectorName != routerDefaultSaturationDetector {
+			return fmt.Errorf("%s: saturation detector references undefined plugin '%s'", detectorPath, detectorName)
 		}
-	} else if cfg.SaturationDetector != nil && cfg.SaturationDetector.PluginRef != "" {
-		if err := ref("saturationDetector", cfg.SaturationDetector.PluginRef); err != nil {
+		if err := registerDefault(detectorPath, detectorName); err != nil {
 			return err
 		}
 	}
+
 	if dl := cfg.DataLayer; dl != nil {
 		for i, s := range dl.Sources {
 			if err := ref(fmt.Sprintf("dataLayer.sources[%d]", i), s.PluginRef); err != nil {
@@ -333,6 +389,15 @@ func checkRouterRefs(cfg *RouterConfig, byName map[string]routerInstance) error 
 				}
 			}
 		}
+	}
+
+	for _, p := range parsers {
+		if byName[p.name].kind != parserKind {
+			return fmt.Errorf("%s: the plugin %q is not a parser plugin", p.path, p.name)
+		}
+	}
+	if byName[detectorName].kind != saturationDetectorKind {
+		return fmt.Errorf("%s: plugin '%s' is not a fwkfc.SaturationDetector", detectorPath, detectorName)
 	}
 	return nil
 }

@@ -165,8 +165,28 @@ dataLayer:
 dataLayer:
   sources: [{pluginRef: metrics-data-source, extractors: [{pluginRef: core-metrics-extractor}]}]`,
 			wantErr: []string{"dataLayer.sources[0].extractors[0]", "undefined plugin 'core-metrics-extractor'"}},
-		{name: "a parser naming an undefined plugin", raw: "plugins: [{type: queue-scorer}]\nrequestHandler: {parsers: [{pluginRef: openai-parser}]}",
-			wantErr: []string{"requestHandler.parsers[0]", "undefined plugin 'openai-parser'"}},
+		// defaults.go ensureParsers: an undeclared parser is registered by its type; refused only when
+		// no such type is registered. configloader.go buildParserRegistry: it must be a parser.
+		{name: "a parser naming an undeclared plugin of a registered type", raw: "plugins: [{type: queue-scorer}]\nrequestHandler: {parsers: [{pluginRef: openai-parser}, {pluginRef: vertexai-parser}]}"},
+		{name: "a parser naming an unregistered type", raw: "plugins: [{type: queue-scorer}]\nrequestHandler: {parsers: [{pluginRef: openai-parser}, {pluginRef: openai}]}",
+			wantErr: []string{"requestHandler.parsers[1]: plugin type 'openai' not found in registry"}},
+		{name: "a parser naming a plugin that is no parser", raw: "plugins: [{type: queue-scorer}]\nrequestHandler: {parsers: [{pluginRef: queue-scorer}]}",
+			wantErr: []string{"requestHandler.parsers[0]: the plugin \"queue-scorer\" is not a parser plugin"}},
+		{name: "the deprecated top-level parser, undeclared", raw: "plugins: [{type: queue-scorer}]\nparser: {pluginRef: passthrough-parser}",
+			wantWarnings: []string{"parser: deprecated at the top level: use requestHandler.parsers"}},
+		{name: "the deprecated top-level parser, of an unregistered type", raw: "plugins: [{type: queue-scorer}]\nparser: {pluginRef: grpc-parser}",
+			wantErr: []string{"parser: plugin type 'grpc-parser' not found in registry"}},
+		{name: "the deprecated top-level parser gives way to requestHandler.parsers", raw: "plugins: [{type: queue-scorer}]\nparser: {pluginRef: grpc-parser}\nrequestHandler: {parsers: [{pluginRef: openai-parser}]}",
+			wantWarnings: []string{"parser: deprecated at the top level: use requestHandler.parsers"}},
+		// defaults.go ensureSaturationDetector registers utilization-detector only; validation.go
+		// validateSaturationDetector refuses any other undeclared one.
+		{name: "an undeclared utilization-detector", raw: "plugins: [{type: queue-scorer}]\nflowControl: {saturationDetector: {pluginRef: utilization-detector}}"},
+		{name: "an undeclared concurrency-detector", raw: "plugins: [{type: queue-scorer}]\nflowControl: {saturationDetector: {pluginRef: concurrency-detector}}",
+			wantErr: []string{"flowControl.saturationDetector: saturation detector references undefined plugin 'concurrency-detector'"}},
+		{name: "a saturation detector that is no detector", raw: "plugins: [{type: queue-scorer}]\nflowControl: {saturationDetector: {pluginRef: queue-scorer}}",
+			wantErr: []string{"flowControl.saturationDetector: plugin 'queue-scorer' is not a fwkfc.SaturationDetector"}},
+		{name: "the deprecated top-level saturation detector under a flowControl without one", raw: "plugins: [{type: queue-scorer}]\nflowControl: {}\nsaturationDetector: {pluginRef: concurrency-detector}",
+			wantErr: []string{"saturationDetector: saturation detector references undefined plugin 'concurrency-detector'"}},
 		{name: "the deprecated top-level saturation detector", raw: "plugins: [{type: queue-scorer}, {type: concurrency-detector}]\nsaturationDetector: {pluginRef: concurrency-detector}",
 			wantWarnings: []string{"saturationDetector: deprecated at the top level: use flowControl.saturationDetector"}},
 	}

@@ -83,6 +83,12 @@ var routerPlugins = func() map[string]routerPluginSpec {
 		ByLabelFilter: filterKind, ByLabelSelectorFilter: filterKind,
 		PrefixCacheScorer: scorerKind, QueueScorer: scorerKind, KVCacheUtilizationScorer: scorerKind, LoRAAffinityScorer: scorerKind,
 		PrefixBasedPDDecider: deciderKind, AlwaysDisaggPDDecider: deciderKind, "always-disagg-multimodal-decider": deciderKind,
+		// The types implementing requesthandling.Parser (framework/plugins/requesthandling/parsers/*:
+		// ParseRequest) and flowcontrol.SaturationDetector (plugins/flowcontrol/saturationdetector/*:
+		// Saturation).
+		"anthropic-parser": parserKind, "openai-parser": parserKind, "passthrough-parser": parserKind,
+		"vertexai-parser": parserKind, "vllmgrpc-parser": parserKind, "vllmhttp-parser": parserKind,
+		"concurrency-detector": saturationDetectorKind, routerDefaultSaturationDetector: saturationDetectorKind,
 	} {
 		spec := specs[name]
 		spec.kind = k
@@ -108,8 +114,21 @@ var routerPlugins = func() map[string]routerPluginSpec {
 	return specs
 }()
 
-// deciderKind: a disaggregation decider, which a disagg-profile-handler names.
-const deciderKind kind = otherKind + 1
+// deciderKind: a disaggregation decider, which a disagg-profile-handler names; parserKind: a
+// request parser (requestHandler.parsers); saturationDetectorKind: a saturation detector
+// (flowControl.saturationDetector).
+const (
+	deciderKind kind = otherKind + 1 + iota
+	parserKind
+	saturationDetectorKind
+)
+
+// The parsers and the saturation detector llm-d-router v0.10.0 configures when none is
+// (loader/defaults.go ensureParsers: openai.OpenAIParserType, anthropic.AnthropicParserType,
+// vllmhttp.VllmHTTPParserType; ensureSaturationDetector: utilization.UtilizationDetectorType).
+var routerDefaultParsers = []string{"openai-parser", "anthropic-parser", "vllmhttp-parser"}
+
+const routerDefaultSaturationDetector = "utilization-detector"
 
 // removedRouterPlugins are plugin types earlier targets had and llm-d-router v0.10.0 no longer
 // registers, with what replaces them. (Every plugin of GIE v1.2.0 and of llm-d-inference-scheduler
