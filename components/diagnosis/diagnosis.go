@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -93,6 +94,9 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 	if svc != nil {
 		if tree, errs := topology.Build(svc); len(errs) == 0 {
 			for _, obj := range tree.Objects {
+				if dep, ok := obj.Object.(*appsv1.Deployment); ok {
+					d.selectors[dep.Name] = dep.Spec.Selector
+				}
 				if lws, ok := obj.Object.(*lwsv1.LeaderWorkerSet); ok {
 					d.revisions[lws.Name] = lws.Labels[topology.LabelRevision]
 					d.planned = append(d.planned, obj.Ref)
@@ -182,12 +186,16 @@ type diagnoser struct {
 	// poolCauses are what keeps each karpenter pool (by NodePool name) from giving its pending
 	// pods nodes (karpenterPoolCauses), which those pods' replicas point to.
 	poolCauses map[string]*Cause
+	// selectors are the pod selectors of the Deployments the spec renders (the Endpoint Picker's,
+	// FMA's controller), by name: an observed Deployment without one is read with it.
+	selectors map[string]*metav1.LabelSelector
 }
 
 // newDiagnoser indexes the observed pods once: by LWS, and their GPUs by node.
 func newDiagnoser(o *Observed, svc *api.InferenceService) *diagnoser {
 	d := &diagnoser{o: o, svc: svc, revisions: map[string]string{}, batch: map[string]int{},
-		pods: map[string][]corev1.Pod{}, gpusInUse: map[string]int64{}, poolCauses: map[string]*Cause{}}
+		pods: map[string][]corev1.Pod{}, gpusInUse: map[string]int64{}, poolCauses: map[string]*Cause{},
+		selectors: map[string]*metav1.LabelSelector{}}
 	for i := range o.Pods {
 		p := &o.Pods[i]
 		if lws := p.Labels[lwsv1.SetNameLabelKey]; lws != "" {
@@ -531,8 +539,9 @@ func (d *diagnoser) routerCauses(service string) []Cause {
 			continue
 		}
 		cause := Cause{Object: "Deployment/" + dep.Name, Reason: "Unavailable", Message: "the Endpoint Picker is not available" + deploymentMessage(dep)}
+		pods := d.deploymentPods(dep)
 		for _, pod := range d.o.Pods {
-			if pod.Labels["inferencepool"] != "" && strings.HasPrefix(pod.Name, dep.Name+"-") {
+			if pods.Matches(labels.Set(pod.Labels)) {
 				if c, _ := d.podCause(&pod); c != nil {
 					cause = Cause{Object: c.Object, Reason: c.Reason, Message: "the Endpoint Picker: " + c.Message, Fix: c.Fix, failed: c.failed}
 					break
@@ -627,6 +636,21 @@ func jobConditionOf(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCo
 		}
 	}
 	return nil
+}
+
+// deploymentPods selects a Deployment's pods as its controller does: by its own selector (the
+// Endpoint Picker's is the service's and the router role's labels, topology/router.go
+// eppSelector), the rendered one when the observed object carries none; nothing without either.
+func (d *diagnoser) deploymentPods(dep *appsv1.Deployment) labels.Selector {
+	selector := dep.Spec.Selector
+	if selector == nil {
+		selector = d.selectors[dep.Name]
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return sel
 }
 
 func deploymentAvailable(dep *appsv1.Deployment) bool {

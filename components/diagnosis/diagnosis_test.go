@@ -71,7 +71,54 @@ func story1(t *testing.T, namespace string) *api.InferenceService {
 	return manifest(t, "story1-monolithic.yaml", namespace)
 }
 
+// story1Routed is story 1 behind a router (its default release), with the Endpoint Picker's
+// Deployment as the core renders it.
+func story1Routed(t *testing.T) (*api.InferenceService, *appsv1.Deployment) {
+	t.Helper()
+	svc := story1(t, "status-healthy")
+	svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
+		HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}})
+	tree, errs := topology.Build(svc)
+	require.Empty(t, errs)
+	for _, o := range tree.Objects {
+		if dep, ok := o.Object.(*appsv1.Deployment); ok {
+			return svc, dep.DeepCopy()
+		}
+	}
+	t.Fatal("no Endpoint Picker Deployment")
+	return nil, nil
+}
+
+// eppFailing adds the Endpoint Picker's Deployment, not available, and its one pod, as the
+// Deployment controller makes it (the template's labels and pod-template-hash, named after its
+// ReplicaSet), its container waiting for the reason given; the observed Deployment carries its
+// selector unless withoutSelector.
+func eppFailing(dep *appsv1.Deployment, withoutSelector bool, waiting corev1.ContainerStateWaiting, image string) func(o *diagnosis.Observed) {
+	return func(o *diagnosis.Observed) {
+		observed := dep.DeepCopy()
+		if withoutSelector {
+			observed.Spec.Selector = nil
+		}
+		observed.Status = appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable,
+			Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "Deployment does not have minimum availability."}}}
+		o.Deployments = append(o.Deployments, *observed)
+		podLabels := map[string]string{"pod-template-hash": "6b8f9c7d54"}
+		for k, v := range dep.Spec.Template.Labels {
+			podLabels[k] = v
+		}
+		o.Pods = append(o.Pods, corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: dep.Name + "-6b8f9c7d54-x7k2p", Namespace: dep.Namespace, Labels: podLabels},
+			Spec:       corev1.PodSpec{NodeName: "status-healthy-0"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "epp", Image: image, State: corev1.ContainerState{Waiting: &waiting},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}},
+			}}},
+		})
+	}
+}
+
 func TestDiagnosis(t *testing.T) {
+	routed, epp := story1Routed(t)
 	cases := []struct {
 		name    string
 		svc     func(t *testing.T) *api.InferenceService // nil: --name, no spec
@@ -217,6 +264,22 @@ func TestDiagnosis(t *testing.T) {
 			}, phase: diagnosis.Pending, exit: 2, want: []string{
 				"InferencePool/qwen-inference-pool: NoReadyEndpoint: no pod it selects is Ready",
 			}},
+		// The Endpoint Picker's pods are found by its Deployment's selector (the service's and
+		// the router role's labels), the observed one or else the rendered one.
+		{name: "an Endpoint Picker that crash-loops", svc: func(t *testing.T) *api.InferenceService { return routed },
+			fixture: "healthy", mutate: eppFailing(epp, false, corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+				Message: "back-off 5m0s restarting failed container=epp"}, epp.Spec.Template.Spec.Containers[0].Image),
+			phase: diagnosis.Failed, exit: 3, want: []string{
+				"Pod/" + epp.Name + "-6b8f9c7d54-x7k2p: CrashLoopBackOff: the Endpoint Picker: container epp: back-off 5m0s restarting failed container=epp; last run ended Error (exit code 1)",
+				"kubectl logs " + epp.Name + "-6b8f9c7d54-x7k2p -c epp --previous",
+			}, absent: []string{"Deployment/" + epp.Name + ": Unavailable"}},
+		{name: "an Endpoint Picker whose image cannot be pulled, its Deployment read without a selector", svc: func(t *testing.T) *api.InferenceService { return routed },
+			fixture: "healthy", mutate: eppFailing(epp, true, corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
+				Message: `Back-off pulling image "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"`}, epp.Spec.Template.Spec.Containers[0].Image),
+			phase: diagnosis.Failed, exit: 3, want: []string{
+				"Pod/" + epp.Name + "-6b8f9c7d54-x7k2p: ImagePullBackOff: the Endpoint Picker: container epp: Back-off pulling image",
+				`check the image "` + epp.Spec.Template.Spec.Containers[0].Image + `"`,
+			}, absent: []string{"Deployment/" + epp.Name + ": Unavailable"}},
 		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
 				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}
