@@ -34,7 +34,11 @@ type Spec struct {
 	PrometheusOperatorCRDs *Part `json:"prometheusOperatorCRDs,omitempty" pulumi:"prometheusOperatorCRDs,optional"`
 	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and
 	// APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the
-	// CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
+	// CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the
+	// LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so
+	// whatever runs the controllers must serve them there or point their clientConfig at itself,
+	// as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are
+	// refused. Default true.
 	Controllers *bool `json:"controllers,omitempty" pulumi:"controllers,optional" default:"true"`
 }
 

@@ -37,7 +37,7 @@ func NewPlatform(ctx *pulumi.Context,
 }
 
 type platformArgs struct {
-	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
+	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
 	Controllers *bool `pulumi:"controllers"`
 	// InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
 	InferenceExtension *Part `pulumi:"inferenceExtension"`
@@ -53,7 +53,7 @@ type platformArgs struct {
 
 // The set of arguments for constructing a Platform resource.
 type PlatformArgs struct {
-	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
+	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
 	Controllers *bool
 	// InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
 	InferenceExtension PartPtrInput

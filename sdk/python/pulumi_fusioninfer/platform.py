@@ -29,7 +29,7 @@ class PlatformArgs:
         """
         The set of arguments for constructing a Platform resource.
 
-        :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
+        :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
         :param pulumi.Input['PartArgs'] inference_extension: InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
         :param pulumi.Input['PartArgs'] keda: KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         :param pulumi.Input['PartArgs'] leader_worker_set: LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
@@ -53,7 +53,7 @@ class PlatformArgs:
     @pulumi.getter
     def controllers(self) -> Optional[_builtins.bool]:
         """
-        Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
+        Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
         """
         return pulumi.get(self, "controllers")
 
@@ -140,7 +140,7 @@ class Platform(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
-        :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. Default true.
+        :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] inference_extension: InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] keda: KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] leader_worker_set: LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
