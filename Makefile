@@ -37,7 +37,8 @@ PY_TREE   := $(CURDIR)/tests/python/out/tree
 ## test-python: in a virtual environment, install every Python example's requirements.txt as its
 ## README says (pip install -r requirements.txt, from the example's folder, in a copy of the
 ## repository's examples and SDK so the SDK folder stays clean), run every example under Pulumi's
-## Python mocks with pytest (and a program with a value unknown at preview inside its template),
+## Python mocks with pytest (and a program with a value unknown at preview inside its template, and
+## one with a Platform),
 ## and construct what they registered through the provider (tests/crosslang).
 test-python:
 	test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
@@ -52,13 +53,14 @@ test-python:
 	FUSIONINFER_PY_INPUTS=$(PY_INPUTS) $(GO) test ./tests/crosslang -count=1 -run Python
 
 ## test-typescript: build sdk/nodejs, type-check every TypeScript example against it, run them under
-## Pulumi's Node mocks (and a program with a value unknown at preview inside its template), and
-## construct what they registered through the provider (tests/crosslang).
+## Pulumi's Node mocks (and a program with a value unknown at preview inside its template, and one
+## with a Platform), and construct what they registered through the provider (tests/crosslang).
 test-typescript: sdk-nodejs
 	cd tests/typescript && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npx tsc -p .
 	rm -rf $(TS_INPUTS) && mkdir -p $(TS_INPUTS)
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/mocks.js
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) node tests/typescript/out/tests/typescript/preview.js
+	node tests/typescript/out/tests/typescript/platform.js
 	FUSIONINFER_TS_INPUTS=$(TS_INPUTS) $(GO) test ./tests/crosslang -count=1 -run TypeScript
 
 PKG_OUT := $(CURDIR)/tests/release/out
