@@ -69,6 +69,7 @@ func TestLoadAwarePicksFollowSkewedQueues(t *testing.T) {
 			args.Roles[1] = p.router
 			r.stack.Up()
 			r.waitForNewEndpointPicker()
+			assertEndpointPickerRunsAsRendered(t, namespace, "chat") // lwepp too runs with exactly its Deployment's flags
 		}
 		before := len(r.gateway.Records())
 		traffic := startLoad(r.gateway.URL, 3, 4, 50*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: a short answer please.", i) })
