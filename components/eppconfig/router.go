@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/yaml"
 )
@@ -35,9 +36,10 @@ type RouterConfig struct {
 	Plugins            []RouterPlugin            `json:"plugins"`
 	SchedulingProfiles []RouterSchedulingProfile `json:"schedulingProfiles"`
 	DataLayer          *RouterDataLayer          `json:"dataLayer,omitempty"`
-	// FlowControl is kept as written: its bands and policies are checked by name only (the
-	// saturation detector reference is read).
-	FlowControl    json.RawMessage       `json:"flowControl,omitempty"`
+	// FlowControl is decoded strictly (routerflowcontrol.go); of it, the saturation detector
+	// reference is checked (its policy references are resolved only with the flowControl gate, and
+	// are not checked here).
+	FlowControl    *RouterFlowControl    `json:"flowControl,omitempty"`
 	RequestHandler *RouterRequestHandler `json:"requestHandler,omitempty"`
 	// SaturationDetector and Parser are deprecated at the top level (LoadRawConfig moves them
 	// under flowControl and requestHandler, with a notice).
@@ -77,7 +79,7 @@ type RouterDataLayer struct {
 	Sources                     []RouterDataSource `json:"sources,omitempty"`
 	Discovery                   *RouterPluginRef   `json:"discovery,omitempty"`
 	CrossReplicaSyncerPluginRef string             `json:"crossReplicaSyncerPluginRef,omitempty"`
-	CrossReplicaSyncInterval    string             `json:"crossReplicaSyncInterval,omitempty"`
+	CrossReplicaSyncInterval    *metav1.Duration   `json:"crossReplicaSyncInterval,omitempty"`
 }
 
 // RouterDataSource is a DataLayerSource: a source plugin and its extractors.
@@ -301,8 +303,9 @@ func checkRouterProfiles(profiles []RouterSchedulingProfile, byName map[string]r
 //   - defaults.go ensureSaturationDetector: an unset detector or reference is utilization-detector,
 //     registered as a default plugin when not declared; any other reference must be declared
 //     (validation.go validateSaturationDetector: "saturation detector references undefined plugin").
-//   - configloader.go buildDataLayerConfig: a source is a declared data source, an extractor a
-//     declared plugin.
+//   - configloader.go buildDataLayerConfig: a source and an extractor are declared plugins (the
+//     "not a fwkdl.DataSource" assertion holds for any plugin); the datalayer runtime's Configure
+//     then refuses a source of no source variant (registerSource).
 //   - configloader.go buildParserRegistry ("the plugin %q is not a parser plugin") and
 //     InstantiateAndConfigure ("plugin '%s' is not a fwkfc.SaturationDetector"): each reference
 //     names a plugin of its kind.
@@ -353,15 +356,11 @@ func checkRouterRefs(cfg *RouterConfig, byName map[string]routerInstance) error 
 	}
 
 	// The saturation detector: flowControl.saturationDetector, else the top-level one.
-	var fc struct {
-		SaturationDetector *RouterPluginRef `json:"saturationDetector"`
+	var detector *RouterPluginRef
+	if cfg.FlowControl != nil {
+		detector = cfg.FlowControl.SaturationDetector
 	}
-	if len(cfg.FlowControl) > 0 {
-		if err := json.Unmarshal(cfg.FlowControl, &fc); err != nil {
-			return fmt.Errorf("flowControl: %w", err)
-		}
-	}
-	detectorPath, detector := "flowControl.saturationDetector", fc.SaturationDetector
+	detectorPath := "flowControl.saturationDetector"
 	if detector == nil && cfg.SaturationDetector != nil {
 		detectorPath, detector = "saturationDetector", cfg.SaturationDetector
 	}
@@ -398,6 +397,15 @@ func checkRouterRefs(cfg *RouterConfig, byName map[string]routerInstance) error 
 	}
 	if byName[detectorName].kind != saturationDetectorKind {
 		return fmt.Errorf("%s: plugin '%s' is not a fwkfc.SaturationDetector", detectorPath, detectorName)
+	}
+	// runner.go: dlRuntime.Configure, then pkg/epp/datalayer/runtime.go registerSource: a source is
+	// a PollingDispatcher, NotificationSource or EndpointSource (fwkdl.DataSource itself is any plugin).
+	if dl := cfg.DataLayer; dl != nil {
+		for i, s := range dl.Sources {
+			if p := byName[s.PluginRef]; p.kind != dataSourceKind {
+				return fmt.Errorf("dataLayer.sources[%d]: failed to configure datalayer: skipping unknown datasource plugin type %s/%s", i, s.PluginRef, p.pluginType)
+			}
+		}
 	}
 	return nil
 }

@@ -89,6 +89,12 @@ var routerPlugins = func() map[string]routerPluginSpec {
 		"anthropic-parser": parserKind, "openai-parser": parserKind, "passthrough-parser": parserKind,
 		"vertexai-parser": parserKind, "vllmgrpc-parser": parserKind, "vllmhttp-parser": parserKind,
 		"concurrency-detector": saturationDetectorKind, routerDefaultSaturationDetector: saturationDetectorKind,
+		// The data layer's sources, the variants pkg/epp/datalayer/runtime.go registerSource accepts:
+		// fwkdl.PollingDispatcher (source/http HTTPDataSource), fwkdl.NotificationSource
+		// (source/notifications K8sNotificationSource) and fwkdl.EndpointSource (EndpointDataSource).
+		"metrics-data-source": dataSourceKind, "models-data-source": dataSourceKind, "dcgm-data-source": dataSourceKind,
+		"multicluster-metrics-data-source": dataSourceKind, "k8s-notification-source": dataSourceKind,
+		"endpoint-notification-source": dataSourceKind,
 	} {
 		spec := specs[name]
 		spec.kind = k
@@ -116,11 +122,12 @@ var routerPlugins = func() map[string]routerPluginSpec {
 
 // deciderKind: a disaggregation decider, which a disagg-profile-handler names; parserKind: a
 // request parser (requestHandler.parsers); saturationDetectorKind: a saturation detector
-// (flowControl.saturationDetector).
+// (flowControl.saturationDetector); dataSourceKind: a data layer source (dataLayer.sources).
 const (
 	deciderKind kind = otherKind + 1 + iota
 	parserKind
 	saturationDetectorKind
+	dataSourceKind
 )
 
 // The parsers and the saturation detector llm-d-router v0.10.0 configures when none is
