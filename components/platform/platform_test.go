@@ -119,8 +119,9 @@ func TestDecodeRefusesUnknownFields(t *testing.T) {
 func TestParts(t *testing.T) {
 	all := render(t, &platform.Spec{})
 	kinds := kindsOf(all)
-	require.Equal(t, map[string]int{"CustomResourceDefinition": 3}, kinds[platform.PartInferenceExtension])
-	require.Equal(t, []string{"inferencepools.inference.networking.k8s.io", "inferenceobjectives.inference.networking.x-k8s.io",
+	require.Equal(t, map[string]int{"CustomResourceDefinition": 4}, kinds[platform.PartInferenceExtension])
+	require.Equal(t, []string{"inferencepools.inference.networking.k8s.io", "inferencepools.inference.networking.x-k8s.io",
+		"inferenceobjectives.inference.networking.x-k8s.io",
 		"inferencemodelrewrites.inference.networking.x-k8s.io"}, crdNames(render(t, &platform.Spec{
 		LeaderWorkerSet: &platform.Part{Install: off()}, Volcano: &platform.VolcanoPart{Install: off()},
 		KEDA: &platform.Part{Install: off()}, PrometheusOperatorCRDs: &platform.Part{Install: off()},

@@ -24,8 +24,12 @@ type Spec struct {
 	LeaderWorkerSet *Part `json:"leaderWorkerSet,omitempty" pulumi:"leaderWorkerSet,optional"`
 	// Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
 	Volcano *VolcanoPart `json:"volcano,omitempty" pulumi:"volcano,optional"`
-	// InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's
-	// InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+	// InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and
+	// inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective
+	// and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's
+	// Endpoint Picker reads when its own llm-d.ai group is not installed: its
+	// pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference
+	// Extension v1.2.0.
 	InferenceExtension *Part `json:"inferenceExtension,omitempty" pulumi:"inferenceExtension,optional"`
 	// KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
 	KEDA *Part `json:"keda,omitempty" pulumi:"keda,optional"`

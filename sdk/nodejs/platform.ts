@@ -68,7 +68,7 @@ export interface PlatformArgs {
      */
     controllers?: boolean;
     /**
-     * InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+     * InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
      */
     inferenceExtension?: pulumi.Input<inputs.PartArgs | undefined>;
     /**

@@ -33,11 +33,12 @@ src=$(dir github.com/kedacore/keda/v2 $KEDA)
 cp -r "$src/config" "$tmp/keda" && chmod -R u+w "$tmp/keda"
 kubectl kustomize "$tmp/keda/default" | sed "s|\(ghcr.io/kedacore/keda[a-z-]*\):main|\1:${KEDA#v}|" >"$out/keda.yaml"
 
-# The InferencePool (inference.networking.k8s.io/v1) and llm-d's router CRDs (InferenceObjective,
-# InferenceModelRewrite: inference.networking.x-k8s.io/v1alpha2), from GIE's module.
+# The InferencePool (inference.networking.k8s.io/v1, and v1alpha2 for poolApiVersion: v1alpha2 on
+# release gie-v1.2.0) and the router CRDs (InferenceObjective, InferenceModelRewrite:
+# inference.networking.x-k8s.io/v1alpha2), from GIE's module.
 src=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE)
-for f in inference.networking.k8s.io_inferencepools inference.networking.x-k8s.io_inferenceobjectives \
-	inference.networking.x-k8s.io_inferencemodelrewrites; do
+for f in inference.networking.k8s.io_inferencepools inference.networking.x-k8s.io_inferencepools \
+	inference.networking.x-k8s.io_inferenceobjectives inference.networking.x-k8s.io_inferencemodelrewrites; do
 	printf -- '---\n' && cat "$src/config/crd/bases/$f.yaml"
 done >"$out/inference-extension.yaml"
 

@@ -39,7 +39,7 @@ func NewPlatform(ctx *pulumi.Context,
 type platformArgs struct {
 	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
 	Controllers *bool `pulumi:"controllers"`
-	// InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+	// InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
 	InferenceExtension *Part `pulumi:"inferenceExtension"`
 	// KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
 	Keda *Part `pulumi:"keda"`
@@ -55,7 +55,7 @@ type platformArgs struct {
 type PlatformArgs struct {
 	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
 	Controllers *bool
-	// InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+	// InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
 	InferenceExtension PartPtrInput
 	// KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
 	Keda PartPtrInput

@@ -30,7 +30,7 @@ class PlatformArgs:
         The set of arguments for constructing a Platform resource.
 
         :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
-        :param pulumi.Input['PartArgs'] inference_extension: InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+        :param pulumi.Input['PartArgs'] inference_extension: InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
         :param pulumi.Input['PartArgs'] keda: KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         :param pulumi.Input['PartArgs'] leader_worker_set: LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
         :param pulumi.Input['PartArgs'] prometheus_operator_crds: PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
@@ -65,7 +65,7 @@ class PlatformArgs:
     @pulumi.getter(name="inferenceExtension")
     def inference_extension(self) -> pulumi.Input[Optional['PartArgs']]:
         """
-        InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+        InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
         """
         return pulumi.get(self, "inference_extension")
 
@@ -141,7 +141,7 @@ class Platform(pulumi.ComponentResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
-        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] inference_extension: InferenceExtension: the InferencePool CRD (inference.networking.k8s.io/v1) and llm-d router's InferenceObjective and InferenceModelRewrite CRDs, from the Gateway API Inference Extension v1.2.0.
+        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] inference_extension: InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] keda: KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] leader_worker_set: LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] prometheus_operator_crds: PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
