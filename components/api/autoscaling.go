@@ -9,13 +9,15 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // The metrics of vLLM's /metrics endpoint an autoscaled role may name (vLLM's metrics
 // reference, docs/autoscaling.md); anything else is a PromQL query.
 const (
-	MetricRequestsWaiting = "vllm:num_requests_waiting"
-	MetricKVCacheUsage    = "vllm:kv_cache_usage_perc"
+	MetricRequestsWaiting = vllm.MetricRequestsWaiting
+	MetricKVCacheUsage    = vllm.MetricKVCacheUsage
 )
 
 // KnownMetrics are the metric names an autoscaled role may give on their own.

@@ -3,6 +3,8 @@ package eppconfig
 import (
 	"slices"
 	"strconv"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // Release is the Endpoint Picker generation a router targets, as its spec names it
@@ -73,18 +75,13 @@ type release struct {
 	// it stops on when set.
 	flags, deprecated, refused []string
 	// kvCacheMetricFlag: it reads the KV-cache metric's name from --kv-cache-usage-percentage-metric
-	// alone, whose default is not the name vLLM exports (see VLLMKVCacheUsageMetric).
+	// alone, whose default is vLLM's old name (GIE v1.2.0 pkg/epp/server/runserver.go
+	// DefaultKvCacheUsagePercentageMetric, vllm:gpu_cache_usage_perc, read by cmd/epp/runner/runner.go
+	// setupMetricsV1 and setupDatalayer), so its KV-cache scorer and saturation detector would read
+	// no data: the router passes vllm.MetricKVCacheUsage. The later EPPs take metric names from their
+	// data layer, whose vLLM default is that name.
 	kvCacheMetricFlag bool
 }
-
-// VLLMKVCacheUsageMetric is the KV-cache usage metric of vLLM v0.33.0, the examples' server (and
-// of llm-d-inference-sim v0.10.2, the e2e suite's): vLLM renamed it from vllm:gpu_cache_usage_perc,
-// which it no longer exports. GIE v1.2.0's EPP defaults --kv-cache-usage-percentage-metric to the
-// old name (pkg/epp/server/runserver.go DefaultKvCacheUsagePercentageMetric, read by
-// cmd/epp/runner/runner.go setupMetricsV1 and setupDatalayer), so its KV-cache scorer and
-// saturation detector would read no data: the router passes the flag. The later EPPs take metric
-// names from their data layer, whose vLLM default is this name.
-const VLLMKVCacheUsageMetric = "vllm:kv_cache_usage_perc"
 
 // eppFlags are the flags of pkg/epp/server/options.go (AddFlags) and the logging options
 // (pkg/common/observability/logging: -v and controller-runtime's zap flags) common to GIE v1.5.0's
@@ -217,7 +214,7 @@ type Flags struct {
 // conformance/resources/base.yaml), with the ports and pool always explicit, the metrics served
 // without token review (no ClusterRole is rendered), no tracing, JSON logs. A metric-name flag only
 // where the release reads the metric from it alone: GIE v1.2.0's --kv-cache-usage-percentage-metric
-// with vLLM's current name (VLLMKVCacheUsageMetric); the later EPPs refuse metric-name flags
+// with vLLM's current name (vllm.MetricKVCacheUsage); the later EPPs refuse metric-name flags
 // (metric names belong in the configuration's data layer).
 func (r Release) Args(f Flags) []string {
 	rel := releases[r]
@@ -233,7 +230,7 @@ func (r Release) Args(f Flags) []string {
 		args = append(args, "--metrics-endpoint-auth=false", "--tracing=false")
 	}
 	if rel.kvCacheMetricFlag {
-		args = append(args, "--kv-cache-usage-percentage-metric", VLLMKVCacheUsageMetric)
+		args = append(args, "--kv-cache-usage-percentage-metric", vllm.MetricKVCacheUsage)
 	}
 	args = append(args, "--zap-encoder", "json")
 	if r.LeaderElection(f.Replicas) {

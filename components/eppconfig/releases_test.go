@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
 
 // TestArgsAreFlagsOfTheRelease: every flag the router renders for a release is one its EPP
@@ -51,7 +53,7 @@ func TestGIE120ArgsNameVLLMsKVCacheMetric(t *testing.T) {
 			continue
 		}
 		if assert.NotEqual(t, -1, i, "%s: %v", release, args) && assert.Less(t, i+1, len(args)) {
-			assert.Equal(t, VLLMKVCacheUsageMetric, args[i+1])
+			assert.Equal(t, vllm.MetricKVCacheUsage, args[i+1])
 		}
 	}
 }

@@ -185,7 +185,7 @@ func TestEndpointPickerReleases(t *testing.T) {
 		{api.EPPReleaseLLMDRouter, "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0", withConfig, "llm-d.ai/v1alpha1"},
 		{api.EPPReleaseGIE150, "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0", withConfig, "inference.networking.x-k8s.io/v1alpha1"},
 		// GIE v1.2.0 reads vLLM's KV-cache metric under the name the flag gives (its default is
-		// vLLM's old name: eppconfig.VLLMKVCacheUsageMetric).
+		// vLLM's old name: vllm.MetricKVCacheUsage).
 		{api.EPPReleaseGIE, "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0",
 			append(append(append(slices.Clone(base), "--config-file", "/config/config.yaml"), ports...),
 				"--metrics-endpoint-auth=false", "--tracing=false", "--kv-cache-usage-percentage-metric", "vllm:kv_cache_usage_perc",
