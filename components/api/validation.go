@@ -288,15 +288,13 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 		errs = append(errs, field.Invalid(specPath.Child("priorityClassName"), podSpec.PriorityClassName,
 			fmt.Sprintf("differs from schedulingStrategy.priorityClassName %q; remove one", pc.PriorityClassName)))
 	}
+	errs = append(errs, validatePodTemplateSpec(podSpec, specPath)...)
 	if len(podSpec.Containers) == 0 {
 		return append(errs, field.Required(specPath.Child("containers"), "the model-server container, first"))
 	}
 	errs = append(errs, validateGPUQuantities(podSpec, specPath)...)
 	server := &podSpec.Containers[ServingContainerIndex]
 	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
-	if server.Image == "" {
-		errs = append(errs, field.Required(serverPath.Child("image"), "the model-server image"))
-	}
 	if port, err := ServingPort(server); err != nil {
 		errs = append(errs, field.Invalid(serverPath.Child("ports"), server.Ports, "no serving port: "+err.Error()))
 	} else {
