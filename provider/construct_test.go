@@ -127,3 +127,35 @@ func TestErrorsNameTheInputs(t *testing.T) {
 		assert.NotContains(t, err.Error(), "metadata.")
 	}
 }
+
+// TestPodTemplateRulesNameTheInputs: a template the API server would refuse (issue 32: two
+// containers named vllm, imagePullPolicy Sometimes, a container named VLLM_Server) is refused by
+// the provider before anything is registered, at the inputs' fields.
+func TestPodTemplateRulesNameTheInputs(t *testing.T) {
+	container := func(name, pullPolicy string) property.Value {
+		c := map[string]property.Value{"name": property.New(name), "image": property.New("vllm/vllm-openai:v0.33.0"),
+			"ports": property.New(property.NewArray([]property.Value{property.New(property.NewMap(map[string]property.Value{
+				"name": property.New("http"), "containerPort": property.New(8000.0)}))}))}
+		if pullPolicy != "" {
+			c["imagePullPolicy"] = property.New(pullPolicy)
+		}
+		return property.New(property.NewMap(c))
+	}
+	template := property.NewMap(map[string]property.Value{"spec": property.New(property.NewMap(map[string]property.Value{
+		"containers":     property.New(property.NewArray([]property.Value{container("vllm", "Sometimes"), container("vllm", "")})),
+		"initContainers": property.New(property.NewArray([]property.Value{container("VLLM_Server", "")})),
+	}))})
+	role := property.NewMap(map[string]property.Value{"name": property.New("chat"), "componentType": property.New("worker"),
+		"template": property.New(template)})
+	inputs := property.NewMap(map[string]property.Value{"roles": property.New(property.NewArray([]property.Value{property.New(role)}))})
+	err := frontdoor.ConstructError(t, "svc", inputs)
+	require.Error(t, err)
+	for _, want := range []string{
+		`roles[0].template.spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"`,
+		`roles[0].template.spec.containers[1].name: Duplicate value: "vllm"`,
+		`roles[0].template.spec.initContainers[0].name: Invalid value: "VLLM_Server"`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "spec.roles")
+}
