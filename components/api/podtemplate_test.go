@@ -226,3 +226,20 @@ func TestPodTemplateRules(t *testing.T) {
 		})
 	}
 }
+
+// TestNameErrorsHaveNoRegexp: apimachinery's name checks end their messages with the regular
+// expression they use; the user is told the rule and an example, not the regexp.
+func TestNameErrorsHaveNoRegexp(t *testing.T) {
+	svc := podRulesService()
+	svc.Spec.Roles[0].Name = "Inference"
+	svc.Spec.Roles[0].Template.Spec.Containers[0].Name = "VLLM_Server"
+	svc.Spec.Roles[0].Template.Spec.Containers[0].Ports[1].Name = "metrics_port"
+	errs := Validate(svc)
+	assert.Len(t, errs, 3)
+	for _, e := range errs {
+		assert.NotContains(t, e.Error(), "regex")
+		assert.NotContains(t, e.Error(), "[a-z0-9]")
+	}
+	assert.Contains(t, errs.ToAggregate().Error(), `containers[0].name: Invalid value: "VLLM_Server": a lowercase RFC 1123 label must consist of `+
+		`lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc')`)
+}

@@ -116,9 +116,24 @@ func validateLabel(key, value string, fldPath *field.Path) field.ErrorList {
 func validateWith(path *field.Path, value string, check func(string) []string) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range check(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
+		errs = append(errs, field.Invalid(path, value, withoutRegexp(msg)))
 	}
 	return errs
+}
+
+// withoutRegexp is an apimachinery message without the regular expression its RegexError
+// appends (k8s.io/apimachinery/pkg/util/validation/validation.go): the rule's words and its
+// examples say what is allowed.
+func withoutRegexp(msg string) string {
+	for _, marker := range []string{", regex used for validation is '", " (regex used for validation is '"} {
+		if before, _, found := strings.Cut(msg, marker); found {
+			if strings.HasPrefix(marker, ",") {
+				return before + ")"
+			}
+			return before
+		}
+	}
+	return msg
 }
 
 func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates bool, fldPath *field.Path, resolved *Resolved) field.ErrorList {
