@@ -244,6 +244,20 @@ func TestBadInputRegistersNothing(t *testing.T) {
 			args: func() *Args { a := story4Args(); a.Roles[0].Template = vllmTemplate("8", "kv_producer", "8"); return a },
 			want: []string{"spec.roles[0].template.spec.containers[0].args", "parallel size is 8", "= 16 GPUs"},
 		},
+		"template: the API server's rules (issue 32: two containers named vllm, imagePullPolicy Sometimes)": {
+			args: func() *Args {
+				a := story4Args()
+				template := vllmTemplate("16", "kv_producer", "8").(*k8scorev1.PodTemplateSpecArgs)
+				podSpec := template.Spec.(*k8scorev1.PodSpecArgs)
+				server := podSpec.Containers.(k8scorev1.ContainerArray)[0].(*k8scorev1.ContainerArgs)
+				server.ImagePullPolicy = pulumi.String("Sometimes")
+				podSpec.Containers = k8scorev1.ContainerArray{server, &k8scorev1.ContainerArgs{Name: pulumi.String("vllm"), Image: pulumi.String("busybox:1.37")}}
+				a.Roles[0].Template = template
+				return a
+			},
+			want: []string{`spec.roles[0].template.spec.containers[1].name: Duplicate value: "vllm"`,
+				`spec.roles[0].template.spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes"`},
+		},
 		"a router without parentRefs, and a lone prefiller": {
 			args: func() *Args {
 				a := story4Args()
