@@ -17,7 +17,10 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
 )
 
-const story4 = "../../examples/manifests/story4-disaggregated-multinode.yaml"
+const (
+	story1Path = "../../examples/manifests/story1-monolithic.yaml"
+	story4     = "../../examples/manifests/story4-disaggregated-multinode.yaml"
+)
 
 // run runs the command as main does; err is set when it exits non-zero.
 func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
@@ -242,6 +245,28 @@ func TestObjectsAreUniqueAcrossEverythingRendered(t *testing.T) {
 	require.NoError(t, os.WriteFile(second, []byte(dualPods("second")), 0o644))
 	_, stderr, err = run(t, "", "render", "-f", first, "-f", second)
 	require.NoError(t, err, stderr)
+}
+
+// TestAServiceIsRenderedOnce: one service twice, in one file or in two (with other replicas), is
+// refused with both sources, though its objects would be identical or apply over each other.
+func TestAServiceIsRenderedOnce(t *testing.T) {
+	data, err := os.ReadFile("../../examples/manifests/story1-monolithic.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	twice, more := filepath.Join(dir, "twice.yaml"), filepath.Join(dir, "more.yaml")
+	require.NoError(t, os.WriteFile(twice, []byte(string(data)+"---\n"+string(data)), 0o644))
+	require.NoError(t, os.WriteFile(more, []byte(strings.Replace(string(data), "replicas: 1", "replicas: 3", 1)), 0o644))
+	const second = `: InferenceService "qwen-inference": a second service "qwen-inference" in namespace "default" (the first at `
+	stdout, stderr, err := run(t, "", "render", "-f", twice)
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, twice+":26"+second+twice+":1)")
+
+	stdout, stderr, err = run(t, "", "render", "-f", story1Path, "-f", more)
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, more+":1"+second+story1Path+":1)")
+	assert.Contains(t, stderr, "1 problem(s); nothing rendered")
 }
 
 // TestAFileGivenTwiceUnderAnotherSpellingIsRefused: the same file through an absolute path or a

@@ -87,12 +87,11 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 }
 
 // loadTrees decodes, validates and builds every service of every input; it returns either all
-// trees or every problem found (in file and line order), never a mix. Objects are unique across
-// everything rendered together: two that share a kind, namespace and name are refused with both
-// sources. A file that cannot be read is an error of its own: nothing is checked after it.
+// trees or every problem found (in file and line order), never a mix. Services and objects are
+// unique across everything rendered together (topology.Duplicates). A file that cannot be read is an error of its own: nothing is checked after it.
 func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string, error) {
 	var trees []*topology.Tree
-	var sources []string // where each tree's service is, "file:line"
+	var sources []topology.Source // where each tree's service is
 	var problems []string
 	var given []string
 	for _, file := range opts.files {
@@ -114,7 +113,7 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string,
 		sources = append(sources, fileSources...)
 		problems = append(problems, fileProblems...)
 	}
-	problems = append(problems, topology.DuplicateObjects(trees, sources)...)
+	problems = append(problems, topology.Duplicates(trees, sources)...)
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
