@@ -69,7 +69,7 @@ func objectNames(docs []map[any]any) []string {
 func TestRenderFile(t *testing.T) {
 	stdout, stderr, err := run(t, "", "render", "-f", story4)
 	require.NoError(t, err)
-	assert.Empty(t, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "the one warning: story 4 has no router: %s", stderr)
 	assert.Equal(t, []string{
 		"PodGroup/default/deepseek-r1-disagg",
 		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-0",  // rollout order: the gang's minimal set first,
@@ -495,7 +495,7 @@ func TestNeverSilent(t *testing.T) {
 		args []string
 		want []string // substrings of the first line on stderr
 	}{
-		{"render without -f", []string{"render"}, []string{`required flag(s) "filename" not set`, "fusioninfer render --help"}},
+		{"render without a file", []string{"render"}, []string{"no manifest: give its file", "fusioninfer render --help"}},
 		{"unknown command", []string{"rendr"}, []string{`unknown command "rendr"`, "did you mean render", "fusioninfer --help"}},
 		{"unknown flag", []string{"render", "--bogus"}, []string{"unknown flag: --bogus"}},
 		{"unreadable file", []string{"render", "-f", "/nonexistent/service.yaml"}, []string{"cannot read the manifest", "/nonexistent/service.yaml", "readable InferenceService file"}},
@@ -517,7 +517,7 @@ func TestNeverSilent(t *testing.T) {
 		})
 	}
 	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, runMain([]string{"render", "-f", story4}, strings.NewReader(""), &out, &errOut))
+	assert.Equal(t, 0, runMain([]string{"render", "-f", story1Path}, strings.NewReader(""), &out, &errOut))
 	assert.Empty(t, errOut.String())
 	assert.NotEmpty(t, out.String())
 }
@@ -556,4 +556,74 @@ func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	stdout, _, err = run(t, "", "render", "-f", story4, "--summary")
 	require.NoError(t, err)
 	assert.NotContains(t, stdout, "# model:", "a service without spec.model: its servers fetch their own")
+}
+
+// TestRenderTakesFilesAsArguments: `render FILE`, and a shell glob after one -f (`-f a*.yaml`:
+// the shell gives the files after the first as arguments), render as -f for each would; no file
+// at all says how to give one.
+func TestRenderTakesFilesAsArguments(t *testing.T) {
+	const story3 = "../../examples/manifests/story3-multinode.yaml"
+	both, stderr, err := run(t, "", "render", "-f", story1Path, "-f", story3)
+	require.NoError(t, err, stderr)
+	for _, args := range [][]string{{"render", story1Path, story3}, {"render", "-f", story1Path, story3}} {
+		stdout, stderr, err := run(t, "", args...)
+		require.NoError(t, err, "%v: %s", args, stderr)
+		assert.Equal(t, both, stdout, "%v", args)
+	}
+	stdout, stderr, err := run(t, "", "render")
+	requireExit(t, 1, err, stderr)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "fusioninfer: no manifest: give its file (render -f FILE, or render FILE ...), or - for stdin (see 'fusioninfer render --help')\n", stderr)
+}
+
+// TestSummaryWithAnOutputDirectory: -o DIR --summary prints the summary on stdout, above what it
+// wrote, rather than dropping it.
+func TestSummaryWithAnOutputDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := run(t, "", "render", "-f", story4, "-o", dir, "--summary")
+	require.NoError(t, err, stderr)
+	summary, _, err := run(t, "", "render", "-f", story4, "--summary")
+	require.NoError(t, err)
+	head, _, _ := strings.Cut(summary, "---\n")
+	assert.Equal(t, head+"wrote 4 objects to "+dir+"\n", stdout)
+}
+
+// TestReplaceNeedsAnOutputDirectory: --replace says what it needs rather than being ignored.
+func TestReplaceNeedsAnOutputDirectory(t *testing.T) {
+	for _, args := range [][]string{{"render", "-f", story1Path, "--replace"}, {"platform", "render", "--replace"}} {
+		stdout, stderr, err := run(t, "", args...)
+		requireExit(t, 1, err, stderr)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, "fusioninfer: --replace deletes the files of an earlier render in -o DIR: give -o DIR too", "%v", args)
+	}
+}
+
+// TestNamespaceFlagIsCheckedAsAFlag: a bad --namespace is the flag's problem, said once, not a
+// problem at a line of every manifest.
+func TestNamespaceFlagIsCheckedAsAFlag(t *testing.T) {
+	const want = `fusioninfer: --namespace "BAD": not a namespace name: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`
+	for _, args := range [][]string{
+		{"render", "-f", story1Path, "-n", "BAD"},
+		{"status", "--name", "x", "-n", "BAD", "--kubeconfig", "/nonexistent/kubeconfig"},
+	} {
+		stdout, stderr, err := run(t, "", args...)
+		requireExit(t, 1, err, stderr)
+		assert.Empty(t, stdout)
+		assert.True(t, strings.HasPrefix(stderr, want), "%v: %s", args, stderr)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+	}
+}
+
+// TestPrefillDecodeWithoutARouterSaysHowRequestsArrive: a prefill/decode service renders without a
+// router, with a warning that nothing routes requests to its prefill role; with a router, none.
+func TestPrefillDecodeWithoutARouterSaysHowRequestsArrive(t *testing.T) {
+	stdout, stderr, err := run(t, "", "render", "-f", story4)
+	require.NoError(t, err)
+	assert.NotEmpty(t, stdout)
+	assert.Equal(t, `warning: InferenceService "deepseek-r1-disagg": spec.roles: prefill/decode roles without a router: `+
+		"nothing sends a request's prefill to the prefill role (no InferencePool, Endpoint Picker or disaggregation sidecar is rendered); "+
+		"add a role of componentType router, or send requests through a proxy of your own that has the prefill role prefill before the decode role decodes\n", stderr)
+	_, stderr, err = run(t, "", "render", "-f", "../../examples/manifests/qwen-pd-router.yaml")
+	require.NoError(t, err)
+	assert.Empty(t, stderr)
 }
