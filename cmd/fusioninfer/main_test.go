@@ -540,7 +540,7 @@ func TestPlanSaysWhy(t *testing.T) {
 
 func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	const weights = "prefill, decode: hf://deepseek-ai/DeepSeek-R1 (revision main, unpinned: pin a commit with @), downloaded once by " +
-		"Job deepseek-r1-cached-model-download (timeout 8h33m0s) into claim deepseek-r1-cached-model (1500Gi, shared-rwx), " +
+		"Job deepseek-r1-cached-model-download (timeout 8h32m0s) into claim deepseek-r1-cached-model (1500Gi, shared-rwx), " +
 		"served as deepseek-ai/DeepSeek-R1\n"
 	manifest := "../../examples/manifests/deepseek-model-cache.yaml"
 	stdout, _, err := run(t, "", "render", "-f", manifest, "--summary")
