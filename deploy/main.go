@@ -44,7 +44,8 @@ func program(ctx *pulumi.Context) error {
 		}
 		return nil
 	})
-	problems = append(problems, topology.DuplicateObjects(trees, sources)...)
+	problems = append(problems, topology.Duplicates(trees, sources)...)
+	problems = append(problems, oneComponentPerName(trees, sources)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%s\n%d problem(s); nothing deployed", strings.Join(problems, "\n"), len(problems))
 	}
@@ -58,6 +59,27 @@ func program(ctx *pulumi.Context) error {
 	}
 	ctx.Export("status", statuses)
 	return nil
+}
+
+// oneComponentPerName: this program registers each service as the component named after the
+// service alone (its URN ends ...::fusioninfer:index:InferenceService::{name}, which the stacks
+// deployed so far keep), so one name in two namespaces, which kubectl takes as two services, would
+// be one URN twice: Pulumi's engine refuses the second ("Duplicate resource URN") after the first
+// is registered. Same namespace and name is topology.Duplicates' problem, reported there.
+func oneComponentPerName(trees []*topology.Tree, sources []topology.Source) []string {
+	first := map[string]int{}
+	var problems []string
+	for i, tree := range trees {
+		j, seen := first[tree.Service.Name]
+		switch {
+		case !seen:
+			first[tree.Service.Name] = i
+		case trees[j].Service.Namespace != tree.Service.Namespace:
+			problems = append(problems, fmt.Sprintf("%s: the root program deploys each service as the component named after it, and %q in namespace %q would be a second (the first, in namespace %q, at %s); deploy the other namespace's service from a stack of its own, or rename one",
+				sources[i], tree.Service.Name, tree.Service.Namespace, trees[j].Service.Namespace, sources[j].Position()))
+		}
+	}
+	return problems
 }
 
 // resolve finds the manifest as given, else relative to the project root (the directory of

@@ -78,6 +78,16 @@ func TestRootProgramChecksEveryDocumentBeforeRegisteringAny(t *testing.T) {
 		name:     "two services make the same object",
 		manifest: service("a", "b-c", "") + "---\n" + service("a-b", "c", ""),
 		want:     []string{`10: InferenceService "a-b": LeaderWorkerSet default/a-b-c-0 is also an object of `},
+	}, {
+		name:     "one service twice",
+		manifest: service("svc", "inference", "") + "---\n" + service("svc", "inference", "    replicas: 2\n"),
+		want:     []string{`10: InferenceService "svc": a second service "svc" in namespace "default" (the first at `},
+	}, {
+		// The component's URN is ...::fusioninfer:index:InferenceService::{name}, whatever the namespace.
+		name: "one name in two namespaces",
+		manifest: strings.Replace(service("svc", "inference", ""), "{name: svc}", "{name: svc, namespace: a}", 1) + "---\n" +
+			strings.Replace(service("svc", "inference", ""), "{name: svc}", "{name: svc, namespace: b}", 1),
+		want: []string{`10: InferenceService "svc": the root program deploys each service as the component named after it, and "svc" in namespace "b" would be a second`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			manifest := filepath.Join(t.TempDir(), "services.yaml")

@@ -93,6 +93,22 @@ prints what installs the cluster's prerequisites (docs/install.md).`,
 	return root
 }
 
+// unknownSubcommand refuses any argument of a command group, with cobra's suggestions, as cobra
+// does for the root (command.go, legacyArgs), which it does only for the root.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 { // cobra's default, set where it suggests (findSuggestions)
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(suggestions, "\n\t") + "\n"
+	}
+	return errors.New(msg)
+}
+
 // oneLine folds a multi-line message (cobra's "Did you mean this?" suggestions) into one line.
 func oneLine(msg string) string {
 	msg = strings.Replace(strings.TrimSpace(msg), "\n\nDid you mean this?\n", ": did you mean ", 1)

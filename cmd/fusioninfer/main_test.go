@@ -17,7 +17,10 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
 )
 
-const story4 = "../../examples/manifests/story4-disaggregated-multinode.yaml"
+const (
+	story1Path = "../../examples/manifests/story1-monolithic.yaml"
+	story4     = "../../examples/manifests/story4-disaggregated-multinode.yaml"
+)
 
 // run runs the command as main does; err is set when it exits non-zero.
 func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
@@ -66,7 +69,7 @@ func objectNames(docs []map[any]any) []string {
 func TestRenderFile(t *testing.T) {
 	stdout, stderr, err := run(t, "", "render", "-f", story4)
 	require.NoError(t, err)
-	assert.Empty(t, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "the one warning: story 4 has no router: %s", stderr)
 	assert.Equal(t, []string{
 		"PodGroup/default/deepseek-r1-disagg",
 		"LeaderWorkerSet/default/deepseek-r1-disagg-decode-0",  // rollout order: the gang's minimal set first,
@@ -242,6 +245,28 @@ func TestObjectsAreUniqueAcrossEverythingRendered(t *testing.T) {
 	require.NoError(t, os.WriteFile(second, []byte(dualPods("second")), 0o644))
 	_, stderr, err = run(t, "", "render", "-f", first, "-f", second)
 	require.NoError(t, err, stderr)
+}
+
+// TestAServiceIsRenderedOnce: one service twice, in one file or in two (with other replicas), is
+// refused with both sources, though its objects would be identical or apply over each other.
+func TestAServiceIsRenderedOnce(t *testing.T) {
+	data, err := os.ReadFile("../../examples/manifests/story1-monolithic.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	twice, more := filepath.Join(dir, "twice.yaml"), filepath.Join(dir, "more.yaml")
+	require.NoError(t, os.WriteFile(twice, []byte(string(data)+"---\n"+string(data)), 0o644))
+	require.NoError(t, os.WriteFile(more, []byte(strings.Replace(string(data), "replicas: 1", "replicas: 3", 1)), 0o644))
+	const second = `: InferenceService "qwen-inference": a second service "qwen-inference" in namespace "default" (the first at `
+	stdout, stderr, err := run(t, "", "render", "-f", twice)
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, twice+":26"+second+twice+":1)")
+
+	stdout, stderr, err = run(t, "", "render", "-f", story1Path, "-f", more)
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, more+":1"+second+story1Path+":1)")
+	assert.Contains(t, stderr, "1 problem(s); nothing rendered")
 }
 
 // TestAFileGivenTwiceUnderAnotherSpellingIsRefused: the same file through an absolute path or a
@@ -470,7 +495,7 @@ func TestNeverSilent(t *testing.T) {
 		args []string
 		want []string // substrings of the first line on stderr
 	}{
-		{"render without -f", []string{"render"}, []string{`required flag(s) "filename" not set`, "fusioninfer render --help"}},
+		{"render without a file", []string{"render"}, []string{"no manifest: give its file", "fusioninfer render --help"}},
 		{"unknown command", []string{"rendr"}, []string{`unknown command "rendr"`, "did you mean render", "fusioninfer --help"}},
 		{"unknown flag", []string{"render", "--bogus"}, []string{"unknown flag: --bogus"}},
 		{"unreadable file", []string{"render", "-f", "/nonexistent/service.yaml"}, []string{"cannot read the manifest", "/nonexistent/service.yaml", "readable InferenceService file"}},
@@ -492,7 +517,7 @@ func TestNeverSilent(t *testing.T) {
 		})
 	}
 	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, runMain([]string{"render", "-f", story4}, strings.NewReader(""), &out, &errOut))
+	assert.Equal(t, 0, runMain([]string{"render", "-f", story1Path}, strings.NewReader(""), &out, &errOut))
 	assert.Empty(t, errOut.String())
 	assert.NotEmpty(t, out.String())
 }
@@ -515,7 +540,7 @@ func TestPlanSaysWhy(t *testing.T) {
 
 func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	const weights = "prefill, decode: hf://deepseek-ai/DeepSeek-R1 (revision main, unpinned: pin a commit with @), downloaded once by " +
-		"Job deepseek-r1-cached-model-download (timeout 8h33m0s) into claim deepseek-r1-cached-model (1500Gi, shared-rwx), " +
+		"Job deepseek-r1-cached-model-download (timeout 8h32m0s) into claim deepseek-r1-cached-model (1500Gi, shared-rwx), " +
 		"served as deepseek-ai/DeepSeek-R1\n"
 	manifest := "../../examples/manifests/deepseek-model-cache.yaml"
 	stdout, _, err := run(t, "", "render", "-f", manifest, "--summary")
@@ -531,4 +556,74 @@ func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	stdout, _, err = run(t, "", "render", "-f", story4, "--summary")
 	require.NoError(t, err)
 	assert.NotContains(t, stdout, "# model:", "a service without spec.model: its servers fetch their own")
+}
+
+// TestRenderTakesFilesAsArguments: `render FILE`, and a shell glob after one -f (`-f a*.yaml`:
+// the shell gives the files after the first as arguments), render as -f for each would; no file
+// at all says how to give one.
+func TestRenderTakesFilesAsArguments(t *testing.T) {
+	const story3 = "../../examples/manifests/story3-multinode.yaml"
+	both, stderr, err := run(t, "", "render", "-f", story1Path, "-f", story3)
+	require.NoError(t, err, stderr)
+	for _, args := range [][]string{{"render", story1Path, story3}, {"render", "-f", story1Path, story3}} {
+		stdout, stderr, err := run(t, "", args...)
+		require.NoError(t, err, "%v: %s", args, stderr)
+		assert.Equal(t, both, stdout, "%v", args)
+	}
+	stdout, stderr, err := run(t, "", "render")
+	requireExit(t, 1, err, stderr)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "fusioninfer: no manifest: give its file (render -f FILE, or render FILE ...), or - for stdin (see 'fusioninfer render --help')\n", stderr)
+}
+
+// TestSummaryWithAnOutputDirectory: -o DIR --summary prints the summary on stdout, above what it
+// wrote, rather than dropping it.
+func TestSummaryWithAnOutputDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := run(t, "", "render", "-f", story4, "-o", dir, "--summary")
+	require.NoError(t, err, stderr)
+	summary, _, err := run(t, "", "render", "-f", story4, "--summary")
+	require.NoError(t, err)
+	head, _, _ := strings.Cut(summary, "---\n")
+	assert.Equal(t, head+"wrote 4 objects to "+dir+"\n", stdout)
+}
+
+// TestReplaceNeedsAnOutputDirectory: --replace says what it needs rather than being ignored.
+func TestReplaceNeedsAnOutputDirectory(t *testing.T) {
+	for _, args := range [][]string{{"render", "-f", story1Path, "--replace"}, {"platform", "render", "--replace"}} {
+		stdout, stderr, err := run(t, "", args...)
+		requireExit(t, 1, err, stderr)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, "fusioninfer: --replace deletes the files of an earlier render in -o DIR: give -o DIR too", "%v", args)
+	}
+}
+
+// TestNamespaceFlagIsCheckedAsAFlag: a bad --namespace is the flag's problem, said once, not a
+// problem at a line of every manifest.
+func TestNamespaceFlagIsCheckedAsAFlag(t *testing.T) {
+	const want = `fusioninfer: --namespace "BAD": not a namespace name: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`
+	for _, args := range [][]string{
+		{"render", "-f", story1Path, "-n", "BAD"},
+		{"status", "--name", "x", "-n", "BAD", "--kubeconfig", "/nonexistent/kubeconfig"},
+	} {
+		stdout, stderr, err := run(t, "", args...)
+		requireExit(t, 1, err, stderr)
+		assert.Empty(t, stdout)
+		assert.True(t, strings.HasPrefix(stderr, want), "%v: %s", args, stderr)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+	}
+}
+
+// TestPrefillDecodeWithoutARouterSaysHowRequestsArrive: a prefill/decode service renders without a
+// router, with a warning that nothing routes requests to its prefill role; with a router, none.
+func TestPrefillDecodeWithoutARouterSaysHowRequestsArrive(t *testing.T) {
+	stdout, stderr, err := run(t, "", "render", "-f", story4)
+	require.NoError(t, err)
+	assert.NotEmpty(t, stdout)
+	assert.Equal(t, `warning: InferenceService "deepseek-r1-disagg": spec.roles: prefill/decode roles without a router: `+
+		"nothing sends a request's prefill to the prefill role (no InferencePool, Endpoint Picker or disaggregation sidecar is rendered); "+
+		"add a role of componentType router, or send requests through a proxy of your own that has the prefill role prefill before the decode role decodes\n", stderr)
+	_, stderr, err = run(t, "", "render", "-f", "../../examples/manifests/qwen-pd-router.yaml")
+	require.NoError(t, err)
+	assert.Empty(t, stderr)
 }

@@ -20,7 +20,10 @@ func newPlatformCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "platform",
 		Short: "The cluster's prerequisites: LWS, Volcano, the Inference Extension's CRDs, KEDA, PodMonitor",
-		Args:  cobra.NoArgs,
+		// Runnable, so that cobra checks its arguments: a group without RunE prints its help and
+		// exits 0 for a mistyped subcommand (cobra's execute returns flag.ErrHelp first).
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var opts platformOptions
 	render := &cobra.Command{
@@ -50,6 +53,9 @@ docs/install.md installs a cluster with it.`,
 }
 
 func runPlatformRender(stdin io.Reader, stdout, stderr io.Writer, opts platformOptions) error {
+	if err := checkReplace(opts.outputDir, opts.replace); err != nil {
+		return err
+	}
 	spec := &platform.Spec{}
 	if opts.file != "" {
 		data, err := readInput(stdin, opts.file)

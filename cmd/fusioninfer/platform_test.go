@@ -62,3 +62,18 @@ func TestPlatformRenderToADirectory(t *testing.T) {
 	requireExit(t, 1, err, stderr)
 	require.Contains(t, stderr, "is not empty")
 }
+
+// TestPlatformUnknownSubcommand: a mistyped subcommand is an error with a suggestion, as at the
+// top level, not the help and exit status 0.
+func TestPlatformUnknownSubcommand(t *testing.T) {
+	stdout, stderr, err := run(t, "", "platform", "rendr")
+	requireExit(t, 1, err, stderr)
+	require.Empty(t, stdout)
+	require.Equal(t, "fusioninfer: unknown command \"rendr\" for \"fusioninfer platform\": did you mean render (see 'fusioninfer platform --help')\n", stderr)
+	_, stderr, err = run(t, "", "rendr")
+	requireExit(t, 1, err, stderr)
+	require.Equal(t, "fusioninfer: unknown command \"rendr\" for \"fusioninfer\": did you mean render (see 'fusioninfer --help')\n", stderr)
+	stdout, _, err = run(t, "", "platform")
+	require.NoError(t, err, "the group alone prints its help")
+	require.Contains(t, stdout, "Available Commands:")
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -30,15 +32,17 @@ var errInvalidInput = fmt.Errorf("invalid input: %w", errReported)
 func newRenderCommand() *cobra.Command {
 	var opts renderOptions
 	cmd := &cobra.Command{
-		Use:   "render -f FILE",
+		Use:   "render [-f] FILE [FILE ...]",
 		Short: "Print the Kubernetes objects of InferenceService manifests as YAML",
 		Long: `render reads InferenceService manifests (several documents per file are allowed, "-" reads
-stdin), checks every rule, and prints the objects in apply order as multi-document YAML.
+stdin), checks every rule, and prints the objects in apply order as multi-document YAML. Files
+are given with -f or as arguments, so a shell glob works either way (render -f a*.yaml).
 
 On bad input it prints every problem with its field path on stderr, prints nothing on stdout,
 and exits non-zero.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.ArbitraryArgs, // files, as kubectl's -f takes one: `-f a*.yaml` expands to -f a1.yaml a2.yaml
+		RunE: func(cmd *cobra.Command, files []string) error {
+			opts.files = append(opts.files, files...)
 			return runRender(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
 		},
 	}
@@ -46,12 +50,14 @@ and exits non-zero.`,
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for services that name none (default \"default\")")
 	cmd.Flags().StringVarP(&opts.outputDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout")
 	cmd.Flags().BoolVar(&opts.replace, "replace", false, "with -o: delete the object files of an earlier render in the directory first")
-	cmd.Flags().BoolVar(&opts.summary, "summary", false, "print a summary of roles, pods, GPUs and gang keys (as YAML comments) before the objects")
-	_ = cmd.MarkFlagRequired("filename")
+	cmd.Flags().BoolVar(&opts.summary, "summary", false, "print a summary of roles, pods, GPUs and gang keys (as YAML comments) before the objects (with -o: on stdout)")
 	return cmd
 }
 
 func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) error {
+	if err := checkReplace(opts.outputDir, opts.replace); err != nil {
+		return err
+	}
 	trees, problems, err := loadTrees(stdin, opts)
 	if err != nil {
 		return err
@@ -69,6 +75,11 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 		}
 	}
 	if opts.outputDir != "" {
+		if opts.summary {
+			for _, tree := range trees {
+				writeSummary(stdout, topology.Summarize(tree))
+			}
+		}
 		return writeObjectFiles(opts.outputDir, opts.replace, treeObjects(trees), stdout)
 	}
 	var out bytes.Buffer
@@ -87,12 +98,17 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 }
 
 // loadTrees decodes, validates and builds every service of every input; it returns either all
-// trees or every problem found (in file and line order), never a mix. Objects are unique across
-// everything rendered together: two that share a kind, namespace and name are refused with both
-// sources. A file that cannot be read is an error of its own: nothing is checked after it.
+// trees or every problem found (in file and line order), never a mix. Services and objects are
+// unique across everything rendered together (topology.Duplicates). A file that cannot be read is an error of its own: nothing is checked after it.
 func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string, error) {
+	if len(opts.files) == 0 {
+		return nil, nil, errors.New("no manifest: give its file (render -f FILE, or render FILE ...), or - for stdin")
+	}
+	if err := checkNamespaceFlag(opts.namespace); err != nil {
+		return nil, nil, err
+	}
 	var trees []*topology.Tree
-	var sources []string // where each tree's service is, "file:line"
+	var sources []topology.Source // where each tree's service is
 	var problems []string
 	var given []string
 	for _, file := range opts.files {
@@ -114,11 +130,30 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string,
 		sources = append(sources, fileSources...)
 		problems = append(problems, fileProblems...)
 	}
-	problems = append(problems, topology.DuplicateObjects(trees, sources)...)
+	problems = append(problems, topology.Duplicates(trees, sources)...)
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
 	return trees, problems, nil
+}
+
+// checkNamespaceFlag refuses a --namespace no namespace can have, as the flag's problem (not at a
+// line of each manifest). The verdict is apimachinery's (namespaces are RFC 1123 labels:
+// k8s.io/apimachinery/pkg/api/validation ValidateNamespaceName), the words ours.
+func checkNamespaceFlag(namespace string) error {
+	if namespace == "" || len(validation.IsDNS1123Label(namespace)) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--namespace %q: not a namespace name: at most %d lowercase letters, digits and '-', starting and ending with a letter or digit",
+		namespace, validation.DNS1123LabelMaxLength)
+}
+
+// checkReplace: --replace deletes an earlier render's files in -o DIR, and means nothing without it.
+func checkReplace(outputDir string, replace bool) error {
+	if replace && outputDir == "" {
+		return errors.New("--replace deletes the files of an earlier render in -o DIR: give -o DIR too")
+	}
+	return nil
 }
 
 // namespaceFlag: -n names the namespace of services that name none, and contradicts no manifest.

@@ -89,9 +89,7 @@ func runStatus(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o
 		if errors.As(err, &problems) {
 			report.Problems = problems
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if encErr := enc.Encode(report); encErr != nil {
+		if encErr := writeJSON(stdout, report); encErr != nil {
 			return encErr
 		}
 		fmt.Fprintf(stderr, "fusioninfer: %s\n", report.Error)
@@ -132,12 +130,10 @@ func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts s
 		worst = max(worst, report.ExitCode())
 	}
 	if opts.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
 		if len(reports) == 1 {
-			err = enc.Encode(reports[0])
+			err = writeJSON(stdout, reports[0])
 		} else {
-			err = enc.Encode(reports)
+			err = writeJSON(stdout, reports)
 		}
 		if err != nil {
 			return err
@@ -153,6 +149,15 @@ func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts s
 	return nil
 }
 
+// writeJSON writes v indented, as people and tools read it: not escaped for HTML (">=" stays
+// ">=", not "\u003e=").
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // statusTarget is one service to diagnose; svc is nil without a manifest.
 type statusTarget struct {
 	name, namespace string
@@ -164,6 +169,9 @@ func statusTargets(stdin io.Reader, opts statusOptions) ([]statusTarget, error) 
 	case len(opts.files) > 0 && opts.name != "":
 		return nil, errors.New("give -f FILE or --name NAME, not both")
 	case opts.name != "":
+		if err := checkNamespaceFlag(opts.namespace); err != nil {
+			return nil, err
+		}
 		namespace := opts.namespace
 		if namespace == "" {
 			namespace = api.DefaultNamespace

@@ -73,7 +73,9 @@ func TestStatusBadInput(t *testing.T) {
 		{"both a file and a name", []string{"status", "-f", manifest, "--name", "x"}, "fusioninfer: give -f FILE or --name NAME, not both"},
 		{"an output it does not write", []string{"status", "--name", "x", "-o", "yaml"}, `fusioninfer: -o "yaml": give text or json`},
 		{"no kubeconfig", []string{"status", "--name", "x", "--kubeconfig", "/nonexistent/kubeconfig"},
-			"fusioninfer: no cluster to read: stat /nonexistent/kubeconfig: no such file or directory; give --kubeconfig or set KUBECONFIG"},
+			"fusioninfer: no cluster to read: --kubeconfig /nonexistent/kubeconfig: no such file or directory; give the path of a kubeconfig file"},
+		{"a context the kubeconfig does not have", []string{"status", "--name", "x", "--kubeconfig", fakeAPIServer(t, nil, nil, ""), "--context", "nope"},
+			`fusioninfer: no cluster to read: the kubeconfig has no context "nope"; give --context one of its contexts: c (kubectl config get-contexts)`},
 		{"a service that does not exist", []string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, nil, nil, "")},
 			`fusioninfer: no InferenceService "qwen-inference" in namespace "default": nothing there carries the label fusioninfer.io/service=qwen-inference`},
 		{"a cluster without the LWS CRD", []string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, []string{"leaderworkerset.x-k8s.io"}, nil, onePod)},
@@ -107,6 +109,16 @@ func TestStatusBadInput(t *testing.T) {
 	runMain([]string{"status", "-f", manifest, "--kubeconfig", fakeAPIServer(t, []string{"leaderworkerset.x-k8s.io"}, nil, onePod)},
 		strings.NewReader(""), &out, &errOut)
 	assert.Contains(t, errOut.String(), "has no leaderworkersets API (leaderworkerset.x-k8s.io/v1): LeaderWorkerSet (install LWS)")
+}
+
+// TestStatusJSONIsNotEscapedForHTML: JSON is read by tools and people, not pasted into HTML:
+// ">=" stays ">=", not "\u003e=".
+func TestStatusJSONIsNotEscapedForHTML(t *testing.T) {
+	bad := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\nspec:\n  roles:\n  - {name: a, componentType: worker, \"gpus>=\": 2}\n"
+	var out, errOut bytes.Buffer
+	require.Equal(t, 1, runMain([]string{"status", "-f", "-", "-o", "json"}, strings.NewReader(bad), &out, &errOut))
+	assert.Contains(t, out.String(), `spec.roles[0].gpus>=`)
+	assert.NotContains(t, out.String(), `\u003e`)
 }
 
 // TestStatusErrorsAsJSON: a refused manifest under -o json gives its problems in the JSON; with no

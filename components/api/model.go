@@ -106,8 +106,15 @@ func downloadTimeout(given string, size resource.Quantity) (time.Duration, error
 	if given != "" {
 		return time.ParseDuration(given)
 	}
-	d := time.Duration(size.Value()/downloadRate) * time.Second
-	return max(MinDownloadTimeout, d.Round(time.Minute)+time.Minute), nil
+	seconds := size.Value() / downloadRate
+	if size.Value()%downloadRate != 0 { // rounded up: every byte has its time
+		seconds++
+	}
+	d := time.Duration(seconds) * time.Second
+	if d%time.Minute != 0 { // up to the next whole minute; a whole one stays (1500Gi: 8h32m)
+		d = d.Truncate(time.Minute) + time.Minute
+	}
+	return max(MinDownloadTimeout, d), nil
 }
 
 // SizeOrDefault is the compile cache's size.

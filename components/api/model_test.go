@@ -118,7 +118,16 @@ func TestModelDerivedValues(t *testing.T) {
 	m := resolvedModel(t, cachedService().Spec.Model)
 	assert.Equal(t, "deepseek-ai/DeepSeek-R1", m.ServedName())
 	assert.Equal(t, "/models/hf/deepseek-ai/DeepSeek-R1/56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad", m.ServerPath())
-	assert.Equal(t, 8*time.Hour+33*time.Minute, m.DownloadTimeout, "1500Gi at 50 MiB/s, rounded up to the minute")
+	assert.Equal(t, 8*time.Hour+32*time.Minute, m.DownloadTimeout, "1500Gi at 50 MiB/s: 30720 s, a whole 8h32m, as the field's doc says")
+	for size, want := range map[string]time.Duration{
+		"1537550Mi": 8*time.Hour + 33*time.Minute, // 8h32m31s, rounded up to the minute
+		"1536001Mi": 8*time.Hour + 33*time.Minute, // 8h32m0.02s
+		"180000Mi":  time.Hour,                    // exactly an hour
+		"180001Mi":  time.Hour + time.Minute,
+	} {
+		sized := &Model{Source: "hf://org/sized", Cache: &ModelCache{Size: size, StorageClassName: "fast"}}
+		assert.Equal(t, want, resolvedModel(t, sized).DownloadTimeout, "%s at 50 MiB/s, rounded up to the minute", size)
+	}
 	assert.Equal(t, "1500Gi", m.CacheSize.String())
 	small := &Model{Source: "hf://org/small", Cache: &ModelCache{Size: "10Gi", StorageClassName: "fast"}}
 	assert.Equal(t, time.Hour, resolvedModel(t, small).DownloadTimeout, "at least an hour")

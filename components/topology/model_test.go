@@ -38,8 +38,8 @@ func TestStory4DownloadsItsModelOnce(t *testing.T) {
 	assert.Equal(t, []string{"--source", "hf://deepseek-ai/DeepSeek-R1", "--cache", "/models"}, job.Spec.Template.Spec.Containers[0].Args)
 	assert.Equal(t, "hf-token", job.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name, "the token comes from the Secret, never inline")
 	assert.Equal(t, "deepseek-r1-cached-model", job.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
-	assert.Equal(t, "30840", job.Annotations[topology.AnnotationPulumiTimeoutSeconds], "1500Gi at 50 MiB/s, and a minute for the Job controller")
-	assert.Equal(t, int64(30780), *job.Spec.ActiveDeadlineSeconds)
+	assert.Equal(t, "30780", job.Annotations[topology.AnnotationPulumiTimeoutSeconds], "1500Gi at 50 MiB/s, and a minute for the Job controller")
+	assert.Equal(t, int64(30720), *job.Spec.ActiveDeadlineSeconds)
 
 	claims := objectsOf[*corev1.PersistentVolumeClaim](tree)
 	require.Len(t, claims, 1, "the model's cache")

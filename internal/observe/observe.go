@@ -5,8 +5,12 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,10 +44,28 @@ type Clients struct {
 // NewClients are clients of the cluster a kubeconfig names, found as kubectl finds it when
 // kubeconfig is empty.
 func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients, error) {
+	if kubeconfig != "" { // given, so not to be asked for again: what is wrong with the one given
+		if _, err := os.Stat(kubeconfig); err != nil {
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				err = pathErr.Err
+			}
+			return nil, fmt.Errorf("no cluster to read: --kubeconfig %s: %v; give the path of a kubeconfig file", kubeconfig, err)
+		}
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	if kubeContext != "" { // client-go says only `context "x" does not exist`; name those that do
+		if raw, err := loader.RawConfig(); err == nil && raw.Contexts[kubeContext] == nil {
+			if len(raw.Contexts) == 0 {
+				return nil, fmt.Errorf("no cluster to read: the kubeconfig has no context %q, nor any other; give a kubeconfig that has one", kubeContext)
+			}
+			return nil, fmt.Errorf("no cluster to read: the kubeconfig has no context %q; give --context one of its contexts: %s (kubectl config get-contexts)",
+				kubeContext, strings.Join(slices.Sorted(maps.Keys(raw.Contexts)), ", "))
+		}
+	}
+	config, err := loader.ClientConfig()
 	if clientcmd.IsEmptyConfig(err) { // client-go's own message asks for KUBERNETES_MASTER
 		where := fmt.Sprintf("KUBECONFIG is not set and %s does not exist", clientcmd.RecommendedHomeFile)
 		if len(rules.Precedence) > 0 && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" { // client-go skips missing files
