@@ -289,11 +289,12 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 			fmt.Sprintf("differs from schedulingStrategy.priorityClassName %q; remove one", pc.PriorityClassName)))
 	}
 	if len(podSpec.Containers) == 0 {
-		return append(errs, field.Required(specPath.Child("containers"), "the model-server container, first"))
+		return append(errs, field.Required(specPath.Child("containers"), "the model-server container"))
 	}
 	errs = append(errs, validateGPUQuantities(podSpec, specPath)...)
-	server := &podSpec.Containers[ServingContainerIndex]
-	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
+	serverIndex := ServingContainerIndex(podSpec)
+	server := &podSpec.Containers[serverIndex]
+	serverPath := specPath.Child("containers").Index(serverIndex)
 	if server.Image == "" {
 		errs = append(errs, field.Required(serverPath.Child("image"), "the model-server image"))
 	}
@@ -381,7 +382,7 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 			given = append(given, fmt.Sprintf("%s %d", names[0], n))
 		}
 	}
-	gpus := GPUsPerPod(server)
+	gpus := ContainerGPUs(server) // the devices vLLM sees
 	// An invalid nodeCount is reported on its own field; comparing against it would only echo it.
 	if len(errs) > 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
 		return errs
@@ -628,8 +629,8 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 		case pool == nil:
 			errs = append(errs, field.NotFound(rp, role.NodePool))
 		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 && pool.GPUsPerNode >= 1:
-			gpus := GPUsPerPod(&role.Template.Spec.Containers[ServingContainerIndex])
-			gpuPath := fldPath.Child("roles").Index(i).Child("template", "spec", "containers").Index(ServingContainerIndex).Child("resources", "limits").Key(string(GPUResourceName))
+			gpus := PodGPUs(&role.Template.Spec)
+			gpuPath := podGPUsPath(&role.Template.Spec, fldPath.Child("roles").Index(i).Child("template", "spec"))
 			switch {
 			case gpus > int64(pool.GPUsPerNode):
 				errs = append(errs, field.Invalid(gpuPath, gpus, fmt.Sprintf("a pod cannot have more GPUs than a node of pool %q has (%d)", pool.Name, pool.GPUsPerNode)))
@@ -659,7 +660,7 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 		case !role.MultiNode():
 			errs = append(errs, field.Forbidden(rolePath.Child("startupPolicy"), "a single-node replica has no workers to start after its leader"))
 		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
-			role.Template.Spec.Containers[ServingContainerIndex].ReadinessProbe != nil:
+			role.Template.Spec.Containers[ServingContainerIndex(&role.Template.Spec)].ReadinessProbe != nil:
 			// The leader's server is ready only once the workers have joined its Ray cluster, and
 			// LeaderReady creates the workers only once the leader is ready.
 			errs = append(errs, field.Invalid(rolePath.Child("startupPolicy"), role.StartupPolicy,

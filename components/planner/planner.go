@@ -126,7 +126,7 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 		if !role.ComponentType.Serving() {
 			continue
 		}
-		gpus := api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex])
+		gpus := api.PodGPUs(&role.Template.Spec)
 		for r := int32(0); r < role.ReplicaCount(); r++ {
 			inMinimalSet := spec.GangScheduled() && r < spec.GangMinimum(role)
 			if inMinimalSet {

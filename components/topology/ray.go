@@ -45,7 +45,7 @@ func RayLeaderScript(server *corev1.Container) string {
 
 // rayLeaderTemplate turns the role's template into the leader's: the Ray head plus the server.
 func rayLeaderTemplate(tpl *corev1.PodTemplateSpec) {
-	server := &tpl.Spec.Containers[api.ServingContainerIndex]
+	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	script := RayLeaderScript(server)
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
@@ -60,7 +60,7 @@ func rayLeaderTemplate(tpl *corev1.PodTemplateSpec) {
 // rayWorkerTemplate turns the role's template into a worker's: it joins the head and serves
 // nothing, so it has no serving ports and no probes of the server (which would never pass).
 func rayWorkerTemplate(tpl *corev1.PodTemplateSpec) {
-	server := &tpl.Spec.Containers[api.ServingContainerIndex]
+	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{RayWorkerScript}
 	server.Ports = nil
