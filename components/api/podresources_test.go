@@ -9,7 +9,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func gpus(n string) corev1.ResourceList { return corev1.ResourceList{GPUResourceName: resource.MustParse(n)} }
+func gpus(n string) corev1.ResourceList {
+	return corev1.ResourceList{GPUResourceName: resource.MustParse(n)}
+}
 
 // TestPodGPUsAreTheSchedulers: every container counts, init containers as the scheduler counts
 // them, requests defaulting to limits.

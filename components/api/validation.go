@@ -305,6 +305,7 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	}
 	if role.MultiNode() {
 		errs = append(errs, validateRayLaunch(server, serverPath)...)
+		errs = append(errs, validateRayPorts(server, serverPath)...)
 	}
 	return append(errs, validateParallelism(role, server, serverPath)...)
 }
