@@ -1,7 +1,10 @@
 package api
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -59,4 +62,14 @@ func podGPUsPath(spec *corev1.PodSpec, specPath *field.Path) *field.Path {
 		return specPath.Child("containers")
 	}
 	return specPath.Child("containers").Index(holder).Child("resources", "limits").Key(string(GPUResourceName))
+}
+
+// gpuCountText is a GPU count in plain decimal, as a user counts devices ("1.5", never the
+// canonical "1500m" of resource.Quantity's String).
+func gpuCountText(q resource.Quantity) string {
+	text := q.AsDec().String() // 2500m is "2.500"
+	if strings.Contains(text, ".") {
+		text = strings.TrimRight(strings.TrimRight(text, "0"), ".")
+	}
+	return text
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +66,19 @@ func TestTheServerIsFoundByWhatItRuns(t *testing.T) {
 	assert.Empty(t, Validate(svc))
 	tpl.Spec.Containers[1].Args = append(tpl.Spec.Containers[1].Args, "--distributed-executor-backend", "mp")
 	assert.Equal(t, "spec.roles[0].template.spec.containers[1].args", Validate(svc)[0].Field)
+}
+
+// TestGPUCountsAreShownAsNumbers: a GPU count is shown in plain decimal, never in milli-units.
+func TestGPUCountsAreShownAsNumbers(t *testing.T) {
+	svc := validService()
+	svc.Spec.Roles[1].Template.Spec.Containers[0].Resources.Limits[GPUResourceName] = resource.MustParse("2500m")
+	svc.Spec.Roles[1].Template.Spec.Containers[0].Resources.Requests = gpus("1.5")
+	var all []string
+	for _, e := range Validate(svc) {
+		all = append(all, e.Error())
+	}
+	text := strings.Join(all, "\n")
+	assert.Contains(t, text, `limits[nvidia.com/gpu]: Invalid value: "2.5": a GPU count is a whole number`)
+	assert.Contains(t, text, `requests[nvidia.com/gpu]: Invalid value: "1.5": must equal the limit (2.5)`)
+	assert.NotContains(t, text, "500m")
 }

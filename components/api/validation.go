@@ -333,15 +333,15 @@ func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.
 					continue
 				}
 				if n, whole := q.AsInt64(); !whole || n < 1 {
-					errs = append(errs, field.Invalid(resourcesPath.Child(kind).Key(string(GPUResourceName)), q.String(),
+					errs = append(errs, field.Invalid(resourcesPath.Child(kind).Key(string(GPUResourceName)), gpuCountText(q),
 						"a GPU count is a whole number of devices, at least 1 (remove it for a pod without GPUs)"))
 				}
 			}
 			limit, hasLimit := resources.Limits[GPUResourceName]
 			request, hasRequest := resources.Requests[GPUResourceName]
 			if hasLimit && hasRequest && limit.Cmp(request) != 0 {
-				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), request.String(),
-					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", limit.String())))
+				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), gpuCountText(request),
+					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", gpuCountText(limit))))
 			}
 		}
 	}
