@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -19,8 +22,8 @@ const maxReplicaColumns = 8
 type planOptions struct {
 	files       []string
 	namespace   string
-	nodes       []int
-	gpusPerNode int64
+	nodes       nodeCounts
+	gpusPerNode gpuCount
 	nodesFile   string
 }
 
@@ -56,8 +59,8 @@ A nodes file lists nodes (count makes several alike) with their GPUs and network
 	}
 	cmd.Flags().StringArrayVarP(&opts.files, "filename", "f", nil, `manifest file ("-" for stdin); repeatable`)
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for services that name none")
-	cmd.Flags().IntSliceVar(&opts.nodes, "nodes", nil, "cluster sizes in nodes, one table row each (with --gpus-per-node)")
-	cmd.Flags().Int64Var(&opts.gpusPerNode, "gpus-per-node", 0, "GPUs of every node (with --nodes)")
+	cmd.Flags().Var(&opts.nodes, "nodes", "cluster sizes in nodes, comma-separated, one table row each (with --gpus-per-node)")
+	cmd.Flags().Var(&opts.gpusPerNode, "gpus-per-node", "GPUs of every node (with --nodes)")
 	cmd.Flags().StringVar(&opts.nodesFile, "nodes-file", "", "YAML file listing the cluster's nodes")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -80,20 +83,76 @@ func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
 		return []planner.Cluster{cluster}, []string{fmt.Sprintf("%d GPUs (%s)", cluster.GPUs(), o.nodesFile)}, nil
 	case len(o.nodes) > 0:
 		if o.gpusPerNode < 1 {
-			return nil, nil, fmt.Errorf("--nodes needs --gpus-per-node >= 1")
+			return nil, nil, fmt.Errorf("--nodes needs --gpus-per-node, a whole number of GPUs of every node, at least 1")
 		}
+		g := int64(o.gpusPerNode)
 		var clusters []planner.Cluster
 		var labels []string
 		for _, n := range o.nodes {
-			if n < 0 {
-				return nil, nil, fmt.Errorf("--nodes: %d: must be >= 0", n)
+			// The cluster's GPUs are counted in an int64, as Kubernetes counts a node's.
+			if n > math.MaxInt64/g {
+				return nil, nil, fmt.Errorf("--nodes %d --gpus-per-node %d: %d nodes x %d GPUs is more than can be counted: "+
+					"a cluster has at most %d GPUs in all", n, g, n, g, int64(math.MaxInt64))
 			}
-			clusters = append(clusters, planner.Uniform(n, o.gpusPerNode))
-			labels = append(labels, fmt.Sprintf("%d GPUs (%d x %d)", int64(n)*o.gpusPerNode, n, o.gpusPerNode))
+			clusters = append(clusters, planner.Uniform(n, g))
+			labels = append(labels, fmt.Sprintf("%d GPUs (%d x %d)", n*g, n, g))
 		}
 		return clusters, labels, nil
 	}
 	return nil, nil, fmt.Errorf("give --nodes N --gpus-per-node G, or --nodes-file FILE")
+}
+
+// nodeCounts is --nodes: cluster sizes, whole numbers of nodes, comma-separated (the flag may
+// also repeat).
+type nodeCounts []int64
+
+func (n *nodeCounts) Set(value string) error {
+	for _, word := range strings.Split(value, ",") {
+		count, err := wholeNumber(word)
+		if err != nil {
+			return fmt.Errorf("%q: %w; --nodes takes cluster sizes, whole numbers of nodes, comma-separated (--nodes 10,8,6)", word, err)
+		}
+		*n = append(*n, count)
+	}
+	return nil
+}
+
+func (n *nodeCounts) String() string {
+	words := make([]string, len(*n))
+	for i, count := range *n {
+		words[i] = strconv.FormatInt(count, 10)
+	}
+	return strings.Join(words, ",")
+}
+
+func (n *nodeCounts) Type() string { return "N[,N...]" }
+
+// gpuCount is --gpus-per-node: a whole number of GPUs.
+type gpuCount int64
+
+func (g *gpuCount) Set(value string) error {
+	count, err := wholeNumber(value)
+	if err != nil {
+		return fmt.Errorf("%w; --gpus-per-node takes a whole number of GPUs, at least 1", err)
+	}
+	*g = gpuCount(count)
+	return nil
+}
+
+func (g *gpuCount) String() string { return strconv.FormatInt(int64(*g), 10) }
+
+func (g *gpuCount) Type() string { return "G" }
+
+// wholeNumber reads a count: 0, 1, 2, ... up to what an int64 holds.
+func wholeNumber(word string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(word), 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(strings.TrimSpace(word), "-"):
+		return 0, fmt.Errorf("more than can be counted (at most %d)", int64(math.MaxInt64))
+	case err != nil || n < 0:
+		return 0, errors.New("not a whole number")
+	}
+	return n, nil
 }
 
 func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error {

@@ -134,9 +134,10 @@ func validateDualPodsServer(role *Role, tplPath *field.Path, resolved *Resolved)
 	if len(podSpec.InitContainers) > 0 {
 		errs = append(errs, field.Forbidden(specPath.Child("initContainers"), "a dual-pods server pod runs the server container only"))
 	}
-	server := &podSpec.Containers[ServingContainerIndex]
-	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
-	if GPUsPerPod(server) == 0 {
+	serverIndex := ServingContainerIndex(podSpec)
+	server := &podSpec.Containers[serverIndex]
+	serverPath := specPath.Child("containers").Index(serverIndex)
+	if ContainerGPUs(server) == 0 {
 		errs = append(errs, field.Required(serverPath.Child("resources", "limits").Key(string(GPUResourceName)),
 			"the GPUs the requester holds for the server"))
 	}

@@ -289,8 +289,9 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
 		}
 	}
-	server := &role.Template.Spec.Containers[ServingContainerIndex]
-	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
+	serverIndex := ServingContainerIndex(&role.Template.Spec)
+	server := &role.Template.Spec.Containers[serverIndex]
+	serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
 	for i, mount := range server.VolumeMounts {
 		if mount.MountPath == ModelMountPath || mount.MountPath == CompileCacheMountPath {
 			errs = append(errs, field.Invalid(serverPath.Child("volumeMounts").Index(i).Child("mountPath"), mount.MountPath,

@@ -210,8 +210,9 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 			continue
 		}
 		tplPath := rolesPath.Index(i).Child("template")
-		serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
-		server := &role.Template.Spec.Containers[ServingContainerIndex]
+		serverIndex := ServingContainerIndex(&role.Template.Spec)
+		serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
+		server := &role.Template.Spec.Containers[serverIndex]
 		port, resolvedPort := resolved.ServingPorts[role.Name]
 		switch {
 		case !resolvedPort: // its template's check says why
@@ -236,7 +237,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 // port while its vLLM server moves to DecodeVLLMPort.
 func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex)
+	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex(&role.Template.Spec))
 	if vllm.IsShellScript(server) {
 		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command, fmt.Sprintf(
 			"behind a router, a decode server moves to port %d for llm-d's routing sidecar: give the server's own command and args, not a shell script",

@@ -12,9 +12,18 @@ import (
 // GPUResourceName is the extended resource of NVIDIA GPUs.
 const GPUResourceName corev1.ResourceName = "nvidia.com/gpu"
 
-// ServingContainerIndex is the index of the model-server container in a role's template: the
-// first container, by the convention every vLLM deployment follows. Sidecars come after it.
-const ServingContainerIndex = 0
+// ServingContainerIndex is the index of the model server among a pod's containers, found by what
+// it runs, not by where it stands: the first container that is vLLM's server (vllm.RunsServer:
+// `vllm serve`, a vllm.entrypoints module, or the vLLM image's own entrypoint), else the first
+// container (a server of another make, its sidecars after it). 0 when there is no container.
+func ServingContainerIndex(spec *corev1.PodSpec) int {
+	for i := range spec.Containers {
+		if vllm.RunsServer(&spec.Containers[i]) {
+			return i
+		}
+	}
+	return 0
+}
 
 // The serving port: the container port named http, else the server's --port flag, else vLLM's
 // default. The router's InferencePool targets it.
@@ -66,8 +75,9 @@ func portFlag(c *corev1.Container) (int32, bool, error) {
 	return int32(n), true, nil
 }
 
-// GPUsPerPod is the serving container's GPU count (its limit, else its request), 0 if none.
-func GPUsPerPod(c *corev1.Container) int64 {
+// ContainerGPUs are the GPUs one container holds (its limit, else its request), 0 if none: the
+// devices its process sees. What a pod takes on its node is PodGPUs.
+func ContainerGPUs(c *corev1.Container) int64 {
 	if q, ok := c.Resources.Limits[GPUResourceName]; ok {
 		return q.Value()
 	}

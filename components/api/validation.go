@@ -305,11 +305,12 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	}
 	errs = append(errs, validatePodTemplateSpec(podSpec, specPath)...)
 	if len(podSpec.Containers) == 0 {
-		return append(errs, field.Required(specPath.Child("containers"), "the model-server container, first"))
+		return append(errs, field.Required(specPath.Child("containers"), "the model-server container"))
 	}
 	errs = append(errs, validateGPUQuantities(podSpec, specPath)...)
-	server := &podSpec.Containers[ServingContainerIndex]
-	serverPath := specPath.Child("containers").Index(ServingContainerIndex)
+	serverIndex := ServingContainerIndex(podSpec)
+	server := &podSpec.Containers[serverIndex]
+	serverPath := specPath.Child("containers").Index(serverIndex)
 	if port, err := ServingPort(server); err != nil {
 		errs = append(errs, field.Invalid(serverPath.Child("ports"), server.Ports, "no serving port: "+err.Error()))
 	} else {
@@ -317,6 +318,7 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	}
 	if role.MultiNode() {
 		errs = append(errs, validateRayLaunch(server, serverPath)...)
+		errs = append(errs, validateRayPorts(server, serverPath)...)
 	}
 	return append(errs, validateParallelism(role, server, serverPath)...)
 }
@@ -344,15 +346,15 @@ func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.
 					continue
 				}
 				if n, whole := q.AsInt64(); !whole || n < 1 {
-					errs = append(errs, field.Invalid(resourcesPath.Child(kind).Key(string(GPUResourceName)), q.String(),
+					errs = append(errs, field.Invalid(resourcesPath.Child(kind).Key(string(GPUResourceName)), gpuCountText(q),
 						"a GPU count is a whole number of devices, at least 1 (remove it for a pod without GPUs)"))
 				}
 			}
 			limit, hasLimit := resources.Limits[GPUResourceName]
 			request, hasRequest := resources.Requests[GPUResourceName]
 			if hasLimit && hasRequest && limit.Cmp(request) != 0 {
-				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), request.String(),
-					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", limit.String())))
+				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), gpuCountText(request),
+					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", gpuCountText(limit))))
 			}
 		}
 	}
@@ -394,7 +396,7 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 			given = append(given, fmt.Sprintf("%s %d", names[0], n))
 		}
 	}
-	gpus := GPUsPerPod(server)
+	gpus := ContainerGPUs(server) // the devices vLLM sees
 	// An invalid nodeCount is reported on its own field; comparing against it would only echo it.
 	if len(errs) > 0 || role.NodeCount() < 1 || role.NodeCount() > MaxNodeCount {
 		return errs
@@ -641,8 +643,8 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 		case pool == nil:
 			errs = append(errs, field.NotFound(rp, role.NodePool))
 		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 && pool.GPUsPerNode >= 1:
-			gpus := GPUsPerPod(&role.Template.Spec.Containers[ServingContainerIndex])
-			gpuPath := fldPath.Child("roles").Index(i).Child("template", "spec", "containers").Index(ServingContainerIndex).Child("resources", "limits").Key(string(GPUResourceName))
+			gpus := PodGPUs(&role.Template.Spec)
+			gpuPath := podGPUsPath(&role.Template.Spec, fldPath.Child("roles").Index(i).Child("template", "spec"))
 			switch {
 			case gpus > int64(pool.GPUsPerNode):
 				errs = append(errs, field.Invalid(gpuPath, gpus, fmt.Sprintf("a pod cannot have more GPUs than a node of pool %q has (%d)", pool.Name, pool.GPUsPerNode)))
@@ -672,7 +674,7 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 		case !role.MultiNode():
 			errs = append(errs, field.Forbidden(rolePath.Child("startupPolicy"), "a single-node replica has no workers to start after its leader"))
 		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
-			role.Template.Spec.Containers[ServingContainerIndex].ReadinessProbe != nil:
+			role.Template.Spec.Containers[ServingContainerIndex(&role.Template.Spec)].ReadinessProbe != nil:
 			// The leader's server is ready only once the workers have joined its Ray cluster, and
 			// LeaderReady creates the workers only once the leader is ready.
 			errs = append(errs, field.Invalid(rolePath.Child("startupPolicy"), role.StartupPolicy,

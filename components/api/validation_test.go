@@ -151,14 +151,14 @@ func TestValidationRules(t *testing.T) {
 		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "-2": a GPU count is a whole number of devices, at least 1`},
 		{"a GPU count is whole", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Limits[GPUResourceName] = resource.MustParse("1.5")
-		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1500m": a GPU count is a whole number of devices`},
+		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1.5": a GPU count is a whole number of devices`},
 		{"a GPU count is not zero", func(s *InferenceService) {
 			s.Spec.Roles[0].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{GPUResourceName: resource.MustParse("0")}
 		}, `spec.roles[0].template.spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "0": a GPU count is a whole number of devices, at least 1`},
 		{"a sidecar's GPU count is whole too", func(s *InferenceService) {
 			s.Spec.Roles[0].Template.Spec.InitContainers = []corev1.Container{{Name: "warm", Image: "x",
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResourceName: resource.MustParse("0.5")}}}}
-		}, `spec.roles[0].template.spec.initContainers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m"`},
+		}, `spec.roles[0].template.spec.initContainers[0].resources.limits[nvidia.com/gpu]: Invalid value: "0.5"`},
 		{"a GPU request equals the limit", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{GPUResourceName: resource.MustParse("4")}
 		}, `spec.roles[1].template.spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "4": must equal the limit (8)`},

@@ -12,13 +12,35 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-// Node is a node pods can be placed on.
+// Node is a node pods can be placed on, or, with Count, that many alike nodes: a cluster of a
+// million nodes of one shape is one entry, and the planner's cost follows the entries and the
+// service's pods, never the node count.
 type Node struct {
+	// Name is the node's; Count alike nodes are Name-0, Name-1, ... (as a nodes file's count
+	// names them).
 	Name string `json:"name"`
-	GPUs int64  `json:"gpus"`
+	// Count is how many alike nodes the entry stands for; 0 is one node, named Name.
+	Count int64 `json:"count,omitempty"`
+	GPUs  int64 `json:"gpus"`
 	// Topology maps a network tier (1 = the closest, as Volcano HyperNode tiers) to the domain
 	// the node sits in at that tier, e.g. {1: leaf-a, 2: spine-1}.
 	Topology map[int]string `json:"topology,omitempty"`
+}
+
+// nodes is how many nodes the entry stands for.
+func (n Node) nodes() int64 {
+	if n.Count == 0 {
+		return 1
+	}
+	return n.Count
+}
+
+// nodeName is the name of the entry's j-th node.
+func (n Node) nodeName(j int64) string {
+	if n.Count == 0 {
+		return n.Name
+	}
+	return n.Name + "-" + strconv.FormatInt(j, 10)
 }
 
 // Cluster is the nodes, and the names of the tiers (for highestTierName).
@@ -27,20 +49,19 @@ type Cluster struct {
 	TierNames map[string]int
 }
 
-// Uniform is a cluster of n nodes with the same GPUs each.
-func Uniform(n int, gpusPerNode int64) Cluster {
-	nodes := make([]Node, n)
-	for i := range nodes {
-		nodes[i] = Node{Name: "node-" + strconv.Itoa(i), GPUs: gpusPerNode}
+// Uniform is a cluster of n nodes with the same GPUs each, node-0 .. node-{n-1}: one entry.
+func Uniform(n, gpusPerNode int64) Cluster {
+	if n == 0 {
+		return Cluster{}
 	}
-	return Cluster{Nodes: nodes}
+	return Cluster{Nodes: []Node{{Name: "node", Count: n, GPUs: gpusPerNode}}}
 }
 
 // GPUs is the cluster's total.
 func (c Cluster) GPUs() int64 {
 	var total int64
 	for _, n := range c.Nodes {
-		total += n.GPUs
+		total += n.nodes() * n.GPUs
 	}
 	return total
 }
@@ -105,7 +126,7 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 		if !role.ComponentType.Serving() {
 			continue
 		}
-		gpus := api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex])
+		gpus := api.PodGPUs(&role.Template.Spec)
 		for r := int32(0); r < role.ReplicaCount(); r++ {
 			inMinimalSet := spec.GangScheduled() && r < spec.GangMinimum(role)
 			if inMinimalSet {
@@ -176,8 +197,8 @@ func scheduledCount(replicas []Replica) int {
 	return n
 }
 
-// groupDomains are the node sets the whole service may use: all nodes, or, under a hard group
-// policy, each domain of its tier.
+// groupDomains are the node sets (indexes of the cluster's entries) the whole service may use: all
+// nodes, or, under a hard group policy, each domain of its tier.
 func groupDomains(spec *api.InferenceServiceSpec, cluster Cluster) ([][]int, error) {
 	all := make([]int, len(cluster.Nodes))
 	for i := range all {
@@ -226,29 +247,42 @@ func domainsAt(cluster Cluster, nodes []int, tier int) [][]int {
 	return out
 }
 
+// freeGPUs are the GPUs left on the nodes of a set of entries. Pods go to the fullest node that
+// fits them, so an entry's nodes are taken in order: the first ones, which pods went to, each
+// with its own free GPUs (used), and the rest, untouched and alike, with all their GPUs. Its size
+// is the pods placed, not the nodes.
+type freeGPUs struct {
+	used map[int][]int64 // entry index -> free GPUs of its first nodes that took pods
+}
+
+func (f freeGPUs) clone() freeGPUs {
+	out := freeGPUs{used: make(map[int][]int64, len(f.used))}
+	for e, free := range f.used {
+		out.used[e] = append([]int64(nil), free...)
+	}
+	return out
+}
+
 // place applies the gang rules on one set of nodes.
 func place(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, replicas []Replica, minimal, extra []int) ([]Replica, error) {
 	out := append([]Replica{}, replicas...)
-	free := make([]int64, len(cluster.Nodes))
-	for _, i := range nodes {
-		free[i] = cluster.Nodes[i].GPUs
-	}
+	free := freeGPUs{used: map[int][]int64{}}
 	roles := map[string]*api.Role{}
 	for i := range spec.Roles {
 		roles[spec.Roles[i].Name] = &spec.Roles[i]
 	}
 	// placeAll places replicas together or not at all.
 	placeAll := func(indexes []int) (bool, error) {
-		trial := append([]int64{}, free...)
+		trial := free.clone()
 		placements := map[int][]string{}
 		for _, i := range indexes {
-			at, err := placeReplica(spec, cluster, nodes, trial, out[i], roles[out[i].Role])
+			at, err := placeReplica(spec, cluster, nodes, &trial, out[i], roles[out[i].Role])
 			if err != nil || at == nil {
 				return false, err
 			}
 			placements[i] = at
 		}
-		copy(free, trial)
+		free = trial
 		for i, at := range placements {
 			out[i].Scheduled, out[i].Nodes = true, at
 		}
@@ -281,9 +315,10 @@ func place(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, replica
 }
 
 // placeReplica places one replica's pods (within one domain under a hard role policy), taking
-// for each pod the fullest node that still fits it, as a bin-packing scheduler would. It returns
-// the nodes used, or nil when the replica does not fit; free is updated only on success.
-func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, free []int64, r Replica, role *api.Role) ([]string, error) {
+// for each pod the fullest node that still fits it, the first such node on a tie, as a
+// bin-packing scheduler would. It returns the nodes used, or nil when the replica does not fit;
+// free is updated only on success.
+func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, free *freeGPUs, r Replica, role *api.Role) ([]string, error) {
 	candidates := [][]int{nodes}
 	if policy := spec.RoleTopologyPolicy(role); policy != nil && policy.TopologyMode() == api.NetworkTopologyHard {
 		tier, err := tierOf(policy, cluster)
@@ -293,26 +328,53 @@ func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, 
 		candidates = domainsAt(cluster, nodes, tier)
 	}
 	for _, domain := range candidates {
-		trial := append([]int64{}, free...)
+		trial := free.clone()
 		var at []string
 		for p := int32(0); p < r.Pods; p++ {
-			bestNode := -1
-			for _, i := range domain {
-				if trial[i] >= r.GPUsPerPod && (bestNode < 0 || trial[i] < trial[bestNode]) {
-					bestNode = i
-				}
-			}
-			if bestNode < 0 {
+			entry, j := fullestFitting(cluster, domain, trial, r.GPUsPerPod)
+			if entry < 0 {
 				at = nil
 				break
 			}
-			trial[bestNode] -= r.GPUsPerPod
-			at = append(at, cluster.Nodes[bestNode].Name)
+			used := trial.used[entry]
+			if j == int64(len(used)) {
+				if r.GPUsPerPod == 0 {
+					// A pod of no GPUs changes no node: its node stays untouched.
+					at = append(at, cluster.Nodes[entry].nodeName(j))
+					continue
+				}
+				used = append(used, cluster.Nodes[entry].GPUs)
+			}
+			used[j] -= r.GPUsPerPod
+			trial.used[entry] = used
+			at = append(at, cluster.Nodes[entry].nodeName(j))
 		}
 		if at != nil || r.Pods == 0 {
-			copy(free, trial)
+			*free = trial
 			return at, nil
 		}
 	}
 	return nil, nil
+}
+
+// fullestFitting is the node with the fewest free GPUs that still holds gpus, the first in the
+// domain's order on a tie: its entry and its index among the entry's nodes; -1 when none fits.
+// Of an entry's untouched nodes only the first can be the one.
+func fullestFitting(cluster Cluster, domain []int, free freeGPUs, gpus int64) (int, int64) {
+	bestEntry, bestIndex, bestFree := -1, int64(0), int64(0)
+	consider := func(entry int, j, left int64) {
+		if left >= gpus && (bestEntry < 0 || left < bestFree) {
+			bestEntry, bestIndex, bestFree = entry, j, left
+		}
+	}
+	for _, e := range domain {
+		used := free.used[e]
+		for j, left := range used {
+			consider(e, int64(j), left)
+		}
+		if n := int64(len(used)); n < cluster.Nodes[e].nodes() {
+			consider(e, n, cluster.Nodes[e].GPUs)
+		}
+	}
+	return bestEntry, bestIndex
 }

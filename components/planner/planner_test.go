@@ -11,7 +11,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
 
-func manifest(t *testing.T, name string) *api.InferenceService {
+func manifest(t testing.TB, name string) *api.InferenceService {
 	t.Helper()
 	data, err := os.ReadFile("../../examples/manifests/" + name)
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func scheduled(p *Prediction) []string {
 func TestSeedStory4Table(t *testing.T) {
 	svc := manifest(t, "story4-disaggregated-multinode.yaml")
 	cases := []struct {
-		nodes     int
+		nodes     int64
 		status    ServiceStatus
 		scheduled []string
 	}{
@@ -90,7 +90,7 @@ func TestHeterogeneousNodesAndNodesTooSmall(t *testing.T) {
 func TestMinRoleReplicasTwo(t *testing.T) {
 	svc := manifest(t, "qwen-pd-nixl.yaml") // prefill 2, decode 6 replicas of one 2-GPU pod; min prefill 1, decode 2
 	for _, tc := range []struct {
-		nodes     int
+		nodes     int64
 		status    ServiceStatus
 		scheduled []string
 	}{
@@ -217,7 +217,7 @@ nodes:
 func TestElasticReplicasComeAfterTheBase(t *testing.T) {
 	svc := manifest(t, "autoscaling-pd.yaml") // prefill 1 (to 3) x 1 node, decode 2 (to 5) x 2 nodes
 	cases := []struct {
-		nodes     int
+		nodes     int64
 		status    ServiceStatus
 		scheduled []string
 	}{

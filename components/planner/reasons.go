@@ -104,7 +104,7 @@ func slots(cluster Cluster, g int64) int64 {
 	var n int64
 	for _, node := range cluster.Nodes {
 		if g > 0 {
-			n += node.GPUs / g
+			n += node.nodes() * (node.GPUs / g)
 		}
 	}
 	return n

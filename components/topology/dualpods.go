@@ -58,7 +58,7 @@ var perPodEnv = []string{lwsv1.LwsLeaderAddress, lwsv1.LwsGroupSize, lwsv1.LwsWo
 // server-running pod from it (the user's server, in sleep mode).
 func dualPodsTemplate(role *api.Role, readinessPort int32, tpl *corev1.PodTemplateSpec) error {
 	mf := role.ModelFlexibility
-	server := tpl.Spec.Containers[api.ServingContainerIndex]
+	server := tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	probes, admin := mf.ProbesPortOrDefault(), mf.AdminPortOrDefault()
 	patch, err := serverPatch(&server, readinessPort, tpl.Spec.Volumes, probes, admin)
 	if err != nil {
@@ -85,7 +85,7 @@ func dualPodsTemplate(role *api.Role, readinessPort int32, tpl *corev1.PodTempla
 			Path: "/ready", Port: intstr.FromInt32(probes),
 		}}, PeriodSeconds: 5},
 		Resources: corev1.ResourceRequirements{
-			Limits:   corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(api.GPUsPerPod(&server), resource.DecimalSI)},
+			Limits:   corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(api.ContainerGPUs(&server), resource.DecimalSI)},
 			Requests: requesterRequests.DeepCopy(),
 		},
 	}}
@@ -152,7 +152,7 @@ func serverPatch(server *corev1.Container, readinessPort int32, volumes []corev1
 // and FMA gives the server the requester's): cpu and memory requests explicit, a limit standing
 // in for a missing request, as Kubernetes defaults it.
 func serverResources(server *corev1.Container) corev1.ResourceRequirements {
-	out := corev1.ResourceRequirements{Requests: containerRequests(server), Limits: server.Resources.Limits.DeepCopy()}
+	out := corev1.ResourceRequirements{Requests: api.ContainerRequests(server), Limits: server.Resources.Limits.DeepCopy()}
 	delete(out.Requests, api.GPUResourceName)
 	delete(out.Limits, api.GPUResourceName)
 	if len(out.Limits) == 0 {

@@ -339,7 +339,7 @@ func checkModels(t *testing.T, tree *topology.Tree) {
 				continue // streamed: no volume; dual pods: the volume is in FMA's server patch
 			}
 			mounted := false
-			for _, vm := range tpl.Spec.Containers[api.ServingContainerIndex].VolumeMounts {
+			for _, vm := range tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)].VolumeMounts {
 				mounted = mounted || (vm.Name == api.ModelVolumeName && vm.MountPath == api.ModelMountPath && vm.ReadOnly)
 			}
 			if !mounted {

@@ -188,7 +188,7 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 	}
 	owner := api.ModelOwner(role)
 	m := resolved.Models[owner]
-	server := &tpl.Spec.Containers[api.ServingContainerIndex]
+	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	if volume := modelVolume(serviceName, owner, m); volume != nil {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: api.ModelVolumeName, VolumeSource: *volume})
 		server.VolumeMounts = append(server.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: api.ModelMountPath, ReadOnly: true})

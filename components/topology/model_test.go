@@ -67,7 +67,7 @@ func TestStory4DownloadsItsModelOnce(t *testing.T) {
 	}
 	for _, lws := range lwss {
 		for _, tpl := range []*corev1.PodTemplateSpec{lws.Spec.LeaderWorkerTemplate.LeaderTemplate, &lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
-			server := tpl.Spec.Containers[api.ServingContainerIndex]
+			server := tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 			assert.Contains(t, server.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: "/models", ReadOnly: true}, lws.Name)
 			assert.Contains(t, tpl.Spec.Volumes, corev1.Volume{Name: api.ModelVolumeName, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "deepseek-r1-cached-model", ReadOnly: true}}}, lws.Name)

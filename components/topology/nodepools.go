@@ -121,7 +121,7 @@ func poolLimit(spec *api.InferenceServiceSpec, service string, pool *api.NodePoo
 		if role.NodePool != pool.Name || !role.ComponentType.Serving() {
 			continue
 		}
-		gpus := api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex])
+		gpus := api.PodGPUs(&role.Template.Spec)
 		if gpus == 0 {
 			continue
 		}

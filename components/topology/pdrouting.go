@@ -39,7 +39,7 @@ func routePrefillDecode(tpl *corev1.PodTemplateSpec, role *api.Role) {
 // stops after it.
 func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 	poolPort := routing.PoolPort
-	server := &tpl.Spec.Containers[api.ServingContainerIndex]
+	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	connector := api.RoutingConnector(server)
 	vllmPort := int32(api.DecodeVLLMPort)
 	setFlag(server, "--port", strconv.Itoa(api.DecodeVLLMPort))

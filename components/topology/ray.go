@@ -1,7 +1,7 @@
 package topology
 
 import (
-	"strings"
+	"strconv"
 
 	"al.essio.dev/pkg/shellescape"
 	corev1 "k8s.io/api/core/v1"
@@ -13,14 +13,14 @@ import (
 
 // Ray launch of a multi-node vLLM replica (docs/design/0000-the-fusioninfer-design.md): the leader starts the Ray head
 // and then the server with the Ray executor; the workers join the head and block.
-const (
-	RayPort     = 6379
-	rayPortName = "ray"
+// The Ray head's port is api.RayHeadPort: validation keeps the server off it.
+var (
 	// RayWorkerScript joins the replica's Ray head; LWS injects the leader's address.
-	RayWorkerScript = "ray start --address=$" + lwsv1.LwsLeaderAddress + ":6379 --block"
-	rayHeadCommand  = "ray start --head --port=6379"
-	rayBackendFlag  = "--distributed-executor-backend"
+	RayWorkerScript = "ray start --address=$" + lwsv1.LwsLeaderAddress + ":" + strconv.Itoa(int(api.RayHeadPort)) + " --block"
+	rayHeadCommand  = "ray start --head --port=" + strconv.Itoa(int(api.RayHeadPort))
 )
+
+const rayBackendFlag = "--distributed-executor-backend"
 
 // defaultServeCommand runs the server when the container has no command: the entrypoint of the
 // vllm/vllm-openai image.
@@ -45,22 +45,22 @@ func RayLeaderScript(server *corev1.Container) string {
 
 // rayLeaderTemplate turns the role's template into the leader's: the Ray head plus the server.
 func rayLeaderTemplate(tpl *corev1.PodTemplateSpec) {
-	server := &tpl.Spec.Containers[api.ServingContainerIndex]
+	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	script := RayLeaderScript(server)
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
 	for _, p := range server.Ports {
-		if p.ContainerPort == RayPort || strings.EqualFold(p.Name, rayPortName) {
+		if p.ContainerPort == api.RayHeadPort { // the user's own ray port: validation allows only Ray's
 			return
 		}
 	}
-	server.Ports = append(server.Ports, corev1.ContainerPort{Name: rayPortName, ContainerPort: RayPort, Protocol: corev1.ProtocolTCP})
+	server.Ports = append(server.Ports, corev1.ContainerPort{Name: api.RayPortName, ContainerPort: api.RayHeadPort, Protocol: corev1.ProtocolTCP})
 }
 
 // rayWorkerTemplate turns the role's template into a worker's: it joins the head and serves
 // nothing, so it has no serving ports and no probes of the server (which would never pass).
 func rayWorkerTemplate(tpl *corev1.PodTemplateSpec) {
-	server := &tpl.Spec.Containers[api.ServingContainerIndex]
+	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{RayWorkerScript}
 	server.Ports = nil

@@ -70,7 +70,7 @@ func Summarize(t *Tree) Summary {
 		}
 		rs := RoleSummary{
 			Name: role.Name, ComponentType: role.ComponentType, Replicas: role.ReplicaCount(), NodesPerRep: role.NodeCount(),
-			GPUsPerPod: api.GPUsPerPod(&role.Template.Spec.Containers[api.ServingContainerIndex]), MinReplicas: role.ReplicaCount(),
+			GPUsPerPod: api.PodGPUs(&role.Template.Spec), MinReplicas: role.ReplicaCount(),
 			MaxReplicas: role.MaxReplicaCount(),
 		}
 		rs.Pods = int64(rs.Replicas) * int64(rs.NodesPerRep)

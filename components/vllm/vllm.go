@@ -35,6 +35,37 @@ func IsShellScript(c *corev1.Container) bool {
 	return false
 }
 
+// RunsServer reports whether a container is vLLM's server, by what it runs: its command line calls
+// the vllm CLI (`vllm serve`, also by a path or inside a shell script) or one of vLLM's entrypoint
+// modules (`python -m vllm.entrypoints.openai.api_server`), or it has no command and its image is
+// vLLM's, a repository named vllm-* (vllm/vllm-openai, whose entrypoint is `vllm serve`).
+func RunsServer(c *corev1.Container) bool {
+	if len(c.Command) == 0 && isServerImage(c.Image) {
+		return true
+	}
+	var fields []string
+	for _, word := range CommandLine(c) {
+		fields = append(fields, strings.Fields(word)...) // a shell script is one word
+	}
+	for i, w := range fields {
+		if strings.HasPrefix(w, entrypointsModule) || (path.Base(w) == "vllm" && i+1 < len(fields) && fields[i+1] == serveWord) {
+			return true
+		}
+	}
+	return false
+}
+
+// entrypointsModule is the package of vLLM's server modules, run with `python -m`.
+const entrypointsModule = "vllm.entrypoints"
+
+// isServerImage: the image's repository, without registry, tag or digest, is vllm or vllm-*.
+func isServerImage(image string) bool {
+	image, _, _ = strings.Cut(image, "@")
+	repository := path.Base(image)
+	repository, _, _ = strings.Cut(repository, ":")
+	return repository == "vllm" || strings.HasPrefix(repository, "vllm-")
+}
+
 // HasFlag reports whether a boolean flag is on the command line ("--flag" or "--flag=value").
 func HasFlag(c *corev1.Container, flag string) bool {
 	for _, w := range CommandLine(c) {

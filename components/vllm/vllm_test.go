@@ -80,3 +80,25 @@ func TestModelAndSetModel(t *testing.T) {
 		})
 	}
 }
+
+func TestRunsServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    corev1.Container
+		want bool
+	}{
+		{"the vLLM image's entrypoint", corev1.Container{Image: "vllm/vllm-openai:v0.33.0", Args: []string{"--model", "m"}}, true},
+		{"a vLLM image by digest", corev1.Container{Image: "registry.example.com/mirror/vllm-openai@sha256:abc"}, true},
+		{"a vLLM image on a registry with a port", corev1.Container{Image: "localhost:5000/vllm:dev"}, true},
+		{"vllm serve", corev1.Container{Image: "ghcr.io/llm-d/llm-d-cuda:v0.4", Command: []string{"vllm", "serve", "m"}}, true},
+		{"vllm serve by path", corev1.Container{Image: "x", Command: []string{"/usr/local/bin/vllm"}, Args: []string{"serve", "m"}}, true},
+		{"python -m", corev1.Container{Image: "x", Command: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}}, true},
+		{"a shell script", corev1.Container{Image: "x", Command: []string{"sh", "-c"}, Args: []string{"nvidia-smi && exec vllm serve m --port 8200"}}, true},
+		{"a sidecar", corev1.Container{Image: "fluent/fluent-bit:3.2"}, false},
+		{"a vLLM image running something else", corev1.Container{Image: "vllm/vllm-openai:v0.33.0", Command: []string{"sleep", "infinity"}}, false},
+		{"a script that only names vllm", corev1.Container{Image: "busybox", Command: []string{"sh", "-c", "tail -f /var/log/vllm"}}, false},
+		{"an image named like vLLM's", corev1.Container{Image: "example.com/vllmish:1"}, false},
+	} {
+		assert.Equal(t, tc.want, RunsServer(&tc.c), tc.name)
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestPlanFlagsSayWhatIsAllowed: a cluster size that is no whole number of nodes, or GPUs that
+// cannot be counted, are refused with what --nodes and --gpus-per-node take, exit 1.
+func TestPlanFlagsSayWhatIsAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  []string // substrings of the first line on stderr
+	}{
+		{"a word", []string{"--nodes", "abc", "--gpus-per-node", "8"},
+			[]string{`"abc"`, "--nodes", "whole numbers of nodes", "--nodes 10,8,6"}},
+		{"a fraction", []string{"--nodes", "4,2.5", "--gpus-per-node", "8"}, []string{`"2.5"`, "whole numbers of nodes"}},
+		{"negative", []string{"--nodes", "-3", "--gpus-per-node", "8"}, []string{`"-3"`, "whole numbers of nodes"}},
+		{"too many to count", []string{"--nodes", "99999999999999999999", "--gpus-per-node", "8"},
+			[]string{`"99999999999999999999"`, "at most 9223372036854775807"}},
+		{"GPUs a word", []string{"--nodes", "4", "--gpus-per-node", "eight"}, []string{`"eight"`, "--gpus-per-node", "a whole number of GPUs"}},
+		{"GPUs none", []string{"--nodes", "4", "--gpus-per-node", "0"}, []string{"--gpus-per-node", "at least 1"}},
+		{"more GPUs than can be counted", []string{"--nodes", "1000000000", "--gpus-per-node", "10000000000"},
+			[]string{"1000000000 nodes x 10000000000 GPUs", "at most 9223372036854775807"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runMain(append([]string{"plan", "-f", story4}, tc.flags...), strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out.String())
+			firstLine, _, _ := strings.Cut(errOut.String(), "\n")
+			assert.NotContains(t, errOut.String(), "strconv")
+			for _, want := range tc.want {
+				assert.Contains(t, firstLine, want)
+			}
+		})
+	}
+}
+
+// TestPlanOfAHugeCluster: a billion nodes of a billion GPUs each cost what the service costs.
+func TestPlanOfAHugeCluster(t *testing.T) {
+	stdout, stderr, err := run(t, "", "plan", "-f", story4, "--nodes", "1000000000,4", "--gpus-per-node", "1000000000")
+	requireExit(t, 0, err, stderr)
+	assert.Contains(t, stdout, "1000000000000000000 GPUs (1000000000 x 1000000000)")
+	assert.Contains(t, stdout, "4000000000 GPUs (4 x 1000000000)")
+}
