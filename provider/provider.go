@@ -39,11 +39,13 @@ func New() (p.Provider, error) {
 				"respectSchemaVersion": true,
 			},
 			// The Node SDK asks for the same Pulumi SDK floor as the Python one (pulumi's Python codegen
-			// writes >=3.231.0; its Node codegen would write ^3.142.0, MinimumValidSDKVersion in
-			// pkg/codegen/nodejs/gen.go), the floor README names.
+			// writes >=3.231.0,<4.0.0; its Node codegen would write ^3.142.0, MinimumValidSDKVersion in
+			// pkg/codegen/nodejs/gen.go), the floor README names. Both ask the same of pulumi-kubernetes
+			// (kubernetesRequirement).
 			"nodejs": map[string]any{"packageName": "@fusioninfer/pulumi-fusioninfer", "respectSchemaVersion": true,
-				"dependencies": map[string]string{"@pulumi/pulumi": "^3.231.0"}},
-			"python": map[string]any{"packageName": "pulumi_fusioninfer", "pyproject": map[string]any{"enabled": true}, "respectSchemaVersion": true},
+				"dependencies": map[string]string{"@pulumi/pulumi": "^3.231.0", "@pulumi/kubernetes": kubernetesRequirement.npm()}},
+			"python": map[string]any{"packageName": "pulumi_fusioninfer", "pyproject": map[string]any{"enabled": true}, "respectSchemaVersion": true,
+				"requires": map[string]string{"pulumi_kubernetes": kubernetesRequirement.pip()}},
 		}).
 		WithComponents(infer.ComponentF(construct), infer.ComponentF(constructPlatform)).
 		Build()

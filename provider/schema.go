@@ -19,6 +19,23 @@ import (
 // KubernetesVersion is the pulumi-kubernetes release whose PodTemplateSpec the pod templates are.
 const KubernetesVersion = "4.33.0"
 
+// kubernetesRequirement is what the TypeScript and Python SDKs ask of pulumi-kubernetes: the
+// release whose types they refer to or a later one of its major version, whose types are the
+// same. One rule for both, stated in each language's words (npm ^4.33.0, pip >=4.33.0,<5.0.0),
+// as Pulumi's codegen states the Pulumi SDK's. The schema declares no package dependency on
+// kubernetes: Pulumi's Node codegen would write it as an exact pin over this one
+// (pkg/codegen/nodejs/gen.go genNPMPackageMetadata), its Python codegen as a floor (python/gen.go GeneratePackage).
+var kubernetesRequirement = sdkRequirement(semver.MustParse(KubernetesVersion))
+
+// sdkRequirement is a package release and every later one of its major version.
+type sdkRequirement semver.Version
+
+func (r sdkRequirement) npm() string { return "^" + semver.Version(r).String() }
+
+func (r sdkRequirement) pip() string {
+	return fmt.Sprintf(">=%s,<%d.0.0", semver.Version(r), r.Major+1)
+}
+
 // kubernetesTypesRef is where the kubernetes package's core/v1 types are, as a cross-package reference.
 const kubernetesTypesRef = "/kubernetes/v" + KubernetesVersion + "/schema.json#/types/kubernetes:core/v1:"
 
@@ -47,8 +64,8 @@ func withKubernetesReferences(prov p.Provider) p.Provider {
 }
 
 // rewriteSchema makes the inferred schema the one SDKs are generated from: the input model's
-// upstream Kubernetes types are the kubernetes package's (declared as a dependency; a schema that
-// still refers to an inlined copy is refused), IntOrString is an integer or a string, and every
+// upstream Kubernetes types are the kubernetes package's (which the SDKs require: kubernetesRequirement;
+// a schema that still refers to an inlined copy is refused), IntOrString is an integer or a string, and every
 // property is described.
 func rewriteSchema(raw string) (string, error) {
 	var spec pschema.PackageSpec
@@ -76,8 +93,6 @@ func rewriteSchema(raw string) (string, error) {
 	}
 	withEnums(&spec)
 	describe(&spec)
-	version := semver.MustParse(KubernetesVersion)
-	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
 	out, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return "", err

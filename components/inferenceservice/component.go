@@ -119,8 +119,12 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 			return nil, err
 		}
 	}
+	failures, err := newWaitFailures(ctx, name, component, shape, refs)
+	if err != nil {
+		return nil, err
+	}
 	for i, ref := range refs {
-		child, err := registerChild(ctx, name, component, tree, i, ref)
+		child, err := registerChild(ctx, name, component, tree, i, ref, failures)
 		if err != nil {
 			return nil, err
 		}
@@ -174,8 +178,9 @@ func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]
 
 // registerChild registers the i-th object of the tree as a pulumi-kubernetes resource, named
 // "{component}-{suffix}", parented to the component. Its name, namespace and kind are known at
-// preview; its contents come from the tree.
-func registerChild(ctx *pulumi.Context, componentName string, component *InferenceService, tree pulumi.AnyOutput, i int, ref topology.Ref) (*apiextensions.CustomResource, error) {
+// preview; its contents come from the tree. An awaited LWS's failure is reported by failures.
+func registerChild(ctx *pulumi.Context, componentName string, component *InferenceService, tree pulumi.AnyOutput, i int, ref topology.Ref,
+	failures *waitFailures) (*apiextensions.CustomResource, error) {
 	object := tree.ApplyT(func(t any) (map[string]any, error) {
 		return t.(*topology.Tree).Objects[i].Unstructured()
 	}).(pulumi.MapOutput)
@@ -220,7 +225,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 	for _, f := range topology.BodyFields(ref.TypeMeta) {
 		inputs[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
 	}
-	opts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn)}
+	opts := append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn)}, failures.option(ref)...)
 	if !ref.RolledInBatches() {
 		if ignored := ref.IgnoredFields(); len(ignored) > 0 {
 			opts = append(opts, pulumi.IgnoreChanges(ignored))
@@ -229,10 +234,13 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 			opts = append(opts, pulumi.ReplaceOnChanges([]string{"spec"}), pulumi.DeleteBeforeReplace(true))
 		}
 		var child apiextensions.CustomResource
-		err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, inputs, &child, opts...)
-		return &child, err
+		if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, inputs, &child, opts...); err != nil {
+			return nil, err
+		}
+		failures.watch(ref, &child, dependsOn)
+		return &child, nil
 	}
-	return registerRolledLeaderWorkerSet(ctx, componentName, component, ref, inputs, dependsOn, resolve)
+	return registerRolledLeaderWorkerSet(ctx, componentName, component, ref, inputs, dependsOn, resolve, failures)
 }
 
 // registerRolledLeaderWorkerSet registers an LWS that a rollout updates in batches as two
@@ -248,7 +256,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 // on the object: the state the provider returns for it is the same whether its wait saw the
 // object before or after that apply (docs/design/0018-a-rollout-that-changes-nothing.md).
 func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref topology.Ref,
-	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error)) (*apiextensions.CustomResource, error) {
+	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error), failures *waitFailures) (*apiextensions.CustomResource, error) {
 	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
 	forced := kubernetes.UntypedArgs{}
 	for k, v := range inputs {
@@ -266,20 +274,25 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	}
 	var lws apiextensions.CustomResource
 	if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, forced, &lws,
-		pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)); err != nil {
+		append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)}, failures.option(ref)...)...); err != nil {
 		return nil, err
 	}
+	failures.watch(ref, &lws, dependsOn)
 	after, err := resolve(ref.RolloutAfter)
 	if err != nil {
 		return nil, err
 	}
-	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(append([]pulumi.Resource{&lws}, after...)), pulumi.RetainOnDelete(true)}
+	rolloutDependsOn := append([]pulumi.Resource{&lws}, after...)
+	rolloutOpts := append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(rolloutDependsOn), pulumi.RetainOnDelete(true)}, failures.option(ref)...)
 	if ref.Pinned {
 		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(topology.TemplateFields))
 	}
 	var rollout apiextensions.CustomResource
-	err = ctx.RegisterResource(kubetoken.PatchOf(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...)
-	return &rollout, err
+	if err := ctx.RegisterResource(kubetoken.PatchOf(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...); err != nil {
+		return nil, err
+	}
+	failures.watch(ref, &rollout, rolloutDependsOn)
+	return &rollout, nil
 }
 
 // The rollout of an LWS is applied with force: its first apply shares the fields the LWS

@@ -36,6 +36,14 @@ type Monitor struct {
 
 	mu        sync.Mutex
 	resources []Resource
+	logs      []Log
+}
+
+// Log is a message the program logged (ctx.Log), which the SDK's mock engine drops.
+type Log struct {
+	Severity, Message string
+	// Resource is the URN of the resource it is about, empty for none.
+	Resource string
 }
 
 // NewResource implements pulumi.MockResourceMonitor: it echoes the inputs as outputs.
@@ -102,9 +110,59 @@ func (m *Monitor) Find(name string) (Resource, bool) {
 // Preview runs the program as `pulumi preview` does (unknown outputs stay unknown).
 func Preview(info *pulumi.RunInfo) { info.DryRun = true }
 
-// Run runs a program under the monitor.
+// Logs are the messages the program logged so far, in order.
+func (m *Monitor) Logs() []Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Log{}, m.logs...)
+}
+
+// Run runs a program under the monitor, recording what it logs.
 func (m *Monitor) Run(body pulumi.RunFunc, opts ...pulumi.RunOption) error {
-	return pulumi.RunErr(body, append([]pulumi.RunOption{pulumi.WithMocks("project", "stack", m)}, opts...)...)
+	recorded := func(ctx *pulumi.Context) error {
+		ctx.Log = &recordingLog{next: ctx.Log, ctx: ctx, monitor: m}
+		return body(ctx)
+	}
+	return pulumi.RunErr(recorded, append([]pulumi.RunOption{pulumi.WithMocks("project", "stack", m)}, opts...)...)
+}
+
+// recordingLog records each message in its monitor, then logs it as the context would.
+type recordingLog struct {
+	next    pulumi.Log
+	ctx     *pulumi.Context
+	monitor *Monitor
+}
+
+func (l *recordingLog) record(severity, msg string, args *pulumi.LogArgs) {
+	entry := Log{Severity: severity, Message: msg}
+	if args != nil && args.Resource != nil {
+		if urn, known, err := Await(l.ctx.Context(), args.Resource.URN()); err == nil && known {
+			entry.Resource = string(urn.(pulumi.URN))
+		}
+	}
+	l.monitor.mu.Lock()
+	l.monitor.logs = append(l.monitor.logs, entry)
+	l.monitor.mu.Unlock()
+}
+
+func (l *recordingLog) Debug(msg string, args *pulumi.LogArgs) error {
+	l.record("debug", msg, args)
+	return l.next.Debug(msg, args)
+}
+
+func (l *recordingLog) Info(msg string, args *pulumi.LogArgs) error {
+	l.record("info", msg, args)
+	return l.next.Info(msg, args)
+}
+
+func (l *recordingLog) Warn(msg string, args *pulumi.LogArgs) error {
+	l.record("warning", msg, args)
+	return l.next.Warn(msg, args)
+}
+
+func (l *recordingLog) Error(msg string, args *pulumi.LogArgs) error {
+	l.record("error", msg, args)
+	return l.next.Error(msg, args)
 }
 
 // Await resolves an output inside a running program.

@@ -4,9 +4,11 @@ package readme
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,10 +76,12 @@ func TestREADMEInstallsTheSDKsAsCIDoes(t *testing.T) {
 	}
 }
 
-// TestREADMEFloorsAreWhatTheSDKsPin: the README's row for the Pulumi CLI and the pulumi-kubernetes
-// provider names the floors the generated SDKs ask for (the Node and Python SDKs' Pulumi SDK, their
-// pulumi-kubernetes), so a user who installs what the README says gets what the SDKs accept.
-func TestREADMEFloorsAreWhatTheSDKsPin(t *testing.T) {
+// TestREADMEFloorsAreWhatTheSDKsRequire: the README's row for the Pulumi CLI and the
+// pulumi-kubernetes provider names what the generated SDKs ask for (the Node and Python SDKs'
+// Pulumi SDK, their pulumi-kubernetes), so a user who installs what the README says gets what the
+// SDKs accept; and the two SDKs ask for the same: a floor and the next major version as the cap
+// (npm's ^X.Y.Z is pip's >=X.Y.Z,<X+1.0.0), so npm and pip pick from the same releases.
+func TestREADMEFloorsAreWhatTheSDKsRequire(t *testing.T) {
 	read := func(path string) string {
 		data, err := os.ReadFile(filepath.Join(testcli.Root(), path))
 		require.NoError(t, err)
@@ -93,16 +97,26 @@ func TestREADMEFloorsAreWhatTheSDKsPin(t *testing.T) {
 	var pkg struct{ Dependencies map[string]string }
 	require.NoError(t, json.Unmarshal([]byte(read("sdk/nodejs/package.json")), &pkg))
 	pyproject := read("sdk/python/pyproject.toml")
-	for _, pin := range []struct{ what, readme, sdk string }{
-		{"Node's @pulumi/pulumi", "3.231 or later", pkg.Dependencies["@pulumi/pulumi"]},
-		{"Node's @pulumi/kubernetes", "; 4.33 ", pkg.Dependencies["@pulumi/kubernetes"]},
+	for _, dep := range []struct{ what, npm, pip, readme string }{
+		{"the Pulumi SDK", "@pulumi/pulumi", "pulumi", "3.231 or later"},
+		{"pulumi-kubernetes", "@pulumi/kubernetes", "pulumi_kubernetes", "; 4.33 or later, below 5 "},
 	} {
-		assert.Contains(t, row, pin.readme, "README names the floor of %s", pin.what)
-		floor := strings.TrimSuffix(strings.TrimSuffix(strings.Trim(pin.readme, "; "), " or later"), " ")
-		assert.True(t, strings.HasPrefix(strings.TrimPrefix(pin.sdk, "^"), floor+"."), "%s is %q, README says %s", pin.what, pin.sdk, floor)
+		npm := pkg.Dependencies[dep.npm]
+		floor, isCaret := strings.CutPrefix(npm, "^")
+		require.True(t, isCaret, "Node's %s is a floor up to the next major version (^X.Y.Z), not %q", dep.npm, npm)
+		major, _, _ := strings.Cut(floor, ".")
+		next, err := strconv.Atoi(major)
+		require.NoError(t, err, "Node's %s: %q", dep.npm, npm)
+		_, pip, found := strings.Cut(pyproject, `"`+dep.pip+`>=`)
+		require.True(t, found, "Python's %s has a floor", dep.pip)
+		pip, _, _ = strings.Cut(pip, `"`)
+		assert.Equal(t, fmt.Sprintf("%s,<%d.0.0", floor, next+1), pip, "Python's %s asks for what Node's %s does (%s)", dep.pip, dep.npm, npm)
+
+		assert.Contains(t, row, dep.readme, "README names what the SDKs ask of %s", dep.what)
+		readmeFloor, _, _ := strings.Cut(strings.TrimPrefix(dep.readme, "; "), " or later")
+		assert.True(t, strings.HasPrefix(floor, readmeFloor+"."), "the SDKs' floor of %s is %s, README says %s", dep.what, floor, readmeFloor)
 	}
-	assert.Contains(t, pyproject, `"pulumi>=3.231.0,`, "Python's Pulumi SDK floor is README's 3.231")
-	assert.Contains(t, pyproject, `"pulumi_kubernetes>=4.33.0"`, "Python's pulumi-kubernetes floor is README's 4.33")
+	assert.Contains(t, row, "below 5 (what the SDKs require)", "README says its pulumi-kubernetes range is the SDKs'")
 }
 
 // makeRecipe is the Makefile's rule that starts with the line "target" (its prerequisites may
@@ -113,4 +127,35 @@ func makeRecipe(t *testing.T, makefile, target string) string {
 	require.True(t, found, "the Makefile has a rule %s", target)
 	recipe, _, _ := strings.Cut(after, "\n\n")
 	return recipe
+}
+
+// TestYAMLExamplesAddThePackageAsDocsSay: each YAML example's `pulumi package add` is
+// docs/languages.md's, at the VERSION file's tag, so the plugin built is the one the example was
+// written for (without a version, Pulumi builds the default branch).
+func TestYAMLExamplesAddThePackageAsDocsSay(t *testing.T) {
+	root := testcli.Root()
+	version, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	require.NoError(t, err)
+	languages, err := os.ReadFile(filepath.Join(root, "docs/languages.md"))
+	require.NoError(t, err)
+	_, after, found := strings.Cut(string(languages), "`pulumi package add ")
+	require.True(t, found, "docs/languages.md says how to add the package from source")
+	documented, _, _ := strings.Cut(after, "`")
+	require.Contains(t, documented, "@v{VERSION}", "docs/languages.md adds the package at a tag")
+	want := "pulumi package add " + strings.ReplaceAll(documented, "{VERSION}", strings.TrimSpace(string(version)))
+
+	programs, err := filepath.Glob(filepath.Join(root, "examples/yaml/*/Pulumi.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, programs)
+	for _, program := range programs {
+		data, err := os.ReadFile(program)
+		require.NoError(t, err)
+		var commands []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if _, command, found := strings.Cut(line, "pulumi package add"); found {
+				commands = append(commands, strings.TrimSpace("pulumi package add"+command))
+			}
+		}
+		assert.Equal(t, []string{want}, commands, "%s adds the package as docs/languages.md does", program)
+	}
 }
