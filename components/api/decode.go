@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -245,7 +247,7 @@ func absoluteYAMLLines(msg string, startLine int) string {
 func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	var typeErr *json.UnmarshalTypeError
 	if !errors.As(err, &typeErr) {
-		return decodeProblem{message: err.Error(), typeError: true}
+		return unmarshalerProblem(jsonData, err, root)
 	}
 	// A type's own UnmarshalJSON (intstr.IntOrString's) reports an offset within its value:
 	// the value found there is then not the field named (nor a map value of it), and the
@@ -256,8 +258,11 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	}
 	want := "a " + typeErr.Type.String()
 	switch typeErr.Type.Kind() {
-	case reflect.Int, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
 	case reflect.String:
 		want = "a string"
 	case reflect.Bool:
@@ -272,3 +277,42 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	}
 	return decodeProblem{path, fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), true}
 }
+
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// unmarshalerProblem says which field a type's own UnmarshalJSON refused, and why: encoding/json
+// returns such an error as it is, with neither the field nor an offset, so the value is found by
+// decoding each value of such a type again, in document order (valueRefusedBy). A quantity's
+// error is its parser's regular expression (resource.ErrFormatWrong): it is said in words.
+func unmarshalerProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
+	path, value, t, refusal := valueRefusedBy(jsonData, root)
+	if refusal == nil { // not found again: the decoder's own words are all there is
+		return decodeProblem{message: err.Error(), typeError: true}
+	}
+	if indirect(t) == quantityType {
+		return decodeProblem{path, fmt.Sprintf("%s: must be a quantity such as 16Gi, 500m or 2, not %s", path, value), true}
+	}
+	return decodeProblem{path, fmt.Sprintf("%s: %s, not %s", path, refusal.Error(), value), true}
+}
+
+// valueRefusedBy is the first value in jsonData, under the type root, whose type's own
+// UnmarshalJSON refuses it: its field path, the value as written, its type and the refusal.
+func valueRefusedBy(jsonData []byte, root reflect.Type) (path string, value json.RawMessage, t reflect.Type, refusal error) {
+	jsonWalk{beforeValue: func(dec *json.Decoder, at *field.Path, vt reflect.Type) (read, stop bool) {
+		if vt == nil || !reflect.PointerTo(indirect(vt)).Implements(unmarshalerType) {
+			return false, false
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return true, true
+		}
+		if err := reflect.New(indirect(vt)).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+			path, value, t, refusal = at.String(), raw, vt, err
+			return true, true
+		}
+		return true, false
+	}}.walk(json.NewDecoder(bytes.NewReader(jsonData)), nil, root)
+	return path, value, t, refusal
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
