@@ -308,13 +308,13 @@ func TestValidationRules(t *testing.T) {
 			p.InstanceTypes = []string{"p5.48xlarge"}
 			p.Labels = map[string]string{"node.kubernetes.io/instance-type": "p4d.24xlarge"}
 			s.Spec.NodePools = []NodePool{p}
-		}, `spec.nodePools[0].labels[node.kubernetes.io/instance-type]: Invalid value: "p4d.24xlarge": contradicts instanceTypes [p5.48xlarge]: ` +
+		}, `spec.nodePools[0].labels[node.kubernetes.io/instance-type]: Invalid value: "p4d.24xlarge": contradicts instanceTypes p5.48xlarge: ` +
 			`Karpenter gives every node of the pool both, and no instance type has both; set instanceTypes instead`},
 		{"a label contradicts the default capacity type", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
 			p.Labels = map[string]string{"karpenter.sh/capacity-type": "spot"}
 			s.Spec.NodePools = []NodePool{p}
-		}, `spec.nodePools[0].labels[karpenter.sh/capacity-type]: Invalid value: "spot": contradicts capacityTypes [on-demand]`},
+		}, `spec.nodePools[0].labels[karpenter.sh/capacity-type]: Invalid value: "spot": contradicts capacityTypes on-demand`},
 		{"a taint value is a qualified name", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
 			p.Taints = []Taint{{Key: "dedicated", Value: "llm serving", Effect: "NoSchedule"}}
