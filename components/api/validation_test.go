@@ -145,7 +145,7 @@ func TestValidationRules(t *testing.T) {
 		{"a serving port that parses, with or without a router", func(s *InferenceService) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--port", "abc")
-		}, `spec.roles[0].template.spec.containers[0].ports: Invalid value: null: no serving port: --port "abc": must be a port number`},
+		}, `spec.roles[0].template.spec.containers[0].args: Invalid value: "abc": --port must be a port, a whole number from 1 to 65535`},
 		{"a GPU count is not negative", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Limits[GPUResourceName] = resource.MustParse("-2")
 		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "-2": a GPU count is a whole number of devices, at least 1`},
