@@ -70,13 +70,7 @@ func Decode(data []byte) ([]Document, []error) {
 func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, error) {
 	jsonData, err := yaml.YAMLToJSONStrict(text)
 	if err != nil {
-		line := startLine
-		if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil {
-				line = n + startLine - 1
-			}
-		}
-		return nil, manifestLines{}, &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
+		return nil, manifestLines{}, yamlError(err, startLine)
 	}
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
 		return nil, manifestLines{}, nil
@@ -92,6 +86,72 @@ func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, er
 	}
 	return svc, lines, nil
 }
+
+// yamlError is a YAML parser's error in a document that starts at startLine, at the line it names.
+func yamlError(err error, startLine int) *DecodeError {
+	line := startLine
+	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			line = n + startLine - 1
+		}
+	}
+	return &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
+}
+
+// DecodeFile decodes a file of one YAML or JSON document that is not a manifest (a nodes file, a
+// Platform spec) into the struct into points to, as strictly as a manifest. Its problems come as
+// a *FileError, each at its line; the FileLines it returns put the problems found later
+// (validation's) at theirs.
+func DecodeFile(file string, data []byte, into any) (FileLines, error) {
+	jsonData, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return FileLines{file: file}, &FileError{File: file, Problems: yamlError(err, 1).Problems}
+	}
+	lines := FileLines{file, newManifestLines(data, 1)}
+	if problems := strictDecode(jsonData, into); len(problems) > 0 {
+		located := make([]Problem, len(problems))
+		for i, p := range problems {
+			located[i] = Problem{Line: lines.lines.line(p.path), Message: p.message}
+		}
+		return lines, &FileError{File: file, Problems: located}
+	}
+	return lines, nil
+}
+
+// FileLines finds the lines of field paths in a file DecodeFile read.
+type FileLines struct {
+	file  string
+	lines manifestLines
+}
+
+// Error is errs at their lines in the file, or nil when there are none.
+func (l FileLines) Error(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	problems := make([]Problem, len(errs))
+	for i, err := range errs {
+		problems[i] = Problem{Line: l.lines.line(err.Field), Message: err.Error()}
+	}
+	return &FileError{File: l.file, Problems: problems}
+}
+
+// FileError is every problem of a file that is not a manifest, each at its line.
+type FileError struct {
+	File     string
+	Problems []Problem
+}
+
+// Lines are the problems, one a line: "nodes.yaml:4: nodes[1].name: Duplicate value: ...".
+func (e *FileError) Lines() []string {
+	out := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = fmt.Sprintf("%s:%d: %s", e.File, p.Line, p.Message)
+	}
+	return out
+}
+
+func (e *FileError) Error() string { return strings.Join(e.Lines(), "; ") }
 
 // LineOf is the manifest line of the field at path (a field.Error's Field), or of its deepest
 // parent the document has.
