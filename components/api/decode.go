@@ -146,7 +146,10 @@ type FileError struct {
 func (e *FileError) Lines() []string {
 	out := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		out[i] = fmt.Sprintf("%s:%d: %s", e.File, p.Line, p.Message)
+		out[i] = p.Message
+		if e.File != "" { // a spec given as values, not a file
+			out[i] = fmt.Sprintf("%s:%d: %s", e.File, p.Line, p.Message)
+		}
 	}
 	return out
 }
