@@ -217,6 +217,13 @@ func strictDecode(jsonData []byte, into any) []decodeProblem {
 // unknown or duplicated field, or the value of the wrong type, named by its path); the error
 // holds every problem.
 func DecodeStrictly(jsonData []byte, into any) error {
+	return DecodeStrictlyAt(jsonData, into, nil)
+}
+
+// DecodeStrictlyAt is DecodeStrictly of a value that is at the field path at of a larger
+// document (a role's pod template, which the component receives on its own): every problem
+// names its field from the document's root.
+func DecodeStrictlyAt(jsonData []byte, into any, at *field.Path) error {
 	problems := strictDecode(jsonData, into)
 	if len(problems) == 0 {
 		return nil
@@ -224,6 +231,13 @@ func DecodeStrictly(jsonData []byte, into any) error {
 	texts := make([]string, len(problems))
 	for i, p := range problems {
 		texts[i] = p.message
+		switch {
+		case at == nil:
+		case p.path == "": // the value itself is of the wrong type
+			texts[i] = at.String() + ": " + strings.TrimPrefix(p.message, "the document ")
+		default: // each message names its path once, where it starts or quoted
+			texts[i] = strings.Replace(p.message, p.path, at.String()+"."+p.path, 1)
+		}
 	}
 	return errors.New(strings.Join(texts, "; "))
 }
