@@ -43,7 +43,7 @@ func TestConstructPlatformRefusesBadInputs(t *testing.T) {
 	}{
 		{property.NewMap(map[string]property.Value{"volcano": property.New(property.NewMap(map[string]property.Value{
 			"schedulerConfiguration": property.New("actions: enqueue, allocate")}))}),
-			`volcano.schedulerConfiguration.tiers: Invalid value: "": the gang rules need the plugin "gang"`},
+			`volcano.schedulerConfiguration.tiers: Required value: the gang rules need the plugins gang, predicates and proportion`},
 		{property.NewMap(map[string]property.Value{"keda": property.New(property.NewMap(map[string]property.Value{
 			"instal": property.New(false)}))}),
 			`unknown field "keda.instal" (did you mean "install"?)`},

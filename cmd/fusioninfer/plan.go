@@ -76,9 +76,9 @@ func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot read the nodes file: %w; give --nodes-file a readable nodes file (see examples/nodes)", err)
 		}
-		cluster, err := planner.ParseNodesFile(data)
+		cluster, err := planner.ParseNodesFile(o.nodesFile, data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", o.nodesFile, err)
+			return nil, nil, err
 		}
 		return []planner.Cluster{cluster}, []string{fmt.Sprintf("%d GPUs (%s)", cluster.GPUs(), o.nodesFile)}, nil
 	case len(o.nodes) > 0:

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
@@ -57,20 +59,18 @@ func runPlatformRender(stdin io.Reader, stdout, stderr io.Writer, opts platformO
 		return err
 	}
 	spec := &platform.Spec{}
+	var lines api.FileLines
 	if opts.file != "" {
 		data, err := readInput(stdin, opts.file)
 		if err != nil {
 			return err
 		}
-		if spec, err = platform.Decode(data); err != nil {
-			return fmt.Errorf("%s: %w", opts.file, err)
+		if spec, lines, err = platform.DecodeFile(opts.file, data); err != nil {
+			return printFileProblems(stderr, err)
 		}
 	}
-	if errs := platform.Validate(spec); len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintf(stderr, "%s: %v\n", opts.file, err)
-		}
-		return errInvalidInput
+	if err := lines.Error(platform.Validate(spec)); err != nil {
+		return printFileProblems(stderr, err)
 	}
 	objects, err := platform.Render(spec)
 	if err != nil {
@@ -91,4 +91,17 @@ func runPlatformRender(stdin io.Reader, stdout, stderr io.Writer, opts platformO
 	}
 	_, err = stdout.Write(doc)
 	return err
+}
+
+// printFileProblems prints a file's problems one a line, "FILE:LINE: ...", as render prints a
+// manifest's.
+func printFileProblems(stderr io.Writer, err error) error {
+	var fileErr *api.FileError
+	if !errors.As(err, &fileErr) {
+		return err
+	}
+	for _, line := range fileErr.Lines() {
+		fmt.Fprintln(stderr, line)
+	}
+	return errInvalidInput
 }

@@ -43,7 +43,7 @@ func TestPlatformRenderRefusesBadSpecs(t *testing.T) {
 	stdout, stderr, err = run(t, "", "platform", "render", "-f", spec)
 	requireExit(t, 1, err, stderr)
 	require.Empty(t, stdout)
-	require.Equal(t, spec+`: volcano.schedulerConfiguration.tiers: Invalid value: "predicates,proportion": the gang rules need the plugin "gang"`+"\n", stderr)
+	require.Equal(t, spec+`:2: volcano.schedulerConfiguration.tiers: Invalid value: "predicates, proportion": the gang rules need the plugin gang`+"\n", stderr)
 }
 
 func TestPlatformRenderToADirectory(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
@@ -79,7 +80,7 @@ func validateMetric(as *Autoscaling, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case as.Metric == "":
-		errs = append(errs, field.Required(path.Child("metric"), fmt.Sprintf("one of %v, a PromQL query, or follow", KnownMetrics)))
+		errs = append(errs, field.Required(path.Child("metric"), strings.Join(KnownMetrics, ", ")+" or a PromQL query (or set follow instead)"))
 	case metricName.MatchString(as.Metric):
 		if !IsKnownMetric(as.Metric) {
 			errs = append(errs, field.NotSupported(path.Child("metric"), as.Metric, append(KnownMetrics, "a PromQL query")))

@@ -65,7 +65,7 @@ func TestAutoscalingRules(t *testing.T) {
 		{"a query that does not parse", func(s *InferenceService) { decode(s).Metric = "sum(vllm:num_requests_waiting" },
 			`spec.roles[1].autoscaling.metric: Invalid value: "sum(vllm:num_requests_waiting": neither a known metric nor a PromQL query`},
 		{"a metric required", func(s *InferenceService) { decode(s).Metric = "" },
-			"spec.roles[1].autoscaling.metric: Required value"},
+			"spec.roles[1].autoscaling.metric: Required value: vllm:num_requests_waiting, vllm:kv_cache_usage_perc or a PromQL query (or set follow instead)"},
 		{"target 0", func(s *InferenceService) { decode(s).Target = 0 },
 			"spec.roles[1].autoscaling.target: Invalid value: 0: must be > 0"},
 		{"target negative", func(s *InferenceService) { decode(s).Target = -1 },

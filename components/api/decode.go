@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -68,13 +70,7 @@ func Decode(data []byte) ([]Document, []error) {
 func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, error) {
 	jsonData, err := yaml.YAMLToJSONStrict(text)
 	if err != nil {
-		line := startLine
-		if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil {
-				line = n + startLine - 1
-			}
-		}
-		return nil, manifestLines{}, &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
+		return nil, manifestLines{}, yamlError(err, startLine)
 	}
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
 		return nil, manifestLines{}, nil
@@ -90,6 +86,75 @@ func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, er
 	}
 	return svc, lines, nil
 }
+
+// yamlError is a YAML parser's error in a document that starts at startLine, at the line it names.
+func yamlError(err error, startLine int) *DecodeError {
+	line := startLine
+	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			line = n + startLine - 1
+		}
+	}
+	return &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
+}
+
+// DecodeFile decodes a file of one YAML or JSON document that is not a manifest (a nodes file, a
+// Platform spec) into the struct into points to, as strictly as a manifest. Its problems come as
+// a *FileError, each at its line; the FileLines it returns put the problems found later
+// (validation's) at theirs.
+func DecodeFile(file string, data []byte, into any) (FileLines, error) {
+	jsonData, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return FileLines{file: file}, &FileError{File: file, Problems: yamlError(err, 1).Problems}
+	}
+	lines := FileLines{file, newManifestLines(data, 1)}
+	if problems := strictDecode(jsonData, into); len(problems) > 0 {
+		located := make([]Problem, len(problems))
+		for i, p := range problems {
+			located[i] = Problem{Line: lines.lines.line(p.path), Message: p.message}
+		}
+		return lines, &FileError{File: file, Problems: located}
+	}
+	return lines, nil
+}
+
+// FileLines finds the lines of field paths in a file DecodeFile read.
+type FileLines struct {
+	file  string
+	lines manifestLines
+}
+
+// Error is errs at their lines in the file, or nil when there are none.
+func (l FileLines) Error(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	problems := make([]Problem, len(errs))
+	for i, err := range errs {
+		problems[i] = Problem{Line: l.lines.line(err.Field), Message: err.Error()}
+	}
+	return &FileError{File: l.file, Problems: problems}
+}
+
+// FileError is every problem of a file that is not a manifest, each at its line.
+type FileError struct {
+	File     string
+	Problems []Problem
+}
+
+// Lines are the problems, one a line: "nodes.yaml:4: nodes[1].name: Duplicate value: ...".
+func (e *FileError) Lines() []string {
+	out := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p.Message
+		if e.File != "" { // a spec given as values, not a file
+			out[i] = fmt.Sprintf("%s:%d: %s", e.File, p.Line, p.Message)
+		}
+	}
+	return out
+}
+
+func (e *FileError) Error() string { return strings.Join(e.Lines(), "; ") }
 
 // LineOf is the manifest line of the field at path (a field.Error's Field), or of its deepest
 // parent the document has.
@@ -152,6 +217,13 @@ func strictDecode(jsonData []byte, into any) []decodeProblem {
 // unknown or duplicated field, or the value of the wrong type, named by its path); the error
 // holds every problem.
 func DecodeStrictly(jsonData []byte, into any) error {
+	return DecodeStrictlyAt(jsonData, into, nil)
+}
+
+// DecodeStrictlyAt is DecodeStrictly of a value that is at the field path at of a larger
+// document (a role's pod template, which the component receives on its own): every problem
+// names its field from the document's root.
+func DecodeStrictlyAt(jsonData []byte, into any, at *field.Path) error {
 	problems := strictDecode(jsonData, into)
 	if len(problems) == 0 {
 		return nil
@@ -159,6 +231,13 @@ func DecodeStrictly(jsonData []byte, into any) error {
 	texts := make([]string, len(problems))
 	for i, p := range problems {
 		texts[i] = p.message
+		switch {
+		case at == nil:
+		case p.path == "": // the value itself is of the wrong type
+			texts[i] = at.String() + ": " + strings.TrimPrefix(p.message, "the document ")
+		default: // each message names its path once, where it starts or quoted
+			texts[i] = strings.Replace(p.message, p.path, at.String()+"."+p.path, 1)
+		}
 	}
 	return errors.New(strings.Join(texts, "; "))
 }
@@ -245,7 +324,7 @@ func absoluteYAMLLines(msg string, startLine int) string {
 func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	var typeErr *json.UnmarshalTypeError
 	if !errors.As(err, &typeErr) {
-		return decodeProblem{message: err.Error(), typeError: true}
+		return unmarshalerProblem(jsonData, err, root)
 	}
 	// A type's own UnmarshalJSON (intstr.IntOrString's) reports an offset within its value:
 	// the value found there is then not the field named (nor a map value of it), and the
@@ -256,8 +335,11 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	}
 	want := "a " + typeErr.Type.String()
 	switch typeErr.Type.Kind() {
-	case reflect.Int, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
 	case reflect.String:
 		want = "a string"
 	case reflect.Bool:
@@ -272,3 +354,42 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	}
 	return decodeProblem{path, fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), true}
 }
+
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// unmarshalerProblem says which field a type's own UnmarshalJSON refused, and why: encoding/json
+// returns such an error as it is, with neither the field nor an offset, so the value is found by
+// decoding each value of such a type again, in document order (valueRefusedBy). A quantity's
+// error is its parser's regular expression (resource.ErrFormatWrong): it is said in words.
+func unmarshalerProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
+	path, value, t, refusal := valueRefusedBy(jsonData, root)
+	if refusal == nil { // not found again: the decoder's own words are all there is
+		return decodeProblem{message: err.Error(), typeError: true}
+	}
+	if indirect(t) == quantityType {
+		return decodeProblem{path, fmt.Sprintf("%s: must be a quantity such as 16Gi, 500m or 2, not %s", path, value), true}
+	}
+	return decodeProblem{path, fmt.Sprintf("%s: %s, not %s", path, refusal.Error(), value), true}
+}
+
+// valueRefusedBy is the first value in jsonData, under the type root, whose type's own
+// UnmarshalJSON refuses it: its field path, the value as written, its type and the refusal.
+func valueRefusedBy(jsonData []byte, root reflect.Type) (path string, value json.RawMessage, t reflect.Type, refusal error) {
+	jsonWalk{beforeValue: func(dec *json.Decoder, at *field.Path, vt reflect.Type) (read, stop bool) {
+		if vt == nil || !reflect.PointerTo(indirect(vt)).Implements(unmarshalerType) {
+			return false, false
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return true, true
+		}
+		if err := reflect.New(indirect(vt)).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+			path, value, t, refusal = at.String(), raw, vt, err
+			return true, true
+		}
+		return true, false
+	}}.walk(json.NewDecoder(bytes.NewReader(jsonData)), nil, root)
+	return path, value, t, refusal
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()

@@ -112,6 +112,9 @@ func TestWrongTypesNameTheFieldAndWhatItMustBe(t *testing.T) {
 		"spec: {roles: [{name: b, componentType: worker, shadowService: yes-please}]}":                              "spec.roles[0].shadowService: must be true or false, not string",
 		"metadata: {name: a, labels: {team: 3}}\nspec: {roles: []}":                                                 "metadata.labels[team]: must be a string, not number",
 		"spec: {roles: [{name: b, componentType: worker, template: {spec: {containers: [{name: c, args: [1]}]}}}]}": "spec.roles[0].template.spec.containers[0].args[0]: must be a string, not number",
+		// A quantity's own parser refuses it with its regular expression: in words, at its field.
+		"spec: {roles: [{name: b, componentType: worker, template: {spec: {containers: [{name: c, resources: {limits: {memory: lots}}}]}}}]}": `line 4: spec.roles[0].template.spec.containers[0].resources.limits[memory]: must be a quantity such as 16Gi, 500m or 2, not "lots"`,
+		"spec: {roles: [{name: b, componentType: worker, autoscaling: {target: many}}]}":                                                      "spec.roles[0].autoscaling.target: must be a number, not string",
 	} {
 		header := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\n"
 		if !strings.HasPrefix(doc, "metadata") {

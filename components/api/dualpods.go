@@ -107,7 +107,7 @@ func validateModelFlexibility(spec *InferenceServiceSpec, role *Role, rolePath *
 		port *int
 	}{{"adminPort", mf.AdminPort}, {"probesPort", mf.ProbesPort}} {
 		if p.port != nil && (*p.port < 1 || *p.port > 65535) {
-			errs = append(errs, field.Invalid(path.Child(p.name), *p.port, "must be a port number"))
+			errs = append(errs, field.Invalid(path.Child(p.name), *p.port, portRule))
 		}
 	}
 	if mf.AdminPortOrDefault() == mf.ProbesPortOrDefault() {

@@ -134,22 +134,44 @@ func didYouMean(root reflect.Type, path string) string {
 // reports a value of the wrong type), with list indexes, and map keys or struct fields as root's
 // types have them; "" if no value ends there.
 func valuePathAt(jsonData []byte, offset int64, root reflect.Type) string {
-	path, _ := walkTo(json.NewDecoder(bytes.NewReader(jsonData)), nil, root, offset)
-	return path
+	found := ""
+	jsonWalk{afterToken: func(dec *json.Decoder, path *field.Path) bool {
+		if dec.InputOffset() < offset {
+			return false
+		}
+		if path != nil {
+			found = path.String()
+		}
+		return true
+	}}.walk(json.NewDecoder(bytes.NewReader(jsonData)), nil, root)
+	return found
 }
 
-// walkTo reads one value at path, of type t, and what it holds; found when a value ends at or
-// after offset.
-func walkTo(dec *json.Decoder, path *field.Path, t reflect.Type, offset int64) (string, bool) {
+// jsonWalk reads a JSON value and every value it holds, in document order, each with its field
+// path (list indexes; map keys or struct fields as the types under the root have them) and its
+// type (nil where the types say nothing).
+type jsonWalk struct {
+	// beforeValue, if set, is called before each value but the root is read; it may read the
+	// value itself (read), or end the walk (stop).
+	beforeValue func(dec *json.Decoder, path *field.Path, t reflect.Type) (read, stop bool)
+	// afterToken, if set, is called once a value's first token is read; true ends the walk.
+	afterToken func(dec *json.Decoder, path *field.Path) bool
+}
+
+// walk reads one value at path, of type t, and what it holds; true when the walk ended (a hook
+// ended it, or the JSON did).
+func (w jsonWalk) walk(dec *json.Decoder, path *field.Path, t reflect.Type) bool {
+	if w.beforeValue != nil && path != nil {
+		if read, stop := w.beforeValue(dec, path, t); stop || read {
+			return stop
+		}
+	}
 	token, err := dec.Token()
 	if err != nil {
-		return "", true
+		return true
 	}
-	if dec.InputOffset() >= offset {
-		if path == nil {
-			return "", true
-		}
-		return path.String(), true
+	if w.afterToken != nil && w.afterToken(dec, path) {
+		return true
 	}
 	switch token {
 	case json.Delim('{'):
@@ -157,32 +179,30 @@ func walkTo(dec *json.Decoder, path *field.Path, t reflect.Type, offset int64) (
 			key, err := dec.Token()
 			name, ok := key.(string)
 			if err != nil || !ok {
-				return "", true
+				return true
 			}
 			childPath := path.Child(name)
 			if t != nil && indirect(t).Kind() == reflect.Map {
 				childPath = path.Key(name)
 			}
 			ct, _ := child(t, name)
-			if found, done := walkTo(dec, childPath, ct, offset); done {
-				return found, true
+			if w.walk(dec, childPath, ct) {
+				return true
 			}
 		}
-		if _, err := dec.Token(); err != nil { // the closing brace
-			return "", true
-		}
+		_, err := dec.Token() // the closing brace
+		return err != nil
 	case json.Delim('['):
 		et, _ := child(t, "")
 		for i := 0; dec.More(); i++ {
-			if found, done := walkTo(dec, path.Index(i), et, offset); done {
-				return found, true
+			if w.walk(dec, path.Index(i), et) {
+				return true
 			}
 		}
-		if _, err := dec.Token(); err != nil { // the closing bracket
-			return "", true
-		}
+		_, err := dec.Token() // the closing bracket
+		return err != nil
 	}
-	return "", false
+	return false
 }
 
 // manifestLines finds the line of a field in one YAML document.

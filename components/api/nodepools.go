@@ -70,8 +70,8 @@ func validateKarpenterPool(pool *NodePool, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(lp, key, msg))
 		case len(requirements[key]) > 0 && !slices.Contains(requirements[key], value):
 			errs = append(errs, field.Invalid(lp, value, fmt.Sprintf(
-				"contradicts %s %v: Karpenter gives every node of the pool both, and no instance type has both; set %s instead",
-				requirementFields[key], requirements[key], requirementFields[key])))
+				"contradicts %s %s: Karpenter gives every node of the pool both, and no instance type has both; set %s instead",
+				requirementFields[key], strings.Join(requirements[key], ", "), requirementFields[key])))
 		}
 	}
 	seen := map[string]bool{GPUNodeTaint.Key + ":" + string(GPUNodeTaint.Effect): true}

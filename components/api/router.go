@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -130,7 +131,11 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		case eppconfig.FieldImage:
 			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
 		case eppconfig.FieldStrategy:
-			errs = append(errs, field.Invalid(path, role.Strategy, selErr.Err.Error()))
+			if errors.Is(selErr.Err, eppconfig.ErrUnknownStrategy) {
+				errs = append(errs, field.NotSupported(path, role.Strategy, eppconfig.Strategies()))
+			} else {
+				errs = append(errs, field.Invalid(path, role.Strategy, selErr.Err.Error()))
+			}
 		default:
 			errs = append(errs, field.Invalid(path, "(the configuration)", selErr.Err.Error()))
 		}

@@ -61,7 +61,7 @@ func TestRouterRules(t *testing.T) {
 		{"a serving role has no router field", func(s *InferenceService) { s.Spec.Roles[0].FailureMode = FailOpen },
 			"spec.roles[0].failureMode: Forbidden: only a router role has failureMode"},
 		{"unknown strategy", func(s *InferenceService) { routerOf(s).Strategy = "round-robin" },
-			`spec.roles[2].strategy: Invalid value: "round-robin": unknown strategy "round-robin": one of [kv-cache-utilization lora-affinity pd-disaggregation prefix-cache queue-size]`},
+			`spec.roles[2].strategy: Unsupported value: "round-robin": supported values: "kv-cache-utilization", "lora-affinity", "pd-disaggregation", "prefix-cache", "queue-size"`},
 		{"a prefill/decode service routes with pd-disaggregation", func(s *InferenceService) { routerOf(s).Strategy = "queue-size" },
 			`spec.roles[2].strategy: Invalid value: "queue-size": a service with prefillers and decoders routes with pd-disaggregation`},
 		{"endpointPickerConfig that does not parse", func(s *InferenceService) { routerOf(s).EndpointPickerConfig = "plugins: [" },
@@ -149,7 +149,7 @@ func TestRouterRules(t *testing.T) {
 		}, `the router's Service "` + strings.Repeat("d", 57) + `-shadow" is 64 characters`},
 		{"a serving port for the pool", func(s *InferenceService) {
 			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}
-		}, `spec.roles[1].template.spec.containers[0].ports: Invalid value: [{"name":"metrics","containerPort":9100}]: no serving port: none of the declared ports is the server's (8000)`},
+		}, `spec.roles[1].template.spec.containers[0].ports: Invalid value: "9100 (metrics)": none of the declared ports is the server's (8000)`},
 		{"the http port agrees with --port", func(s *InferenceService) {
 			decodeServer(s).Args = append(decodeServer(s).Args, "--port", "8001")
 			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}
@@ -191,7 +191,7 @@ func TestServingPort(t *testing.T) {
 		{"the --port flag among declared ports", corev1.Container{Args: []string{"--port", "8081"}, Ports: []corev1.ContainerPort{{ContainerPort: 8081}}}, 8081, ""},
 		{"an unnamed default port", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 8000}}}, 8000, ""},
 		{"no declared port serves", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 9000}}}, 0, `none of the declared ports is the server's (8000): name the serving port "http"`},
-		{"a bad --port", corev1.Container{Args: []string{"--port", "http"}}, 0, `--port "http": must be a port number`},
+		{"a bad --port", corev1.Container{Args: []string{"--port", "http"}}, 0, `--port "http": must be a port, a whole number from 1 to 65535`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

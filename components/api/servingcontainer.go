@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -70,9 +71,37 @@ func portFlag(c *corev1.Container) (int32, bool, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 1 || n > 65535 {
-		return 0, true, fmt.Errorf("--port %q: must be a port number", v)
+		_, inArgs := vllm.FlagValue(c.Args, "--port")
+		return 0, true, &PortFlagError{Value: v, InArgs: inArgs}
 	}
 	return int32(n), true, nil
+}
+
+// PortFlagError is a server's --port whose value is no port; validation reports it at the
+// container's args (or command, where the flag is), not at its ports.
+type PortFlagError struct {
+	Value string
+	// InArgs: the flag is in the container's args, not its command.
+	InArgs bool
+}
+
+func (e *PortFlagError) Error() string {
+	return fmt.Sprintf("--port %q: %s", e.Value, portRule)
+}
+
+// portRule is what a port is, in the words of a message.
+const portRule = "must be a port, a whole number from 1 to 65535"
+
+// declaredPorts are a container's ports as a message shows them: "8000 (http), 9000".
+func declaredPorts(c *corev1.Container) string {
+	texts := make([]string, len(c.Ports))
+	for i, p := range c.Ports {
+		texts[i] = strconv.Itoa(int(p.ContainerPort))
+		if p.Name != "" {
+			texts[i] += " (" + p.Name + ")"
+		}
+	}
+	return strings.Join(texts, ", ")
 }
 
 // ContainerGPUs are the GPUs one container holds (its limit, else its request), 0 if none: the

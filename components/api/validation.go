@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -311,8 +312,15 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 	serverIndex := ServingContainerIndex(podSpec)
 	server := &podSpec.Containers[serverIndex]
 	serverPath := specPath.Child("containers").Index(serverIndex)
-	if port, err := ServingPort(server); err != nil {
-		errs = append(errs, field.Invalid(serverPath.Child("ports"), server.Ports, "no serving port: "+err.Error()))
+	var portFlagErr *PortFlagError
+	if port, err := ServingPort(server); errors.As(err, &portFlagErr) {
+		flagPath := serverPath.Child("command")
+		if portFlagErr.InArgs {
+			flagPath = serverPath.Child("args")
+		}
+		errs = append(errs, field.Invalid(flagPath, portFlagErr.Value, "--port "+portRule))
+	} else if err != nil {
+		errs = append(errs, field.Invalid(serverPath.Child("ports"), declaredPorts(server), err.Error()))
 	} else {
 		resolved.ServingPorts[role.Name] = port
 	}

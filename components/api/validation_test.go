@@ -145,7 +145,7 @@ func TestValidationRules(t *testing.T) {
 		{"a serving port that parses, with or without a router", func(s *InferenceService) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--port", "abc")
-		}, `spec.roles[0].template.spec.containers[0].ports: Invalid value: null: no serving port: --port "abc": must be a port number`},
+		}, `spec.roles[0].template.spec.containers[0].args: Invalid value: "abc": --port must be a port, a whole number from 1 to 65535`},
 		{"a GPU count is not negative", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Limits[GPUResourceName] = resource.MustParse("-2")
 		}, `spec.roles[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "-2": a GPU count is a whole number of devices, at least 1`},
@@ -308,13 +308,13 @@ func TestValidationRules(t *testing.T) {
 			p.InstanceTypes = []string{"p5.48xlarge"}
 			p.Labels = map[string]string{"node.kubernetes.io/instance-type": "p4d.24xlarge"}
 			s.Spec.NodePools = []NodePool{p}
-		}, `spec.nodePools[0].labels[node.kubernetes.io/instance-type]: Invalid value: "p4d.24xlarge": contradicts instanceTypes [p5.48xlarge]: ` +
+		}, `spec.nodePools[0].labels[node.kubernetes.io/instance-type]: Invalid value: "p4d.24xlarge": contradicts instanceTypes p5.48xlarge: ` +
 			`Karpenter gives every node of the pool both, and no instance type has both; set instanceTypes instead`},
 		{"a label contradicts the default capacity type", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
 			p.Labels = map[string]string{"karpenter.sh/capacity-type": "spot"}
 			s.Spec.NodePools = []NodePool{p}
-		}, `spec.nodePools[0].labels[karpenter.sh/capacity-type]: Invalid value: "spot": contradicts capacityTypes [on-demand]`},
+		}, `spec.nodePools[0].labels[karpenter.sh/capacity-type]: Invalid value: "spot": contradicts capacityTypes on-demand`},
 		{"a taint value is a qualified name", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
 			p.Taints = []Taint{{Key: "dedicated", Value: "llm serving", Effect: "NoSchedule"}}

@@ -43,7 +43,8 @@ func TestDisaggregatedServicesRouteWithPDProfiles(t *testing.T) {
 
 func TestUnknownStrategy(t *testing.T) {
 	_, _, err := Preset("round-robin", false)
-	assert.ErrorContains(t, err, `unknown strategy "round-robin": one of [kv-cache-utilization lora-affinity pd-disaggregation prefix-cache queue-size]`)
+	assert.ErrorContains(t, err, `unknown strategy "round-robin": one of kv-cache-utilization, lora-affinity, pd-disaggregation, prefix-cache, queue-size`)
+	assert.ErrorIs(t, err, ErrUnknownStrategy, "api refuses it as a value not supported")
 }
 
 func TestRawConfigurations(t *testing.T) {

@@ -2,8 +2,10 @@ package eppconfig
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/utils/ptr"
 	configapi "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
@@ -50,8 +52,12 @@ func Strategies() []string {
 	return out
 }
 
+// ErrUnknownStrategy is the error of a strategy that is none of Strategies: validation says so
+// as a value not supported, with the supported ones.
+var ErrUnknownStrategy = errors.New("unknown strategy")
+
 func unknownStrategy(strategy string) error {
-	return fmt.Errorf("unknown strategy %q: one of %v", strategy, Strategies())
+	return fmt.Errorf("%w %q: one of %s", ErrUnknownStrategy, strategy, strings.Join(Strategies(), ", "))
 }
 
 // Preset is the configuration of a strategy and the EPP flavor that runs it. A service with

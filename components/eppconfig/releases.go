@@ -3,6 +3,7 @@ package eppconfig
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
 )
@@ -28,6 +29,15 @@ const (
 
 // Releases are the release names, the default first.
 func Releases() []Release { return []Release{ReleaseRouter, ReleaseGIE150, ReleaseGIE, ReleaseLWEPP} }
+
+// releaseNames are Releases, for a message: "a, b, c".
+func releaseNames() string {
+	names := make([]string, 0, len(Releases()))
+	for _, r := range Releases() {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
 
 // Images of the releases' Endpoint Pickers.
 const (

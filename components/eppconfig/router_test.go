@@ -300,7 +300,7 @@ func TestSelectRouter(t *testing.T) {
 	_, err = Select("", "", false, "llm-d-router-v0.9.0", "")
 	require.NotNil(t, err)
 	assert.Equal(t, FieldRelease, err.Field)
-	assert.ErrorContains(t, err, "one of [llm-d-router-v0.10.0 gie-v1.5.0 gie-v1.2.0 gie-lwepp-v1.6.0]")
+	assert.ErrorContains(t, err, "one of llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0")
 
 	sel, err = Select("", "", false, ReleaseGIE, "")
 	require.Nil(t, err)

@@ -64,7 +64,7 @@ func Select(strategy, raw string, disaggregated bool, release Release, image str
 		return selectLWEPP(strategy, raw, disaggregated, image)
 	case ReleaseGIE:
 	default:
-		return nil, &SelectError{Field: FieldRelease, Err: fmt.Errorf("unknown release %q: one of %v", release, Releases())}
+		return nil, &SelectError{Field: FieldRelease, Err: fmt.Errorf("unknown release %q: one of %s", release, releaseNames())}
 	}
 	sel := &Selection{Release: ReleaseGIE, Image: image}
 	if raw != "" {

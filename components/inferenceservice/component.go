@@ -11,6 +11,7 @@ import (
 	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
@@ -162,9 +163,9 @@ func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]
 		svc := *shape
 		svc.Spec.Roles = append([]api.Role{}, shape.Spec.Roles...)
 		for j, v := range values {
-			tpl, err := templateToAPI(v.(k8scorev1.PodTemplateSpec))
+			tpl, err := templateToAPI(v.(k8scorev1.PodTemplateSpec), field.NewPath("spec", "roles").Index(templateRoles[j]).Child("template"))
 			if err != nil {
-				return nil, fmt.Errorf("InferenceService %q: spec.roles[%d].template: %w", shape.Name, templateRoles[j], err)
+				return nil, fmt.Errorf("InferenceService %q: %w", shape.Name, err)
 			}
 			svc.Spec.Roles[templateRoles[j]].Template = tpl
 		}

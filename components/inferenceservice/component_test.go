@@ -274,7 +274,7 @@ func TestBadInputRegistersNothing(t *testing.T) {
 					HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}})
 				return a
 			},
-			want: []string{`spec.roles[2].strategy: Invalid value: "fastest": unknown strategy`},
+			want: []string{`spec.roles[2].strategy: Unsupported value: "fastest": supported values: `},
 		},
 	}
 	for name, tc := range cases {

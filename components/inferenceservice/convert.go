@@ -9,7 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	sigsjson "sigs.k8s.io/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
 )
@@ -38,30 +38,28 @@ func (a *Args) Service(componentName string) (*api.InferenceService, map[int]k8s
 // Kubernetes field names; nil fields are simply absent.
 var templateMapper = mapper.New(&mapper.Opts{IgnoreMissing: true})
 
-// templateToAPI converts a resolved pulumi-kubernetes pod template to the upstream API type.
-// Decoding is strict, so a field the API type does not know is an error, never dropped.
-func templateToAPI(tpl k8scorev1.PodTemplateSpec) (*corev1.PodTemplateSpec, error) {
+// templateToAPI converts a resolved pulumi-kubernetes pod template, at the field path at of the
+// spec, to the upstream API type. Decoding is strict, so a field the API type does not know is
+// an error, never dropped.
+func templateToAPI(tpl k8scorev1.PodTemplateSpec, at *field.Path) (*corev1.PodTemplateSpec, error) {
 	m, mapErr := templateMapper.Encode(tpl)
 	if mapErr != nil {
-		return nil, mapErr
+		return nil, fmt.Errorf("%s: %w", at, mapErr)
 	}
-	return TemplateFromMap(m)
+	return TemplateFromMap(m, at)
 }
 
-// TemplateFromMap decodes a pod template given as a plain map (JSON names) into the upstream
-// API type, strictly: a field the API type does not know is an error, never dropped.
-func TemplateFromMap(m map[string]any) (*corev1.PodTemplateSpec, error) {
+// TemplateFromMap decodes a pod template given as a plain map (JSON names), at the field path
+// at of the spec, into the upstream API type as strictly as a manifest (api.DecodeStrictlyAt):
+// a field the API type does not know, or a value it refuses, is an error naming its field.
+func TemplateFromMap(m map[string]any, at *field.Path) (*corev1.PodTemplateSpec, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", at, err)
 	}
 	var out corev1.PodTemplateSpec
-	strictErrs, err := sigsjson.UnmarshalStrict(data, &out)
-	if err != nil {
+	if err := api.DecodeStrictlyAt(data, &out, at); err != nil {
 		return nil, err
-	}
-	if len(strictErrs) > 0 {
-		return nil, fmt.Errorf("pod template: %v", strictErrs)
 	}
 	return &out, nil
 }

@@ -28,7 +28,7 @@ func TestEveryFieldThroughTheGoArgs(t *testing.T) {
 		for i, input := range templates {
 			resolved, err := internals.UnsafeAwaitOutput(context.Background(), input.ToPodTemplateSpecOutput())
 			require.NoError(t, err)
-			got.Spec.Roles[i].Template, err = templateToAPI(resolved.Value.(k8scorev1.PodTemplateSpec))
+			got.Spec.Roles[i].Template, err = templateToAPI(resolved.Value.(k8scorev1.PodTemplateSpec), nil)
 			require.NoError(t, err)
 		}
 		assert.True(t, equality.Semantic.DeepEqual(want, got), "seed %d: the Go Args lost a field", seed)

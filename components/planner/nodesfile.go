@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"sigs.k8s.io/yaml"
 )
 
 // NodesFile is the --nodes-file format:
@@ -31,30 +30,29 @@ type NodeGroup struct {
 	Topology map[int]string `json:"topology,omitempty"`
 }
 
-// ParseNodesFile decodes a nodes file strictly and checks it; errors name their field paths.
-func ParseNodesFile(data []byte) (Cluster, error) {
-	jsonData, err := yaml.YAMLToJSONStrict(data)
+// ParseNodesFile decodes a nodes file strictly and checks it; its error is every problem, each
+// at its line in the file and its field path (an *api.FileError).
+func ParseNodesFile(file string, data []byte) (Cluster, error) {
+	var nodesFile NodesFile
+	lines, err := api.DecodeFile(file, data, &nodesFile)
 	if err != nil {
 		return Cluster{}, err
 	}
-	var file NodesFile
-	if err := api.DecodeStrictly(jsonData, &file); err != nil {
-		return Cluster{}, fmt.Errorf("%w: a nodes file has nodes and, optionally, tiers", err)
-	}
 	var errs field.ErrorList
-	cluster := Cluster{TierNames: file.Tiers}
+	cluster := Cluster{TierNames: nodesFile.Tiers}
 	nodesPath := field.NewPath("nodes")
-	if len(file.Nodes) == 0 {
+	if len(nodesFile.Nodes) == 0 {
 		errs = append(errs, field.Required(nodesPath, "at least one node"))
 	}
-	seen := map[string]bool{}
-	for i, g := range file.Nodes {
+	// namedBy is the index of the node group that gave each node its name.
+	namedBy := map[string]int{}
+	for i, g := range nodesFile.Nodes {
 		p := nodesPath.Index(i)
 		if g.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
+			errs = append(errs, field.Required(p.Child("name"), "a node's name"))
 		}
 		if g.GPUs < 0 {
-			errs = append(errs, field.Invalid(p.Child("gpus"), g.GPUs, "must be >= 0"))
+			errs = append(errs, field.Invalid(p.Child("gpus"), g.GPUs, "must be 0 or more"))
 		}
 		count, names := 1, []string{g.Name}
 		if g.Count != nil {
@@ -73,16 +71,29 @@ func ParseNodesFile(data []byte) (Cluster, error) {
 				errs = append(errs, field.Invalid(p.Child("topology").Key(strconv.Itoa(tier)), tier, "tiers start at 1"))
 			}
 		}
+		duplicate := false
 		for _, name := range names {
-			if seen[name] {
-				errs = append(errs, field.Duplicate(p.Child("name"), name))
+			if other, seen := namedBy[name]; seen && !duplicate && g.Name != "" {
+				// One problem a group: a counted group that repeats another repeats all its names.
+				duplicate = true
+				err := field.Duplicate(p.Child("name"), name)
+				err.Detail = fmt.Sprintf("nodes[%d] is named %s too", other, name)
+				if o := nodesFile.Nodes[other]; o.Count != nil {
+					err.Detail = fmt.Sprintf("nodes[%d] (count %d) names its nodes %s-0 to %s-%d", other, *o.Count, o.Name, o.Name, *o.Count-1)
+				}
+				if g.Count != nil {
+					err.Detail += fmt.Sprintf(", and this one (count %d) names its nodes %s-0 to %s-%d", *g.Count, g.Name, g.Name, *g.Count-1)
+				}
+				errs = append(errs, err)
 			}
-			seen[name] = true
+			if _, seen := namedBy[name]; !seen {
+				namedBy[name] = i
+			}
 			cluster.Nodes = append(cluster.Nodes, Node{Name: name, GPUs: g.GPUs, Topology: g.Topology})
 		}
 	}
-	if len(errs) > 0 {
-		return Cluster{}, errs.ToAggregate()
+	if err := lines.Error(errs); err != nil {
+		return Cluster{}, err
 	}
 	return cluster, nil
 }

@@ -188,7 +188,7 @@ func TestHardGroupPolicyKeepsTheServiceInOneDomain(t *testing.T) {
 }
 
 func TestParseNodesFile(t *testing.T) {
-	cluster, err := ParseNodesFile([]byte(`
+	cluster, err := ParseNodesFile("nodes.yaml", []byte(`
 tiers: {leaf: 1}
 nodes:
   - {name: gpu-a, count: 3, gpus: 8, topology: {1: leaf-a}}
@@ -200,15 +200,22 @@ nodes:
 	assert.EqualValues(t, 24, cluster.GPUs())
 
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"unknown field":  {"nodes: [{name: a, gpu: 8}]", `unknown field "nodes[0].gpu"`},
-		"bad yaml":       {"nodes: [{name: a", "yaml"},
-		"no nodes":       {"tiers: {}", "nodes: Required value"},
-		"duplicate name": {"nodes: [{name: a, gpus: 8}, {name: a, gpus: 8}]", `nodes[1].name: Duplicate value: "a"`},
-		"bad count":      {"nodes: [{name: a, count: 0, gpus: 8}]", "nodes[0].count: Invalid value: 0"},
-		"bad tier":       {"nodes: [{name: a, gpus: 8, topology: {0: x}}]", "tiers start at 1"},
+		"unknown field":  {"nodes: [{name: a, gpu: 8}]", `nodes.yaml:1: unknown field "nodes[0].gpu" (did you mean "gpus"?)`},
+		"bad yaml":       {"nodes: [{name: a", "nodes.yaml:1: yaml: line 1: "},
+		"no nodes":       {"tiers: {}", "nodes.yaml:1: nodes: Required value"},
+		"duplicate name": {"nodes:\n- {name: a, gpus: 8}\n- {name: a, gpus: 8}", `nodes.yaml:3: nodes[1].name: Duplicate value: "a": nodes[0] is named a too`},
+		"two problems, each at its line": {"nodes:\n- {name: a, gpus: 8}\n- {name: a, gpus: 8}\n- {name: b, gpus: -1}",
+			`nodes.yaml:3: nodes[1].name: Duplicate value: "a": nodes[0] is named a too; nodes.yaml:4: nodes[2].gpus: Invalid value: -1: must be 0 or more`},
+		"counted names repeated, once": {"nodes:\n- {name: a, count: 3, gpus: 8}\n- {name: a, count: 2, gpus: 8}",
+			`nodes.yaml:3: nodes[1].name: Duplicate value: "a-0": nodes[0] (count 3) names its nodes a-0 to a-2, and this one (count 2) names its nodes a-0 to a-1`},
+		"bad count": {"nodes: [{name: a, count: 0, gpus: 8}]", "nodes.yaml:1: nodes[0].count: Invalid value: 0"},
+		"bad tier":  {"nodes: [{name: a, gpus: 8, topology: {0: x}}]", "tiers start at 1"},
 	} {
-		_, err := ParseNodesFile([]byte(tc.yaml))
+		_, err := ParseNodesFile("nodes.yaml", []byte(tc.yaml))
 		assert.ErrorContains(t, err, tc.want, name)
+		if name == "counted names repeated, once" {
+			assert.Len(t, err.(*api.FileError).Problems, 1, "one problem a group")
+		}
 	}
 }
 

@@ -75,7 +75,7 @@ func TestValidate(t *testing.T) {
 			LeaderWorkerSet: &platform.Part{Install: off()}, Volcano: &platform.VolcanoPart{Install: off()},
 			InferenceExtension: &platform.Part{Install: off()}, KEDA: &platform.Part{Install: off()},
 			PrometheusOperatorCRDs: &platform.Part{Install: off()},
-		}, []string{"install"}},
+		}, []string{"leaderWorkerSet.install"}},
 		{"scheduler configuration with everything the gang needs", platform.Spec{Volcano: &platform.VolcanoPart{
 			SchedulerConfiguration: "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n  - name: proportion\n"}}, nil},
 		{"scheduler configuration with arguments it does not read", platform.Spec{Volcano: &platform.VolcanoPart{

@@ -121,6 +121,17 @@ func Decode(data []byte) (*Spec, error) {
 	return &spec, nil
 }
 
+// DecodeFile reads a Spec from a file as strictly as a manifest; its problems, and Validate's
+// through the FileLines, are each at their line of the file (api.DecodeFile).
+func DecodeFile(file string, data []byte) (*Spec, api.FileLines, error) {
+	var spec Spec
+	lines, err := api.DecodeFile(file, data, &spec)
+	if err != nil {
+		return nil, lines, err
+	}
+	return &spec, lines, nil
+}
+
 // SchedulerConfiguration is the part of Volcano's scheduler configuration the gang rules read.
 type SchedulerConfiguration struct {
 	Actions string `json:"actions"`
@@ -144,7 +155,8 @@ var (
 func Validate(s *Spec) field.ErrorList {
 	var errs field.ErrorList
 	if !slices.ContainsFunc(Parts, s.Installs) {
-		errs = append(errs, field.Required(field.NewPath("install"), "nothing to install: every part's install is false"))
+		errs = append(errs, field.Invalid(field.NewPath(PartLeaderWorkerSet, "install"), false,
+			"every part's install is false, so there is nothing to install: install one part at least"))
 	}
 	if s.Volcano != nil && s.Volcano.SchedulerConfiguration != "" {
 		errs = append(errs, validateSchedulerConfiguration(s.Volcano.SchedulerConfiguration,
@@ -157,18 +169,24 @@ func validateSchedulerConfiguration(text string, path *field.Path) field.ErrorLi
 	var conf SchedulerConfiguration
 	if err := yaml.UnmarshalStrict([]byte(text), &conf); err != nil {
 		// Volcano's configuration has more fields than the ones read here (configurations,
-		// arguments): only a document that does not parse at all is refused.
+		// arguments): only a document that does not parse at all is refused, with the parser's
+		// words (YAMLToJSON's, without sigs.k8s.io/yaml's "error converting YAML to JSON").
+		if _, err := yaml.YAMLToJSON([]byte(text)); err != nil {
+			return field.ErrorList{field.Invalid(path, field.OmitValueType{}, "not a Volcano scheduler configuration: "+err.Error())}
+		}
 		if err := yaml.Unmarshal([]byte(text), &conf); err != nil {
-			return field.ErrorList{field.Invalid(path, "(not shown)", "not a Volcano scheduler configuration: "+err.Error())}
+			return field.ErrorList{field.Invalid(path, field.OmitValueType{},
+				"not a Volcano scheduler configuration, whose actions is a string and tiers a list of plugin lists")}
 		}
 	}
 	var errs field.ErrorList
 	actions := strings.Split(strings.ReplaceAll(conf.Actions, " ", ""), ",")
-	for _, action := range gangActions {
-		if !slices.Contains(actions, action) {
-			errs = append(errs, field.Invalid(path.Child("actions"), conf.Actions,
-				fmt.Sprintf("the gang rules need the action %q", action)))
-		}
+	missingActions := slices.DeleteFunc(slices.Clone(gangActions), func(a string) bool { return slices.Contains(actions, a) })
+	switch {
+	case strings.TrimSpace(conf.Actions) == "":
+		errs = append(errs, field.Required(path.Child("actions"), "the gang rules need the actions "+and(gangActions)))
+	case len(missingActions) > 0:
+		errs = append(errs, field.Invalid(path.Child("actions"), conf.Actions, "the gang rules need "+named("action", missingActions)))
 	}
 	var plugins []string
 	for _, tier := range conf.Tiers {
@@ -176,13 +194,30 @@ func validateSchedulerConfiguration(text string, path *field.Path) field.ErrorLi
 			plugins = append(plugins, plugin.Name)
 		}
 	}
-	for _, plugin := range gangPlugins {
-		if !slices.Contains(plugins, plugin) {
-			errs = append(errs, field.Invalid(path.Child("tiers"), strings.Join(plugins, ","),
-				fmt.Sprintf("the gang rules need the plugin %q", plugin)))
-		}
+	missingPlugins := slices.DeleteFunc(slices.Clone(gangPlugins), func(p string) bool { return slices.Contains(plugins, p) })
+	switch {
+	case len(plugins) == 0:
+		errs = append(errs, field.Required(path.Child("tiers"), "the gang rules need the plugins "+and(gangPlugins)))
+	case len(missingPlugins) > 0:
+		errs = append(errs, field.Invalid(path.Child("tiers"), strings.Join(plugins, ", "), "the gang rules need "+named("plugin", missingPlugins)))
 	}
 	return errs
+}
+
+// and is names as a message lists them: "a", "a and b", "a, b and c".
+func and(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// named is "the plugin a", or "the plugins a and b".
+func named(kind string, names []string) string {
+	if len(names) == 1 {
+		return "the " + kind + " " + names[0]
+	}
+	return "the " + kind + "s " + and(names)
 }
 
 // ValidationError is a spec's problems.

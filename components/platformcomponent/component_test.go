@@ -74,6 +74,6 @@ func TestBadInputRegistersNothing(t *testing.T) {
 		_, err := NewPlatform(ctx, "cluster", &Args{Spec: platform.Spec{Volcano: &platform.VolcanoPart{SchedulerConfiguration: "actions: allocate"}}})
 		return err
 	})
-	require.ErrorContains(t, err, `volcano.schedulerConfiguration.actions: Invalid value: "allocate": the gang rules need the action "enqueue"`)
+	require.ErrorContains(t, err, `volcano.schedulerConfiguration.actions: Invalid value: "allocate": the gang rules need the action enqueue`)
 	require.Empty(t, monitor.Resources())
 }
