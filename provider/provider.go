@@ -20,9 +20,22 @@ import (
 // Name is the provider's package name.
 const Name = "fusioninfer"
 
-// New is the provider.
+// New is the provider: infer's, with the schema rewritten (withKubernetesReferences) and its own
+// Construct (constructFromRawInputs), which infer cannot give (design 0011, 0012; each reason is
+// pinned by a test in sdkedges_test.go that fails when a Pulumi upgrade removes it).
 func New() (p.Provider, error) {
-	prov, err := infer.NewProviderBuilder().
+	prov, err := inferred()
+	if err != nil {
+		return p.Provider{}, err
+	}
+	prov = withKubernetesReferences(prov)
+	prov.Construct = constructFromRawInputs
+	return prov, nil
+}
+
+// inferred is the provider as infer builds it from the components' Go types.
+func inferred() (p.Provider, error) {
+	return infer.NewProviderBuilder().
 		WithNamespace(Name).
 		WithDisplayName("FusionInfer").
 		WithDescription("LLM inference on Kubernetes: LeaderWorkerSets, Volcano gang scheduling, the Gateway API Inference Extension.").
@@ -47,12 +60,6 @@ func New() (p.Provider, error) {
 		}).
 		WithComponents(infer.ComponentF(construct), infer.ComponentF(constructPlatform)).
 		Build()
-	if err != nil {
-		return p.Provider{}, err
-	}
-	prov = withKubernetesReferences(prov)
-	prov.Construct = constructFromRawInputs
-	return prov, nil
 }
 
 // construct gives infer the component's schema (its Args and outputs); the provider's Construct is

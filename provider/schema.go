@@ -75,8 +75,13 @@ func rewriteSchema(raw string) (string, error) {
 		spec.Resources[token] = r
 	}
 	withEnums(&spec)
-	describe(&spec)
-	version := semver.MustParse(KubernetesVersion)
+	if err := describe(&spec); err != nil {
+		return "", err
+	}
+	version, err := semver.Parse(KubernetesVersion)
+	if err != nil {
+		return "", fmt.Errorf("the kubernetes package's version %q: %w", KubernetesVersion, err)
+	}
 	spec.Dependencies = append(spec.Dependencies, pschema.PackageDescriptor{Name: "kubernetes", Version: &version})
 	out, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
@@ -182,10 +187,10 @@ var descriptionsJSON []byte
 // describe fills every property's description from the doc comment of its Go field
 // (provider/descriptions.json, written by `make gen`): a type is described by its Go struct, the
 // component's inputs by the component's Args and its outputs by the component.
-func describe(spec *pschema.PackageSpec) {
+func describe(spec *pschema.PackageSpec) error {
 	var table map[string]map[string]string
 	if err := json.Unmarshal(descriptionsJSON, &table); err != nil {
-		panic("descriptions.json embedded in the binary: " + err.Error())
+		return fmt.Errorf("the descriptions.json embedded in the provider: %w", err)
 	}
 	fill := func(props map[string]pschema.PropertySpec, goType string) {
 		for name, prop := range props {
@@ -206,4 +211,5 @@ func describe(spec *pschema.PackageSpec) {
 		fill(r.Properties, token[strings.LastIndex(token, ":")+1:])
 		spec.Resources[token] = r
 	}
+	return nil
 }
