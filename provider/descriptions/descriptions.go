@@ -9,11 +9,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/goparse"
 )
 
 // Sources are the packages, relative to the repository root, whose types the schema shows; a type
@@ -28,21 +28,12 @@ func Collect(root string) (Table, error) {
 	table := Table{}
 	for _, dir := range Sources {
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, root+"/"+dir, func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
+		files, err := goparse.Package(fset, root+"/"+dir, parser.ParseComments, nil)
 		if err != nil {
 			return nil, err
 		}
-		names := make([]string, 0, len(pkgs))
-		for name := range pkgs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			for _, file := range pkgs[name].Files {
-				collectFile(file, table)
-			}
+		for _, file := range files {
+			collectFile(file, table)
 		}
 	}
 	return table, nil
