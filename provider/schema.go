@@ -114,8 +114,8 @@ func upstreamType(t pschema.TypeSpec) pschema.TypeSpec {
 	return t
 }
 
-// withEnums gives every property of an enumerated type of the input model (api.Enum) its enum
-// type, fusioninfer:index:{Type}, with the values validation allows, found by walking the input
+// withEnums gives every property of an enumerated type of the input model (api.EnumOf) its enum
+// type, fusioninfer:index:{Name}, with the values validation allows, found by walking the input
 // model's Go types from the spec: infer types such a field as a plain string.
 func withEnums(spec *pschema.PackageSpec) {
 	seen := map[reflect.Type]bool{}
@@ -129,14 +129,14 @@ func withEnums(spec *pschema.PackageSpec) {
 				ft = ft.Elem()
 			}
 			if enum, ok := api.EnumOf(ft); ok {
-				token := typeToken(ft)
+				token := Name + ":index:" + enum.Name
 				if _, declared := spec.Types[token]; !declared {
-					values := make([]pschema.EnumValueSpec, 0, len(enum.AllowedValues()))
-					for _, v := range enum.AllowedValues() {
+					values := make([]pschema.EnumValueSpec, 0, len(enum.Values))
+					for _, v := range enum.Values {
 						values = append(values, pschema.EnumValueSpec{Value: v})
 					}
 					spec.Types[token] = pschema.ComplexTypeSpec{ObjectTypeSpec: pschema.ObjectTypeSpec{Type: "string",
-						Description: fmt.Sprintf("%s is one of: %s.", ft.Name(), strings.Join(enum.AllowedValues(), ", "))}, Enum: values}
+						Description: fmt.Sprintf("%s is one of: %s.", enum.Name, strings.Join(enum.Values, ", "))}, Enum: values}
 				}
 				if prop, ok := props[name]; ok {
 					prop.TypeSpec = withRef(prop.TypeSpec, "#/types/"+token)

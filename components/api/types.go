@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
 const (
@@ -124,7 +126,7 @@ type NodePool struct {
 	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
 	InstanceFamilies []string `json:"instanceFamilies,omitempty" pulumi:"instanceFamilies,optional" pools:"karpenter"`
 	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes []string `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional" pools:"karpenter"`
+	CapacityTypes []CapacityType `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional" pools:"karpenter"`
 	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
 	Taints []Taint `json:"taints,omitempty" pulumi:"taints,optional" pools:"karpenter"`
 	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
@@ -138,6 +140,9 @@ type NodePool struct {
 	ConsolidateAfter string `json:"consolidateAfter,omitempty" pulumi:"consolidateAfter,optional" default:"10m" pools:"karpenter"`
 }
 
+// CapacityType is a kind of capacity Karpenter buys a node as (its karpenter.sh/capacity-type).
+type CapacityType string
+
 // Taint is a node taint.
 type Taint struct {
 	// Key is the taint's key.
@@ -145,7 +150,7 @@ type Taint struct {
 	// Value is the taint's value, if any.
 	Value string `json:"value,omitempty" pulumi:"value,optional"`
 	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-	Effect string `json:"effect" pulumi:"effect"`
+	Effect corev1.TaintEffect `json:"effect" pulumi:"effect"`
 }
 
 // NodeClassRef names a Karpenter node class.
@@ -469,14 +474,16 @@ const (
 	FailOpen  FailureMode = "FailOpen"
 )
 
-// EndpointPickerRelease is the Endpoint Picker generation a router targets.
-type EndpointPickerRelease string
+// EndpointPickerRelease is the Endpoint Picker generation a router targets: eppconfig's, which
+// knows what each release is.
+type EndpointPickerRelease = eppconfig.Release
 
+// The releases, as a Go program names them beside the other fields of the input model.
 const (
-	EPPReleaseLLMDRouter EndpointPickerRelease = "llm-d-router-v0.10.0"
-	EPPReleaseGIE150     EndpointPickerRelease = "gie-v1.5.0"
-	EPPReleaseGIE        EndpointPickerRelease = "gie-v1.2.0"
-	EPPReleaseLWEPP      EndpointPickerRelease = "gie-lwepp-v1.6.0"
+	EPPReleaseLLMDRouter = eppconfig.ReleaseRouter
+	EPPReleaseGIE150     = eppconfig.ReleaseGIE150
+	EPPReleaseGIE        = eppconfig.ReleaseGIE
+	EPPReleaseLWEPP      = eppconfig.ReleaseLWEPP
 )
 
 // EndpointPicker sets the router's Endpoint Picker Deployment.

@@ -1336,7 +1336,7 @@ func (o ModelPtrOutput) Source() pulumi.StringPtrOutput {
 
 type ModelCache struct {
 	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-	AccessMode *string `pulumi:"accessMode"`
+	AccessMode *ModelCacheAccessMode `pulumi:"accessMode"`
 	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout *string `pulumi:"downloadTimeout"`
 	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
@@ -1362,7 +1362,7 @@ type ModelCacheInput interface {
 
 type ModelCacheArgs struct {
 	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-	AccessMode pulumi.StringPtrInput `pulumi:"accessMode"`
+	AccessMode ModelCacheAccessModePtrInput `pulumi:"accessMode"`
 	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout pulumi.StringPtrInput `pulumi:"downloadTimeout"`
 	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
@@ -1453,8 +1453,8 @@ func (o ModelCacheOutput) ToModelCachePtrOutputWithContext(ctx context.Context) 
 }
 
 // AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-func (o ModelCacheOutput) AccessMode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v ModelCache) *string { return v.AccessMode }).(pulumi.StringPtrOutput)
+func (o ModelCacheOutput) AccessMode() ModelCacheAccessModePtrOutput {
+	return o.ApplyT(func(v ModelCache) *ModelCacheAccessMode { return v.AccessMode }).(ModelCacheAccessModePtrOutput)
 }
 
 // DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
@@ -1507,13 +1507,13 @@ func (o ModelCachePtrOutput) Elem() ModelCacheOutput {
 }
 
 // AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-func (o ModelCachePtrOutput) AccessMode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *ModelCache) *string {
+func (o ModelCachePtrOutput) AccessMode() ModelCacheAccessModePtrOutput {
+	return o.ApplyT(func(v *ModelCache) *ModelCacheAccessMode {
 		if v == nil {
 			return nil
 		}
 		return v.AccessMode
-	}).(pulumi.StringPtrOutput)
+	}).(ModelCacheAccessModePtrOutput)
 }
 
 // DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
@@ -2582,7 +2582,7 @@ type NodePool struct {
 	// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 	Accelerators []string `pulumi:"accelerators"`
 	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes []string `pulumi:"capacityTypes"`
+	CapacityTypes []CapacityType `pulumi:"capacityTypes"`
 	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 	ConsolidateAfter *string `pulumi:"consolidateAfter"`
 	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
@@ -2618,7 +2618,7 @@ type NodePoolArgs struct {
 	// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 	Accelerators pulumi.StringArrayInput `pulumi:"accelerators"`
 	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes pulumi.StringArrayInput `pulumi:"capacityTypes"`
+	CapacityTypes CapacityTypeArrayInput `pulumi:"capacityTypes"`
 	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 	ConsolidateAfter pulumi.StringPtrInput `pulumi:"consolidateAfter"`
 	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
@@ -2696,8 +2696,8 @@ func (o NodePoolOutput) Accelerators() pulumi.StringArrayOutput {
 }
 
 // CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-func (o NodePoolOutput) CapacityTypes() pulumi.StringArrayOutput {
-	return o.ApplyT(func(v NodePool) []string { return v.CapacityTypes }).(pulumi.StringArrayOutput)
+func (o NodePoolOutput) CapacityTypes() CapacityTypeArrayOutput {
+	return o.ApplyT(func(v NodePool) []CapacityType { return v.CapacityTypes }).(CapacityTypeArrayOutput)
 }
 
 // ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
@@ -2934,13 +2934,13 @@ type Role struct {
 	// Replicas is the number of independent instances (default 1).
 	Replicas *int `pulumi:"replicas"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy *string `pulumi:"restartPolicy"`
+	RestartPolicy *RestartPolicy `pulumi:"restartPolicy"`
 	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy *RolloutStrategy `pulumi:"rolloutStrategy"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService *bool `pulumi:"shadowService"`
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy *string `pulumi:"startupPolicy"`
+	StartupPolicy *StartupPolicy `pulumi:"startupPolicy"`
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy *string `pulumi:"strategy"`
 	// Template is the pod template of every pod of the role.
@@ -2992,13 +2992,13 @@ type RoleArgs struct {
 	// Replicas is the number of independent instances (default 1).
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy pulumi.StringPtrInput `pulumi:"restartPolicy"`
+	RestartPolicy RestartPolicyPtrInput `pulumi:"restartPolicy"`
 	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy RolloutStrategyPtrInput `pulumi:"rolloutStrategy"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
 	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy pulumi.StringPtrInput `pulumi:"startupPolicy"`
+	StartupPolicy StartupPolicyPtrInput `pulumi:"startupPolicy"`
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy pulumi.StringPtrInput `pulumi:"strategy"`
 	// Template is the pod template of every pod of the role.
@@ -3134,8 +3134,8 @@ func (o RoleOutput) Replicas() pulumi.IntPtrOutput {
 }
 
 // RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
+func (o RoleOutput) RestartPolicy() RestartPolicyPtrOutput {
+	return o.ApplyT(func(v Role) *RestartPolicy { return v.RestartPolicy }).(RestartPolicyPtrOutput)
 }
 
 // RolloutStrategy shapes how a changed pod template reaches the role's replicas.
@@ -3149,8 +3149,8 @@ func (o RoleOutput) ShadowService() pulumi.BoolPtrOutput {
 }
 
 // StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-func (o RoleOutput) StartupPolicy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Role) *string { return v.StartupPolicy }).(pulumi.StringPtrOutput)
+func (o RoleOutput) StartupPolicy() StartupPolicyPtrOutput {
+	return o.ApplyT(func(v Role) *StartupPolicy { return v.StartupPolicy }).(StartupPolicyPtrOutput)
 }
 
 // Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
@@ -3664,7 +3664,7 @@ func (o SchedulingStrategyPtrOutput) SchedulerName() pulumi.StringPtrOutput {
 
 type Taint struct {
 	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-	Effect string `pulumi:"effect"`
+	Effect TaintEffect `pulumi:"effect"`
 	// Key is the taint's key.
 	Key string `pulumi:"key"`
 	// Value is the taint's value, if any.
@@ -3684,7 +3684,7 @@ type TaintInput interface {
 
 type TaintArgs struct {
 	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-	Effect pulumi.StringInput `pulumi:"effect"`
+	Effect TaintEffectInput `pulumi:"effect"`
 	// Key is the taint's key.
 	Key pulumi.StringInput `pulumi:"key"`
 	// Value is the taint's value, if any.
@@ -3743,8 +3743,8 @@ func (o TaintOutput) ToTaintOutputWithContext(ctx context.Context) TaintOutput {
 }
 
 // Effect is NoSchedule, PreferNoSchedule or NoExecute.
-func (o TaintOutput) Effect() pulumi.StringOutput {
-	return o.ApplyT(func(v Taint) string { return v.Effect }).(pulumi.StringOutput)
+func (o TaintOutput) Effect() TaintEffectOutput {
+	return o.ApplyT(func(v Taint) TaintEffect { return v.Effect }).(TaintEffectOutput)
 }
 
 // Key is the taint's key.

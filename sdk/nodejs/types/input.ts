@@ -137,7 +137,7 @@ export interface ModelCacheArgs {
     /**
      * AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
      */
-    accessMode?: pulumi.Input<string | undefined>;
+    accessMode?: pulumi.Input<enums.ModelCacheAccessMode | undefined>;
     /**
      * DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
      */
@@ -250,7 +250,7 @@ export interface NodePoolArgs {
     /**
      * CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
      */
-    capacityTypes?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    capacityTypes?: pulumi.Input<pulumi.Input<enums.CapacityType>[] | undefined>;
     /**
      * ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
      */
@@ -360,7 +360,7 @@ export interface RoleArgs {
     /**
      * RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
      */
-    restartPolicy?: pulumi.Input<string | undefined>;
+    restartPolicy?: pulumi.Input<enums.RestartPolicy | undefined>;
     /**
      * RolloutStrategy shapes how a changed pod template reaches the role's replicas.
      */
@@ -372,7 +372,7 @@ export interface RoleArgs {
     /**
      * StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
      */
-    startupPolicy?: pulumi.Input<string | undefined>;
+    startupPolicy?: pulumi.Input<enums.StartupPolicy | undefined>;
     /**
      * Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
      */
@@ -429,7 +429,7 @@ export interface TaintArgs {
     /**
      * Effect is NoSchedule, PreferNoSchedule or NoExecute.
      */
-    effect: pulumi.Input<string>;
+    effect: pulumi.Input<enums.TaintEffect>;
     /**
      * Key is the taint's key.
      */

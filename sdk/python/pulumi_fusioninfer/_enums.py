@@ -8,16 +8,21 @@ from enum import Enum
 
 __all__ = [
     'AwaitMode',
+    'CapacityType',
     'ComponentType',
     'EndpointPickerRelease',
     'FailureMode',
     'GangMode',
     'MinResourcesMode',
+    'ModelCacheAccessMode',
     'ModelFlexibilityMode',
     'ModelLoadFormat',
     'NetworkTopologyMode',
     'NodePoolKind',
     'PoolAPIVersion',
+    'RestartPolicy',
+    'StartupPolicy',
+    'TaintEffect',
 ]
 
 
@@ -29,6 +34,16 @@ class AwaitMode(_builtins.str, Enum):
     ALL = "all"
     MINIMAL = "minimal"
     NONE = "none"
+
+
+@pulumi.type_token("fusioninfer:index:CapacityType")
+class CapacityType(_builtins.str, Enum):
+    """
+    CapacityType is one of: on-demand, spot, reserved.
+    """
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
 
 
 @pulumi.type_token("fusioninfer:index:ComponentType")
@@ -80,6 +95,15 @@ class MinResourcesMode(_builtins.str, Enum):
     NONE = "none"
 
 
+@pulumi.type_token("fusioninfer:index:ModelCacheAccessMode")
+class ModelCacheAccessMode(_builtins.str, Enum):
+    """
+    ModelCacheAccessMode is one of: ReadWriteMany, ReadOnlyMany.
+    """
+    READ_WRITE_MANY = "ReadWriteMany"
+    READ_ONLY_MANY = "ReadOnlyMany"
+
+
 @pulumi.type_token("fusioninfer:index:ModelFlexibilityMode")
 class ModelFlexibilityMode(_builtins.str, Enum):
     """
@@ -121,3 +145,31 @@ class PoolAPIVersion(_builtins.str, Enum):
     """
     V1 = "v1"
     V1ALPHA2 = "v1alpha2"
+
+
+@pulumi.type_token("fusioninfer:index:RestartPolicy")
+class RestartPolicy(_builtins.str, Enum):
+    """
+    RestartPolicy is one of: RecreateGroupOnPodRestart, None.
+    """
+    RECREATE_GROUP_ON_POD_RESTART = "RecreateGroupOnPodRestart"
+    NONE = "None"
+
+
+@pulumi.type_token("fusioninfer:index:StartupPolicy")
+class StartupPolicy(_builtins.str, Enum):
+    """
+    StartupPolicy is one of: LeaderCreated, LeaderReady.
+    """
+    LEADER_CREATED = "LeaderCreated"
+    LEADER_READY = "LeaderReady"
+
+
+@pulumi.type_token("fusioninfer:index:TaintEffect")
+class TaintEffect(_builtins.str, Enum):
+    """
+    TaintEffect is one of: NoSchedule, PreferNoSchedule, NoExecute.
+    """
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"

@@ -649,7 +649,7 @@ class ModelCacheArgsDict(TypedDict):
     """
     StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
     """
-    access_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    access_mode: NotRequired[pulumi.Input[Optional['ModelCacheAccessMode']]]
     """
     AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
     """
@@ -671,14 +671,14 @@ class ModelCacheArgs:
     def __init__(__self__, *,
                  size: pulumi.Input[_builtins.str],
                  storage_class_name: pulumi.Input[_builtins.str],
-                 access_mode: pulumi.Input[Optional[_builtins.str]] = None,
+                 access_mode: pulumi.Input[Optional['ModelCacheAccessMode']] = None,
                  download_timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  downloader_image: pulumi.Input[Optional[_builtins.str]] = None,
                  exclude: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None):
         """
         :param pulumi.Input[_builtins.str] size: Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
         :param pulumi.Input[_builtins.str] storage_class_name: StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
-        :param pulumi.Input[_builtins.str] access_mode: AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+        :param pulumi.Input['ModelCacheAccessMode'] access_mode: AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
         :param pulumi.Input[_builtins.str] download_timeout: DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
         :param pulumi.Input[_builtins.str] downloader_image: DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] exclude: Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
@@ -720,14 +720,14 @@ class ModelCacheArgs:
 
     @_builtins.property
     @pulumi.getter(name="accessMode")
-    def access_mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def access_mode(self) -> pulumi.Input[Optional['ModelCacheAccessMode']]:
         """
         AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
         """
         return pulumi.get(self, "access_mode")
 
     @access_mode.setter
-    def access_mode(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def access_mode(self, value: pulumi.Input[Optional['ModelCacheAccessMode']]):
         pulumi.set(self, "access_mode", value)
 
     @_builtins.property
@@ -1149,7 +1149,7 @@ class NodePoolArgsDict(TypedDict):
     """
     Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
     """
-    capacity_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    capacity_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]]]
     """
     CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
     """
@@ -1188,7 +1188,7 @@ class NodePoolArgs:
                  gpus_per_node: pulumi.Input[_builtins.int],
                  name: pulumi.Input[_builtins.str],
                  accelerators: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
-                 capacity_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 capacity_types: pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]] = None,
                  consolidate_after: pulumi.Input[Optional[_builtins.str]] = None,
                  instance_families: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  instance_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
@@ -1200,7 +1200,7 @@ class NodePoolArgs:
         :param pulumi.Input[_builtins.int] gpus_per_node: GPUsPerNode is the nvidia.com/gpu capacity of each node.
         :param pulumi.Input[_builtins.str] name: Name is a DNS label, unique among the pools; roles name it in their nodePool field.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] accelerators: Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
-        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+        :param pulumi.Input[Sequence[pulumi.Input['CapacityType']]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
         :param pulumi.Input[_builtins.str] consolidate_after: ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
@@ -1268,14 +1268,14 @@ class NodePoolArgs:
 
     @_builtins.property
     @pulumi.getter(name="capacityTypes")
-    def capacity_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+    def capacity_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]]:
         """
         CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
         """
         return pulumi.get(self, "capacity_types")
 
     @capacity_types.setter
-    def capacity_types(self, value: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]):
+    def capacity_types(self, value: pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]]):
         pulumi.set(self, "capacity_types", value)
 
     @_builtins.property
@@ -1453,7 +1453,7 @@ class RoleArgsDict(TypedDict):
     """
     Replicas is the number of independent instances (default 1).
     """
-    restart_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    restart_policy: NotRequired[pulumi.Input[Optional['RestartPolicy']]]
     """
     RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
     """
@@ -1465,7 +1465,7 @@ class RoleArgsDict(TypedDict):
     """
     ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
     """
-    startup_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    startup_policy: NotRequired[pulumi.Input[Optional['StartupPolicy']]]
     """
     StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
     """
@@ -1500,10 +1500,10 @@ class RoleArgs:
                  node_pool: pulumi.Input[Optional[_builtins.str]] = None,
                  pool_api_version: pulumi.Input[Optional['PoolAPIVersion']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
-                 restart_policy: pulumi.Input[Optional[_builtins.str]] = None,
+                 restart_policy: pulumi.Input[Optional['RestartPolicy']] = None,
                  rollout_strategy: pulumi.Input[Optional['RolloutStrategyArgs']] = None,
                  shadow_service: pulumi.Input[Optional[_builtins.bool]] = None,
-                 startup_policy: pulumi.Input[Optional[_builtins.str]] = None,
+                 startup_policy: pulumi.Input[Optional['StartupPolicy']] = None,
                  strategy: pulumi.Input[Optional[_builtins.str]] = None,
                  template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None,
                  termination_grace_period_seconds: pulumi.Input[Optional[_builtins.int]] = None):
@@ -1523,10 +1523,10 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] node_pool: NodePool names the spec.nodePools entry the role's pods run on.
         :param pulumi.Input['PoolAPIVersion'] pool_api_version: PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
-        :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+        :param pulumi.Input['RestartPolicy'] restart_policy: RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
         :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy shapes how a changed pod template reaches the role's replicas.
         :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
-        :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+        :param pulumi.Input['StartupPolicy'] startup_policy: StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
         :param pulumi.Input[_builtins.str] strategy: Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
         :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: Template is the pod template of every pod of the role.
         :param pulumi.Input[_builtins.int] termination_grace_period_seconds: TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
@@ -1756,14 +1756,14 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="restartPolicy")
-    def restart_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def restart_policy(self) -> pulumi.Input[Optional['RestartPolicy']]:
         """
         RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
         """
         return pulumi.get(self, "restart_policy")
 
     @restart_policy.setter
-    def restart_policy(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def restart_policy(self, value: pulumi.Input[Optional['RestartPolicy']]):
         pulumi.set(self, "restart_policy", value)
 
     @_builtins.property
@@ -1792,14 +1792,14 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="startupPolicy")
-    def startup_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def startup_policy(self) -> pulumi.Input[Optional['StartupPolicy']]:
         """
         StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
         """
         return pulumi.get(self, "startup_policy")
 
     @startup_policy.setter
-    def startup_policy(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def startup_policy(self, value: pulumi.Input[Optional['StartupPolicy']]):
         pulumi.set(self, "startup_policy", value)
 
     @_builtins.property
@@ -2018,7 +2018,7 @@ class SchedulingStrategyArgs:
 
 
 class TaintArgsDict(TypedDict):
-    effect: pulumi.Input[_builtins.str]
+    effect: pulumi.Input['TaintEffect']
     """
     Effect is NoSchedule, PreferNoSchedule or NoExecute.
     """
@@ -2034,11 +2034,11 @@ class TaintArgsDict(TypedDict):
 @pulumi.input_type
 class TaintArgs:
     def __init__(__self__, *,
-                 effect: pulumi.Input[_builtins.str],
+                 effect: pulumi.Input['TaintEffect'],
                  key: pulumi.Input[_builtins.str],
                  value: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.str] effect: Effect is NoSchedule, PreferNoSchedule or NoExecute.
+        :param pulumi.Input['TaintEffect'] effect: Effect is NoSchedule, PreferNoSchedule or NoExecute.
         :param pulumi.Input[_builtins.str] key: Key is the taint's key.
         :param pulumi.Input[_builtins.str] value: Value is the taint's value, if any.
         """
@@ -2049,14 +2049,14 @@ class TaintArgs:
 
     @_builtins.property
     @pulumi.getter
-    def effect(self) -> pulumi.Input[_builtins.str]:
+    def effect(self) -> pulumi.Input['TaintEffect']:
         """
         Effect is NoSchedule, PreferNoSchedule or NoExecute.
         """
         return pulumi.get(self, "effect")
 
     @effect.setter
-    def effect(self, value: pulumi.Input[_builtins.str]):
+    def effect(self, value: pulumi.Input['TaintEffect']):
         pulumi.set(self, "effect", value)
 
     @_builtins.property

@@ -13,6 +13,17 @@ export const AwaitMode = {
  */
 export type AwaitMode = (typeof AwaitMode)[keyof typeof AwaitMode];
 
+export const CapacityType = {
+    On_demand: "on-demand",
+    Spot: "spot",
+    Reserved: "reserved",
+} as const;
+
+/**
+ * CapacityType is one of: on-demand, spot, reserved.
+ */
+export type CapacityType = (typeof CapacityType)[keyof typeof CapacityType];
+
 export const ComponentType = {
     Worker: "worker",
     Prefiller: "prefiller",
@@ -67,6 +78,16 @@ export const MinResourcesMode = {
  */
 export type MinResourcesMode = (typeof MinResourcesMode)[keyof typeof MinResourcesMode];
 
+export const ModelCacheAccessMode = {
+    ReadWriteMany: "ReadWriteMany",
+    ReadOnlyMany: "ReadOnlyMany",
+} as const;
+
+/**
+ * ModelCacheAccessMode is one of: ReadWriteMany, ReadOnlyMany.
+ */
+export type ModelCacheAccessMode = (typeof ModelCacheAccessMode)[keyof typeof ModelCacheAccessMode];
+
 export const ModelFlexibilityMode = {
     DualPods: "dualPods",
 } as const;
@@ -114,3 +135,34 @@ export const PoolAPIVersion = {
  * PoolAPIVersion is one of: v1, v1alpha2.
  */
 export type PoolAPIVersion = (typeof PoolAPIVersion)[keyof typeof PoolAPIVersion];
+
+export const RestartPolicy = {
+    RecreateGroupOnPodRestart: "RecreateGroupOnPodRestart",
+    None: "None",
+} as const;
+
+/**
+ * RestartPolicy is one of: RecreateGroupOnPodRestart, None.
+ */
+export type RestartPolicy = (typeof RestartPolicy)[keyof typeof RestartPolicy];
+
+export const StartupPolicy = {
+    LeaderCreated: "LeaderCreated",
+    LeaderReady: "LeaderReady",
+} as const;
+
+/**
+ * StartupPolicy is one of: LeaderCreated, LeaderReady.
+ */
+export type StartupPolicy = (typeof StartupPolicy)[keyof typeof StartupPolicy];
+
+export const TaintEffect = {
+    NoSchedule: "NoSchedule",
+    PreferNoSchedule: "PreferNoSchedule",
+    NoExecute: "NoExecute",
+} as const;
+
+/**
+ * TaintEffect is one of: NoSchedule, PreferNoSchedule, NoExecute.
+ */
+export type TaintEffect = (typeof TaintEffect)[keyof typeof TaintEffect];
