@@ -136,7 +136,7 @@ func withEnums(spec *pschema.PackageSpec) {
 						values = append(values, pschema.EnumValueSpec{Value: v})
 					}
 					spec.Types[token] = pschema.ComplexTypeSpec{ObjectTypeSpec: pschema.ObjectTypeSpec{Type: "string",
-						Description: fmt.Sprintf("%s is one of: %s.", enum.Name, strings.Join(enum.Values, ", "))}, Enum: values}
+						Description: fmt.Sprintf("One of: %s.", strings.Join(enum.Values, ", "))}, Enum: values}
 				}
 				if prop, ok := props[name]; ok {
 					prop.TypeSpec = withRef(prop.TypeSpec, "#/types/"+token)

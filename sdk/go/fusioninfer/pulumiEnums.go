@@ -10,7 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// AwaitMode is one of: all, minimal, none.
+// One of: all, minimal, none.
 type AwaitMode string
 
 const (
@@ -178,7 +178,7 @@ func (in *awaitModePtr) ToAwaitModePtrOutputWithContext(ctx context.Context) Awa
 	return pulumi.ToOutputWithContext(ctx, in).(AwaitModePtrOutput)
 }
 
-// CapacityType is one of: on-demand, spot, reserved.
+// One of: on-demand, spot, reserved.
 type CapacityType string
 
 const (
@@ -391,7 +391,7 @@ func (o CapacityTypeArrayOutput) Index(i pulumi.IntInput) CapacityTypeOutput {
 	}).(CapacityTypeOutput)
 }
 
-// ComponentType is one of: worker, prefiller, decoder, router.
+// One of: worker, prefiller, decoder, router.
 type ComponentType string
 
 const (
@@ -561,7 +561,7 @@ func (in *componentTypePtr) ToComponentTypePtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(ComponentTypePtrOutput)
 }
 
-// EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
+// One of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
 type EndpointPickerRelease string
 
 const (
@@ -731,7 +731,7 @@ func (in *endpointPickerReleasePtr) ToEndpointPickerReleasePtrOutputWithContext(
 	return pulumi.ToOutputWithContext(ctx, in).(EndpointPickerReleasePtrOutput)
 }
 
-// FailureMode is one of: FailClose, FailOpen.
+// One of: FailClose, FailOpen.
 type FailureMode string
 
 const (
@@ -897,7 +897,7 @@ func (in *failureModePtr) ToFailureModePtrOutputWithContext(ctx context.Context)
 	return pulumi.ToOutputWithContext(ctx, in).(FailureModePtrOutput)
 }
 
-// GangMode is one of: subGroup, taskMember.
+// One of: subGroup, taskMember.
 type GangMode string
 
 const (
@@ -1063,7 +1063,7 @@ func (in *gangModePtr) ToGangModePtrOutputWithContext(ctx context.Context) GangM
 	return pulumi.ToOutputWithContext(ctx, in).(GangModePtrOutput)
 }
 
-// MinResourcesMode is one of: auto, none.
+// One of: auto, none.
 type MinResourcesMode string
 
 const (
@@ -1229,7 +1229,7 @@ func (in *minResourcesModePtr) ToMinResourcesModePtrOutputWithContext(ctx contex
 	return pulumi.ToOutputWithContext(ctx, in).(MinResourcesModePtrOutput)
 }
 
-// ModelCacheAccessMode is one of: ReadWriteMany, ReadOnlyMany.
+// One of: ReadWriteMany, ReadOnlyMany.
 type ModelCacheAccessMode string
 
 const (
@@ -1395,7 +1395,7 @@ func (in *modelCacheAccessModePtr) ToModelCacheAccessModePtrOutputWithContext(ct
 	return pulumi.ToOutputWithContext(ctx, in).(ModelCacheAccessModePtrOutput)
 }
 
-// ModelFlexibilityMode is one of: dualPods.
+// One of: dualPods.
 type ModelFlexibilityMode string
 
 const (
@@ -1559,7 +1559,7 @@ func (in *modelFlexibilityModePtr) ToModelFlexibilityModePtrOutputWithContext(ct
 	return pulumi.ToOutputWithContext(ctx, in).(ModelFlexibilityModePtrOutput)
 }
 
-// ModelLoadFormat is one of: runai_streamer.
+// One of: runai_streamer.
 type ModelLoadFormat string
 
 const (
@@ -1723,7 +1723,7 @@ func (in *modelLoadFormatPtr) ToModelLoadFormatPtrOutputWithContext(ctx context.
 	return pulumi.ToOutputWithContext(ctx, in).(ModelLoadFormatPtrOutput)
 }
 
-// NetworkTopologyMode is one of: hard, soft.
+// One of: hard, soft.
 type NetworkTopologyMode string
 
 const (
@@ -1889,7 +1889,7 @@ func (in *networkTopologyModePtr) ToNetworkTopologyModePtrOutputWithContext(ctx 
 	return pulumi.ToOutputWithContext(ctx, in).(NetworkTopologyModePtrOutput)
 }
 
-// NodePoolKind is one of: karpenter, existing.
+// One of: karpenter, existing.
 type NodePoolKind string
 
 const (
@@ -2055,7 +2055,7 @@ func (in *nodePoolKindPtr) ToNodePoolKindPtrOutputWithContext(ctx context.Contex
 	return pulumi.ToOutputWithContext(ctx, in).(NodePoolKindPtrOutput)
 }
 
-// PoolAPIVersion is one of: v1, v1alpha2.
+// One of: v1, v1alpha2.
 type PoolAPIVersion string
 
 const (
@@ -2221,7 +2221,7 @@ func (in *poolAPIVersionPtr) ToPoolAPIVersionPtrOutputWithContext(ctx context.Co
 	return pulumi.ToOutputWithContext(ctx, in).(PoolAPIVersionPtrOutput)
 }
 
-// RestartPolicy is one of: RecreateGroupOnPodRestart, None.
+// One of: RecreateGroupOnPodRestart, None.
 type RestartPolicy string
 
 const (
@@ -2387,7 +2387,7 @@ func (in *restartPolicyPtr) ToRestartPolicyPtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(RestartPolicyPtrOutput)
 }
 
-// StartupPolicy is one of: LeaderCreated, LeaderReady.
+// One of: LeaderCreated, LeaderReady.
 type StartupPolicy string
 
 const (
@@ -2553,7 +2553,7 @@ func (in *startupPolicyPtr) ToStartupPolicyPtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(StartupPolicyPtrOutput)
 }
 
-// TaintEffect is one of: NoSchedule, PreferNoSchedule, NoExecute.
+// One of: NoSchedule, PreferNoSchedule, NoExecute.
 type TaintEffect string
 
 const (

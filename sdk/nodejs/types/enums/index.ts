@@ -9,7 +9,7 @@ export const AwaitMode = {
 } as const;
 
 /**
- * AwaitMode is one of: all, minimal, none.
+ * One of: all, minimal, none.
  */
 export type AwaitMode = (typeof AwaitMode)[keyof typeof AwaitMode];
 
@@ -20,7 +20,7 @@ export const CapacityType = {
 } as const;
 
 /**
- * CapacityType is one of: on-demand, spot, reserved.
+ * One of: on-demand, spot, reserved.
  */
 export type CapacityType = (typeof CapacityType)[keyof typeof CapacityType];
 
@@ -32,7 +32,7 @@ export const ComponentType = {
 } as const;
 
 /**
- * ComponentType is one of: worker, prefiller, decoder, router.
+ * One of: worker, prefiller, decoder, router.
  */
 export type ComponentType = (typeof ComponentType)[keyof typeof ComponentType];
 
@@ -44,7 +44,7 @@ export const EndpointPickerRelease = {
 } as const;
 
 /**
- * EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
+ * One of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
  */
 export type EndpointPickerRelease = (typeof EndpointPickerRelease)[keyof typeof EndpointPickerRelease];
 
@@ -54,7 +54,7 @@ export const FailureMode = {
 } as const;
 
 /**
- * FailureMode is one of: FailClose, FailOpen.
+ * One of: FailClose, FailOpen.
  */
 export type FailureMode = (typeof FailureMode)[keyof typeof FailureMode];
 
@@ -64,7 +64,7 @@ export const GangMode = {
 } as const;
 
 /**
- * GangMode is one of: subGroup, taskMember.
+ * One of: subGroup, taskMember.
  */
 export type GangMode = (typeof GangMode)[keyof typeof GangMode];
 
@@ -74,7 +74,7 @@ export const MinResourcesMode = {
 } as const;
 
 /**
- * MinResourcesMode is one of: auto, none.
+ * One of: auto, none.
  */
 export type MinResourcesMode = (typeof MinResourcesMode)[keyof typeof MinResourcesMode];
 
@@ -84,7 +84,7 @@ export const ModelCacheAccessMode = {
 } as const;
 
 /**
- * ModelCacheAccessMode is one of: ReadWriteMany, ReadOnlyMany.
+ * One of: ReadWriteMany, ReadOnlyMany.
  */
 export type ModelCacheAccessMode = (typeof ModelCacheAccessMode)[keyof typeof ModelCacheAccessMode];
 
@@ -93,7 +93,7 @@ export const ModelFlexibilityMode = {
 } as const;
 
 /**
- * ModelFlexibilityMode is one of: dualPods.
+ * One of: dualPods.
  */
 export type ModelFlexibilityMode = (typeof ModelFlexibilityMode)[keyof typeof ModelFlexibilityMode];
 
@@ -102,7 +102,7 @@ export const ModelLoadFormat = {
 } as const;
 
 /**
- * ModelLoadFormat is one of: runai_streamer.
+ * One of: runai_streamer.
  */
 export type ModelLoadFormat = (typeof ModelLoadFormat)[keyof typeof ModelLoadFormat];
 
@@ -112,7 +112,7 @@ export const NetworkTopologyMode = {
 } as const;
 
 /**
- * NetworkTopologyMode is one of: hard, soft.
+ * One of: hard, soft.
  */
 export type NetworkTopologyMode = (typeof NetworkTopologyMode)[keyof typeof NetworkTopologyMode];
 
@@ -122,7 +122,7 @@ export const NodePoolKind = {
 } as const;
 
 /**
- * NodePoolKind is one of: karpenter, existing.
+ * One of: karpenter, existing.
  */
 export type NodePoolKind = (typeof NodePoolKind)[keyof typeof NodePoolKind];
 
@@ -132,7 +132,7 @@ export const PoolAPIVersion = {
 } as const;
 
 /**
- * PoolAPIVersion is one of: v1, v1alpha2.
+ * One of: v1, v1alpha2.
  */
 export type PoolAPIVersion = (typeof PoolAPIVersion)[keyof typeof PoolAPIVersion];
 
@@ -142,7 +142,7 @@ export const RestartPolicy = {
 } as const;
 
 /**
- * RestartPolicy is one of: RecreateGroupOnPodRestart, None.
+ * One of: RecreateGroupOnPodRestart, None.
  */
 export type RestartPolicy = (typeof RestartPolicy)[keyof typeof RestartPolicy];
 
@@ -152,7 +152,7 @@ export const StartupPolicy = {
 } as const;
 
 /**
- * StartupPolicy is one of: LeaderCreated, LeaderReady.
+ * One of: LeaderCreated, LeaderReady.
  */
 export type StartupPolicy = (typeof StartupPolicy)[keyof typeof StartupPolicy];
 
@@ -163,6 +163,6 @@ export const TaintEffect = {
 } as const;
 
 /**
- * TaintEffect is one of: NoSchedule, PreferNoSchedule, NoExecute.
+ * One of: NoSchedule, PreferNoSchedule, NoExecute.
  */
 export type TaintEffect = (typeof TaintEffect)[keyof typeof TaintEffect];
