@@ -70,6 +70,7 @@ func construct(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resou
 
 // constructPlatform gives infer the Platform's schema; constructFromRawInputs constructs it.
 func constructPlatform(ctx *pulumi.Context, name string, args platformcomponent.Args, opts ...pulumi.ResourceOption) (*platformcomponent.Platform, error) {
+	//lint:ignore ST1005 the errors name the kind of what they refuse first, a proper noun
 	return nil, fmt.Errorf("Platform %q: constructed through constructFromRawInputs", name)
 }
 
@@ -82,6 +83,7 @@ func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.Cons
 		return p.ProgramConstruct(ctx, req, func(pctx *pulumi.Context, _, name string, _ comProvider.ConstructInputs, opts pulumi.ResourceOption) (*comProvider.ConstructResult, error) {
 			spec, err := platformSpecOf(req.Inputs)
 			if err != nil {
+				//lint:ignore ST1005 the errors name the kind of what they refuse first, a proper noun
 				return nil, fmt.Errorf("Platform %q: %w", name, err)
 			}
 			component, err := platformcomponent.NewPlatform(pctx, name, &platformcomponent.Args{Spec: *spec}, opts)
