@@ -7,20 +7,20 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet fuzz bench bench-routing golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-routing golden gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/fusioninfer render -f $(DEMO_STORY) --summary
 
-## test: vet, every unit, component, example and CLI test (with the fuzzer's property over
+## test: vet, lint (staticcheck), every unit, component, example and CLI test (with the fuzzer's property over
 ## thousands of mutated examples, TestBuildMutatedExamples), and the TypeScript and Python SDKs
 ## with their examples under Pulumi's mocks (npm and PyPI packages installed here). The tests that
 ## read what those programs registered run from test-typescript and test-python, after them; under
 ## CI they fail rather than skip when run without it.
 ## GIE v1.5.0's Endpoint Picker, the oracle of components/eppconfig's tests, is built once into
 ## the user cache (minutes cold): first, outside go test's 10-minute limit per package.
-test: vet
+test: vet lint
 	$(GO) test ./components/eppconfig -run '^TestGIE150PluginsAreTheEPPs$$' -count=1 -timeout 30m
 	$(GO) test ./... -skip '^Test(TypeScript|Python)'
 	$(MAKE) test-typescript
@@ -132,6 +132,12 @@ build:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+
+## lint: staticcheck on every package, the e2e and conformance suites' too (no file of the
+## repository is built only without those tags). staticcheck's version is pinned in tools/go.mod,
+## a module of its own, so that its dependencies stay out of the module users get.
+lint:
+	$(GO) tool -modfile=tools/go.mod staticcheck -tags e2e,conformance ./...
 
 ## fuzz: the coverage-guided fuzzer on the core (not in make test: its instrumented build of every
 ## package cost 13 cold CI minutes for 20 s of fuzzing).

@@ -14,7 +14,7 @@ type Args struct {
 	ServiceName string `pulumi:"serviceName,optional"`
 	// Namespace of every child; defaults to "default".
 	Namespace string `pulumi:"namespace,optional"`
-	// Labels are added to every child object.
+	// Labels are the labels every child object gets.
 	Labels map[string]string `pulumi:"labels,optional"`
 	api.InferenceServiceSpec
 }

@@ -20,9 +20,22 @@ import (
 // Name is the provider's package name.
 const Name = "fusioninfer"
 
-// New is the provider.
+// New is the provider: infer's, with the schema rewritten (withKubernetesReferences) and its own
+// Construct (constructFromRawInputs), which infer cannot give (design 0011, 0012; each reason is
+// pinned by a test in sdkedges_test.go that fails when a Pulumi upgrade removes it).
 func New() (p.Provider, error) {
-	prov, err := infer.NewProviderBuilder().
+	prov, err := inferred()
+	if err != nil {
+		return p.Provider{}, err
+	}
+	prov = withKubernetesReferences(prov)
+	prov.Construct = constructFromRawInputs
+	return prov, nil
+}
+
+// inferred is the provider as infer builds it from the components' Go types.
+func inferred() (p.Provider, error) {
+	return infer.NewProviderBuilder().
 		WithNamespace(Name).
 		WithDisplayName("FusionInfer").
 		WithDescription("LLM inference on Kubernetes: LeaderWorkerSets, Volcano gang scheduling, the Gateway API Inference Extension.").
@@ -49,12 +62,6 @@ func New() (p.Provider, error) {
 		}).
 		WithComponents(infer.ComponentF(construct), infer.ComponentF(constructPlatform)).
 		Build()
-	if err != nil {
-		return p.Provider{}, err
-	}
-	prov = withKubernetesReferences(prov)
-	prov.Construct = constructFromRawInputs
-	return prov, nil
 }
 
 // construct gives infer the component's schema (its Args and outputs); the provider's Construct is
@@ -65,6 +72,7 @@ func construct(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resou
 
 // constructPlatform gives infer the Platform's schema; constructFromRawInputs constructs it.
 func constructPlatform(ctx *pulumi.Context, name string, args platformcomponent.Args, opts ...pulumi.ResourceOption) (*platformcomponent.Platform, error) {
+	//lint:ignore ST1005 the errors name the kind of what they refuse first, a proper noun
 	return nil, fmt.Errorf("Platform %q: constructed through constructFromRawInputs", name)
 }
 
@@ -77,6 +85,7 @@ func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.Cons
 		return p.ProgramConstruct(ctx, req, func(pctx *pulumi.Context, _, name string, _ comProvider.ConstructInputs, opts pulumi.ResourceOption) (*comProvider.ConstructResult, error) {
 			spec, err := platformSpecOf(req.Inputs)
 			if err != nil {
+				//lint:ignore ST1005 the errors name the kind of what they refuse first, a proper noun
 				return nil, fmt.Errorf("Platform %q: %w", name, err)
 			}
 			component, err := platformcomponent.NewPlatform(pctx, name, &platformcomponent.Args{Spec: *spec}, opts)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blang/semver"
@@ -111,4 +115,49 @@ func TestDescriptionsAreFresh(t *testing.T) {
 	got, err := os.ReadFile("descriptions.json")
 	require.NoError(t, err)
 	assert.Equal(t, string(want)+"\n", string(got), "descriptions.json is stale: run make gen")
+}
+
+// TestDescriptionsSpeakToSDKUsers: a TypeScript or Python user reads the schema's descriptions
+// beside the property's own name, so none starts with the Go field's name ("Replicas is the
+// number..." for replicas) or speaks Go: no Go syntax (a slice's [], a map[ type, a *pointer),
+// no Go type names, no Go.
+func TestDescriptionsSpeakToSDKUsers(t *testing.T) {
+	var spec struct {
+		Types map[string]struct {
+			Description string
+			Properties  map[string]struct{ Description string }
+		}
+		Resources map[string]struct {
+			Properties      map[string]struct{ Description string }
+			InputProperties map[string]struct{ Description string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(servedSchema(t), &spec))
+	goisms := regexp.MustCompile(`\[\]|map\[|\*[A-Za-z]|\b(int|int32|int64|float64|bool|nil|struct|interface\{\})\b|\bGo\b`)
+	var bad []string
+	check := func(where, name, description string) {
+		first, _, _ := strings.Cut(description, " ")
+		if strings.EqualFold(strings.TrimRight(first, ":,."), name) {
+			bad = append(bad, fmt.Sprintf("%s starts with its Go name: %q", where, description))
+		}
+		if m := goisms.FindString(description); m != "" {
+			bad = append(bad, fmt.Sprintf("%s speaks Go (%s): %q", where, m, description))
+		}
+	}
+	for token, ty := range spec.Types {
+		check(token, token[strings.LastIndex(token, ":")+1:], ty.Description)
+		for name, p := range ty.Properties {
+			check(token+"."+name, name, p.Description)
+		}
+	}
+	for token, r := range spec.Resources {
+		for name, p := range r.InputProperties {
+			check(token+" input "+name, name, p.Description)
+		}
+		for name, p := range r.Properties {
+			check(token+" output "+name, name, p.Description)
+		}
+	}
+	slices.Sort(bad)
+	assert.Empty(t, bad, "write the doc comment as an SDK user reads it, then make gen")
 }

@@ -92,7 +92,9 @@ func rewriteSchema(raw string) (string, error) {
 		spec.Resources[token] = r
 	}
 	withEnums(&spec)
-	describe(&spec)
+	if err := describe(&spec); err != nil {
+		return "", err
+	}
 	out, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return "", err
@@ -124,8 +126,8 @@ func upstreamType(t pschema.TypeSpec) pschema.TypeSpec {
 	return t
 }
 
-// withEnums gives every property of an enumerated type of the input model (api.Enum) its enum
-// type, fusioninfer:index:{Type}, with the values validation allows, found by walking the input
+// withEnums gives every property of an enumerated type of the input model (api.EnumOf) its enum
+// type, fusioninfer:index:{Name}, with the values validation allows, found by walking the input
 // model's Go types from the spec: infer types such a field as a plain string.
 func withEnums(spec *pschema.PackageSpec) {
 	seen := map[reflect.Type]bool{}
@@ -139,14 +141,14 @@ func withEnums(spec *pschema.PackageSpec) {
 				ft = ft.Elem()
 			}
 			if enum, ok := api.EnumOf(ft); ok {
-				token := typeToken(ft)
+				token := Name + ":index:" + enum.Name
 				if _, declared := spec.Types[token]; !declared {
-					values := make([]pschema.EnumValueSpec, 0, len(enum.AllowedValues()))
-					for _, v := range enum.AllowedValues() {
+					values := make([]pschema.EnumValueSpec, 0, len(enum.Values))
+					for _, v := range enum.Values {
 						values = append(values, pschema.EnumValueSpec{Value: v})
 					}
 					spec.Types[token] = pschema.ComplexTypeSpec{ObjectTypeSpec: pschema.ObjectTypeSpec{Type: "string",
-						Description: fmt.Sprintf("%s is one of: %s.", ft.Name(), strings.Join(enum.AllowedValues(), ", "))}, Enum: values}
+						Description: fmt.Sprintf("One of: %s.", strings.Join(enum.Values, ", "))}, Enum: values}
 				}
 				if prop, ok := props[name]; ok {
 					prop.TypeSpec = withRef(prop.TypeSpec, "#/types/"+token)
@@ -197,10 +199,10 @@ var descriptionsJSON []byte
 // describe fills every property's description from the doc comment of its Go field
 // (provider/descriptions.json, written by `make gen`): a type is described by its Go struct, the
 // component's inputs by the component's Args and its outputs by the component.
-func describe(spec *pschema.PackageSpec) {
+func describe(spec *pschema.PackageSpec) error {
 	var table map[string]map[string]string
 	if err := json.Unmarshal(descriptionsJSON, &table); err != nil {
-		panic("descriptions.json embedded in the binary: " + err.Error())
+		return fmt.Errorf("the descriptions.json embedded in the provider: %w", err)
 	}
 	fill := func(props map[string]pschema.PropertySpec, goType string) {
 		for name, prop := range props {
@@ -221,4 +223,5 @@ func describe(spec *pschema.PackageSpec) {
 		fill(r.Properties, token[strings.LastIndex(token, ":")+1:])
 		spec.Resources[token] = r
 	}
+	return nil
 }

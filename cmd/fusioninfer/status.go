@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -192,9 +191,4 @@ func statusTargets(stdin io.Reader, opts statusOptions) ([]statusTarget, error) 
 		out = append(out, statusTarget{name: tree.Service.Name, namespace: tree.Service.Namespace, svc: tree.Service})
 	}
 	return out, nil
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

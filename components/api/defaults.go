@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
 )
 
 const (
@@ -59,6 +61,15 @@ func (p *NodePool) ConsolidateAfterOrDefault() time.Duration {
 		return d
 	}
 	return DefaultNodePoolConsolidateAfter
+}
+
+// CapacityTypeValues are the capacity types a karpenter pool's nodes may be bought as, as its
+// NodePool's karpenter.sh/capacity-type requirement lists them: on-demand when unset.
+func (p *NodePool) CapacityTypeValues() []string {
+	if len(p.CapacityTypes) == 0 {
+		return []string{mirror.CapacityTypeOnDemand}
+	}
+	return values(p.CapacityTypes...)
 }
 
 // NodeCount is the pods per replica, 1 when multinode is unset.

@@ -1,6 +1,14 @@
 package api
 
-import "reflect"
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
+)
 
 // The input model's enumerations, each declared once here: validation refuses any other value
 // (field.NotSupported with this list) and the provider's schema gives each as an enum
@@ -10,6 +18,28 @@ import "reflect"
 type Enum interface {
 	// AllowedValues are the values, in the order the documentation gives them.
 	AllowedValues() []string
+}
+
+// EnumType is an enumeration as the schema and the reference give it: its name and its values.
+type EnumType struct {
+	Name   string
+	Values []string
+}
+
+// enumsOfOtherPackages are the closed sets of the input model whose types another package
+// declares (they cannot carry AllowedValues here), under the name the schema gives each.
+var enumsOfOtherPackages = map[reflect.Type]EnumType{
+	// The Endpoint Picker releases are eppconfig's, which knows what each one is.
+	reflect.TypeFor[EndpointPickerRelease](): {"EndpointPickerRelease", values(eppconfig.Releases()...)},
+	// LWS's own: sigs.k8s.io/lws api/leaderworkerset/v1 leaderworkerset_types.go (the
+	// +kubebuilder:validation:Enum markers of RestartPolicy and StartupPolicy).
+	reflect.TypeFor[lwsv1.RestartPolicyType](): {"RestartPolicy", values(lwsv1.RecreateGroupOnPodRestart, lwsv1.NoneRestartPolicy)},
+	reflect.TypeFor[lwsv1.StartupPolicyType](): {"StartupPolicy", values(lwsv1.LeaderCreatedStartupPolicy, lwsv1.LeaderReadyStartupPolicy)},
+	// The access modes a model cache claim may have: every server mounts it at once (model.go,
+	// validateModelCache), so neither ReadWriteOnce nor ReadWriteOncePod.
+	reflect.TypeFor[corev1.PersistentVolumeAccessMode](): {"ModelCacheAccessMode", values(corev1.ReadWriteMany, corev1.ReadOnlyMany)},
+	// A node taint's effects (k8s.io/api core/v1 types.go, TaintEffect).
+	reflect.TypeFor[corev1.TaintEffect](): {"TaintEffect", values(corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute)},
 }
 
 func (ComponentType) AllowedValues() []string {
@@ -30,17 +60,29 @@ func (ModelFlexibilityMode) AllowedValues() []string {
 }
 func (PoolAPIVersion) AllowedValues() []string { return values(PoolV1, PoolV1Alpha2) }
 func (FailureMode) AllowedValues() []string    { return values(FailClose, FailOpen) }
-func (EndpointPickerRelease) AllowedValues() []string {
-	return values(EPPReleaseLLMDRouter, EPPReleaseGIE150, EPPReleaseGIE, EPPReleaseLWEPP)
+func (CapacityType) AllowedValues() []string {
+	return []string{mirror.CapacityTypeOnDemand, mirror.CapacityTypeSpot, mirror.CapacityTypeReserved}
 }
 
-// EnumOf is t's Enum when t is one of the input model's enumerations.
-func EnumOf(t reflect.Type) (Enum, bool) {
+// EnumOf is t's name and values when t is one of the input model's enumerations: an Enum of this
+// package, or a closed set another package declares.
+func EnumOf(t reflect.Type) (EnumType, bool) {
 	if t.Kind() != reflect.String {
-		return nil, false
+		return EnumType{}, false
 	}
-	enum, ok := reflect.New(t).Elem().Interface().(Enum)
-	return enum, ok
+	if enum, ok := enumsOfOtherPackages[t]; ok {
+		return enum, true
+	}
+	if enum, ok := reflect.New(t).Elem().Interface().(Enum); ok && t.PkgPath() == reflect.TypeFor[Enum]().PkgPath() {
+		return EnumType{Name: t.Name(), Values: enum.AllowedValues()}, true
+	}
+	return EnumType{}, false
+}
+
+// allowedValues are the values of the enumeration T, for validation's field.NotSupported.
+func allowedValues[T ~string]() []string {
+	enum, _ := EnumOf(reflect.TypeFor[T]())
+	return enum.Values
 }
 
 func values[T ~string](vs ...T) []string {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -220,11 +221,8 @@ func validateModelCache(rm *ResolvedModel, serviceName, owner string, path *fiel
 	} else {
 		errs = append(errs, validateWith(path.Child("storageClassName"), c.StorageClassName, validation.IsDNS1123Subdomain)...)
 	}
-	switch c.AccessMode {
-	case "", corev1.ReadWriteMany, corev1.ReadOnlyMany:
-	default:
-		errs = append(errs, field.NotSupported(path.Child("accessMode"), c.AccessMode,
-			[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadOnlyMany}))
+	if modes := allowedValues[corev1.PersistentVolumeAccessMode](); c.AccessMode != "" && !slices.Contains(modes, string(c.AccessMode)) {
+		errs = append(errs, field.NotSupported(path.Child("accessMode"), c.AccessMode, modes))
 	}
 	d, err := downloadTimeout(c.DownloadTimeout, size)
 	if c.DownloadTimeout != "" && (err != nil || d < time.Minute || d > MaxDownloadTimeout || d%time.Second != 0) {

@@ -48,11 +48,8 @@ func validateKarpenterPool(pool *NodePool, p *field.Path) field.ErrorList {
 				fmt.Sprintf(`must be a duration in whole seconds such as "10m" or "90s", at most %s`, MaxConsolidateAfter)))
 		}
 	}
-	requirements := map[string][]string{mirror.CapacityTypeLabelKey: pool.CapacityTypes, corev1.LabelInstanceTypeStable: pool.InstanceTypes,
+	requirements := map[string][]string{mirror.CapacityTypeLabelKey: pool.CapacityTypeValues(), corev1.LabelInstanceTypeStable: pool.InstanceTypes,
 		InstanceFamilyLabel: pool.InstanceFamilies}
-	if len(pool.CapacityTypes) == 0 {
-		requirements[mirror.CapacityTypeLabelKey] = []string{mirror.CapacityTypeOnDemand}
-	}
 	requirementFields := map[string]string{mirror.CapacityTypeLabelKey: "capacityTypes", corev1.LabelInstanceTypeStable: "instanceTypes",
 		InstanceFamilyLabel: "instanceFamilies"}
 	for _, key := range slices.Sorted(maps.Keys(pool.Labels)) {
@@ -82,7 +79,7 @@ func validateKarpenterPool(pool *NodePool, p *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(tp.Child("value"), taint.Value, "Karpenter takes a qualified name here: "+msg))
 			}
 		}
-		pair := taint.Key + ":" + taint.Effect
+		pair := taint.Key + ":" + string(taint.Effect)
 		if seen[pair] {
 			msg := "Karpenter refuses a key and effect twice"
 			if taint.Key == GPUNodeTaint.Key {

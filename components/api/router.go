@@ -94,7 +94,7 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 				longest, len(longest), validation.DNS1035LabelMaxLength)))
 		}
 	}
-	release := eppconfig.Release(role.EndpointPickerRelease())
+	release := role.EndpointPickerRelease()
 	switch role.PoolAPIVersion {
 	case "", PoolV1, PoolV1Alpha2:
 		if release.Known() && !release.ReadsPoolGroup(role.PoolGroup()) {
@@ -113,7 +113,7 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	}
 	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
 	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
-		eppconfig.Release(role.EndpointPickerRelease()), role.EndpointPickerImage())
+		release, role.EndpointPickerImage())
 	if selErr == nil {
 		selErr = sel.Check()
 	}
@@ -124,9 +124,9 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		case eppconfig.FieldRelease:
 			releasePath := rolePath.Child("endpointPicker", "release")
 			if !release.Known() {
-				errs = append(errs, field.NotSupported(releasePath, role.EndpointPickerRelease(), role.EndpointPickerRelease().AllowedValues()))
+				errs = append(errs, field.NotSupported(releasePath, release, allowedValues[EndpointPickerRelease]()))
 			} else {
-				errs = append(errs, field.Invalid(releasePath, role.EndpointPickerRelease(), selErr.Err.Error()))
+				errs = append(errs, field.Invalid(releasePath, release, selErr.Err.Error()))
 			}
 		case eppconfig.FieldImage:
 			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 )
 
 const (
@@ -63,7 +65,7 @@ type InferenceServiceSpec struct {
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await AwaitMode `json:"await,omitempty" pulumi:"await,optional" default:"all"`
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
-	// fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and
+	// fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and
 	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
 	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional" default:"60m"`
 	// NodePools are the GPU node pools the roles run on.
@@ -112,31 +114,36 @@ const (
 type NodePool struct {
 	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
 	Name string `json:"name" pulumi:"name"`
-	// Kind is karpenter (default) or existing.
+	// Kind is the pool's kind: karpenter (default) or existing.
 	Kind NodePoolKind `json:"kind,omitempty" pulumi:"kind,optional" default:"karpenter"`
 	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
 	GPUsPerNode int `json:"gpusPerNode" pulumi:"gpusPerNode"`
 	// Accelerators are GPU product names as GPU feature discovery labels them
 	// (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 	Accelerators []string `json:"accelerators,omitempty" pulumi:"accelerators,optional"`
-	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+	// InstanceTypes are the node.kubernetes.io/instance-type values the nodes may have.
 	InstanceTypes []string `json:"instanceTypes,omitempty" pulumi:"instanceTypes,optional"`
-	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+	// InstanceFamilies are the families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
 	InstanceFamilies []string `json:"instanceFamilies,omitempty" pulumi:"instanceFamilies,optional" pools:"karpenter"`
-	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes []string `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional" pools:"karpenter"`
-	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+	// CapacityTypes are what Karpenter may buy the nodes as: on-demand (default for a Karpenter
+	// pool), spot or reserved.
+	CapacityTypes []CapacityType `json:"capacityTypes,omitempty" pulumi:"capacityTypes,optional" pools:"karpenter"`
+	// Taints are the taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is
+	// always one.
 	Taints []Taint `json:"taints,omitempty" pulumi:"taints,optional" pools:"karpenter"`
-	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+	// Labels are the labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
 	Labels map[string]string `json:"labels,omitempty" pulumi:"labels,optional"`
 	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
 	NodeClassRef *NodeClassRef `json:"nodeClassRef,omitempty" pulumi:"nodeClassRef,optional" pools:"karpenter"`
 	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes
-	// it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns,
+	// it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns,
 	// shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth
 	// of them at a time.
 	ConsolidateAfter string `json:"consolidateAfter,omitempty" pulumi:"consolidateAfter,optional" default:"10m" pools:"karpenter"`
 }
+
+// CapacityType is a kind of capacity Karpenter buys a node as (its karpenter.sh/capacity-type).
+type CapacityType string
 
 // Taint is a node taint.
 type Taint struct {
@@ -144,8 +151,8 @@ type Taint struct {
 	Key string `json:"key" pulumi:"key"`
 	// Value is the taint's value, if any.
 	Value string `json:"value,omitempty" pulumi:"value,optional"`
-	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-	Effect string `json:"effect" pulumi:"effect"`
+	// Effect is the taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
+	Effect corev1.TaintEffect `json:"effect" pulumi:"effect"`
 }
 
 // NodeClassRef names a Karpenter node class.
@@ -164,11 +171,11 @@ type SchedulingStrategy struct {
 	SchedulerName string `json:"schedulerName,omitempty" pulumi:"schedulerName,optional"`
 	// Queue is the Volcano queue of the service's PodGroup.
 	Queue string `json:"queue,omitempty" pulumi:"queue,optional"`
-	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod
-	// (preemption).
+	// PriorityClassName is the priority class of the PodGroup (Volcano orders gangs by it) and of
+	// every pod (preemption).
 	PriorityClassName string `json:"priorityClassName,omitempty" pulumi:"priorityClassName,optional"`
-	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of
-	// the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+	// MinResources is what the PodGroup's minResources are: none (default) or auto, the resources
+	// of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 	MinResources MinResourcesMode `json:"minResources,omitempty" pulumi:"minResources,optional"`
 	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology *NetworkTopology `json:"networkTopology,omitempty" pulumi:"networkTopology,optional"`
@@ -186,15 +193,16 @@ const (
 type NetworkTopology struct {
 	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
 	GroupPolicy *NetworkTopologyPolicy `json:"groupPolicy,omitempty" pulumi:"groupPolicy,optional"`
-	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology),
-	// unless the role sets its own roles[].networkTopology.
+	// RolePolicy constrains the pods of each replica of every role (the networkTopology of each of
+	// its subGroupPolicy entries), unless the role sets its own networkTopology.
 	RolePolicy *NetworkTopologyPolicy `json:"rolePolicy,omitempty" pulumi:"rolePolicy,optional"`
 }
 
 // NetworkTopologyPolicy is Volcano's NetworkTopologySpec: how far apart, in network tiers, the
 // pods it covers may be.
 type NetworkTopologyPolicy struct {
-	// Mode is hard (default: never cross the tier) or soft (prefer not to).
+	// Mode is how strictly the pods keep within the tier: hard (default: never cross it) or soft
+	// (prefer not to).
 	Mode NetworkTopologyMode `json:"mode,omitempty" pulumi:"mode,optional" default:"hard"`
 	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
 	HighestTierAllowed *int `json:"highestTierAllowed,omitempty" pulumi:"highestTierAllowed,optional"`
@@ -224,7 +232,7 @@ const (
 
 // GangPolicy configures gang scheduling.
 type GangPolicy struct {
-	// Mode is subGroup (default) or taskMember.
+	// Mode is how the shared PodGroup expresses the gang: subGroup (default) or taskMember.
 	Mode GangMode `json:"mode,omitempty" pulumi:"mode,optional" default:"subGroup"`
 	// MinRoleReplicas is, per serving role name, how many replicas must be placed together
 	// before any runs (default 1 for each serving role).
@@ -248,7 +256,7 @@ const (
 type Role struct {
 	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
 	Name string `json:"name" pulumi:"name" roles:"any"`
-	// ComponentType is worker, prefiller, decoder or router.
+	// ComponentType is what the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentType `json:"componentType" pulumi:"componentType" roles:"any"`
 
 	// Router fields (componentType: router).
@@ -257,7 +265,7 @@ type Role struct {
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy string `json:"strategy,omitempty" pulumi:"strategy,optional" roles:"router"`
-	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs,
+	// HTTPRoute is the spec of the service's Gateway API HTTPRoute: its parentRefs,
 	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	HTTPRoute map[string]any `json:"httproute,omitempty" pulumi:"httproute,optional" roles:"router"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
@@ -336,8 +344,9 @@ type Model struct {
 	// "{service}-model-download", before any server starts; every server mounts it read-only.
 	// Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache *ModelCache `json:"cache,omitempty" pulumi:"cache,optional"`
-	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source
-	// straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+	// LoadFormat is how vLLM loads the weights: runai_streamer streams the safetensors of an s3://
+	// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and
+	// no download.
 	LoadFormat ModelLoadFormat `json:"loadFormat,omitempty" pulumi:"loadFormat,optional"`
 	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a
 	// server's second start of the same model skips compilation.
@@ -358,15 +367,15 @@ type ModelCache struct {
 	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS,
 	// Filestore, CephFS...).
 	StorageClassName string `json:"storageClassName" pulumi:"storageClassName"`
-	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or
-	// ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for
+	// AccessMode is the claim's access mode: ReadWriteMany (default: the download Job writes, every
+	// server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for
 	// ReadWriteOnce too; no server mounts it before the download is complete).
 	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty" pulumi:"accessMode,optional" default:"ReadWriteMany"`
 	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may
-	// run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+	// run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout string `json:"downloadTimeout,omitempty" pulumi:"downloadTimeout,optional"`
-	// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched
-	// against each file's path and each of its folders, e.g. "original" (the consolidated
+	// Exclude are files of the source not to download: glob patterns (a * or ? never
+	// matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated
 	// checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
 	Exclude []string `json:"exclude,omitempty" pulumi:"exclude,optional"`
 	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download
@@ -379,7 +388,7 @@ type ModelCache struct {
 type CompileCache struct {
 	// Size of the claim, default 20Gi.
 	Size string `json:"size,omitempty" pulumi:"size,optional" default:"20Gi"`
-	// StorageClassName of a storage class whose volumes many nodes can mount; default the model
+	// StorageClassName is a storage class whose volumes many nodes can mount; default the model
 	// cache's.
 	StorageClassName string `json:"storageClassName,omitempty" pulumi:"storageClassName,optional"`
 }
@@ -387,7 +396,7 @@ type CompileCache struct {
 // Autoscaling is how a role's replicas follow load (docs/design/0014-autoscaling.md).
 type Autoscaling struct {
 	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal
-	// set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+	// set and rolled in batches, never scaled down (default the role's replicas, else 1).
 	MinReplicas *int `json:"minReplicas,omitempty" pulumi:"minReplicas,optional"`
 	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
 	MaxReplicas int `json:"maxReplicas" pulumi:"maxReplicas"`
@@ -398,7 +407,7 @@ type Autoscaling struct {
 	// Target is the metric's value one replica should carry: the role runs ceil(load / target)
 	// replicas, within minReplicas and maxReplicas.
 	Target float64 `json:"target,omitempty" pulumi:"target,optional"`
-	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration,
+	// ScaleDownDelay is how long the load must stay low before replicas go: a duration ("90s"),
 	// default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 	ScaleDownDelay string `json:"scaleDownDelay,omitempty" pulumi:"scaleDownDelay,optional" default:"5m"`
 	// Follow scales this role with another autoscaled role's load instead of a metric of its own:
@@ -423,7 +432,7 @@ const DualPods ModelFlexibilityMode = "dualPods"
 
 // ModelFlexibility configures a role's dual pods (FMA v0.6.4).
 type ModelFlexibility struct {
-	// Mode is dualPods.
+	// Mode is the kind of model flexibility: dualPods.
 	Mode ModelFlexibilityMode `json:"mode" pulumi:"mode"`
 	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 	RequesterImage string `json:"requesterImage,omitempty" pulumi:"requesterImage,optional"`
@@ -469,14 +478,16 @@ const (
 	FailOpen  FailureMode = "FailOpen"
 )
 
-// EndpointPickerRelease is the Endpoint Picker generation a router targets.
-type EndpointPickerRelease string
+// EndpointPickerRelease is the Endpoint Picker generation a router targets: eppconfig's, which
+// knows what each release is.
+type EndpointPickerRelease = eppconfig.Release
 
+// The releases, as a Go program names them beside the other fields of the input model.
 const (
-	EPPReleaseLLMDRouter EndpointPickerRelease = "llm-d-router-v0.10.0"
-	EPPReleaseGIE150     EndpointPickerRelease = "gie-v1.5.0"
-	EPPReleaseGIE        EndpointPickerRelease = "gie-v1.2.0"
-	EPPReleaseLWEPP      EndpointPickerRelease = "gie-lwepp-v1.6.0"
+	EPPReleaseLLMDRouter = eppconfig.ReleaseRouter
+	EPPReleaseGIE150     = eppconfig.ReleaseGIE150
+	EPPReleaseGIE        = eppconfig.ReleaseGIE
+	EPPReleaseLWEPP      = eppconfig.ReleaseLWEPP
 )
 
 // EndpointPicker sets the router's Endpoint Picker Deployment.
@@ -504,8 +515,9 @@ type RolloutStrategy struct {
 	// percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs
 	// update in batches of this size, each batch after the previous one is Available.
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty" pulumi:"maxUnavailable,optional" default:"25%"`
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new
-	// group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it
+	// MaxSurge is how many extra groups a replica may have during a rollout: 0 (default: a
+	// replica's old group goes before its new one comes) or 1 (the new group comes up first, on
+	// extra GPUs, so the replica keeps serving). Each replica's LWS gets it
 	// as rollingUpdateConfiguration.maxSurge.
 	MaxSurge *int `json:"maxSurge,omitempty" pulumi:"maxSurge,optional" default:"0"`
 	// Partition keeps the replicas with an index below it on their current pod template (Pulumi

@@ -574,9 +574,6 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("invalid InferenceService %q:\n%s", e.Service, strings.Join(lines, "\n"))
 }
 
-// Karpenter's capacity types.
-var capacityTypes = []string{"on-demand", "spot", "reserved"}
-
 func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTemplates bool, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	poolsPath := fldPath.Child("nodePools")
@@ -602,17 +599,15 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 			errs = append(errs, field.Invalid(p.Child("gpusPerNode"), pool.GPUsPerNode, "must be >= 1: a pool of GPU nodes"))
 		}
 		for j, ct := range pool.CapacityTypes {
-			if !sets.New(capacityTypes...).Has(ct) {
-				errs = append(errs, field.NotSupported(p.Child("capacityTypes").Index(j), ct, capacityTypes))
+			if !slices.Contains(ct.AllowedValues(), string(ct)) {
+				errs = append(errs, field.NotSupported(p.Child("capacityTypes").Index(j), ct, ct.AllowedValues()))
 			}
 		}
 		for j, taint := range pool.Taints {
 			tp := p.Child("taints").Index(j)
 			errs = append(errs, validateWith(tp.Child("key"), taint.Key, validation.IsQualifiedName)...)
-			switch taint.Effect {
-			case "NoSchedule", "PreferNoSchedule", "NoExecute":
-			default:
-				errs = append(errs, field.NotSupported(tp.Child("effect"), taint.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
+			if effects := allowedValues[corev1.TaintEffect](); !slices.Contains(effects, string(taint.Effect)) {
+				errs = append(errs, field.NotSupported(tp.Child("effect"), taint.Effect, effects))
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(pool.Labels)) {
@@ -669,11 +664,8 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 // validateLifecycle checks the LWS restart and startup policies of a serving role.
 func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	switch role.RestartPolicy {
-	case "", lwsv1.RecreateGroupOnPodRestart, lwsv1.NoneRestartPolicy:
-	default:
-		errs = append(errs, field.NotSupported(rolePath.Child("restartPolicy"), role.RestartPolicy,
-			[]lwsv1.RestartPolicyType{lwsv1.RecreateGroupOnPodRestart, lwsv1.NoneRestartPolicy}))
+	if policies := allowedValues[lwsv1.RestartPolicyType](); role.RestartPolicy != "" && !slices.Contains(policies, string(role.RestartPolicy)) {
+		errs = append(errs, field.NotSupported(rolePath.Child("restartPolicy"), role.RestartPolicy, policies))
 	}
 	switch role.StartupPolicy {
 	case "", lwsv1.LeaderCreatedStartupPolicy:
@@ -690,8 +682,7 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 					"creates the workers only after the leader is ready; keep LeaderCreated (the workers wait for the Ray head themselves)"))
 		}
 	default:
-		errs = append(errs, field.NotSupported(rolePath.Child("startupPolicy"), role.StartupPolicy,
-			[]lwsv1.StartupPolicyType{lwsv1.LeaderCreatedStartupPolicy, lwsv1.LeaderReadyStartupPolicy}))
+		errs = append(errs, field.NotSupported(rolePath.Child("startupPolicy"), role.StartupPolicy, allowedValues[lwsv1.StartupPolicyType]()))
 	}
 	return errs
 }

@@ -259,7 +259,7 @@ func TestValidationRules(t *testing.T) {
 		}, "spec.nodePools[0].labels: Required value: how to select the existing nodes"},
 		{"capacity types known", func(s *InferenceService) {
 			p := karpenterPool("a", 8)
-			p.CapacityTypes = []string{"preemptible"}
+			p.CapacityTypes = []CapacityType{"preemptible"}
 			s.Spec.NodePools = []NodePool{p}
 		}, `spec.nodePools[0].capacityTypes[0]: Unsupported value: "preemptible"`},
 		{"taint effects known", func(s *InferenceService) {

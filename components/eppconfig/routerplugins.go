@@ -182,13 +182,6 @@ func strict(pluginType string, raw json.RawMessage, into any) error {
 	return err
 }
 
-func strictOnly[T any]() func(json.RawMessage, map[string]routerInstance) ([]string, error) {
-	return func(raw json.RawMessage, _ map[string]routerInstance) ([]string, error) {
-		var params T
-		return nil, strict("", raw, &params)
-	}
-}
-
 // routerPrefixCacheScorer: scheduling/scorer/prefix/plugin.go PrefixCachePluginFactory.
 func routerPrefixCacheScorer(raw json.RawMessage, _ map[string]routerInstance) ([]string, error) {
 	params := struct {

@@ -31,7 +31,7 @@ type Args struct {
 	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await api.AwaitMode
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
-	// fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and
+	// fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and
 	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
 	AwaitTimeout string
 	// NodePools are the GPU node pools the roles run on.
@@ -51,13 +51,13 @@ type Args struct {
 type RoleArgs struct {
 	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
 	Name string
-	// ComponentType is worker, prefiller, decoder or router.
+	// ComponentType is what the role does: worker, prefiller, decoder or router.
 	ComponentType api.ComponentType
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy string
-	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs,
+	// HTTPRoute is the spec of the service's Gateway API HTTPRoute: its parentRefs,
 	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	HTTPRoute map[string]any
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.

@@ -32,20 +32,20 @@ type RoleStatus struct {
 	// DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic
 	// replicas the autoscaler asked for when the elastic LWS was last read.
 	DesiredReplicas int `pulumi:"desiredReplicas"`
-	// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+	// ReadyReplicas is the number of replicas whose every pod is ready (LWS group readiness).
 	ReadyReplicas int `pulumi:"readyReplicas"`
-	// NodesPerReplica is multinode.nodeCount (1 when single-node).
+	// NodesPerReplica is the pods of each replica: multinode.nodeCount (1 when single-node).
 	NodesPerReplica int `pulumi:"nodesPerReplica"`
-	// TotalPods is desiredReplicas x nodesPerReplica.
+	// TotalPods is the role's pods: desiredReplicas x nodesPerReplica.
 	TotalPods int `pulumi:"totalPods"`
-	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica
+	// ReadyPods is the number of pods of ready replicas; LWS does not report the pods of a replica
 	// that is only partly up, so those are not counted.
 	ReadyPods int `pulumi:"readyPods"`
-	// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every
+	// ObservedReplicas is the number of replicas whose LWS reported a status when it was last read: every
 	// awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it
 	// is created, before its controller has seen it, and again at `pulumi up --refresh`.
 	ObservedReplicas int `pulumi:"observedReplicas"`
-	// Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
+	// Phase is the role's phase: Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
 	Phase string `pulumi:"phase"`
 }
 

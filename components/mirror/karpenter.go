@@ -16,9 +16,13 @@ var KarpenterGroupVersion = schema.GroupVersion{Group: "karpenter.sh", Version: 
 const (
 	// NodePoolLabelKey is the label Karpenter puts on every node and NodeClaim of a NodePool.
 	NodePoolLabelKey = "karpenter.sh/nodepool"
-	// CapacityTypeLabelKey selects on-demand or spot capacity.
+	// CapacityTypeLabelKey selects on-demand, spot or reserved capacity; its values are Karpenter's
+	// capacity types (sigs.k8s.io/karpenter pkg/apis/v1/labels.go, CapacityTypeSpot,
+	// CapacityTypeOnDemand, CapacityTypeReserved).
 	CapacityTypeLabelKey = "karpenter.sh/capacity-type"
 	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeSpot     = "spot"
+	CapacityTypeReserved = "reserved"
 	// ConsolidationPolicyWhenEmpty consolidates only nodes without workload pods.
 	ConsolidationPolicyWhenEmpty = "WhenEmpty"
 	// ConditionTypeLaunched is true once the cloud provider has launched a NodeClaim's instance.

@@ -208,3 +208,9 @@ func TestKarpenterNodeLabelRuleIsKarpenters(t *testing.T) {
 	require.Greater(t, refused, 10, "the table has keys Karpenter refuses")
 	require.Less(t, refused, len(keys)-10, "and keys it takes")
 }
+
+// TestCapacityTypesAreKarpenters: the capacity types validation allows are Karpenter's own.
+func TestCapacityTypesAreKarpenters(t *testing.T) {
+	require.Equal(t, []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot, karpv1.CapacityTypeReserved},
+		[]string{mirror.CapacityTypeOnDemand, mirror.CapacityTypeSpot, mirror.CapacityTypeReserved})
+}

@@ -22,7 +22,8 @@ type Spec struct {
 	// LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang
 	// scheduling management off: the service's PodGroup gangs its pods.
 	LeaderWorkerSet *Part `json:"leaderWorkerSet,omitempty" pulumi:"leaderWorkerSet,optional"`
-	// Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+	// Volcano: the gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler)
+	// in volcano-system.
 	Volcano *VolcanoPart `json:"volcano,omitempty" pulumi:"volcano,optional"`
 	// InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and
 	// inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective
@@ -31,30 +32,31 @@ type Spec struct {
 	// pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference
 	// Extension v1.2.0.
 	InferenceExtension *Part `json:"inferenceExtension,omitempty" pulumi:"inferenceExtension,optional"`
-	// KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+	// KEDA: the autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks)
+	// in keda.
 	KEDA *Part `json:"keda,omitempty" pulumi:"keda,optional"`
-	// PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's
-	// monitoring emits; a cluster that runs the operator has it already.
+	// PrometheusOperatorCRDs: the PodMonitor CRD of prometheus-operator v0.88.0, the kind a
+	// service's monitoring emits; a cluster that runs the operator has it already.
 	PrometheusOperatorCRDs *Part `json:"prometheusOperatorCRDs,omitempty" pulumi:"prometheusOperatorCRDs,optional"`
-	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and
-	// APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the
-	// CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the
-	// LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so
-	// whatever runs the controllers must serve them there or point their clientConfig at itself,
-	// as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are
-	// refused. Default true.
+	// Controllers: whether to install the controllers; false leaves out every controller's Deployment,
+	// Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them
+	// as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The
+	// webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with
+	// failurePolicy Fail, so whatever runs the controllers must serve them there or point their
+	// clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of
+	// those kinds are refused. Default true.
 	Controllers *bool `json:"controllers,omitempty" pulumi:"controllers,optional" default:"true"`
 }
 
 // Part is one prerequisite.
 type Part struct {
-	// Install: false leaves the part out. Default true.
+	// Install: whether to install the part (default true).
 	Install *bool `json:"install,omitempty" pulumi:"install,optional" default:"true"`
 }
 
 // VolcanoPart is Volcano, with its scheduler's configuration.
 type VolcanoPart struct {
-	// Install: false leaves Volcano out. Default true.
+	// Install: whether to install Volcano (default true).
 	Install *bool `json:"install,omitempty" pulumi:"install,optional" default:"true"`
 	// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue,
 	// allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates,

@@ -16,7 +16,6 @@ const (
 	// LabelInstanceFamily is Karpenter's AWS provider label for instance families.
 	LabelInstanceFamily = api.InstanceFamilyLabel
 	LabelNodePool       = api.ReservedLabelPrefix + "node-pool"
-	defaultCapacityType = mirror.CapacityTypeOnDemand
 )
 
 // Disruption of a serving GPU pool: only empty nodes are consolidated (after the pool's
@@ -32,11 +31,7 @@ func nodePoolSuffix(pool string) string { return "nodepool-" + pool }
 
 // buildNodePool is the Karpenter NodePool of a karpenter pool.
 func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *mirror.NodePool {
-	capacity := pool.CapacityTypes
-	if len(capacity) == 0 {
-		capacity = []string{defaultCapacityType}
-	}
-	requirements := []mirror.NodeSelectorRequirementWithMinValues{requirement(mirror.CapacityTypeLabelKey, capacity)}
+	requirements := []mirror.NodeSelectorRequirementWithMinValues{requirement(mirror.CapacityTypeLabelKey, pool.CapacityTypeValues())}
 	if len(pool.InstanceTypes) > 0 {
 		requirements = append(requirements, requirement(LabelInstanceType, pool.InstanceTypes))
 	}
@@ -45,7 +40,7 @@ func buildNodePool(svc *api.InferenceService, pool *api.NodePool) *mirror.NodePo
 	}
 	taints := []corev1.Taint{gpuTaint}
 	for _, t := range pool.Taints {
-		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 	}
 	return &mirror.NodePool{
 		TypeMeta: metav1.TypeMeta{APIVersion: KindNodePool.APIVersion, Kind: KindNodePool.Kind},
@@ -168,7 +163,7 @@ func placeOnPool(svcName string, pool *api.NodePool, spec *corev1.PodSpec) {
 	addNodeAffinity(spec, required, preferred)
 	tolerate(spec, gpuTaint)
 	for _, t := range pool.Taints {
-		tolerate(spec, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+		tolerate(spec, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 	}
 }
 

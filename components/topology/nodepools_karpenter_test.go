@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -29,7 +30,7 @@ func TestAcceptedNodePoolsPassKarpentersValidation(t *testing.T) {
 	labelValues := []string{"a", "on-demand", "spot", "p5.48xlarge"}
 	taintKeys := []string{"dedicated", "nvidia.com/gpu", "example.com/x"}
 	taintValues := []string{"", "llm-serving", "llm serving"}
-	effects := []string{"NoSchedule", "NoExecute"}
+	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute}
 	rng := rand.New(rand.NewPCG(25, 1))
 	accepted, refused := 0, 0
 	for i := range 400 {

@@ -151,7 +151,7 @@ const (
 // permission would fail forever, and the pod would never be ready).
 func disaggSidecarRefs(svc *api.InferenceService) []Ref {
 	router := svc.Spec.Router()
-	if router == nil || !svc.Spec.Disaggregated() || eppconfig.Release(router.EndpointPickerRelease()) != eppconfig.ReleaseRouter {
+	if router == nil || !svc.Spec.Disaggregated() || router.EndpointPickerRelease() != eppconfig.ReleaseRouter {
 		return nil
 	}
 	name := api.DisaggSidecarName(svc.Name)

@@ -84,7 +84,7 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	}
 	// The Deployment and its Service (whose endpoints pulumi-kubernetes waits for) are awaited
 	// unless nothing is.
-	release := eppconfig.Release(router.EndpointPickerRelease())
+	release := router.EndpointPickerRelease()
 	needs := []string{suffixEPPRoleBinding}
 	if release.ReadsConfig() {
 		needs = append(needs, suffixEPPConfig)

@@ -48,7 +48,8 @@ func Diff(urn resource.URN, olds, news resource.PropertyMap, ignoreChanges []str
 
 	patch, err := mergePatch(oldLivePruned.Object, newInputs.Object)
 	if err != nil {
-		return plugin.DiffResponse{}, fmt.Errorf("Failed to check for changes in resource %q: %w", urn, err) //nolint:staticcheck // the provider's words
+		//lint:ignore ST1005 the provider's own words
+		return plugin.DiffResponse{}, fmt.Errorf("Failed to check for changes in resource %q: %w", urn, err)
 	}
 	response := plugin.DiffResponse{Changes: plugin.DiffNone}
 	if len(patch) == 0 {

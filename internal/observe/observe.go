@@ -104,7 +104,7 @@ var (
 		"LeaderWorkerSet (install LWS)"}
 	podGroups = resource{volcanov1beta1.SchemeGroupVersion.WithResource("podgroups"), func() runtime.Object { return &volcanov1beta1.PodGroup{} },
 		"Volcano's PodGroup (install Volcano)"}
-	httpRoutes = resource{gatewayv1.SchemeGroupVersion.WithResource("httproutes"), func() runtime.Object { return &gatewayv1.HTTPRoute{} },
+	httpRoutes = resource{schema.GroupVersion(gatewayv1.GroupVersion).WithResource("httproutes"), func() runtime.Object { return &gatewayv1.HTTPRoute{} },
 		"Gateway API's HTTPRoute (install the Gateway API CRDs)"}
 	nodeClaims = resource{mirror.KarpenterGroupVersion.WithResource("nodeclaims"), func() runtime.Object { return &mirror.NodeClaim{} },
 		"the service's karpenter node pools need Karpenter v1"}

@@ -9,11 +9,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/goparse"
 )
 
 // Sources are the packages, relative to the repository root, whose types the schema shows; a type
@@ -28,21 +30,12 @@ func Collect(root string) (Table, error) {
 	table := Table{}
 	for _, dir := range Sources {
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, root+"/"+dir, func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
+		files, err := goparse.Package(fset, root+"/"+dir, parser.ParseComments, nil)
 		if err != nil {
 			return nil, err
 		}
-		names := make([]string, 0, len(pkgs))
-		for name := range pkgs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			for _, file := range pkgs[name].Files {
-				collectFile(file, table)
-			}
+		for _, file := range files {
+			collectFile(file, table)
 		}
 	}
 	return table, nil
@@ -74,10 +67,12 @@ func collectFile(file *ast.File, table Table) {
 			if prop == "" {
 				continue
 			}
-			if doc := text(f.Doc); doc != "" {
-				fields[prop] = doc
-			} else if doc := text(f.Comment); doc != "" {
-				fields[prop] = doc
+			doc := text(f.Doc)
+			if doc == "" {
+				doc = text(f.Comment)
+			}
+			if doc != "" && len(f.Names) == 1 {
+				fields[prop] = forSDKUsers(f.Names[0].Name, doc)
 			}
 		}
 		if len(fields) > 0 {
@@ -85,6 +80,39 @@ func collectFile(file *ast.File, table Table) {
 		}
 		return true
 	})
+}
+
+// forSDKUsers is a field's doc comment as a TypeScript or Python user reads it, beside the
+// property's own name: without the Go name it starts with, as Go's doc comments do. "Replicas is
+// the number ..." is "The number ..."; "Multinode spreads ..." is "Spreads ..."; "Status is, per
+// role, ..." is "Per role, ..."; "Install: whether ..." is "Whether ..."; "Namespace of every
+// child" is "The namespace of every child". The comments are written so that what follows their
+// Go name reads as a sentence (TestDescriptionsSpeakToSDKUsers holds the schema to it).
+func forSDKUsers(goName, doc string) string {
+	rest, ok := strings.CutPrefix(doc, goName+" ")
+	switch {
+	case strings.HasPrefix(doc, goName+": "):
+		rest = strings.TrimPrefix(doc, goName+": ")
+	case !ok:
+		return doc
+	case strings.HasPrefix(rest, "of "):
+		if strings.IndexFunc(goName[1:], unicode.IsUpper) >= 0 {
+			return doc // not one word: say what the field is instead ("StorageClassName is ...")
+		}
+		rest = "the " + strings.ToLower(goName) + " " + rest
+	default:
+		for _, verb := range []string{"is, ", "are, ", "is ", "are "} {
+			if after, found := strings.CutPrefix(rest, verb); found {
+				rest = after
+				break
+			}
+		}
+	}
+	if rest == "" {
+		return doc
+	}
+	r, size := utf8.DecodeRuneInString(rest)
+	return string(unicode.ToUpper(r)) + rest[size:]
 }
 
 // text is a comment as one paragraph.

@@ -73,7 +73,7 @@ func typeName(t reflect.Type) (string, reflect.Type) {
 		t = t.Elem()
 	}
 	if enum, ok := api.EnumOf(t); ok {
-		return "one of `" + strings.Join(enum.AllowedValues(), "`, `") + "`", nil
+		return "one of `" + strings.Join(enum.Values, "`, `") + "`", nil
 	}
 	inModel := t.PkgPath() == reflect.TypeFor[api.Role]().PkgPath() || t.PkgPath() == reflect.TypeFor[platform.Spec]().PkgPath()
 	switch t.Kind() {

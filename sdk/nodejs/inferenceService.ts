@@ -25,55 +25,55 @@ export class InferenceService extends pulumi.ComponentResource {
     }
 
     /**
-     * EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+     * The router's Endpoint Picker Service, empty without a router.
      */
     declare public /*out*/ readonly endpointPickerServiceName: pulumi.Output<string>;
     /**
-     * GangScheduled is true when the pods are gang scheduled by Volcano.
+     * True when the pods are gang scheduled by Volcano.
      */
     declare public /*out*/ readonly gangScheduled: pulumi.Output<boolean>;
     /**
-     * GPUsAtFullSize are the GPUs of every replica of every role.
+     * The GPUs of every replica of every role.
      */
     declare public /*out*/ readonly gpusAtFullSize: pulumi.Output<number>;
     /**
-     * GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+     * The GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
      */
     declare public /*out*/ readonly gpusMinimal: pulumi.Output<number>;
     /**
-     * HTTPRouteName is the router's HTTPRoute, empty without a router.
+     * The router's HTTPRoute, empty without a router.
      */
     declare public /*out*/ readonly httpRouteName: pulumi.Output<string>;
     /**
-     * LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+     * Lists, per serving role, the names of its LWSs in replica order.
      */
     declare public /*out*/ readonly leaderWorkerSetNames: pulumi.Output<{[key: string]: string[]}>;
     /**
-     * Namespace of every child.
+     * The namespace of every child.
      */
     declare public readonly namespace: pulumi.Output<string>;
     /**
-     * NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+     * The Karpenter NodePools made for the service's karpenter pools.
      */
     declare public /*out*/ readonly nodePoolNames: pulumi.Output<string[]>;
     /**
-     * PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+     * The shared PodGroup's name, empty when not gang scheduled.
      */
     declare public /*out*/ readonly podGroupName: pulumi.Output<string>;
     /**
-     * PoolName is the router's InferencePool, empty without a router.
+     * The router's InferencePool, empty without a router.
      */
     declare public /*out*/ readonly poolName: pulumi.Output<string>;
     /**
-     * RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+     * True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
      */
     declare public /*out*/ readonly routerReady: pulumi.Output<boolean>;
     /**
-     * ServiceName is the service's name (metadata.name of the manifest).
+     * The service's name (metadata.name of the manifest).
      */
     declare public readonly serviceName: pulumi.Output<string>;
     /**
-     * Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+     * Per serving role, its replicas, pods and phase from the LWSs' status.
      */
     declare public /*out*/ readonly status: pulumi.Output<{[key: string]: outputs.RoleStatus}>;
 
@@ -140,55 +140,55 @@ export class InferenceService extends pulumi.ComponentResource {
  */
 export interface InferenceServiceArgs {
     /**
-     * Await chooses what `pulumi up` waits for: all (default), minimal or none.
+     * Chooses what `pulumi up` waits for: all (default), minimal or none.
      */
     await?: pulumi.Input<enums.AwaitMode | undefined>;
     /**
-     * AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+     * How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
      */
     awaitTimeout?: string;
     /**
-     * DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+     * Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
      */
     dualPodsController?: pulumi.Input<inputs.DualPodsControllerArgs | undefined>;
     /**
-     * GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
+     * Shapes the shared Volcano PodGroup when gang scheduling is on.
      */
     gangPolicy?: pulumi.Input<inputs.GangPolicyArgs | undefined>;
     /**
-     * Labels are added to every child object.
+     * The labels every child object gets.
      */
     labels?: pulumi.Input<{[key: string]: string} | undefined>;
     /**
-     * Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+     * Where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
      */
     model?: pulumi.Input<inputs.ModelArgs | undefined>;
     /**
-     * Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
+     * Connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
      */
     monitoring?: pulumi.Input<inputs.MonitoringArgs | undefined>;
     /**
-     * Namespace of every child; defaults to "default".
+     * The namespace of every child; defaults to "default".
      */
     namespace?: string;
     /**
-     * NodePools are the GPU node pools the roles run on.
+     * The GPU node pools the roles run on.
      */
     nodePools?: pulumi.Input<pulumi.Input<inputs.NodePoolArgs>[] | undefined>;
     /**
-     * Roles are the logical components of the service, each with a unique name.
+     * The logical components of the service, each with a unique name.
      */
     roles: pulumi.Input<pulumi.Input<inputs.RoleArgs>[]>;
     /**
-     * RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+     * Names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
      */
     rolloutOrder?: pulumi.Input<string[] | undefined>;
     /**
-     * SchedulingStrategy applies service-wide scheduling policies.
+     * Applies service-wide scheduling policies.
      */
     schedulingStrategy?: pulumi.Input<inputs.SchedulingStrategyArgs | undefined>;
     /**
-     * ServiceName is the service's name (metadata.name); defaults to the component's name.
+     * The service's name (metadata.name); defaults to the component's name.
      */
     serviceName?: string;
 }

@@ -23,11 +23,11 @@ export class Platform extends pulumi.ComponentResource {
     }
 
     /**
-     * Objects are the keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
+     * The keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
      */
     declare public /*out*/ readonly objects: pulumi.Output<string[]>;
     /**
-     * Versions are the upstream modules the manifests come from, "module@version".
+     * The upstream modules the manifests come from, "module@version".
      */
     declare public /*out*/ readonly versions: pulumi.Output<string[]>;
 
@@ -64,27 +64,27 @@ export class Platform extends pulumi.ComponentResource {
  */
 export interface PlatformArgs {
     /**
-     * Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+     * Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
      */
     controllers?: boolean;
     /**
-     * InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
+     * The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
      */
     inferenceExtension?: pulumi.Input<inputs.PartArgs | undefined>;
     /**
-     * KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+     * The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
      */
     keda?: pulumi.Input<inputs.PartArgs | undefined>;
     /**
-     * LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
+     * LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
      */
     leaderWorkerSet?: pulumi.Input<inputs.PartArgs | undefined>;
     /**
-     * PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
+     * The PodMonitor CRD of prometheus-operator v0.88.0, the kind a service's monitoring emits; a cluster that runs the operator has it already.
      */
     prometheusOperatorCRDs?: pulumi.Input<inputs.PartArgs | undefined>;
     /**
-     * Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+     * The gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
      */
     volcano?: pulumi.Input<inputs.VolcanoPartArgs | undefined>;
 }

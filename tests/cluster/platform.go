@@ -137,16 +137,6 @@ func (c *Cluster) create(ctx context.Context, mapper meta.RESTMapper, obj *unstr
 	return nil
 }
 
-// platformObject is the Platform's object of a key (platform.Object.Key).
-func (c *Cluster) platformObject(key string) (*unstructured.Unstructured, error) {
-	for _, o := range c.platform {
-		if o.Key() == key {
-			return o.Object, nil
-		}
-	}
-	return nil, fmt.Errorf("the Platform has no %s", key)
-}
-
 // platformConfig is a key of the data of one of the Platform's ConfigMaps, as the cluster stores
 // it: what the controller would mount.
 func (c *Cluster) platformConfig(ctx context.Context, namespace, name, key string) (string, error) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
 )
 
@@ -52,7 +53,7 @@ var releaseReads = map[api.EndpointPickerRelease]struct {
 func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 	clientset, err := kubernetes.NewForConfig(testCluster.config)
 	require.NoError(t, err)
-	checked, releases := 0, map[string]bool{}
+	checked, releases := 0, map[api.EndpointPickerRelease]bool{}
 	for file, trees := range exampleTrees(t) {
 		for _, tree := range trees {
 			router := tree.Service.Spec.Router()
@@ -60,7 +61,7 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 				continue
 			}
 			checked++
-			releases[string(router.EndpointPickerRelease())] = true
+			releases[router.EndpointPickerRelease()] = true
 			t.Run(file, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
@@ -136,7 +137,7 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 		}
 	}
 	require.NotZero(t, checked, "the examples include routers")
-	require.ElementsMatch(t, api.EPPReleaseLLMDRouter.AllowedValues(), slices.Collect(maps.Keys(releases)), "the examples hold every release")
+	require.ElementsMatch(t, eppconfig.Releases(), slices.Collect(maps.Keys(releases)), "the examples hold every release")
 }
 
 // TestDisaggSidecarPermissionsAreLeastPrivilege asks the API server's RBAC authorizer what the

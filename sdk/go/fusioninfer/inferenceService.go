@@ -15,31 +15,31 @@ import (
 type InferenceService struct {
 	pulumi.ResourceState
 
-	// EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+	// The router's Endpoint Picker Service, empty without a router.
 	EndpointPickerServiceName pulumi.StringOutput `pulumi:"endpointPickerServiceName"`
-	// GangScheduled is true when the pods are gang scheduled by Volcano.
+	// True when the pods are gang scheduled by Volcano.
 	GangScheduled pulumi.BoolOutput `pulumi:"gangScheduled"`
-	// GPUsAtFullSize are the GPUs of every replica of every role.
+	// The GPUs of every replica of every role.
 	GpusAtFullSize pulumi.IntOutput `pulumi:"gpusAtFullSize"`
-	// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+	// The GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
 	GpusMinimal pulumi.IntOutput `pulumi:"gpusMinimal"`
-	// HTTPRouteName is the router's HTTPRoute, empty without a router.
+	// The router's HTTPRoute, empty without a router.
 	HttpRouteName pulumi.StringOutput `pulumi:"httpRouteName"`
-	// LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+	// Lists, per serving role, the names of its LWSs in replica order.
 	LeaderWorkerSetNames pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
-	// Namespace of every child.
+	// The namespace of every child.
 	Namespace pulumi.StringOutput `pulumi:"namespace"`
-	// NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+	// The Karpenter NodePools made for the service's karpenter pools.
 	NodePoolNames pulumi.StringArrayOutput `pulumi:"nodePoolNames"`
-	// PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+	// The shared PodGroup's name, empty when not gang scheduled.
 	PodGroupName pulumi.StringOutput `pulumi:"podGroupName"`
-	// PoolName is the router's InferencePool, empty without a router.
+	// The router's InferencePool, empty without a router.
 	PoolName pulumi.StringOutput `pulumi:"poolName"`
-	// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+	// True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
 	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`
-	// ServiceName is the service's name (metadata.name of the manifest).
+	// The service's name (metadata.name of the manifest).
 	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
-	// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+	// Per serving role, its replicas, pods and phase from the LWSs' status.
 	Status RoleStatusMapOutput `pulumi:"status"`
 }
 
@@ -63,61 +63,61 @@ func NewInferenceService(ctx *pulumi.Context,
 }
 
 type inferenceServiceArgs struct {
-	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
+	// Chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await *AwaitMode `pulumi:"await"`
-	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	// How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
-	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+	// Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
 	DualPodsController *DualPodsController `pulumi:"dualPodsController"`
-	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
+	// Shapes the shared Volcano PodGroup when gang scheduling is on.
 	GangPolicy *GangPolicy `pulumi:"gangPolicy"`
-	// Labels are added to every child object.
+	// The labels every child object gets.
 	Labels map[string]string `pulumi:"labels"`
-	// Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+	// Where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
 	Model *Model `pulumi:"model"`
-	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
+	// Connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring *Monitoring `pulumi:"monitoring"`
-	// Namespace of every child; defaults to "default".
+	// The namespace of every child; defaults to "default".
 	Namespace *string `pulumi:"namespace"`
-	// NodePools are the GPU node pools the roles run on.
+	// The GPU node pools the roles run on.
 	NodePools []NodePool `pulumi:"nodePools"`
-	// Roles are the logical components of the service, each with a unique name.
+	// The logical components of the service, each with a unique name.
 	Roles []Role `pulumi:"roles"`
-	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+	// Names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder []string `pulumi:"rolloutOrder"`
-	// SchedulingStrategy applies service-wide scheduling policies.
+	// Applies service-wide scheduling policies.
 	SchedulingStrategy *SchedulingStrategy `pulumi:"schedulingStrategy"`
-	// ServiceName is the service's name (metadata.name); defaults to the component's name.
+	// The service's name (metadata.name); defaults to the component's name.
 	ServiceName *string `pulumi:"serviceName"`
 }
 
 // The set of arguments for constructing a InferenceService resource.
 type InferenceServiceArgs struct {
-	// Await chooses what `pulumi up` waits for: all (default), minimal or none.
+	// Chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await AwaitModePtrInput
-	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	// How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
 	AwaitTimeout *string
-	// DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+	// Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
 	DualPodsController DualPodsControllerPtrInput
-	// GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
+	// Shapes the shared Volcano PodGroup when gang scheduling is on.
 	GangPolicy GangPolicyPtrInput
-	// Labels are added to every child object.
+	// The labels every child object gets.
 	Labels pulumi.StringMapInput
-	// Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+	// Where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
 	Model ModelPtrInput
-	// Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
+	// Connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
 	Monitoring MonitoringPtrInput
-	// Namespace of every child; defaults to "default".
+	// The namespace of every child; defaults to "default".
 	Namespace *string
-	// NodePools are the GPU node pools the roles run on.
+	// The GPU node pools the roles run on.
 	NodePools NodePoolArrayInput
-	// Roles are the logical components of the service, each with a unique name.
+	// The logical components of the service, each with a unique name.
 	Roles RoleArrayInput
-	// RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+	// Names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
 	RolloutOrder pulumi.StringArrayInput
-	// SchedulingStrategy applies service-wide scheduling policies.
+	// Applies service-wide scheduling policies.
 	SchedulingStrategy SchedulingStrategyPtrInput
-	// ServiceName is the service's name (metadata.name); defaults to the component's name.
+	// The service's name (metadata.name); defaults to the component's name.
 	ServiceName *string
 }
 
@@ -208,67 +208,67 @@ func (o InferenceServiceOutput) ToInferenceServiceOutputWithContext(ctx context.
 	return o
 }
 
-// EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+// The router's Endpoint Picker Service, empty without a router.
 func (o InferenceServiceOutput) EndpointPickerServiceName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.EndpointPickerServiceName }).(pulumi.StringOutput)
 }
 
-// GangScheduled is true when the pods are gang scheduled by Volcano.
+// True when the pods are gang scheduled by Volcano.
 func (o InferenceServiceOutput) GangScheduled() pulumi.BoolOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.BoolOutput { return v.GangScheduled }).(pulumi.BoolOutput)
 }
 
-// GPUsAtFullSize are the GPUs of every replica of every role.
+// The GPUs of every replica of every role.
 func (o InferenceServiceOutput) GpusAtFullSize() pulumi.IntOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.IntOutput { return v.GpusAtFullSize }).(pulumi.IntOutput)
 }
 
-// GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+// The GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
 func (o InferenceServiceOutput) GpusMinimal() pulumi.IntOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.IntOutput { return v.GpusMinimal }).(pulumi.IntOutput)
 }
 
-// HTTPRouteName is the router's HTTPRoute, empty without a router.
+// The router's HTTPRoute, empty without a router.
 func (o InferenceServiceOutput) HttpRouteName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.HttpRouteName }).(pulumi.StringOutput)
 }
 
-// LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+// Lists, per serving role, the names of its LWSs in replica order.
 func (o InferenceServiceOutput) LeaderWorkerSetNames() pulumi.StringArrayMapOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringArrayMapOutput { return v.LeaderWorkerSetNames }).(pulumi.StringArrayMapOutput)
 }
 
-// Namespace of every child.
+// The namespace of every child.
 func (o InferenceServiceOutput) Namespace() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.Namespace }).(pulumi.StringOutput)
 }
 
-// NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+// The Karpenter NodePools made for the service's karpenter pools.
 func (o InferenceServiceOutput) NodePoolNames() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringArrayOutput { return v.NodePoolNames }).(pulumi.StringArrayOutput)
 }
 
-// PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+// The shared PodGroup's name, empty when not gang scheduled.
 func (o InferenceServiceOutput) PodGroupName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.PodGroupName }).(pulumi.StringOutput)
 }
 
-// PoolName is the router's InferencePool, empty without a router.
+// The router's InferencePool, empty without a router.
 func (o InferenceServiceOutput) PoolName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.PoolName }).(pulumi.StringOutput)
 }
 
-// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+// True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
 func (o InferenceServiceOutput) RouterReady() pulumi.BoolOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.BoolOutput { return v.RouterReady }).(pulumi.BoolOutput)
 }
 
-// ServiceName is the service's name (metadata.name of the manifest).
+// The service's name (metadata.name of the manifest).
 func (o InferenceServiceOutput) ServiceName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.ServiceName }).(pulumi.StringOutput)
 }
 
-// Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+// Per serving role, its replicas, pods and phase from the LWSs' status.
 func (o InferenceServiceOutput) Status() RoleStatusMapOutput {
 	return o.ApplyT(func(v *InferenceService) RoleStatusMapOutput { return v.Status }).(RoleStatusMapOutput)
 }

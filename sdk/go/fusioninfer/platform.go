@@ -14,9 +14,9 @@ import (
 type Platform struct {
 	pulumi.ResourceState
 
-	// Objects are the keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
+	// The keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
 	Objects pulumi.StringArrayOutput `pulumi:"objects"`
-	// Versions are the upstream modules the manifests come from, "module@version".
+	// The upstream modules the manifests come from, "module@version".
 	Versions pulumi.StringArrayOutput `pulumi:"versions"`
 }
 
@@ -37,33 +37,33 @@ func NewPlatform(ctx *pulumi.Context,
 }
 
 type platformArgs struct {
-	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+	// Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
 	Controllers *bool `pulumi:"controllers"`
-	// InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
+	// The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
 	InferenceExtension *Part `pulumi:"inferenceExtension"`
-	// KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+	// The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
 	Keda *Part `pulumi:"keda"`
-	// LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
+	// LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
 	LeaderWorkerSet *Part `pulumi:"leaderWorkerSet"`
-	// PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
+	// The PodMonitor CRD of prometheus-operator v0.88.0, the kind a service's monitoring emits; a cluster that runs the operator has it already.
 	PrometheusOperatorCRDs *Part `pulumi:"prometheusOperatorCRDs"`
-	// Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+	// The gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
 	Volcano *VolcanoPart `pulumi:"volcano"`
 }
 
 // The set of arguments for constructing a Platform resource.
 type PlatformArgs struct {
-	// Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+	// Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
 	Controllers *bool
-	// InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
+	// The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
 	InferenceExtension PartPtrInput
-	// KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+	// The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
 	Keda PartPtrInput
-	// LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
+	// LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
 	LeaderWorkerSet PartPtrInput
-	// PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
+	// The PodMonitor CRD of prometheus-operator v0.88.0, the kind a service's monitoring emits; a cluster that runs the operator has it already.
 	PrometheusOperatorCRDs PartPtrInput
-	// Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+	// The gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
 	Volcano VolcanoPartPtrInput
 }
 
@@ -154,12 +154,12 @@ func (o PlatformOutput) ToPlatformOutputWithContext(ctx context.Context) Platfor
 	return o
 }
 
-// Objects are the keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
+// The keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
 func (o PlatformOutput) Objects() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *Platform) pulumi.StringArrayOutput { return v.Objects }).(pulumi.StringArrayOutput)
 }
 
-// Versions are the upstream modules the manifests come from, "module@version".
+// The upstream modules the manifests come from, "module@version".
 func (o PlatformOutput) Versions() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *Platform) pulumi.StringArrayOutput { return v.Versions }).(pulumi.StringArrayOutput)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// AwaitMode is one of: all, minimal, none.
+// One of: all, minimal, none.
 type AwaitMode string
 
 const (
@@ -178,7 +178,220 @@ func (in *awaitModePtr) ToAwaitModePtrOutputWithContext(ctx context.Context) Awa
 	return pulumi.ToOutputWithContext(ctx, in).(AwaitModePtrOutput)
 }
 
-// ComponentType is one of: worker, prefiller, decoder, router.
+// One of: on-demand, spot, reserved.
+type CapacityType string
+
+const (
+	CapacityType_ON_DEMAND = CapacityType("on-demand")
+	CapacityTypeSPOT       = CapacityType("spot")
+	CapacityTypeRESERVED   = CapacityType("reserved")
+)
+
+func (CapacityType) ElementType() reflect.Type {
+	return reflect.TypeOf((*CapacityType)(nil)).Elem()
+}
+
+func (e CapacityType) ToCapacityTypeOutput() CapacityTypeOutput {
+	return pulumi.ToOutput(e).(CapacityTypeOutput)
+}
+
+func (e CapacityType) ToCapacityTypeOutputWithContext(ctx context.Context) CapacityTypeOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(CapacityTypeOutput)
+}
+
+func (e CapacityType) ToCapacityTypePtrOutput() CapacityTypePtrOutput {
+	return e.ToCapacityTypePtrOutputWithContext(context.Background())
+}
+
+func (e CapacityType) ToCapacityTypePtrOutputWithContext(ctx context.Context) CapacityTypePtrOutput {
+	return CapacityType(e).ToCapacityTypeOutputWithContext(ctx).ToCapacityTypePtrOutputWithContext(ctx)
+}
+
+func (e CapacityType) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e CapacityType) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e CapacityType) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e CapacityType) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type CapacityTypeOutput struct{ *pulumi.OutputState }
+
+func (CapacityTypeOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*CapacityType)(nil)).Elem()
+}
+
+func (o CapacityTypeOutput) ToCapacityTypeOutput() CapacityTypeOutput {
+	return o
+}
+
+func (o CapacityTypeOutput) ToCapacityTypeOutputWithContext(ctx context.Context) CapacityTypeOutput {
+	return o
+}
+
+func (o CapacityTypeOutput) ToCapacityTypePtrOutput() CapacityTypePtrOutput {
+	return o.ToCapacityTypePtrOutputWithContext(context.Background())
+}
+
+func (o CapacityTypeOutput) ToCapacityTypePtrOutputWithContext(ctx context.Context) CapacityTypePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v CapacityType) *CapacityType {
+		return &v
+	}).(CapacityTypePtrOutput)
+}
+
+func (o CapacityTypeOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o CapacityTypeOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e CapacityType) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o CapacityTypeOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o CapacityTypeOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e CapacityType) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type CapacityTypePtrOutput struct{ *pulumi.OutputState }
+
+func (CapacityTypePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**CapacityType)(nil)).Elem()
+}
+
+func (o CapacityTypePtrOutput) ToCapacityTypePtrOutput() CapacityTypePtrOutput {
+	return o
+}
+
+func (o CapacityTypePtrOutput) ToCapacityTypePtrOutputWithContext(ctx context.Context) CapacityTypePtrOutput {
+	return o
+}
+
+func (o CapacityTypePtrOutput) Elem() CapacityTypeOutput {
+	return o.ApplyT(func(v *CapacityType) CapacityType {
+		if v != nil {
+			return *v
+		}
+		var ret CapacityType
+		return ret
+	}).(CapacityTypeOutput)
+}
+
+func (o CapacityTypePtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o CapacityTypePtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *CapacityType) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// CapacityTypeInput is an input type that accepts values of the CapacityType enum
+// A concrete instance of `CapacityTypeInput` can be one of the following:
+//
+//	CapacityType_ON_DEMAND
+//	CapacityTypeSPOT
+//	CapacityTypeRESERVED
+type CapacityTypeInput interface {
+	pulumi.Input
+
+	ToCapacityTypeOutput() CapacityTypeOutput
+	ToCapacityTypeOutputWithContext(context.Context) CapacityTypeOutput
+}
+
+var capacityTypePtrType = reflect.TypeOf((**CapacityType)(nil)).Elem()
+
+type CapacityTypePtrInput interface {
+	pulumi.Input
+
+	ToCapacityTypePtrOutput() CapacityTypePtrOutput
+	ToCapacityTypePtrOutputWithContext(context.Context) CapacityTypePtrOutput
+}
+
+type capacityTypePtr string
+
+func CapacityTypePtr(v string) CapacityTypePtrInput {
+	return (*capacityTypePtr)(&v)
+}
+
+func (*capacityTypePtr) ElementType() reflect.Type {
+	return capacityTypePtrType
+}
+
+func (in *capacityTypePtr) ToCapacityTypePtrOutput() CapacityTypePtrOutput {
+	return pulumi.ToOutput(in).(CapacityTypePtrOutput)
+}
+
+func (in *capacityTypePtr) ToCapacityTypePtrOutputWithContext(ctx context.Context) CapacityTypePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(CapacityTypePtrOutput)
+}
+
+// CapacityTypeArrayInput is an input type that accepts CapacityTypeArray and CapacityTypeArrayOutput values.
+// You can construct a concrete instance of `CapacityTypeArrayInput` via:
+//
+//	CapacityTypeArray{ CapacityTypeArgs{...} }
+type CapacityTypeArrayInput interface {
+	pulumi.Input
+
+	ToCapacityTypeArrayOutput() CapacityTypeArrayOutput
+	ToCapacityTypeArrayOutputWithContext(context.Context) CapacityTypeArrayOutput
+}
+
+type CapacityTypeArray []CapacityType
+
+func (CapacityTypeArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]CapacityType)(nil)).Elem()
+}
+
+func (i CapacityTypeArray) ToCapacityTypeArrayOutput() CapacityTypeArrayOutput {
+	return i.ToCapacityTypeArrayOutputWithContext(context.Background())
+}
+
+func (i CapacityTypeArray) ToCapacityTypeArrayOutputWithContext(ctx context.Context) CapacityTypeArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(CapacityTypeArrayOutput)
+}
+
+type CapacityTypeArrayOutput struct{ *pulumi.OutputState }
+
+func (CapacityTypeArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]CapacityType)(nil)).Elem()
+}
+
+func (o CapacityTypeArrayOutput) ToCapacityTypeArrayOutput() CapacityTypeArrayOutput {
+	return o
+}
+
+func (o CapacityTypeArrayOutput) ToCapacityTypeArrayOutputWithContext(ctx context.Context) CapacityTypeArrayOutput {
+	return o
+}
+
+func (o CapacityTypeArrayOutput) Index(i pulumi.IntInput) CapacityTypeOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) CapacityType {
+		return vs[0].([]CapacityType)[vs[1].(int)]
+	}).(CapacityTypeOutput)
+}
+
+// One of: worker, prefiller, decoder, router.
 type ComponentType string
 
 const (
@@ -348,7 +561,7 @@ func (in *componentTypePtr) ToComponentTypePtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(ComponentTypePtrOutput)
 }
 
-// EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
+// One of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
 type EndpointPickerRelease string
 
 const (
@@ -518,7 +731,7 @@ func (in *endpointPickerReleasePtr) ToEndpointPickerReleasePtrOutputWithContext(
 	return pulumi.ToOutputWithContext(ctx, in).(EndpointPickerReleasePtrOutput)
 }
 
-// FailureMode is one of: FailClose, FailOpen.
+// One of: FailClose, FailOpen.
 type FailureMode string
 
 const (
@@ -684,7 +897,7 @@ func (in *failureModePtr) ToFailureModePtrOutputWithContext(ctx context.Context)
 	return pulumi.ToOutputWithContext(ctx, in).(FailureModePtrOutput)
 }
 
-// GangMode is one of: subGroup, taskMember.
+// One of: subGroup, taskMember.
 type GangMode string
 
 const (
@@ -850,7 +1063,7 @@ func (in *gangModePtr) ToGangModePtrOutputWithContext(ctx context.Context) GangM
 	return pulumi.ToOutputWithContext(ctx, in).(GangModePtrOutput)
 }
 
-// MinResourcesMode is one of: auto, none.
+// One of: auto, none.
 type MinResourcesMode string
 
 const (
@@ -1016,7 +1229,173 @@ func (in *minResourcesModePtr) ToMinResourcesModePtrOutputWithContext(ctx contex
 	return pulumi.ToOutputWithContext(ctx, in).(MinResourcesModePtrOutput)
 }
 
-// ModelFlexibilityMode is one of: dualPods.
+// One of: ReadWriteMany, ReadOnlyMany.
+type ModelCacheAccessMode string
+
+const (
+	ModelCacheAccessMode_READ_WRITE_MANY = ModelCacheAccessMode("ReadWriteMany")
+	ModelCacheAccessMode_READ_ONLY_MANY  = ModelCacheAccessMode("ReadOnlyMany")
+)
+
+func (ModelCacheAccessMode) ElementType() reflect.Type {
+	return reflect.TypeOf((*ModelCacheAccessMode)(nil)).Elem()
+}
+
+func (e ModelCacheAccessMode) ToModelCacheAccessModeOutput() ModelCacheAccessModeOutput {
+	return pulumi.ToOutput(e).(ModelCacheAccessModeOutput)
+}
+
+func (e ModelCacheAccessMode) ToModelCacheAccessModeOutputWithContext(ctx context.Context) ModelCacheAccessModeOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(ModelCacheAccessModeOutput)
+}
+
+func (e ModelCacheAccessMode) ToModelCacheAccessModePtrOutput() ModelCacheAccessModePtrOutput {
+	return e.ToModelCacheAccessModePtrOutputWithContext(context.Background())
+}
+
+func (e ModelCacheAccessMode) ToModelCacheAccessModePtrOutputWithContext(ctx context.Context) ModelCacheAccessModePtrOutput {
+	return ModelCacheAccessMode(e).ToModelCacheAccessModeOutputWithContext(ctx).ToModelCacheAccessModePtrOutputWithContext(ctx)
+}
+
+func (e ModelCacheAccessMode) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e ModelCacheAccessMode) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e ModelCacheAccessMode) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e ModelCacheAccessMode) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type ModelCacheAccessModeOutput struct{ *pulumi.OutputState }
+
+func (ModelCacheAccessModeOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*ModelCacheAccessMode)(nil)).Elem()
+}
+
+func (o ModelCacheAccessModeOutput) ToModelCacheAccessModeOutput() ModelCacheAccessModeOutput {
+	return o
+}
+
+func (o ModelCacheAccessModeOutput) ToModelCacheAccessModeOutputWithContext(ctx context.Context) ModelCacheAccessModeOutput {
+	return o
+}
+
+func (o ModelCacheAccessModeOutput) ToModelCacheAccessModePtrOutput() ModelCacheAccessModePtrOutput {
+	return o.ToModelCacheAccessModePtrOutputWithContext(context.Background())
+}
+
+func (o ModelCacheAccessModeOutput) ToModelCacheAccessModePtrOutputWithContext(ctx context.Context) ModelCacheAccessModePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v ModelCacheAccessMode) *ModelCacheAccessMode {
+		return &v
+	}).(ModelCacheAccessModePtrOutput)
+}
+
+func (o ModelCacheAccessModeOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o ModelCacheAccessModeOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e ModelCacheAccessMode) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o ModelCacheAccessModeOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o ModelCacheAccessModeOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e ModelCacheAccessMode) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type ModelCacheAccessModePtrOutput struct{ *pulumi.OutputState }
+
+func (ModelCacheAccessModePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**ModelCacheAccessMode)(nil)).Elem()
+}
+
+func (o ModelCacheAccessModePtrOutput) ToModelCacheAccessModePtrOutput() ModelCacheAccessModePtrOutput {
+	return o
+}
+
+func (o ModelCacheAccessModePtrOutput) ToModelCacheAccessModePtrOutputWithContext(ctx context.Context) ModelCacheAccessModePtrOutput {
+	return o
+}
+
+func (o ModelCacheAccessModePtrOutput) Elem() ModelCacheAccessModeOutput {
+	return o.ApplyT(func(v *ModelCacheAccessMode) ModelCacheAccessMode {
+		if v != nil {
+			return *v
+		}
+		var ret ModelCacheAccessMode
+		return ret
+	}).(ModelCacheAccessModeOutput)
+}
+
+func (o ModelCacheAccessModePtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o ModelCacheAccessModePtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *ModelCacheAccessMode) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// ModelCacheAccessModeInput is an input type that accepts values of the ModelCacheAccessMode enum
+// A concrete instance of `ModelCacheAccessModeInput` can be one of the following:
+//
+//	ModelCacheAccessMode_READ_WRITE_MANY
+//	ModelCacheAccessMode_READ_ONLY_MANY
+type ModelCacheAccessModeInput interface {
+	pulumi.Input
+
+	ToModelCacheAccessModeOutput() ModelCacheAccessModeOutput
+	ToModelCacheAccessModeOutputWithContext(context.Context) ModelCacheAccessModeOutput
+}
+
+var modelCacheAccessModePtrType = reflect.TypeOf((**ModelCacheAccessMode)(nil)).Elem()
+
+type ModelCacheAccessModePtrInput interface {
+	pulumi.Input
+
+	ToModelCacheAccessModePtrOutput() ModelCacheAccessModePtrOutput
+	ToModelCacheAccessModePtrOutputWithContext(context.Context) ModelCacheAccessModePtrOutput
+}
+
+type modelCacheAccessModePtr string
+
+func ModelCacheAccessModePtr(v string) ModelCacheAccessModePtrInput {
+	return (*modelCacheAccessModePtr)(&v)
+}
+
+func (*modelCacheAccessModePtr) ElementType() reflect.Type {
+	return modelCacheAccessModePtrType
+}
+
+func (in *modelCacheAccessModePtr) ToModelCacheAccessModePtrOutput() ModelCacheAccessModePtrOutput {
+	return pulumi.ToOutput(in).(ModelCacheAccessModePtrOutput)
+}
+
+func (in *modelCacheAccessModePtr) ToModelCacheAccessModePtrOutputWithContext(ctx context.Context) ModelCacheAccessModePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(ModelCacheAccessModePtrOutput)
+}
+
+// One of: dualPods.
 type ModelFlexibilityMode string
 
 const (
@@ -1180,7 +1559,7 @@ func (in *modelFlexibilityModePtr) ToModelFlexibilityModePtrOutputWithContext(ct
 	return pulumi.ToOutputWithContext(ctx, in).(ModelFlexibilityModePtrOutput)
 }
 
-// ModelLoadFormat is one of: runai_streamer.
+// One of: runai_streamer.
 type ModelLoadFormat string
 
 const (
@@ -1344,7 +1723,7 @@ func (in *modelLoadFormatPtr) ToModelLoadFormatPtrOutputWithContext(ctx context.
 	return pulumi.ToOutputWithContext(ctx, in).(ModelLoadFormatPtrOutput)
 }
 
-// NetworkTopologyMode is one of: hard, soft.
+// One of: hard, soft.
 type NetworkTopologyMode string
 
 const (
@@ -1510,7 +1889,7 @@ func (in *networkTopologyModePtr) ToNetworkTopologyModePtrOutputWithContext(ctx 
 	return pulumi.ToOutputWithContext(ctx, in).(NetworkTopologyModePtrOutput)
 }
 
-// NodePoolKind is one of: karpenter, existing.
+// One of: karpenter, existing.
 type NodePoolKind string
 
 const (
@@ -1676,7 +2055,7 @@ func (in *nodePoolKindPtr) ToNodePoolKindPtrOutputWithContext(ctx context.Contex
 	return pulumi.ToOutputWithContext(ctx, in).(NodePoolKindPtrOutput)
 }
 
-// PoolAPIVersion is one of: v1, v1alpha2.
+// One of: v1, v1alpha2.
 type PoolAPIVersion string
 
 const (
@@ -1842,9 +2221,512 @@ func (in *poolAPIVersionPtr) ToPoolAPIVersionPtrOutputWithContext(ctx context.Co
 	return pulumi.ToOutputWithContext(ctx, in).(PoolAPIVersionPtrOutput)
 }
 
+// One of: RecreateGroupOnPodRestart, None.
+type RestartPolicy string
+
+const (
+	RestartPolicy_RECREATE_GROUP_ON_POD_RESTART = RestartPolicy("RecreateGroupOnPodRestart")
+	RestartPolicyNONE                           = RestartPolicy("None")
+)
+
+func (RestartPolicy) ElementType() reflect.Type {
+	return reflect.TypeOf((*RestartPolicy)(nil)).Elem()
+}
+
+func (e RestartPolicy) ToRestartPolicyOutput() RestartPolicyOutput {
+	return pulumi.ToOutput(e).(RestartPolicyOutput)
+}
+
+func (e RestartPolicy) ToRestartPolicyOutputWithContext(ctx context.Context) RestartPolicyOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(RestartPolicyOutput)
+}
+
+func (e RestartPolicy) ToRestartPolicyPtrOutput() RestartPolicyPtrOutput {
+	return e.ToRestartPolicyPtrOutputWithContext(context.Background())
+}
+
+func (e RestartPolicy) ToRestartPolicyPtrOutputWithContext(ctx context.Context) RestartPolicyPtrOutput {
+	return RestartPolicy(e).ToRestartPolicyOutputWithContext(ctx).ToRestartPolicyPtrOutputWithContext(ctx)
+}
+
+func (e RestartPolicy) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e RestartPolicy) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e RestartPolicy) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e RestartPolicy) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type RestartPolicyOutput struct{ *pulumi.OutputState }
+
+func (RestartPolicyOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RestartPolicy)(nil)).Elem()
+}
+
+func (o RestartPolicyOutput) ToRestartPolicyOutput() RestartPolicyOutput {
+	return o
+}
+
+func (o RestartPolicyOutput) ToRestartPolicyOutputWithContext(ctx context.Context) RestartPolicyOutput {
+	return o
+}
+
+func (o RestartPolicyOutput) ToRestartPolicyPtrOutput() RestartPolicyPtrOutput {
+	return o.ToRestartPolicyPtrOutputWithContext(context.Background())
+}
+
+func (o RestartPolicyOutput) ToRestartPolicyPtrOutputWithContext(ctx context.Context) RestartPolicyPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v RestartPolicy) *RestartPolicy {
+		return &v
+	}).(RestartPolicyPtrOutput)
+}
+
+func (o RestartPolicyOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o RestartPolicyOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e RestartPolicy) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o RestartPolicyOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o RestartPolicyOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e RestartPolicy) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type RestartPolicyPtrOutput struct{ *pulumi.OutputState }
+
+func (RestartPolicyPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RestartPolicy)(nil)).Elem()
+}
+
+func (o RestartPolicyPtrOutput) ToRestartPolicyPtrOutput() RestartPolicyPtrOutput {
+	return o
+}
+
+func (o RestartPolicyPtrOutput) ToRestartPolicyPtrOutputWithContext(ctx context.Context) RestartPolicyPtrOutput {
+	return o
+}
+
+func (o RestartPolicyPtrOutput) Elem() RestartPolicyOutput {
+	return o.ApplyT(func(v *RestartPolicy) RestartPolicy {
+		if v != nil {
+			return *v
+		}
+		var ret RestartPolicy
+		return ret
+	}).(RestartPolicyOutput)
+}
+
+func (o RestartPolicyPtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o RestartPolicyPtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *RestartPolicy) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// RestartPolicyInput is an input type that accepts values of the RestartPolicy enum
+// A concrete instance of `RestartPolicyInput` can be one of the following:
+//
+//	RestartPolicy_RECREATE_GROUP_ON_POD_RESTART
+//	RestartPolicyNONE
+type RestartPolicyInput interface {
+	pulumi.Input
+
+	ToRestartPolicyOutput() RestartPolicyOutput
+	ToRestartPolicyOutputWithContext(context.Context) RestartPolicyOutput
+}
+
+var restartPolicyPtrType = reflect.TypeOf((**RestartPolicy)(nil)).Elem()
+
+type RestartPolicyPtrInput interface {
+	pulumi.Input
+
+	ToRestartPolicyPtrOutput() RestartPolicyPtrOutput
+	ToRestartPolicyPtrOutputWithContext(context.Context) RestartPolicyPtrOutput
+}
+
+type restartPolicyPtr string
+
+func RestartPolicyPtr(v string) RestartPolicyPtrInput {
+	return (*restartPolicyPtr)(&v)
+}
+
+func (*restartPolicyPtr) ElementType() reflect.Type {
+	return restartPolicyPtrType
+}
+
+func (in *restartPolicyPtr) ToRestartPolicyPtrOutput() RestartPolicyPtrOutput {
+	return pulumi.ToOutput(in).(RestartPolicyPtrOutput)
+}
+
+func (in *restartPolicyPtr) ToRestartPolicyPtrOutputWithContext(ctx context.Context) RestartPolicyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(RestartPolicyPtrOutput)
+}
+
+// One of: LeaderCreated, LeaderReady.
+type StartupPolicy string
+
+const (
+	StartupPolicy_LEADER_CREATED = StartupPolicy("LeaderCreated")
+	StartupPolicy_LEADER_READY   = StartupPolicy("LeaderReady")
+)
+
+func (StartupPolicy) ElementType() reflect.Type {
+	return reflect.TypeOf((*StartupPolicy)(nil)).Elem()
+}
+
+func (e StartupPolicy) ToStartupPolicyOutput() StartupPolicyOutput {
+	return pulumi.ToOutput(e).(StartupPolicyOutput)
+}
+
+func (e StartupPolicy) ToStartupPolicyOutputWithContext(ctx context.Context) StartupPolicyOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(StartupPolicyOutput)
+}
+
+func (e StartupPolicy) ToStartupPolicyPtrOutput() StartupPolicyPtrOutput {
+	return e.ToStartupPolicyPtrOutputWithContext(context.Background())
+}
+
+func (e StartupPolicy) ToStartupPolicyPtrOutputWithContext(ctx context.Context) StartupPolicyPtrOutput {
+	return StartupPolicy(e).ToStartupPolicyOutputWithContext(ctx).ToStartupPolicyPtrOutputWithContext(ctx)
+}
+
+func (e StartupPolicy) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e StartupPolicy) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e StartupPolicy) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e StartupPolicy) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type StartupPolicyOutput struct{ *pulumi.OutputState }
+
+func (StartupPolicyOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*StartupPolicy)(nil)).Elem()
+}
+
+func (o StartupPolicyOutput) ToStartupPolicyOutput() StartupPolicyOutput {
+	return o
+}
+
+func (o StartupPolicyOutput) ToStartupPolicyOutputWithContext(ctx context.Context) StartupPolicyOutput {
+	return o
+}
+
+func (o StartupPolicyOutput) ToStartupPolicyPtrOutput() StartupPolicyPtrOutput {
+	return o.ToStartupPolicyPtrOutputWithContext(context.Background())
+}
+
+func (o StartupPolicyOutput) ToStartupPolicyPtrOutputWithContext(ctx context.Context) StartupPolicyPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v StartupPolicy) *StartupPolicy {
+		return &v
+	}).(StartupPolicyPtrOutput)
+}
+
+func (o StartupPolicyOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o StartupPolicyOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e StartupPolicy) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o StartupPolicyOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o StartupPolicyOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e StartupPolicy) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type StartupPolicyPtrOutput struct{ *pulumi.OutputState }
+
+func (StartupPolicyPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**StartupPolicy)(nil)).Elem()
+}
+
+func (o StartupPolicyPtrOutput) ToStartupPolicyPtrOutput() StartupPolicyPtrOutput {
+	return o
+}
+
+func (o StartupPolicyPtrOutput) ToStartupPolicyPtrOutputWithContext(ctx context.Context) StartupPolicyPtrOutput {
+	return o
+}
+
+func (o StartupPolicyPtrOutput) Elem() StartupPolicyOutput {
+	return o.ApplyT(func(v *StartupPolicy) StartupPolicy {
+		if v != nil {
+			return *v
+		}
+		var ret StartupPolicy
+		return ret
+	}).(StartupPolicyOutput)
+}
+
+func (o StartupPolicyPtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o StartupPolicyPtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *StartupPolicy) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// StartupPolicyInput is an input type that accepts values of the StartupPolicy enum
+// A concrete instance of `StartupPolicyInput` can be one of the following:
+//
+//	StartupPolicy_LEADER_CREATED
+//	StartupPolicy_LEADER_READY
+type StartupPolicyInput interface {
+	pulumi.Input
+
+	ToStartupPolicyOutput() StartupPolicyOutput
+	ToStartupPolicyOutputWithContext(context.Context) StartupPolicyOutput
+}
+
+var startupPolicyPtrType = reflect.TypeOf((**StartupPolicy)(nil)).Elem()
+
+type StartupPolicyPtrInput interface {
+	pulumi.Input
+
+	ToStartupPolicyPtrOutput() StartupPolicyPtrOutput
+	ToStartupPolicyPtrOutputWithContext(context.Context) StartupPolicyPtrOutput
+}
+
+type startupPolicyPtr string
+
+func StartupPolicyPtr(v string) StartupPolicyPtrInput {
+	return (*startupPolicyPtr)(&v)
+}
+
+func (*startupPolicyPtr) ElementType() reflect.Type {
+	return startupPolicyPtrType
+}
+
+func (in *startupPolicyPtr) ToStartupPolicyPtrOutput() StartupPolicyPtrOutput {
+	return pulumi.ToOutput(in).(StartupPolicyPtrOutput)
+}
+
+func (in *startupPolicyPtr) ToStartupPolicyPtrOutputWithContext(ctx context.Context) StartupPolicyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(StartupPolicyPtrOutput)
+}
+
+// One of: NoSchedule, PreferNoSchedule, NoExecute.
+type TaintEffect string
+
+const (
+	TaintEffect_NO_SCHEDULE        = TaintEffect("NoSchedule")
+	TaintEffect_PREFER_NO_SCHEDULE = TaintEffect("PreferNoSchedule")
+	TaintEffect_NO_EXECUTE         = TaintEffect("NoExecute")
+)
+
+func (TaintEffect) ElementType() reflect.Type {
+	return reflect.TypeOf((*TaintEffect)(nil)).Elem()
+}
+
+func (e TaintEffect) ToTaintEffectOutput() TaintEffectOutput {
+	return pulumi.ToOutput(e).(TaintEffectOutput)
+}
+
+func (e TaintEffect) ToTaintEffectOutputWithContext(ctx context.Context) TaintEffectOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(TaintEffectOutput)
+}
+
+func (e TaintEffect) ToTaintEffectPtrOutput() TaintEffectPtrOutput {
+	return e.ToTaintEffectPtrOutputWithContext(context.Background())
+}
+
+func (e TaintEffect) ToTaintEffectPtrOutputWithContext(ctx context.Context) TaintEffectPtrOutput {
+	return TaintEffect(e).ToTaintEffectOutputWithContext(ctx).ToTaintEffectPtrOutputWithContext(ctx)
+}
+
+func (e TaintEffect) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e TaintEffect) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e TaintEffect) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e TaintEffect) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type TaintEffectOutput struct{ *pulumi.OutputState }
+
+func (TaintEffectOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*TaintEffect)(nil)).Elem()
+}
+
+func (o TaintEffectOutput) ToTaintEffectOutput() TaintEffectOutput {
+	return o
+}
+
+func (o TaintEffectOutput) ToTaintEffectOutputWithContext(ctx context.Context) TaintEffectOutput {
+	return o
+}
+
+func (o TaintEffectOutput) ToTaintEffectPtrOutput() TaintEffectPtrOutput {
+	return o.ToTaintEffectPtrOutputWithContext(context.Background())
+}
+
+func (o TaintEffectOutput) ToTaintEffectPtrOutputWithContext(ctx context.Context) TaintEffectPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v TaintEffect) *TaintEffect {
+		return &v
+	}).(TaintEffectPtrOutput)
+}
+
+func (o TaintEffectOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o TaintEffectOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e TaintEffect) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o TaintEffectOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o TaintEffectOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e TaintEffect) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type TaintEffectPtrOutput struct{ *pulumi.OutputState }
+
+func (TaintEffectPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**TaintEffect)(nil)).Elem()
+}
+
+func (o TaintEffectPtrOutput) ToTaintEffectPtrOutput() TaintEffectPtrOutput {
+	return o
+}
+
+func (o TaintEffectPtrOutput) ToTaintEffectPtrOutputWithContext(ctx context.Context) TaintEffectPtrOutput {
+	return o
+}
+
+func (o TaintEffectPtrOutput) Elem() TaintEffectOutput {
+	return o.ApplyT(func(v *TaintEffect) TaintEffect {
+		if v != nil {
+			return *v
+		}
+		var ret TaintEffect
+		return ret
+	}).(TaintEffectOutput)
+}
+
+func (o TaintEffectPtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o TaintEffectPtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *TaintEffect) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// TaintEffectInput is an input type that accepts values of the TaintEffect enum
+// A concrete instance of `TaintEffectInput` can be one of the following:
+//
+//	TaintEffect_NO_SCHEDULE
+//	TaintEffect_PREFER_NO_SCHEDULE
+//	TaintEffect_NO_EXECUTE
+type TaintEffectInput interface {
+	pulumi.Input
+
+	ToTaintEffectOutput() TaintEffectOutput
+	ToTaintEffectOutputWithContext(context.Context) TaintEffectOutput
+}
+
+var taintEffectPtrType = reflect.TypeOf((**TaintEffect)(nil)).Elem()
+
+type TaintEffectPtrInput interface {
+	pulumi.Input
+
+	ToTaintEffectPtrOutput() TaintEffectPtrOutput
+	ToTaintEffectPtrOutputWithContext(context.Context) TaintEffectPtrOutput
+}
+
+type taintEffectPtr string
+
+func TaintEffectPtr(v string) TaintEffectPtrInput {
+	return (*taintEffectPtr)(&v)
+}
+
+func (*taintEffectPtr) ElementType() reflect.Type {
+	return taintEffectPtrType
+}
+
+func (in *taintEffectPtr) ToTaintEffectPtrOutput() TaintEffectPtrOutput {
+	return pulumi.ToOutput(in).(TaintEffectPtrOutput)
+}
+
+func (in *taintEffectPtr) ToTaintEffectPtrOutputWithContext(ctx context.Context) TaintEffectPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(TaintEffectPtrOutput)
+}
+
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*AwaitModeInput)(nil)).Elem(), AwaitMode("all"))
 	pulumi.RegisterInputType(reflect.TypeOf((*AwaitModePtrInput)(nil)).Elem(), AwaitMode("all"))
+	pulumi.RegisterInputType(reflect.TypeOf((*CapacityTypeInput)(nil)).Elem(), CapacityType("on-demand"))
+	pulumi.RegisterInputType(reflect.TypeOf((*CapacityTypePtrInput)(nil)).Elem(), CapacityType("on-demand"))
+	pulumi.RegisterInputType(reflect.TypeOf((*CapacityTypeArrayInput)(nil)).Elem(), CapacityTypeArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ComponentTypeInput)(nil)).Elem(), ComponentType("worker"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ComponentTypePtrInput)(nil)).Elem(), ComponentType("worker"))
 	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerReleaseInput)(nil)).Elem(), EndpointPickerRelease("llm-d-router-v0.10.0"))
@@ -1855,6 +2737,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*GangModePtrInput)(nil)).Elem(), GangMode("subGroup"))
 	pulumi.RegisterInputType(reflect.TypeOf((*MinResourcesModeInput)(nil)).Elem(), MinResourcesMode("auto"))
 	pulumi.RegisterInputType(reflect.TypeOf((*MinResourcesModePtrInput)(nil)).Elem(), MinResourcesMode("auto"))
+	pulumi.RegisterInputType(reflect.TypeOf((*ModelCacheAccessModeInput)(nil)).Elem(), ModelCacheAccessMode("ReadWriteMany"))
+	pulumi.RegisterInputType(reflect.TypeOf((*ModelCacheAccessModePtrInput)(nil)).Elem(), ModelCacheAccessMode("ReadWriteMany"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityModeInput)(nil)).Elem(), ModelFlexibilityMode("dualPods"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelFlexibilityModePtrInput)(nil)).Elem(), ModelFlexibilityMode("dualPods"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelLoadFormatInput)(nil)).Elem(), ModelLoadFormat("runai_streamer"))
@@ -1865,8 +2749,17 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolKindPtrInput)(nil)).Elem(), NodePoolKind("karpenter"))
 	pulumi.RegisterInputType(reflect.TypeOf((*PoolAPIVersionInput)(nil)).Elem(), PoolAPIVersion("v1"))
 	pulumi.RegisterInputType(reflect.TypeOf((*PoolAPIVersionPtrInput)(nil)).Elem(), PoolAPIVersion("v1"))
+	pulumi.RegisterInputType(reflect.TypeOf((*RestartPolicyInput)(nil)).Elem(), RestartPolicy("RecreateGroupOnPodRestart"))
+	pulumi.RegisterInputType(reflect.TypeOf((*RestartPolicyPtrInput)(nil)).Elem(), RestartPolicy("RecreateGroupOnPodRestart"))
+	pulumi.RegisterInputType(reflect.TypeOf((*StartupPolicyInput)(nil)).Elem(), StartupPolicy("LeaderCreated"))
+	pulumi.RegisterInputType(reflect.TypeOf((*StartupPolicyPtrInput)(nil)).Elem(), StartupPolicy("LeaderCreated"))
+	pulumi.RegisterInputType(reflect.TypeOf((*TaintEffectInput)(nil)).Elem(), TaintEffect("NoSchedule"))
+	pulumi.RegisterInputType(reflect.TypeOf((*TaintEffectPtrInput)(nil)).Elem(), TaintEffect("NoSchedule"))
 	pulumi.RegisterOutputType(AwaitModeOutput{})
 	pulumi.RegisterOutputType(AwaitModePtrOutput{})
+	pulumi.RegisterOutputType(CapacityTypeOutput{})
+	pulumi.RegisterOutputType(CapacityTypePtrOutput{})
+	pulumi.RegisterOutputType(CapacityTypeArrayOutput{})
 	pulumi.RegisterOutputType(ComponentTypeOutput{})
 	pulumi.RegisterOutputType(ComponentTypePtrOutput{})
 	pulumi.RegisterOutputType(EndpointPickerReleaseOutput{})
@@ -1877,6 +2770,8 @@ func init() {
 	pulumi.RegisterOutputType(GangModePtrOutput{})
 	pulumi.RegisterOutputType(MinResourcesModeOutput{})
 	pulumi.RegisterOutputType(MinResourcesModePtrOutput{})
+	pulumi.RegisterOutputType(ModelCacheAccessModeOutput{})
+	pulumi.RegisterOutputType(ModelCacheAccessModePtrOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityModeOutput{})
 	pulumi.RegisterOutputType(ModelFlexibilityModePtrOutput{})
 	pulumi.RegisterOutputType(ModelLoadFormatOutput{})
@@ -1887,4 +2782,10 @@ func init() {
 	pulumi.RegisterOutputType(NodePoolKindPtrOutput{})
 	pulumi.RegisterOutputType(PoolAPIVersionOutput{})
 	pulumi.RegisterOutputType(PoolAPIVersionPtrOutput{})
+	pulumi.RegisterOutputType(RestartPolicyOutput{})
+	pulumi.RegisterOutputType(RestartPolicyPtrOutput{})
+	pulumi.RegisterOutputType(StartupPolicyOutput{})
+	pulumi.RegisterOutputType(StartupPolicyPtrOutput{})
+	pulumi.RegisterOutputType(TaintEffectOutput{})
+	pulumi.RegisterOutputType(TaintEffectPtrOutput{})
 }

@@ -15,17 +15,17 @@ import (
 var _ = internal.GetEnvOrDefault
 
 type Autoscaling struct {
-	// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+	// Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
 	Follow *AutoscalingFollow `pulumi:"follow"`
-	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+	// The most replicas the role may have; node pools and the planner count them.
 	MaxReplicas int `pulumi:"maxReplicas"`
-	// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+	// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 	Metric *string `pulumi:"metric"`
-	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+	// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
 	MinReplicas *int `pulumi:"minReplicas"`
-	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+	// How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 	ScaleDownDelay *string `pulumi:"scaleDownDelay"`
-	// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+	// The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 	Target *float64 `pulumi:"target"`
 }
 
@@ -41,17 +41,17 @@ type AutoscalingInput interface {
 }
 
 type AutoscalingArgs struct {
-	// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+	// Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
 	Follow AutoscalingFollowPtrInput `pulumi:"follow"`
-	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+	// The most replicas the role may have; node pools and the planner count them.
 	MaxReplicas pulumi.IntInput `pulumi:"maxReplicas"`
-	// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+	// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 	Metric pulumi.StringPtrInput `pulumi:"metric"`
-	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+	// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
 	MinReplicas pulumi.IntPtrInput `pulumi:"minReplicas"`
-	// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+	// How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 	ScaleDownDelay pulumi.StringPtrInput `pulumi:"scaleDownDelay"`
-	// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+	// The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 	Target pulumi.Float64PtrInput `pulumi:"target"`
 }
 
@@ -132,32 +132,32 @@ func (o AutoscalingOutput) ToAutoscalingPtrOutputWithContext(ctx context.Context
 	}).(AutoscalingPtrOutput)
 }
 
-// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+// Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
 func (o AutoscalingOutput) Follow() AutoscalingFollowPtrOutput {
 	return o.ApplyT(func(v Autoscaling) *AutoscalingFollow { return v.Follow }).(AutoscalingFollowPtrOutput)
 }
 
-// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+// The most replicas the role may have; node pools and the planner count them.
 func (o AutoscalingOutput) MaxReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v Autoscaling) int { return v.MaxReplicas }).(pulumi.IntOutput)
 }
 
-// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 func (o AutoscalingOutput) Metric() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Autoscaling) *string { return v.Metric }).(pulumi.StringPtrOutput)
 }
 
-// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
 func (o AutoscalingOutput) MinReplicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v Autoscaling) *int { return v.MinReplicas }).(pulumi.IntPtrOutput)
 }
 
-// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+// How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 func (o AutoscalingOutput) ScaleDownDelay() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Autoscaling) *string { return v.ScaleDownDelay }).(pulumi.StringPtrOutput)
 }
 
-// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+// The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 func (o AutoscalingOutput) Target() pulumi.Float64PtrOutput {
 	return o.ApplyT(func(v Autoscaling) *float64 { return v.Target }).(pulumi.Float64PtrOutput)
 }
@@ -186,7 +186,7 @@ func (o AutoscalingPtrOutput) Elem() AutoscalingOutput {
 	}).(AutoscalingOutput)
 }
 
-// Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+// Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
 func (o AutoscalingPtrOutput) Follow() AutoscalingFollowPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *AutoscalingFollow {
 		if v == nil {
@@ -196,7 +196,7 @@ func (o AutoscalingPtrOutput) Follow() AutoscalingFollowPtrOutput {
 	}).(AutoscalingFollowPtrOutput)
 }
 
-// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+// The most replicas the role may have; node pools and the planner count them.
 func (o AutoscalingPtrOutput) MaxReplicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *int {
 		if v == nil {
@@ -206,7 +206,7 @@ func (o AutoscalingPtrOutput) MaxReplicas() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 func (o AutoscalingPtrOutput) Metric() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *string {
 		if v == nil {
@@ -216,7 +216,7 @@ func (o AutoscalingPtrOutput) Metric() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
 func (o AutoscalingPtrOutput) MinReplicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *int {
 		if v == nil {
@@ -226,7 +226,7 @@ func (o AutoscalingPtrOutput) MinReplicas() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+// How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 func (o AutoscalingPtrOutput) ScaleDownDelay() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *string {
 		if v == nil {
@@ -236,7 +236,7 @@ func (o AutoscalingPtrOutput) ScaleDownDelay() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+// The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 func (o AutoscalingPtrOutput) Target() pulumi.Float64PtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *float64 {
 		if v == nil {
@@ -247,9 +247,9 @@ func (o AutoscalingPtrOutput) Target() pulumi.Float64PtrOutput {
 }
 
 type AutoscalingFollow struct {
-	// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+	// This role's replicas per replica of that role (0.5: one prefill per two decodes).
 	Ratio float64 `pulumi:"ratio"`
-	// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+	// Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
 	Role string `pulumi:"role"`
 }
 
@@ -265,9 +265,9 @@ type AutoscalingFollowInput interface {
 }
 
 type AutoscalingFollowArgs struct {
-	// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+	// This role's replicas per replica of that role (0.5: one prefill per two decodes).
 	Ratio pulumi.Float64Input `pulumi:"ratio"`
-	// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+	// Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
 	Role pulumi.StringInput `pulumi:"role"`
 }
 
@@ -348,12 +348,12 @@ func (o AutoscalingFollowOutput) ToAutoscalingFollowPtrOutputWithContext(ctx con
 	}).(AutoscalingFollowPtrOutput)
 }
 
-// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+// This role's replicas per replica of that role (0.5: one prefill per two decodes).
 func (o AutoscalingFollowOutput) Ratio() pulumi.Float64Output {
 	return o.ApplyT(func(v AutoscalingFollow) float64 { return v.Ratio }).(pulumi.Float64Output)
 }
 
-// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+// Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
 func (o AutoscalingFollowOutput) Role() pulumi.StringOutput {
 	return o.ApplyT(func(v AutoscalingFollow) string { return v.Role }).(pulumi.StringOutput)
 }
@@ -382,7 +382,7 @@ func (o AutoscalingFollowPtrOutput) Elem() AutoscalingFollowOutput {
 	}).(AutoscalingFollowOutput)
 }
 
-// Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+// This role's replicas per replica of that role (0.5: one prefill per two decodes).
 func (o AutoscalingFollowPtrOutput) Ratio() pulumi.Float64PtrOutput {
 	return o.ApplyT(func(v *AutoscalingFollow) *float64 {
 		if v == nil {
@@ -392,7 +392,7 @@ func (o AutoscalingFollowPtrOutput) Ratio() pulumi.Float64PtrOutput {
 	}).(pulumi.Float64PtrOutput)
 }
 
-// Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+// Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
 func (o AutoscalingFollowPtrOutput) Role() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *AutoscalingFollow) *string {
 		if v == nil {
@@ -403,9 +403,9 @@ func (o AutoscalingFollowPtrOutput) Role() pulumi.StringPtrOutput {
 }
 
 type CompileCache struct {
-	// Size of the claim, default 20Gi.
+	// The size of the claim, default 20Gi.
 	Size *string `pulumi:"size"`
-	// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+	// A storage class whose volumes many nodes can mount; default the model cache's.
 	StorageClassName *string `pulumi:"storageClassName"`
 }
 
@@ -421,9 +421,9 @@ type CompileCacheInput interface {
 }
 
 type CompileCacheArgs struct {
-	// Size of the claim, default 20Gi.
+	// The size of the claim, default 20Gi.
 	Size pulumi.StringPtrInput `pulumi:"size"`
-	// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+	// A storage class whose volumes many nodes can mount; default the model cache's.
 	StorageClassName pulumi.StringPtrInput `pulumi:"storageClassName"`
 }
 
@@ -504,12 +504,12 @@ func (o CompileCacheOutput) ToCompileCachePtrOutputWithContext(ctx context.Conte
 	}).(CompileCachePtrOutput)
 }
 
-// Size of the claim, default 20Gi.
+// The size of the claim, default 20Gi.
 func (o CompileCacheOutput) Size() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v CompileCache) *string { return v.Size }).(pulumi.StringPtrOutput)
 }
 
-// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+// A storage class whose volumes many nodes can mount; default the model cache's.
 func (o CompileCacheOutput) StorageClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v CompileCache) *string { return v.StorageClassName }).(pulumi.StringPtrOutput)
 }
@@ -538,7 +538,7 @@ func (o CompileCachePtrOutput) Elem() CompileCacheOutput {
 	}).(CompileCacheOutput)
 }
 
-// Size of the claim, default 20Gi.
+// The size of the claim, default 20Gi.
 func (o CompileCachePtrOutput) Size() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *CompileCache) *string {
 		if v == nil {
@@ -548,7 +548,7 @@ func (o CompileCachePtrOutput) Size() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+// A storage class whose volumes many nodes can mount; default the model cache's.
 func (o CompileCachePtrOutput) StorageClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *CompileCache) *string {
 		if v == nil {
@@ -559,13 +559,13 @@ func (o CompileCachePtrOutput) StorageClassName() pulumi.StringPtrOutput {
 }
 
 type DualPodsController struct {
-	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+	// Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 	Install *bool `pulumi:"install"`
-	// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+	// The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
 	Namespace *string `pulumi:"namespace"`
-	// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+	// How many sleeping servers the controller keeps per GPU (default 2).
 	SleeperLimit *int `pulumi:"sleeperLimit"`
-	// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+	// The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
 	Version *string `pulumi:"version"`
 }
 
@@ -581,13 +581,13 @@ type DualPodsControllerInput interface {
 }
 
 type DualPodsControllerArgs struct {
-	// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+	// Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 	Install pulumi.BoolPtrInput `pulumi:"install"`
-	// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+	// The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
 	Namespace pulumi.StringPtrInput `pulumi:"namespace"`
-	// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+	// How many sleeping servers the controller keeps per GPU (default 2).
 	SleeperLimit pulumi.IntPtrInput `pulumi:"sleeperLimit"`
-	// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+	// The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
 	Version pulumi.StringPtrInput `pulumi:"version"`
 }
 
@@ -668,22 +668,22 @@ func (o DualPodsControllerOutput) ToDualPodsControllerPtrOutputWithContext(ctx c
 	}).(DualPodsControllerPtrOutput)
 }
 
-// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+// Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 func (o DualPodsControllerOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *bool { return v.Install }).(pulumi.BoolPtrOutput)
 }
 
-// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+// The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
 func (o DualPodsControllerOutput) Namespace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *string { return v.Namespace }).(pulumi.StringPtrOutput)
 }
 
-// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+// How many sleeping servers the controller keeps per GPU (default 2).
 func (o DualPodsControllerOutput) SleeperLimit() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *int { return v.SleeperLimit }).(pulumi.IntPtrOutput)
 }
 
-// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+// The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
 func (o DualPodsControllerOutput) Version() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v DualPodsController) *string { return v.Version }).(pulumi.StringPtrOutput)
 }
@@ -712,7 +712,7 @@ func (o DualPodsControllerPtrOutput) Elem() DualPodsControllerOutput {
 	}).(DualPodsControllerOutput)
 }
 
-// Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+// Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
 func (o DualPodsControllerPtrOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *bool {
 		if v == nil {
@@ -722,7 +722,7 @@ func (o DualPodsControllerPtrOutput) Install() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
-// Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+// The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
 func (o DualPodsControllerPtrOutput) Namespace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *string {
 		if v == nil {
@@ -732,7 +732,7 @@ func (o DualPodsControllerPtrOutput) Namespace() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+// How many sleeping servers the controller keeps per GPU (default 2).
 func (o DualPodsControllerPtrOutput) SleeperLimit() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *int {
 		if v == nil {
@@ -742,7 +742,7 @@ func (o DualPodsControllerPtrOutput) SleeperLimit() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+// The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
 func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *DualPodsController) *string {
 		if v == nil {
@@ -753,13 +753,13 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 }
 
 type EndpointPicker struct {
-	// Image replaces the release's image: a mirror or a patched build of the same one.
+	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
-	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+	// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release *EndpointPickerRelease `pulumi:"release"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+	// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 	Replicas *int `pulumi:"replicas"`
-	// Resources of the Endpoint Picker container.
+	// The resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `pulumi:"resources"`
 }
 
@@ -775,13 +775,13 @@ type EndpointPickerInput interface {
 }
 
 type EndpointPickerArgs struct {
-	// Image replaces the release's image: a mirror or a patched build of the same one.
+	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
-	// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+	// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release EndpointPickerReleasePtrInput `pulumi:"release"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+	// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
-	// Resources of the Endpoint Picker container.
+	// The resources of the Endpoint Picker container.
 	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
 }
 
@@ -862,22 +862,22 @@ func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.C
 	}).(EndpointPickerPtrOutput)
 }
 
-// Image replaces the release's image: a mirror or a patched build of the same one.
+// Replaces the release's image: a mirror or a patched build of the same one.
 func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
 }
 
-// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 func (o EndpointPickerOutput) Release() EndpointPickerReleasePtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *EndpointPickerRelease { return v.Release }).(EndpointPickerReleasePtrOutput)
 }
 
-// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 func (o EndpointPickerOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
-// Resources of the Endpoint Picker container.
+// The resources of the Endpoint Picker container.
 func (o EndpointPickerOutput) Resources() corev1.ResourceRequirementsPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *corev1.ResourceRequirements { return v.Resources }).(corev1.ResourceRequirementsPtrOutput)
 }
@@ -906,7 +906,7 @@ func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
 	}).(EndpointPickerOutput)
 }
 
-// Image replaces the release's image: a mirror or a patched build of the same one.
+// Replaces the release's image: a mirror or a patched build of the same one.
 func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *string {
 		if v == nil {
@@ -916,7 +916,7 @@ func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *EndpointPickerRelease {
 		if v == nil {
@@ -926,7 +926,7 @@ func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
 	}).(EndpointPickerReleasePtrOutput)
 }
 
-// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
 func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *int {
 		if v == nil {
@@ -936,7 +936,7 @@ func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// Resources of the Endpoint Picker container.
+// The resources of the Endpoint Picker container.
 func (o EndpointPickerPtrOutput) Resources() corev1.ResourceRequirementsPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *corev1.ResourceRequirements {
 		if v == nil {
@@ -947,9 +947,9 @@ func (o EndpointPickerPtrOutput) Resources() corev1.ResourceRequirementsPtrOutpu
 }
 
 type GangPolicy struct {
-	// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+	// Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 	MinRoleReplicas map[string]int `pulumi:"minRoleReplicas"`
-	// Mode is subGroup (default) or taskMember.
+	// How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
 	Mode *GangMode `pulumi:"mode"`
 }
 
@@ -965,9 +965,9 @@ type GangPolicyInput interface {
 }
 
 type GangPolicyArgs struct {
-	// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+	// Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 	MinRoleReplicas pulumi.IntMapInput `pulumi:"minRoleReplicas"`
-	// Mode is subGroup (default) or taskMember.
+	// How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
 	Mode GangModePtrInput `pulumi:"mode"`
 }
 
@@ -1048,12 +1048,12 @@ func (o GangPolicyOutput) ToGangPolicyPtrOutputWithContext(ctx context.Context) 
 	}).(GangPolicyPtrOutput)
 }
 
-// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+// Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 func (o GangPolicyOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v GangPolicy) map[string]int { return v.MinRoleReplicas }).(pulumi.IntMapOutput)
 }
 
-// Mode is subGroup (default) or taskMember.
+// How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
 func (o GangPolicyOutput) Mode() GangModePtrOutput {
 	return o.ApplyT(func(v GangPolicy) *GangMode { return v.Mode }).(GangModePtrOutput)
 }
@@ -1082,7 +1082,7 @@ func (o GangPolicyPtrOutput) Elem() GangPolicyOutput {
 	}).(GangPolicyOutput)
 }
 
-// MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+// Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
 func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	return o.ApplyT(func(v *GangPolicy) map[string]int {
 		if v == nil {
@@ -1092,7 +1092,7 @@ func (o GangPolicyPtrOutput) MinRoleReplicas() pulumi.IntMapOutput {
 	}).(pulumi.IntMapOutput)
 }
 
-// Mode is subGroup (default) or taskMember.
+// How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
 func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
 	return o.ApplyT(func(v *GangPolicy) *GangMode {
 		if v == nil {
@@ -1103,17 +1103,17 @@ func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
 }
 
 type Model struct {
-	// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+	// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache *ModelCache `pulumi:"cache"`
-	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+	// Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
 	CompileCache *CompileCache `pulumi:"compileCache"`
-	// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+	// Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
 	CredentialsSecret *corev1.LocalObjectReference `pulumi:"credentialsSecret"`
-	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+	// How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 	LoadFormat *ModelLoadFormat `pulumi:"loadFormat"`
-	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+	// The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 	Name *string `pulumi:"name"`
-	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+	// Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
 	Source string `pulumi:"source"`
 }
 
@@ -1129,17 +1129,17 @@ type ModelInput interface {
 }
 
 type ModelArgs struct {
-	// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+	// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache ModelCachePtrInput `pulumi:"cache"`
-	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+	// Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
 	CompileCache CompileCachePtrInput `pulumi:"compileCache"`
-	// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+	// Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
 	CredentialsSecret corev1.LocalObjectReferencePtrInput `pulumi:"credentialsSecret"`
-	// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+	// How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 	LoadFormat ModelLoadFormatPtrInput `pulumi:"loadFormat"`
-	// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+	// The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 	Name pulumi.StringPtrInput `pulumi:"name"`
-	// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+	// Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
 	Source pulumi.StringInput `pulumi:"source"`
 }
 
@@ -1220,32 +1220,32 @@ func (o ModelOutput) ToModelPtrOutputWithContext(ctx context.Context) ModelPtrOu
 	}).(ModelPtrOutput)
 }
 
-// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 func (o ModelOutput) Cache() ModelCachePtrOutput {
 	return o.ApplyT(func(v Model) *ModelCache { return v.Cache }).(ModelCachePtrOutput)
 }
 
-// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+// Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
 func (o ModelOutput) CompileCache() CompileCachePtrOutput {
 	return o.ApplyT(func(v Model) *CompileCache { return v.CompileCache }).(CompileCachePtrOutput)
 }
 
-// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+// Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
 func (o ModelOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput {
 	return o.ApplyT(func(v Model) *corev1.LocalObjectReference { return v.CredentialsSecret }).(corev1.LocalObjectReferencePtrOutput)
 }
 
-// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+// How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 func (o ModelOutput) LoadFormat() ModelLoadFormatPtrOutput {
 	return o.ApplyT(func(v Model) *ModelLoadFormat { return v.LoadFormat }).(ModelLoadFormatPtrOutput)
 }
 
-// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+// The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 func (o ModelOutput) Name() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Model) *string { return v.Name }).(pulumi.StringPtrOutput)
 }
 
-// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+// Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
 func (o ModelOutput) Source() pulumi.StringOutput {
 	return o.ApplyT(func(v Model) string { return v.Source }).(pulumi.StringOutput)
 }
@@ -1274,7 +1274,7 @@ func (o ModelPtrOutput) Elem() ModelOutput {
 	}).(ModelOutput)
 }
 
-// Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 func (o ModelPtrOutput) Cache() ModelCachePtrOutput {
 	return o.ApplyT(func(v *Model) *ModelCache {
 		if v == nil {
@@ -1284,7 +1284,7 @@ func (o ModelPtrOutput) Cache() ModelCachePtrOutput {
 	}).(ModelCachePtrOutput)
 }
 
-// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+// Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
 func (o ModelPtrOutput) CompileCache() CompileCachePtrOutput {
 	return o.ApplyT(func(v *Model) *CompileCache {
 		if v == nil {
@@ -1294,7 +1294,7 @@ func (o ModelPtrOutput) CompileCache() CompileCachePtrOutput {
 	}).(CompileCachePtrOutput)
 }
 
-// CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+// Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
 func (o ModelPtrOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput {
 	return o.ApplyT(func(v *Model) *corev1.LocalObjectReference {
 		if v == nil {
@@ -1304,7 +1304,7 @@ func (o ModelPtrOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput
 	}).(corev1.LocalObjectReferencePtrOutput)
 }
 
-// LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+// How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 func (o ModelPtrOutput) LoadFormat() ModelLoadFormatPtrOutput {
 	return o.ApplyT(func(v *Model) *ModelLoadFormat {
 		if v == nil {
@@ -1314,7 +1314,7 @@ func (o ModelPtrOutput) LoadFormat() ModelLoadFormatPtrOutput {
 	}).(ModelLoadFormatPtrOutput)
 }
 
-// Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+// The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 func (o ModelPtrOutput) Name() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *Model) *string {
 		if v == nil {
@@ -1324,7 +1324,7 @@ func (o ModelPtrOutput) Name() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+// Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
 func (o ModelPtrOutput) Source() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *Model) *string {
 		if v == nil {
@@ -1335,17 +1335,17 @@ func (o ModelPtrOutput) Source() pulumi.StringPtrOutput {
 }
 
 type ModelCache struct {
-	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-	AccessMode *string `pulumi:"accessMode"`
-	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+	// The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+	AccessMode *ModelCacheAccessMode `pulumi:"accessMode"`
+	// How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout *string `pulumi:"downloadTimeout"`
-	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+	// Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
 	DownloaderImage *string `pulumi:"downloaderImage"`
-	// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+	// Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
 	Exclude []string `pulumi:"exclude"`
-	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+	// The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 	Size string `pulumi:"size"`
-	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+	// A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
 	StorageClassName string `pulumi:"storageClassName"`
 }
 
@@ -1361,17 +1361,17 @@ type ModelCacheInput interface {
 }
 
 type ModelCacheArgs struct {
-	// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-	AccessMode pulumi.StringPtrInput `pulumi:"accessMode"`
-	// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+	// The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+	AccessMode ModelCacheAccessModePtrInput `pulumi:"accessMode"`
+	// How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 	DownloadTimeout pulumi.StringPtrInput `pulumi:"downloadTimeout"`
-	// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+	// Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
 	DownloaderImage pulumi.StringPtrInput `pulumi:"downloaderImage"`
-	// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+	// Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
 	Exclude pulumi.StringArrayInput `pulumi:"exclude"`
-	// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+	// The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 	Size pulumi.StringInput `pulumi:"size"`
-	// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+	// A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
 	StorageClassName pulumi.StringInput `pulumi:"storageClassName"`
 }
 
@@ -1452,32 +1452,32 @@ func (o ModelCacheOutput) ToModelCachePtrOutputWithContext(ctx context.Context) 
 	}).(ModelCachePtrOutput)
 }
 
-// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-func (o ModelCacheOutput) AccessMode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v ModelCache) *string { return v.AccessMode }).(pulumi.StringPtrOutput)
+// The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+func (o ModelCacheOutput) AccessMode() ModelCacheAccessModePtrOutput {
+	return o.ApplyT(func(v ModelCache) *ModelCacheAccessMode { return v.AccessMode }).(ModelCacheAccessModePtrOutput)
 }
 
-// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+// How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 func (o ModelCacheOutput) DownloadTimeout() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ModelCache) *string { return v.DownloadTimeout }).(pulumi.StringPtrOutput)
 }
 
-// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+// Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
 func (o ModelCacheOutput) DownloaderImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ModelCache) *string { return v.DownloaderImage }).(pulumi.StringPtrOutput)
 }
 
-// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+// Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
 func (o ModelCacheOutput) Exclude() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v ModelCache) []string { return v.Exclude }).(pulumi.StringArrayOutput)
 }
 
-// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+// The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 func (o ModelCacheOutput) Size() pulumi.StringOutput {
 	return o.ApplyT(func(v ModelCache) string { return v.Size }).(pulumi.StringOutput)
 }
 
-// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+// A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
 func (o ModelCacheOutput) StorageClassName() pulumi.StringOutput {
 	return o.ApplyT(func(v ModelCache) string { return v.StorageClassName }).(pulumi.StringOutput)
 }
@@ -1506,17 +1506,17 @@ func (o ModelCachePtrOutput) Elem() ModelCacheOutput {
 	}).(ModelCacheOutput)
 }
 
-// AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-func (o ModelCachePtrOutput) AccessMode() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *ModelCache) *string {
+// The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+func (o ModelCachePtrOutput) AccessMode() ModelCacheAccessModePtrOutput {
+	return o.ApplyT(func(v *ModelCache) *ModelCacheAccessMode {
 		if v == nil {
 			return nil
 		}
 		return v.AccessMode
-	}).(pulumi.StringPtrOutput)
+	}).(ModelCacheAccessModePtrOutput)
 }
 
-// DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+// How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
 func (o ModelCachePtrOutput) DownloadTimeout() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelCache) *string {
 		if v == nil {
@@ -1526,7 +1526,7 @@ func (o ModelCachePtrOutput) DownloadTimeout() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+// Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
 func (o ModelCachePtrOutput) DownloaderImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelCache) *string {
 		if v == nil {
@@ -1536,7 +1536,7 @@ func (o ModelCachePtrOutput) DownloaderImage() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+// Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
 func (o ModelCachePtrOutput) Exclude() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *ModelCache) []string {
 		if v == nil {
@@ -1546,7 +1546,7 @@ func (o ModelCachePtrOutput) Exclude() pulumi.StringArrayOutput {
 	}).(pulumi.StringArrayOutput)
 }
 
-// Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+// The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
 func (o ModelCachePtrOutput) Size() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelCache) *string {
 		if v == nil {
@@ -1556,7 +1556,7 @@ func (o ModelCachePtrOutput) Size() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+// A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
 func (o ModelCachePtrOutput) StorageClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelCache) *string {
 		if v == nil {
@@ -1567,13 +1567,13 @@ func (o ModelCachePtrOutput) StorageClassName() pulumi.StringPtrOutput {
 }
 
 type ModelFlexibility struct {
-	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+	// The requester's SPI port, which the controller calls (default 8081).
 	AdminPort *int `pulumi:"adminPort"`
-	// Mode is dualPods.
+	// The kind of model flexibility: dualPods.
 	Mode ModelFlexibilityMode `pulumi:"mode"`
-	// ProbesPort is the requester's probes port (default 8080).
+	// The requester's probes port (default 8080).
 	ProbesPort *int `pulumi:"probesPort"`
-	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+	// Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 	RequesterImage *string `pulumi:"requesterImage"`
 }
 
@@ -1589,13 +1589,13 @@ type ModelFlexibilityInput interface {
 }
 
 type ModelFlexibilityArgs struct {
-	// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+	// The requester's SPI port, which the controller calls (default 8081).
 	AdminPort pulumi.IntPtrInput `pulumi:"adminPort"`
-	// Mode is dualPods.
+	// The kind of model flexibility: dualPods.
 	Mode ModelFlexibilityModeInput `pulumi:"mode"`
-	// ProbesPort is the requester's probes port (default 8080).
+	// The requester's probes port (default 8080).
 	ProbesPort pulumi.IntPtrInput `pulumi:"probesPort"`
-	// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+	// Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 	RequesterImage pulumi.StringPtrInput `pulumi:"requesterImage"`
 }
 
@@ -1676,22 +1676,22 @@ func (o ModelFlexibilityOutput) ToModelFlexibilityPtrOutputWithContext(ctx conte
 	}).(ModelFlexibilityPtrOutput)
 }
 
-// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+// The requester's SPI port, which the controller calls (default 8081).
 func (o ModelFlexibilityOutput) AdminPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ModelFlexibility) *int { return v.AdminPort }).(pulumi.IntPtrOutput)
 }
 
-// Mode is dualPods.
+// The kind of model flexibility: dualPods.
 func (o ModelFlexibilityOutput) Mode() ModelFlexibilityModeOutput {
 	return o.ApplyT(func(v ModelFlexibility) ModelFlexibilityMode { return v.Mode }).(ModelFlexibilityModeOutput)
 }
 
-// ProbesPort is the requester's probes port (default 8080).
+// The requester's probes port (default 8080).
 func (o ModelFlexibilityOutput) ProbesPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ModelFlexibility) *int { return v.ProbesPort }).(pulumi.IntPtrOutput)
 }
 
-// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+// Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 func (o ModelFlexibilityOutput) RequesterImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ModelFlexibility) *string { return v.RequesterImage }).(pulumi.StringPtrOutput)
 }
@@ -1720,7 +1720,7 @@ func (o ModelFlexibilityPtrOutput) Elem() ModelFlexibilityOutput {
 	}).(ModelFlexibilityOutput)
 }
 
-// AdminPort is the requester's SPI port, which the controller calls (default 8081).
+// The requester's SPI port, which the controller calls (default 8081).
 func (o ModelFlexibilityPtrOutput) AdminPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *int {
 		if v == nil {
@@ -1730,7 +1730,7 @@ func (o ModelFlexibilityPtrOutput) AdminPort() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// Mode is dualPods.
+// The kind of model flexibility: dualPods.
 func (o ModelFlexibilityPtrOutput) Mode() ModelFlexibilityModePtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *ModelFlexibilityMode {
 		if v == nil {
@@ -1740,7 +1740,7 @@ func (o ModelFlexibilityPtrOutput) Mode() ModelFlexibilityModePtrOutput {
 	}).(ModelFlexibilityModePtrOutput)
 }
 
-// ProbesPort is the requester's probes port (default 8080).
+// The requester's probes port (default 8080).
 func (o ModelFlexibilityPtrOutput) ProbesPort() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *int {
 		if v == nil {
@@ -1750,7 +1750,7 @@ func (o ModelFlexibilityPtrOutput) ProbesPort() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+// Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
 func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ModelFlexibility) *string {
 		if v == nil {
@@ -1761,11 +1761,11 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 }
 
 type Monitoring struct {
-	// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+	// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 	Dashboard *bool `pulumi:"dashboard"`
-	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 	PodMonitors *bool `pulumi:"podMonitors"`
-	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+	// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress *string `pulumi:"prometheusAddress"`
 }
 
@@ -1781,11 +1781,11 @@ type MonitoringInput interface {
 }
 
 type MonitoringArgs struct {
-	// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+	// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 	Dashboard pulumi.BoolPtrInput `pulumi:"dashboard"`
-	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 	PodMonitors pulumi.BoolPtrInput `pulumi:"podMonitors"`
-	// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+	// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress pulumi.StringPtrInput `pulumi:"prometheusAddress"`
 }
 
@@ -1866,17 +1866,17 @@ func (o MonitoringOutput) ToMonitoringPtrOutputWithContext(ctx context.Context) 
 	}).(MonitoringPtrOutput)
 }
 
-// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 func (o MonitoringOutput) Dashboard() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Monitoring) *bool { return v.Dashboard }).(pulumi.BoolPtrOutput)
 }
 
-// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 func (o MonitoringOutput) PodMonitors() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Monitoring) *bool { return v.PodMonitors }).(pulumi.BoolPtrOutput)
 }
 
-// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 func (o MonitoringOutput) PrometheusAddress() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Monitoring) *string { return v.PrometheusAddress }).(pulumi.StringPtrOutput)
 }
@@ -1905,7 +1905,7 @@ func (o MonitoringPtrOutput) Elem() MonitoringOutput {
 	}).(MonitoringOutput)
 }
 
-// Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 func (o MonitoringPtrOutput) Dashboard() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *Monitoring) *bool {
 		if v == nil {
@@ -1915,7 +1915,7 @@ func (o MonitoringPtrOutput) Dashboard() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
-// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 func (o MonitoringPtrOutput) PodMonitors() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *Monitoring) *bool {
 		if v == nil {
@@ -1925,7 +1925,7 @@ func (o MonitoringPtrOutput) PodMonitors() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
-// PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 func (o MonitoringPtrOutput) PrometheusAddress() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *Monitoring) *string {
 		if v == nil {
@@ -1936,7 +1936,7 @@ func (o MonitoringPtrOutput) PrometheusAddress() pulumi.StringPtrOutput {
 }
 
 type Multinode struct {
-	// NodeCount is the number of pods (on distinct nodes) per replica.
+	// The number of pods (on distinct nodes) per replica.
 	NodeCount int `pulumi:"nodeCount"`
 }
 
@@ -1952,7 +1952,7 @@ type MultinodeInput interface {
 }
 
 type MultinodeArgs struct {
-	// NodeCount is the number of pods (on distinct nodes) per replica.
+	// The number of pods (on distinct nodes) per replica.
 	NodeCount pulumi.IntInput `pulumi:"nodeCount"`
 }
 
@@ -2033,7 +2033,7 @@ func (o MultinodeOutput) ToMultinodePtrOutputWithContext(ctx context.Context) Mu
 	}).(MultinodePtrOutput)
 }
 
-// NodeCount is the number of pods (on distinct nodes) per replica.
+// The number of pods (on distinct nodes) per replica.
 func (o MultinodeOutput) NodeCount() pulumi.IntOutput {
 	return o.ApplyT(func(v Multinode) int { return v.NodeCount }).(pulumi.IntOutput)
 }
@@ -2062,7 +2062,7 @@ func (o MultinodePtrOutput) Elem() MultinodeOutput {
 	}).(MultinodeOutput)
 }
 
-// NodeCount is the number of pods (on distinct nodes) per replica.
+// The number of pods (on distinct nodes) per replica.
 func (o MultinodePtrOutput) NodeCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *Multinode) *int {
 		if v == nil {
@@ -2073,9 +2073,9 @@ func (o MultinodePtrOutput) NodeCount() pulumi.IntPtrOutput {
 }
 
 type NetworkTopology struct {
-	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+	// Constrains all the service's pods together (PodGroup spec.networkTopology).
 	GroupPolicy *NetworkTopologyPolicy `pulumi:"groupPolicy"`
-	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+	// Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
 	RolePolicy *NetworkTopologyPolicy `pulumi:"rolePolicy"`
 }
 
@@ -2091,9 +2091,9 @@ type NetworkTopologyInput interface {
 }
 
 type NetworkTopologyArgs struct {
-	// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+	// Constrains all the service's pods together (PodGroup spec.networkTopology).
 	GroupPolicy NetworkTopologyPolicyPtrInput `pulumi:"groupPolicy"`
-	// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+	// Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
 	RolePolicy NetworkTopologyPolicyPtrInput `pulumi:"rolePolicy"`
 }
 
@@ -2174,12 +2174,12 @@ func (o NetworkTopologyOutput) ToNetworkTopologyPtrOutputWithContext(ctx context
 	}).(NetworkTopologyPtrOutput)
 }
 
-// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+// Constrains all the service's pods together (PodGroup spec.networkTopology).
 func (o NetworkTopologyOutput) GroupPolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v NetworkTopology) *NetworkTopologyPolicy { return v.GroupPolicy }).(NetworkTopologyPolicyPtrOutput)
 }
 
-// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+// Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
 func (o NetworkTopologyOutput) RolePolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v NetworkTopology) *NetworkTopologyPolicy { return v.RolePolicy }).(NetworkTopologyPolicyPtrOutput)
 }
@@ -2208,7 +2208,7 @@ func (o NetworkTopologyPtrOutput) Elem() NetworkTopologyOutput {
 	}).(NetworkTopologyOutput)
 }
 
-// GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+// Constrains all the service's pods together (PodGroup spec.networkTopology).
 func (o NetworkTopologyPtrOutput) GroupPolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v *NetworkTopology) *NetworkTopologyPolicy {
 		if v == nil {
@@ -2218,7 +2218,7 @@ func (o NetworkTopologyPtrOutput) GroupPolicy() NetworkTopologyPolicyPtrOutput {
 	}).(NetworkTopologyPolicyPtrOutput)
 }
 
-// RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+// Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
 func (o NetworkTopologyPtrOutput) RolePolicy() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v *NetworkTopology) *NetworkTopologyPolicy {
 		if v == nil {
@@ -2229,11 +2229,11 @@ func (o NetworkTopologyPtrOutput) RolePolicy() NetworkTopologyPolicyPtrOutput {
 }
 
 type NetworkTopologyPolicy struct {
-	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+	// The highest tier the pods may span (1 = the closest).
 	HighestTierAllowed *int `pulumi:"highestTierAllowed"`
-	// HighestTierName names that tier instead (Volcano HyperNode tier names).
+	// Names that tier instead (Volcano HyperNode tier names).
 	HighestTierName *string `pulumi:"highestTierName"`
-	// Mode is hard (default: never cross the tier) or soft (prefer not to).
+	// How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
 	Mode *NetworkTopologyMode `pulumi:"mode"`
 }
 
@@ -2249,11 +2249,11 @@ type NetworkTopologyPolicyInput interface {
 }
 
 type NetworkTopologyPolicyArgs struct {
-	// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+	// The highest tier the pods may span (1 = the closest).
 	HighestTierAllowed pulumi.IntPtrInput `pulumi:"highestTierAllowed"`
-	// HighestTierName names that tier instead (Volcano HyperNode tier names).
+	// Names that tier instead (Volcano HyperNode tier names).
 	HighestTierName pulumi.StringPtrInput `pulumi:"highestTierName"`
-	// Mode is hard (default: never cross the tier) or soft (prefer not to).
+	// How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
 	Mode NetworkTopologyModePtrInput `pulumi:"mode"`
 }
 
@@ -2334,17 +2334,17 @@ func (o NetworkTopologyPolicyOutput) ToNetworkTopologyPolicyPtrOutputWithContext
 	}).(NetworkTopologyPolicyPtrOutput)
 }
 
-// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+// The highest tier the pods may span (1 = the closest).
 func (o NetworkTopologyPolicyOutput) HighestTierAllowed() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v NetworkTopologyPolicy) *int { return v.HighestTierAllowed }).(pulumi.IntPtrOutput)
 }
 
-// HighestTierName names that tier instead (Volcano HyperNode tier names).
+// Names that tier instead (Volcano HyperNode tier names).
 func (o NetworkTopologyPolicyOutput) HighestTierName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v NetworkTopologyPolicy) *string { return v.HighestTierName }).(pulumi.StringPtrOutput)
 }
 
-// Mode is hard (default: never cross the tier) or soft (prefer not to).
+// How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
 func (o NetworkTopologyPolicyOutput) Mode() NetworkTopologyModePtrOutput {
 	return o.ApplyT(func(v NetworkTopologyPolicy) *NetworkTopologyMode { return v.Mode }).(NetworkTopologyModePtrOutput)
 }
@@ -2373,7 +2373,7 @@ func (o NetworkTopologyPolicyPtrOutput) Elem() NetworkTopologyPolicyOutput {
 	}).(NetworkTopologyPolicyOutput)
 }
 
-// HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+// The highest tier the pods may span (1 = the closest).
 func (o NetworkTopologyPolicyPtrOutput) HighestTierAllowed() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *NetworkTopologyPolicy) *int {
 		if v == nil {
@@ -2383,7 +2383,7 @@ func (o NetworkTopologyPolicyPtrOutput) HighestTierAllowed() pulumi.IntPtrOutput
 	}).(pulumi.IntPtrOutput)
 }
 
-// HighestTierName names that tier instead (Volcano HyperNode tier names).
+// Names that tier instead (Volcano HyperNode tier names).
 func (o NetworkTopologyPolicyPtrOutput) HighestTierName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NetworkTopologyPolicy) *string {
 		if v == nil {
@@ -2393,7 +2393,7 @@ func (o NetworkTopologyPolicyPtrOutput) HighestTierName() pulumi.StringPtrOutput
 	}).(pulumi.StringPtrOutput)
 }
 
-// Mode is hard (default: never cross the tier) or soft (prefer not to).
+// How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
 func (o NetworkTopologyPolicyPtrOutput) Mode() NetworkTopologyModePtrOutput {
 	return o.ApplyT(func(v *NetworkTopologyPolicy) *NetworkTopologyMode {
 		if v == nil {
@@ -2404,11 +2404,11 @@ func (o NetworkTopologyPolicyPtrOutput) Mode() NetworkTopologyModePtrOutput {
 }
 
 type NodeClassRef struct {
-	// Group is the node class's API group, e.g. karpenter.k8s.aws.
+	// The node class's API group, e.g. karpenter.k8s.aws.
 	Group string `pulumi:"group"`
-	// Kind is the node class's kind, e.g. EC2NodeClass.
+	// The node class's kind, e.g. EC2NodeClass.
 	Kind string `pulumi:"kind"`
-	// Name is the node class's name.
+	// The node class's name.
 	Name string `pulumi:"name"`
 }
 
@@ -2424,11 +2424,11 @@ type NodeClassRefInput interface {
 }
 
 type NodeClassRefArgs struct {
-	// Group is the node class's API group, e.g. karpenter.k8s.aws.
+	// The node class's API group, e.g. karpenter.k8s.aws.
 	Group pulumi.StringInput `pulumi:"group"`
-	// Kind is the node class's kind, e.g. EC2NodeClass.
+	// The node class's kind, e.g. EC2NodeClass.
 	Kind pulumi.StringInput `pulumi:"kind"`
-	// Name is the node class's name.
+	// The node class's name.
 	Name pulumi.StringInput `pulumi:"name"`
 }
 
@@ -2509,17 +2509,17 @@ func (o NodeClassRefOutput) ToNodeClassRefPtrOutputWithContext(ctx context.Conte
 	}).(NodeClassRefPtrOutput)
 }
 
-// Group is the node class's API group, e.g. karpenter.k8s.aws.
+// The node class's API group, e.g. karpenter.k8s.aws.
 func (o NodeClassRefOutput) Group() pulumi.StringOutput {
 	return o.ApplyT(func(v NodeClassRef) string { return v.Group }).(pulumi.StringOutput)
 }
 
-// Kind is the node class's kind, e.g. EC2NodeClass.
+// The node class's kind, e.g. EC2NodeClass.
 func (o NodeClassRefOutput) Kind() pulumi.StringOutput {
 	return o.ApplyT(func(v NodeClassRef) string { return v.Kind }).(pulumi.StringOutput)
 }
 
-// Name is the node class's name.
+// The node class's name.
 func (o NodeClassRefOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v NodeClassRef) string { return v.Name }).(pulumi.StringOutput)
 }
@@ -2548,7 +2548,7 @@ func (o NodeClassRefPtrOutput) Elem() NodeClassRefOutput {
 	}).(NodeClassRefOutput)
 }
 
-// Group is the node class's API group, e.g. karpenter.k8s.aws.
+// The node class's API group, e.g. karpenter.k8s.aws.
 func (o NodeClassRefPtrOutput) Group() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodeClassRef) *string {
 		if v == nil {
@@ -2558,7 +2558,7 @@ func (o NodeClassRefPtrOutput) Group() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Kind is the node class's kind, e.g. EC2NodeClass.
+// The node class's kind, e.g. EC2NodeClass.
 func (o NodeClassRefPtrOutput) Kind() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodeClassRef) *string {
 		if v == nil {
@@ -2568,7 +2568,7 @@ func (o NodeClassRefPtrOutput) Kind() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// Name is the node class's name.
+// The node class's name.
 func (o NodeClassRefPtrOutput) Name() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodeClassRef) *string {
 		if v == nil {
@@ -2579,27 +2579,27 @@ func (o NodeClassRefPtrOutput) Name() pulumi.StringPtrOutput {
 }
 
 type NodePool struct {
-	// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+	// GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 	Accelerators []string `pulumi:"accelerators"`
-	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes []string `pulumi:"capacityTypes"`
-	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+	// What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
+	CapacityTypes []CapacityType `pulumi:"capacityTypes"`
+	// How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 	ConsolidateAfter *string `pulumi:"consolidateAfter"`
-	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+	// The nvidia.com/gpu capacity of each node.
 	GpusPerNode int `pulumi:"gpusPerNode"`
-	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+	// The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
 	InstanceFamilies []string `pulumi:"instanceFamilies"`
-	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+	// The node.kubernetes.io/instance-type values the nodes may have.
 	InstanceTypes []string `pulumi:"instanceTypes"`
-	// Kind is karpenter (default) or existing.
+	// The pool's kind: karpenter (default) or existing.
 	Kind *NodePoolKind `pulumi:"kind"`
-	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+	// The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
 	Labels map[string]string `pulumi:"labels"`
-	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+	// A DNS label, unique among the pools; roles name it in their nodePool field.
 	Name string `pulumi:"name"`
-	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+	// The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
 	NodeClassRef *NodeClassRef `pulumi:"nodeClassRef"`
-	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+	// The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
 	Taints []Taint `pulumi:"taints"`
 }
 
@@ -2615,27 +2615,27 @@ type NodePoolInput interface {
 }
 
 type NodePoolArgs struct {
-	// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+	// GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 	Accelerators pulumi.StringArrayInput `pulumi:"accelerators"`
-	// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-	CapacityTypes pulumi.StringArrayInput `pulumi:"capacityTypes"`
-	// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+	// What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
+	CapacityTypes CapacityTypeArrayInput `pulumi:"capacityTypes"`
+	// How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 	ConsolidateAfter pulumi.StringPtrInput `pulumi:"consolidateAfter"`
-	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+	// The nvidia.com/gpu capacity of each node.
 	GpusPerNode pulumi.IntInput `pulumi:"gpusPerNode"`
-	// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+	// The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
 	InstanceFamilies pulumi.StringArrayInput `pulumi:"instanceFamilies"`
-	// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+	// The node.kubernetes.io/instance-type values the nodes may have.
 	InstanceTypes pulumi.StringArrayInput `pulumi:"instanceTypes"`
-	// Kind is karpenter (default) or existing.
+	// The pool's kind: karpenter (default) or existing.
 	Kind NodePoolKindPtrInput `pulumi:"kind"`
-	// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+	// The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
 	Labels pulumi.StringMapInput `pulumi:"labels"`
-	// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+	// A DNS label, unique among the pools; roles name it in their nodePool field.
 	Name pulumi.StringInput `pulumi:"name"`
-	// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+	// The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
 	NodeClassRef NodeClassRefPtrInput `pulumi:"nodeClassRef"`
-	// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+	// The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
 	Taints TaintArrayInput `pulumi:"taints"`
 }
 
@@ -2690,57 +2690,57 @@ func (o NodePoolOutput) ToNodePoolOutputWithContext(ctx context.Context) NodePoo
 	return o
 }
 
-// Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+// GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
 func (o NodePoolOutput) Accelerators() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.Accelerators }).(pulumi.StringArrayOutput)
 }
 
-// CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-func (o NodePoolOutput) CapacityTypes() pulumi.StringArrayOutput {
-	return o.ApplyT(func(v NodePool) []string { return v.CapacityTypes }).(pulumi.StringArrayOutput)
+// What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
+func (o NodePoolOutput) CapacityTypes() CapacityTypeArrayOutput {
+	return o.ApplyT(func(v NodePool) []CapacityType { return v.CapacityTypes }).(CapacityTypeArrayOutput)
 }
 
-// ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+// How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
 func (o NodePoolOutput) ConsolidateAfter() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v NodePool) *string { return v.ConsolidateAfter }).(pulumi.StringPtrOutput)
 }
 
-// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+// The nvidia.com/gpu capacity of each node.
 func (o NodePoolOutput) GpusPerNode() pulumi.IntOutput {
 	return o.ApplyT(func(v NodePool) int { return v.GpusPerNode }).(pulumi.IntOutput)
 }
 
-// InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+// The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
 func (o NodePoolOutput) InstanceFamilies() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.InstanceFamilies }).(pulumi.StringArrayOutput)
 }
 
-// InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+// The node.kubernetes.io/instance-type values the nodes may have.
 func (o NodePoolOutput) InstanceTypes() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v NodePool) []string { return v.InstanceTypes }).(pulumi.StringArrayOutput)
 }
 
-// Kind is karpenter (default) or existing.
+// The pool's kind: karpenter (default) or existing.
 func (o NodePoolOutput) Kind() NodePoolKindPtrOutput {
 	return o.ApplyT(func(v NodePool) *NodePoolKind { return v.Kind }).(NodePoolKindPtrOutput)
 }
 
-// Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+// The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
 func (o NodePoolOutput) Labels() pulumi.StringMapOutput {
 	return o.ApplyT(func(v NodePool) map[string]string { return v.Labels }).(pulumi.StringMapOutput)
 }
 
-// Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+// A DNS label, unique among the pools; roles name it in their nodePool field.
 func (o NodePoolOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v NodePool) string { return v.Name }).(pulumi.StringOutput)
 }
 
-// NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+// The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
 func (o NodePoolOutput) NodeClassRef() NodeClassRefPtrOutput {
 	return o.ApplyT(func(v NodePool) *NodeClassRef { return v.NodeClassRef }).(NodeClassRefPtrOutput)
 }
 
-// Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+// The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
 func (o NodePoolOutput) Taints() TaintArrayOutput {
 	return o.ApplyT(func(v NodePool) []Taint { return v.Taints }).(TaintArrayOutput)
 }
@@ -2766,7 +2766,7 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 }
 
 type Part struct {
-	// Install: false leaves the part out. Default true.
+	// Whether to install the part (default true).
 	Install *bool `pulumi:"install"`
 }
 
@@ -2782,7 +2782,7 @@ type PartInput interface {
 }
 
 type PartArgs struct {
-	// Install: false leaves the part out. Default true.
+	// Whether to install the part (default true).
 	Install pulumi.BoolPtrInput `pulumi:"install"`
 }
 
@@ -2863,7 +2863,7 @@ func (o PartOutput) ToPartPtrOutputWithContext(ctx context.Context) PartPtrOutpu
 	}).(PartPtrOutput)
 }
 
-// Install: false leaves the part out. Default true.
+// Whether to install the part (default true).
 func (o PartOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Part) *bool { return v.Install }).(pulumi.BoolPtrOutput)
 }
@@ -2892,7 +2892,7 @@ func (o PartPtrOutput) Elem() PartOutput {
 	}).(PartOutput)
 }
 
-// Install: false leaves the part out. Default true.
+// Whether to install the part (default true).
 func (o PartPtrOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *Part) *bool {
 		if v == nil {
@@ -2903,49 +2903,49 @@ func (o PartPtrOutput) Install() pulumi.BoolPtrOutput {
 }
 
 type Role struct {
-	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+	// Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling *Autoscaling `pulumi:"autoscaling"`
-	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+	// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
-	// ComponentType is worker, prefiller, decoder or router.
+	// What the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentType `pulumi:"componentType"`
-	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	// Sets the Endpoint Picker's image, replicas and resources.
 	EndpointPicker *EndpointPicker `pulumi:"endpointPicker"`
-	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+	// A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig *string `pulumi:"endpointPickerConfig"`
-	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode *FailureMode `pulumi:"failureMode"`
-	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+	// The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
-	// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+	// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 	Model *Model `pulumi:"model"`
-	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+	// Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `pulumi:"modelFlexibility"`
-	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+	// Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 	Multinode *Multinode `pulumi:"multinode"`
-	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+	// A user-chosen unique identifier (e.g. "prefill"); a DNS label.
 	Name string `pulumi:"name"`
-	// NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+	// Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
 	NetworkTopology *NetworkTopologyPolicy `pulumi:"networkTopology"`
-	// NodePool names the spec.nodePools entry the role's pods run on.
+	// Names the spec.nodePools entry the role's pods run on.
 	NodePool *string `pulumi:"nodePool"`
-	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+	// The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolApiVersion *PoolAPIVersion `pulumi:"poolApiVersion"`
-	// Replicas is the number of independent instances (default 1).
+	// The number of independent instances (default 1).
 	Replicas *int `pulumi:"replicas"`
-	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy *string `pulumi:"restartPolicy"`
-	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+	// What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+	RestartPolicy *RestartPolicy `pulumi:"restartPolicy"`
+	// Shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy *RolloutStrategy `pulumi:"rolloutStrategy"`
-	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+	// Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService *bool `pulumi:"shadowService"`
-	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy *string `pulumi:"startupPolicy"`
-	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+	// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+	StartupPolicy *StartupPolicy `pulumi:"startupPolicy"`
+	// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy *string `pulumi:"strategy"`
-	// Template is the pod template of every pod of the role.
+	// The pod template of every pod of the role.
 	Template *corev1.PodTemplateSpec `pulumi:"template"`
-	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+	// How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
 	TerminationGracePeriodSeconds *int `pulumi:"terminationGracePeriodSeconds"`
 }
 
@@ -2961,49 +2961,49 @@ type RoleInput interface {
 }
 
 type RoleArgs struct {
-	// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+	// Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling AutoscalingPtrInput `pulumi:"autoscaling"`
-	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+	// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 	AwaitTimeout pulumi.StringPtrInput `pulumi:"awaitTimeout"`
-	// ComponentType is worker, prefiller, decoder or router.
+	// What the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentTypeInput `pulumi:"componentType"`
-	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	// Sets the Endpoint Picker's image, replicas and resources.
 	EndpointPicker EndpointPickerPtrInput `pulumi:"endpointPicker"`
-	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+	// A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig pulumi.StringPtrInput `pulumi:"endpointPickerConfig"`
-	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode FailureModePtrInput `pulumi:"failureMode"`
-	// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+	// The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
-	// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+	// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 	Model ModelPtrInput `pulumi:"model"`
-	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+	// Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 	ModelFlexibility ModelFlexibilityPtrInput `pulumi:"modelFlexibility"`
-	// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+	// Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 	Multinode MultinodePtrInput `pulumi:"multinode"`
-	// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+	// A user-chosen unique identifier (e.g. "prefill"); a DNS label.
 	Name pulumi.StringInput `pulumi:"name"`
-	// NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+	// Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
 	NetworkTopology NetworkTopologyPolicyPtrInput `pulumi:"networkTopology"`
-	// NodePool names the spec.nodePools entry the role's pods run on.
+	// Names the spec.nodePools entry the role's pods run on.
 	NodePool pulumi.StringPtrInput `pulumi:"nodePool"`
-	// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+	// The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolApiVersion PoolAPIVersionPtrInput `pulumi:"poolApiVersion"`
-	// Replicas is the number of independent instances (default 1).
+	// The number of independent instances (default 1).
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
-	// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-	RestartPolicy pulumi.StringPtrInput `pulumi:"restartPolicy"`
-	// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+	// What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+	RestartPolicy RestartPolicyPtrInput `pulumi:"restartPolicy"`
+	// Shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy RolloutStrategyPtrInput `pulumi:"rolloutStrategy"`
-	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+	// Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
-	// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-	StartupPolicy pulumi.StringPtrInput `pulumi:"startupPolicy"`
-	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+	// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+	StartupPolicy StartupPolicyPtrInput `pulumi:"startupPolicy"`
+	// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy pulumi.StringPtrInput `pulumi:"strategy"`
-	// Template is the pod template of every pod of the role.
+	// The pod template of every pod of the role.
 	Template corev1.PodTemplateSpecPtrInput `pulumi:"template"`
-	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+	// How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
 	TerminationGracePeriodSeconds pulumi.IntPtrInput `pulumi:"terminationGracePeriodSeconds"`
 }
 
@@ -3058,112 +3058,112 @@ func (o RoleOutput) ToRoleOutputWithContext(ctx context.Context) RoleOutput {
 	return o
 }
 
-// Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+// Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
 func (o RoleOutput) Autoscaling() AutoscalingPtrOutput {
 	return o.ApplyT(func(v Role) *Autoscaling { return v.Autoscaling }).(AutoscalingPtrOutput)
 }
 
-// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
 func (o RoleOutput) AwaitTimeout() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.AwaitTimeout }).(pulumi.StringPtrOutput)
 }
 
-// ComponentType is worker, prefiller, decoder or router.
+// What the role does: worker, prefiller, decoder or router.
 func (o RoleOutput) ComponentType() ComponentTypeOutput {
 	return o.ApplyT(func(v Role) ComponentType { return v.ComponentType }).(ComponentTypeOutput)
 }
 
-// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+// Sets the Endpoint Picker's image, replicas and resources.
 func (o RoleOutput) EndpointPicker() EndpointPickerPtrOutput {
 	return o.ApplyT(func(v Role) *EndpointPicker { return v.EndpointPicker }).(EndpointPickerPtrOutput)
 }
 
-// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+// A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 func (o RoleOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.EndpointPickerConfig }).(pulumi.StringPtrOutput)
 }
 
-// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 func (o RoleOutput) FailureMode() FailureModePtrOutput {
 	return o.ApplyT(func(v Role) *FailureMode { return v.FailureMode }).(FailureModePtrOutput)
 }
 
-// HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+// The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 func (o RoleOutput) Httproute() pulumi.MapOutput {
 	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
 }
 
-// Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 func (o RoleOutput) Model() ModelPtrOutput {
 	return o.ApplyT(func(v Role) *Model { return v.Model }).(ModelPtrOutput)
 }
 
-// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+// Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
 func (o RoleOutput) ModelFlexibility() ModelFlexibilityPtrOutput {
 	return o.ApplyT(func(v Role) *ModelFlexibility { return v.ModelFlexibility }).(ModelFlexibilityPtrOutput)
 }
 
-// Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+// Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
 func (o RoleOutput) Multinode() MultinodePtrOutput {
 	return o.ApplyT(func(v Role) *Multinode { return v.Multinode }).(MultinodePtrOutput)
 }
 
-// Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+// A user-chosen unique identifier (e.g. "prefill"); a DNS label.
 func (o RoleOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v Role) string { return v.Name }).(pulumi.StringOutput)
 }
 
-// NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+// Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
 func (o RoleOutput) NetworkTopology() NetworkTopologyPolicyPtrOutput {
 	return o.ApplyT(func(v Role) *NetworkTopologyPolicy { return v.NetworkTopology }).(NetworkTopologyPolicyPtrOutput)
 }
 
-// NodePool names the spec.nodePools entry the role's pods run on.
+// Names the spec.nodePools entry the role's pods run on.
 func (o RoleOutput) NodePool() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.NodePool }).(pulumi.StringPtrOutput)
 }
 
-// PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+// The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 func (o RoleOutput) PoolApiVersion() PoolAPIVersionPtrOutput {
 	return o.ApplyT(func(v Role) *PoolAPIVersion { return v.PoolApiVersion }).(PoolAPIVersionPtrOutput)
 }
 
-// Replicas is the number of independent instances (default 1).
+// The number of independent instances (default 1).
 func (o RoleOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v Role) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
 
-// RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-func (o RoleOutput) RestartPolicy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Role) *string { return v.RestartPolicy }).(pulumi.StringPtrOutput)
+// What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+func (o RoleOutput) RestartPolicy() RestartPolicyPtrOutput {
+	return o.ApplyT(func(v Role) *RestartPolicy { return v.RestartPolicy }).(RestartPolicyPtrOutput)
 }
 
-// RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+// Shapes how a changed pod template reaches the role's replicas.
 func (o RoleOutput) RolloutStrategy() RolloutStrategyPtrOutput {
 	return o.ApplyT(func(v Role) *RolloutStrategy { return v.RolloutStrategy }).(RolloutStrategyPtrOutput)
 }
 
-// ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+// Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 func (o RoleOutput) ShadowService() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Role) *bool { return v.ShadowService }).(pulumi.BoolPtrOutput)
 }
 
-// StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-func (o RoleOutput) StartupPolicy() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v Role) *string { return v.StartupPolicy }).(pulumi.StringPtrOutput)
+// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+func (o RoleOutput) StartupPolicy() StartupPolicyPtrOutput {
+	return o.ApplyT(func(v Role) *StartupPolicy { return v.StartupPolicy }).(StartupPolicyPtrOutput)
 }
 
-// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
 func (o RoleOutput) Strategy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.Strategy }).(pulumi.StringPtrOutput)
 }
 
-// Template is the pod template of every pod of the role.
+// The pod template of every pod of the role.
 func (o RoleOutput) Template() corev1.PodTemplateSpecPtrOutput {
 	return o.ApplyT(func(v Role) *corev1.PodTemplateSpec { return v.Template }).(corev1.PodTemplateSpecPtrOutput)
 }
 
-// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+// How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
 func (o RoleOutput) TerminationGracePeriodSeconds() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v Role) *int { return v.TerminationGracePeriodSeconds }).(pulumi.IntPtrOutput)
 }
@@ -3189,19 +3189,19 @@ func (o RoleArrayOutput) Index(i pulumi.IntInput) RoleOutput {
 }
 
 type RoleStatus struct {
-	// DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
+	// The role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
 	DesiredReplicas int `pulumi:"desiredReplicas"`
-	// NodesPerReplica is multinode.nodeCount (1 when single-node).
+	// The pods of each replica: multinode.nodeCount (1 when single-node).
 	NodesPerReplica int `pulumi:"nodesPerReplica"`
-	// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+	// The number of replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
 	ObservedReplicas int `pulumi:"observedReplicas"`
-	// Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
+	// The role's phase: Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
 	Phase string `pulumi:"phase"`
-	// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+	// The number of pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
 	ReadyPods int `pulumi:"readyPods"`
-	// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+	// The number of replicas whose every pod is ready (LWS group readiness).
 	ReadyReplicas int `pulumi:"readyReplicas"`
-	// TotalPods is desiredReplicas x nodesPerReplica.
+	// The role's pods: desiredReplicas x nodesPerReplica.
 	TotalPods int `pulumi:"totalPods"`
 }
 
@@ -3219,37 +3219,37 @@ func (o RoleStatusOutput) ToRoleStatusOutputWithContext(ctx context.Context) Rol
 	return o
 }
 
-// DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
+// The role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
 func (o RoleStatusOutput) DesiredReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.DesiredReplicas }).(pulumi.IntOutput)
 }
 
-// NodesPerReplica is multinode.nodeCount (1 when single-node).
+// The pods of each replica: multinode.nodeCount (1 when single-node).
 func (o RoleStatusOutput) NodesPerReplica() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.NodesPerReplica }).(pulumi.IntOutput)
 }
 
-// ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+// The number of replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
 func (o RoleStatusOutput) ObservedReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.ObservedReplicas }).(pulumi.IntOutput)
 }
 
-// Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
+// The role's phase: Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
 func (o RoleStatusOutput) Phase() pulumi.StringOutput {
 	return o.ApplyT(func(v RoleStatus) string { return v.Phase }).(pulumi.StringOutput)
 }
 
-// ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+// The number of pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
 func (o RoleStatusOutput) ReadyPods() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.ReadyPods }).(pulumi.IntOutput)
 }
 
-// ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+// The number of replicas whose every pod is ready (LWS group readiness).
 func (o RoleStatusOutput) ReadyReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.ReadyReplicas }).(pulumi.IntOutput)
 }
 
-// TotalPods is desiredReplicas x nodesPerReplica.
+// The role's pods: desiredReplicas x nodesPerReplica.
 func (o RoleStatusOutput) TotalPods() pulumi.IntOutput {
 	return o.ApplyT(func(v RoleStatus) int { return v.TotalPods }).(pulumi.IntOutput)
 }
@@ -3275,11 +3275,11 @@ func (o RoleStatusMapOutput) MapIndex(k pulumi.StringInput) RoleStatusOutput {
 }
 
 type RolloutStrategy struct {
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+	// How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 	MaxSurge *int `pulumi:"maxSurge"`
-	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+	// How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
 	MaxUnavailable interface{} `pulumi:"maxUnavailable"`
-	// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+	// Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
 	Partition *int `pulumi:"partition"`
 }
 
@@ -3295,11 +3295,11 @@ type RolloutStrategyInput interface {
 }
 
 type RolloutStrategyArgs struct {
-	// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+	// How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 	MaxSurge pulumi.IntPtrInput `pulumi:"maxSurge"`
-	// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+	// How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
 	MaxUnavailable pulumi.Input `pulumi:"maxUnavailable"`
-	// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+	// Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
 	Partition pulumi.IntPtrInput `pulumi:"partition"`
 }
 
@@ -3380,17 +3380,17 @@ func (o RolloutStrategyOutput) ToRolloutStrategyPtrOutputWithContext(ctx context
 	}).(RolloutStrategyPtrOutput)
 }
 
-// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+// How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 func (o RolloutStrategyOutput) MaxSurge() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v RolloutStrategy) *int { return v.MaxSurge }).(pulumi.IntPtrOutput)
 }
 
-// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+// How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
 func (o RolloutStrategyOutput) MaxUnavailable() pulumi.AnyOutput {
 	return o.ApplyT(func(v RolloutStrategy) interface{} { return v.MaxUnavailable }).(pulumi.AnyOutput)
 }
 
-// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+// Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
 func (o RolloutStrategyOutput) Partition() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v RolloutStrategy) *int { return v.Partition }).(pulumi.IntPtrOutput)
 }
@@ -3419,7 +3419,7 @@ func (o RolloutStrategyPtrOutput) Elem() RolloutStrategyOutput {
 	}).(RolloutStrategyOutput)
 }
 
-// MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+// How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
 func (o RolloutStrategyPtrOutput) MaxSurge() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *RolloutStrategy) *int {
 		if v == nil {
@@ -3429,7 +3429,7 @@ func (o RolloutStrategyPtrOutput) MaxSurge() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+// How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
 func (o RolloutStrategyPtrOutput) MaxUnavailable() pulumi.AnyOutput {
 	return o.ApplyT(func(v *RolloutStrategy) interface{} {
 		if v == nil {
@@ -3439,7 +3439,7 @@ func (o RolloutStrategyPtrOutput) MaxUnavailable() pulumi.AnyOutput {
 	}).(pulumi.AnyOutput)
 }
 
-// Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+// Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
 func (o RolloutStrategyPtrOutput) Partition() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *RolloutStrategy) *int {
 		if v == nil {
@@ -3450,15 +3450,15 @@ func (o RolloutStrategyPtrOutput) Partition() pulumi.IntPtrOutput {
 }
 
 type SchedulingStrategy struct {
-	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+	// What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 	MinResources *MinResourcesMode `pulumi:"minResources"`
-	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+	// Asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology *NetworkTopology `pulumi:"networkTopology"`
-	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+	// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
 	PriorityClassName *string `pulumi:"priorityClassName"`
-	// Queue is the Volcano queue of the service's PodGroup.
+	// The Volcano queue of the service's PodGroup.
 	Queue *string `pulumi:"queue"`
-	// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+	// The Kubernetes scheduler; "volcano" turns gang scheduling on.
 	SchedulerName *string `pulumi:"schedulerName"`
 }
 
@@ -3474,15 +3474,15 @@ type SchedulingStrategyInput interface {
 }
 
 type SchedulingStrategyArgs struct {
-	// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+	// What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 	MinResources MinResourcesModePtrInput `pulumi:"minResources"`
-	// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+	// Asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology NetworkTopologyPtrInput `pulumi:"networkTopology"`
-	// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+	// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
 	PriorityClassName pulumi.StringPtrInput `pulumi:"priorityClassName"`
-	// Queue is the Volcano queue of the service's PodGroup.
+	// The Volcano queue of the service's PodGroup.
 	Queue pulumi.StringPtrInput `pulumi:"queue"`
-	// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+	// The Kubernetes scheduler; "volcano" turns gang scheduling on.
 	SchedulerName pulumi.StringPtrInput `pulumi:"schedulerName"`
 }
 
@@ -3563,27 +3563,27 @@ func (o SchedulingStrategyOutput) ToSchedulingStrategyPtrOutputWithContext(ctx c
 	}).(SchedulingStrategyPtrOutput)
 }
 
-// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+// What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 func (o SchedulingStrategyOutput) MinResources() MinResourcesModePtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *MinResourcesMode { return v.MinResources }).(MinResourcesModePtrOutput)
 }
 
-// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+// Asks Volcano to keep the service, and each replica, within a network tier.
 func (o SchedulingStrategyOutput) NetworkTopology() NetworkTopologyPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *NetworkTopology { return v.NetworkTopology }).(NetworkTopologyPtrOutput)
 }
 
-// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
 func (o SchedulingStrategyOutput) PriorityClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.PriorityClassName }).(pulumi.StringPtrOutput)
 }
 
-// Queue is the Volcano queue of the service's PodGroup.
+// The Volcano queue of the service's PodGroup.
 func (o SchedulingStrategyOutput) Queue() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.Queue }).(pulumi.StringPtrOutput)
 }
 
-// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+// The Kubernetes scheduler; "volcano" turns gang scheduling on.
 func (o SchedulingStrategyOutput) SchedulerName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.SchedulerName }).(pulumi.StringPtrOutput)
 }
@@ -3612,7 +3612,7 @@ func (o SchedulingStrategyPtrOutput) Elem() SchedulingStrategyOutput {
 	}).(SchedulingStrategyOutput)
 }
 
-// MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+// What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
 func (o SchedulingStrategyPtrOutput) MinResources() MinResourcesModePtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *MinResourcesMode {
 		if v == nil {
@@ -3622,7 +3622,7 @@ func (o SchedulingStrategyPtrOutput) MinResources() MinResourcesModePtrOutput {
 	}).(MinResourcesModePtrOutput)
 }
 
-// NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+// Asks Volcano to keep the service, and each replica, within a network tier.
 func (o SchedulingStrategyPtrOutput) NetworkTopology() NetworkTopologyPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *NetworkTopology {
 		if v == nil {
@@ -3632,7 +3632,7 @@ func (o SchedulingStrategyPtrOutput) NetworkTopology() NetworkTopologyPtrOutput 
 	}).(NetworkTopologyPtrOutput)
 }
 
-// PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
 func (o SchedulingStrategyPtrOutput) PriorityClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -3642,7 +3642,7 @@ func (o SchedulingStrategyPtrOutput) PriorityClassName() pulumi.StringPtrOutput 
 	}).(pulumi.StringPtrOutput)
 }
 
-// Queue is the Volcano queue of the service's PodGroup.
+// The Volcano queue of the service's PodGroup.
 func (o SchedulingStrategyPtrOutput) Queue() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -3652,7 +3652,7 @@ func (o SchedulingStrategyPtrOutput) Queue() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+// The Kubernetes scheduler; "volcano" turns gang scheduling on.
 func (o SchedulingStrategyPtrOutput) SchedulerName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {
@@ -3663,11 +3663,11 @@ func (o SchedulingStrategyPtrOutput) SchedulerName() pulumi.StringPtrOutput {
 }
 
 type Taint struct {
-	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-	Effect string `pulumi:"effect"`
-	// Key is the taint's key.
+	// The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
+	Effect TaintEffect `pulumi:"effect"`
+	// The taint's key.
 	Key string `pulumi:"key"`
-	// Value is the taint's value, if any.
+	// The taint's value, if any.
 	Value *string `pulumi:"value"`
 }
 
@@ -3683,11 +3683,11 @@ type TaintInput interface {
 }
 
 type TaintArgs struct {
-	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-	Effect pulumi.StringInput `pulumi:"effect"`
-	// Key is the taint's key.
+	// The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
+	Effect TaintEffectInput `pulumi:"effect"`
+	// The taint's key.
 	Key pulumi.StringInput `pulumi:"key"`
-	// Value is the taint's value, if any.
+	// The taint's value, if any.
 	Value pulumi.StringPtrInput `pulumi:"value"`
 }
 
@@ -3742,17 +3742,17 @@ func (o TaintOutput) ToTaintOutputWithContext(ctx context.Context) TaintOutput {
 	return o
 }
 
-// Effect is NoSchedule, PreferNoSchedule or NoExecute.
-func (o TaintOutput) Effect() pulumi.StringOutput {
-	return o.ApplyT(func(v Taint) string { return v.Effect }).(pulumi.StringOutput)
+// The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
+func (o TaintOutput) Effect() TaintEffectOutput {
+	return o.ApplyT(func(v Taint) TaintEffect { return v.Effect }).(TaintEffectOutput)
 }
 
-// Key is the taint's key.
+// The taint's key.
 func (o TaintOutput) Key() pulumi.StringOutput {
 	return o.ApplyT(func(v Taint) string { return v.Key }).(pulumi.StringOutput)
 }
 
-// Value is the taint's value, if any.
+// The taint's value, if any.
 func (o TaintOutput) Value() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Taint) *string { return v.Value }).(pulumi.StringPtrOutput)
 }
@@ -3778,9 +3778,9 @@ func (o TaintArrayOutput) Index(i pulumi.IntInput) TaintOutput {
 }
 
 type VolcanoPart struct {
-	// Install: false leaves Volcano out. Default true.
+	// Whether to install Volcano (default true).
 	Install *bool `pulumi:"install"`
-	// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+	// Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
 	SchedulerConfiguration *string `pulumi:"schedulerConfiguration"`
 }
 
@@ -3796,9 +3796,9 @@ type VolcanoPartInput interface {
 }
 
 type VolcanoPartArgs struct {
-	// Install: false leaves Volcano out. Default true.
+	// Whether to install Volcano (default true).
 	Install pulumi.BoolPtrInput `pulumi:"install"`
-	// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+	// Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
 	SchedulerConfiguration pulumi.StringPtrInput `pulumi:"schedulerConfiguration"`
 }
 
@@ -3879,12 +3879,12 @@ func (o VolcanoPartOutput) ToVolcanoPartPtrOutputWithContext(ctx context.Context
 	}).(VolcanoPartPtrOutput)
 }
 
-// Install: false leaves Volcano out. Default true.
+// Whether to install Volcano (default true).
 func (o VolcanoPartOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v VolcanoPart) *bool { return v.Install }).(pulumi.BoolPtrOutput)
 }
 
-// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+// Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
 func (o VolcanoPartOutput) SchedulerConfiguration() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v VolcanoPart) *string { return v.SchedulerConfiguration }).(pulumi.StringPtrOutput)
 }
@@ -3913,7 +3913,7 @@ func (o VolcanoPartPtrOutput) Elem() VolcanoPartOutput {
 	}).(VolcanoPartOutput)
 }
 
-// Install: false leaves Volcano out. Default true.
+// Whether to install Volcano (default true).
 func (o VolcanoPartPtrOutput) Install() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *VolcanoPart) *bool {
 		if v == nil {
@@ -3923,7 +3923,7 @@ func (o VolcanoPartPtrOutput) Install() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
-// SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+// Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
 func (o VolcanoPartPtrOutput) SchedulerConfiguration() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *VolcanoPart) *string {
 		if v == nil {

@@ -10,443 +10,443 @@ import * as pulumiKubernetes from "@pulumi/kubernetes";
 
 export interface AutoscalingArgs {
     /**
-     * Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+     * Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
      */
     follow?: pulumi.Input<inputs.AutoscalingFollowArgs | undefined>;
     /**
-     * MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+     * The most replicas the role may have; node pools and the planner count them.
      */
     maxReplicas: pulumi.Input<number>;
     /**
-     * Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+     * What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
      */
     metric?: pulumi.Input<string | undefined>;
     /**
-     * MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+     * The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
      */
     minReplicas?: pulumi.Input<number | undefined>;
     /**
-     * ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+     * How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
      */
     scaleDownDelay?: pulumi.Input<string | undefined>;
     /**
-     * Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+     * The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
      */
     target?: pulumi.Input<number | undefined>;
 }
 
 export interface AutoscalingFollowArgs {
     /**
-     * Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+     * This role's replicas per replica of that role (0.5: one prefill per two decodes).
      */
     ratio: pulumi.Input<number>;
     /**
-     * Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+     * Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
      */
     role: pulumi.Input<string>;
 }
 
 export interface CompileCacheArgs {
     /**
-     * Size of the claim, default 20Gi.
+     * The size of the claim, default 20Gi.
      */
     size?: pulumi.Input<string | undefined>;
     /**
-     * StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+     * A storage class whose volumes many nodes can mount; default the model cache's.
      */
     storageClassName?: pulumi.Input<string | undefined>;
 }
 
 export interface DualPodsControllerArgs {
     /**
-     * Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+     * Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
      */
     install?: pulumi.Input<boolean | undefined>;
     /**
-     * Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+     * The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
      */
     namespace?: pulumi.Input<string | undefined>;
     /**
-     * SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+     * How many sleeping servers the controller keeps per GPU (default 2).
      */
     sleeperLimit?: pulumi.Input<number | undefined>;
     /**
-     * Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+     * The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
      */
     version?: pulumi.Input<string | undefined>;
 }
 
 export interface EndpointPickerArgs {
     /**
-     * Image replaces the release's image: a mirror or a patched build of the same one.
+     * Replaces the release's image: a mirror or a patched build of the same one.
      */
     image?: pulumi.Input<string | undefined>;
     /**
-     * Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+     * The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
      */
     release?: pulumi.Input<enums.EndpointPickerRelease | undefined>;
     /**
-     * Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+     * The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
      */
     replicas?: pulumi.Input<number | undefined>;
     /**
-     * Resources of the Endpoint Picker container.
+     * The resources of the Endpoint Picker container.
      */
     resources?: pulumi.Input<pulumiKubernetes.types.input.core.v1.ResourceRequirements | undefined>;
 }
 
 export interface GangPolicyArgs {
     /**
-     * MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+     * Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
      */
     minRoleReplicas?: pulumi.Input<{[key: string]: pulumi.Input<number>} | undefined>;
     /**
-     * Mode is subGroup (default) or taskMember.
+     * How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
      */
     mode?: pulumi.Input<enums.GangMode | undefined>;
 }
 
 export interface ModelArgs {
     /**
-     * Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+     * The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
      */
     cache?: pulumi.Input<inputs.ModelCacheArgs | undefined>;
     /**
-     * CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+     * Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
      */
     compileCache?: pulumi.Input<inputs.CompileCacheArgs | undefined>;
     /**
-     * CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+     * Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
      */
     credentialsSecret?: pulumi.Input<pulumiKubernetes.types.input.core.v1.LocalObjectReference | undefined>;
     /**
-     * LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+     * How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
      */
     loadFormat?: pulumi.Input<enums.ModelLoadFormat | undefined>;
     /**
-     * Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+     * The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
      */
     name?: pulumi.Input<string | undefined>;
     /**
-     * Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+     * Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
      */
     source: pulumi.Input<string>;
 }
 
 export interface ModelCacheArgs {
     /**
-     * AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+     * The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
      */
-    accessMode?: pulumi.Input<string | undefined>;
+    accessMode?: pulumi.Input<enums.ModelCacheAccessMode | undefined>;
     /**
-     * DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+     * How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
      */
     downloadTimeout?: pulumi.Input<string | undefined>;
     /**
-     * DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+     * Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
      */
     downloaderImage?: pulumi.Input<string | undefined>;
     /**
-     * Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+     * Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
      */
     exclude?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+     * The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
      */
     size: pulumi.Input<string>;
     /**
-     * StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+     * A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
      */
     storageClassName: pulumi.Input<string>;
 }
 
 export interface ModelFlexibilityArgs {
     /**
-     * AdminPort is the requester's SPI port, which the controller calls (default 8081).
+     * The requester's SPI port, which the controller calls (default 8081).
      */
     adminPort?: pulumi.Input<number | undefined>;
     /**
-     * Mode is dualPods.
+     * The kind of model flexibility: dualPods.
      */
     mode: pulumi.Input<enums.ModelFlexibilityMode>;
     /**
-     * ProbesPort is the requester's probes port (default 8080).
+     * The requester's probes port (default 8080).
      */
     probesPort?: pulumi.Input<number | undefined>;
     /**
-     * RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+     * Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
      */
     requesterImage?: pulumi.Input<string | undefined>;
 }
 
 export interface MonitoringArgs {
     /**
-     * Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+     * Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
      */
     dashboard?: pulumi.Input<boolean | undefined>;
     /**
-     * PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+     * Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
      */
     podMonitors?: pulumi.Input<boolean | undefined>;
     /**
-     * PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+     * The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
      */
     prometheusAddress?: pulumi.Input<string | undefined>;
 }
 
 export interface MultinodeArgs {
     /**
-     * NodeCount is the number of pods (on distinct nodes) per replica.
+     * The number of pods (on distinct nodes) per replica.
      */
     nodeCount: pulumi.Input<number>;
 }
 
 export interface NetworkTopologyArgs {
     /**
-     * GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+     * Constrains all the service's pods together (PodGroup spec.networkTopology).
      */
     groupPolicy?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
     /**
-     * RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+     * Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
      */
     rolePolicy?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
 }
 
 export interface NetworkTopologyPolicyArgs {
     /**
-     * HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+     * The highest tier the pods may span (1 = the closest).
      */
     highestTierAllowed?: pulumi.Input<number | undefined>;
     /**
-     * HighestTierName names that tier instead (Volcano HyperNode tier names).
+     * Names that tier instead (Volcano HyperNode tier names).
      */
     highestTierName?: pulumi.Input<string | undefined>;
     /**
-     * Mode is hard (default: never cross the tier) or soft (prefer not to).
+     * How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
      */
     mode?: pulumi.Input<enums.NetworkTopologyMode | undefined>;
 }
 
 export interface NodeClassRefArgs {
     /**
-     * Group is the node class's API group, e.g. karpenter.k8s.aws.
+     * The node class's API group, e.g. karpenter.k8s.aws.
      */
     group: pulumi.Input<string>;
     /**
-     * Kind is the node class's kind, e.g. EC2NodeClass.
+     * The node class's kind, e.g. EC2NodeClass.
      */
     kind: pulumi.Input<string>;
     /**
-     * Name is the node class's name.
+     * The node class's name.
      */
     name: pulumi.Input<string>;
 }
 
 export interface NodePoolArgs {
     /**
-     * Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+     * GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
      */
     accelerators?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+     * What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
      */
-    capacityTypes?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    capacityTypes?: pulumi.Input<pulumi.Input<enums.CapacityType>[] | undefined>;
     /**
-     * ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+     * How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
      */
     consolidateAfter?: pulumi.Input<string | undefined>;
     /**
-     * GPUsPerNode is the nvidia.com/gpu capacity of each node.
+     * The nvidia.com/gpu capacity of each node.
      */
     gpusPerNode: pulumi.Input<number>;
     /**
-     * InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+     * The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
      */
     instanceFamilies?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+     * The node.kubernetes.io/instance-type values the nodes may have.
      */
     instanceTypes?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * Kind is karpenter (default) or existing.
+     * The pool's kind: karpenter (default) or existing.
      */
     kind?: pulumi.Input<enums.NodePoolKind | undefined>;
     /**
-     * Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+     * The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
      */
     labels?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
     /**
-     * Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+     * A DNS label, unique among the pools; roles name it in their nodePool field.
      */
     name: pulumi.Input<string>;
     /**
-     * NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+     * The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
      */
     nodeClassRef?: pulumi.Input<inputs.NodeClassRefArgs | undefined>;
     /**
-     * Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+     * The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
      */
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
 export interface PartArgs {
     /**
-     * Install: false leaves the part out. Default true.
+     * Whether to install the part (default true).
      */
     install?: pulumi.Input<boolean | undefined>;
 }
 
 export interface RoleArgs {
     /**
-     * Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+     * Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
      */
     autoscaling?: pulumi.Input<inputs.AutoscalingArgs | undefined>;
     /**
-     * AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+     * Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
      */
     awaitTimeout?: pulumi.Input<string | undefined>;
     /**
-     * ComponentType is worker, prefiller, decoder or router.
+     * What the role does: worker, prefiller, decoder or router.
      */
     componentType: pulumi.Input<enums.ComponentType>;
     /**
-     * EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+     * Sets the Endpoint Picker's image, replicas and resources.
      */
     endpointPicker?: pulumi.Input<inputs.EndpointPickerArgs | undefined>;
     /**
-     * EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+     * A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
      */
     endpointPickerConfig?: pulumi.Input<string | undefined>;
     /**
-     * FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+     * What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
      */
     failureMode?: pulumi.Input<enums.FailureMode | undefined>;
     /**
-     * HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+     * The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
      */
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
     /**
-     * Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+     * Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
      */
     model?: pulumi.Input<inputs.ModelArgs | undefined>;
     /**
-     * ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+     * Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
      */
     modelFlexibility?: pulumi.Input<inputs.ModelFlexibilityArgs | undefined>;
     /**
-     * Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+     * Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
      */
     multinode?: pulumi.Input<inputs.MultinodeArgs | undefined>;
     /**
-     * Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+     * A user-chosen unique identifier (e.g. "prefill"); a DNS label.
      */
     name: pulumi.Input<string>;
     /**
-     * NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+     * Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
      */
     networkTopology?: pulumi.Input<inputs.NetworkTopologyPolicyArgs | undefined>;
     /**
-     * NodePool names the spec.nodePools entry the role's pods run on.
+     * Names the spec.nodePools entry the role's pods run on.
      */
     nodePool?: pulumi.Input<string | undefined>;
     /**
-     * PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+     * The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
      */
     poolApiVersion?: pulumi.Input<enums.PoolAPIVersion | undefined>;
     /**
-     * Replicas is the number of independent instances (default 1).
+     * The number of independent instances (default 1).
      */
     replicas?: pulumi.Input<number | undefined>;
     /**
-     * RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+     * What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
      */
-    restartPolicy?: pulumi.Input<string | undefined>;
+    restartPolicy?: pulumi.Input<enums.RestartPolicy | undefined>;
     /**
-     * RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+     * Shapes how a changed pod template reaches the role's replicas.
      */
     rolloutStrategy?: pulumi.Input<inputs.RolloutStrategyArgs | undefined>;
     /**
-     * ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+     * Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
      */
     shadowService?: pulumi.Input<boolean | undefined>;
     /**
-     * StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+     * When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
      */
-    startupPolicy?: pulumi.Input<string | undefined>;
+    startupPolicy?: pulumi.Input<enums.StartupPolicy | undefined>;
     /**
-     * Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+     * The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
      */
     strategy?: pulumi.Input<string | undefined>;
     /**
-     * Template is the pod template of every pod of the role.
+     * The pod template of every pod of the role.
      */
     template?: pulumi.Input<pulumiKubernetes.types.input.core.v1.PodTemplateSpec | undefined>;
     /**
-     * TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+     * How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
      */
     terminationGracePeriodSeconds?: pulumi.Input<number | undefined>;
 }
 
 export interface RolloutStrategyArgs {
     /**
-     * MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+     * How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
      */
     maxSurge?: pulumi.Input<number | undefined>;
     /**
-     * MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+     * How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
      */
     maxUnavailable?: pulumi.Input<number | string | undefined>;
     /**
-     * Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+     * Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
      */
     partition?: pulumi.Input<number | undefined>;
 }
 
 export interface SchedulingStrategyArgs {
     /**
-     * MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+     * What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
      */
     minResources?: pulumi.Input<enums.MinResourcesMode | undefined>;
     /**
-     * NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+     * Asks Volcano to keep the service, and each replica, within a network tier.
      */
     networkTopology?: pulumi.Input<inputs.NetworkTopologyArgs | undefined>;
     /**
-     * PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+     * The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
      */
     priorityClassName?: pulumi.Input<string | undefined>;
     /**
-     * Queue is the Volcano queue of the service's PodGroup.
+     * The Volcano queue of the service's PodGroup.
      */
     queue?: pulumi.Input<string | undefined>;
     /**
-     * SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+     * The Kubernetes scheduler; "volcano" turns gang scheduling on.
      */
     schedulerName?: pulumi.Input<string | undefined>;
 }
 
 export interface TaintArgs {
     /**
-     * Effect is NoSchedule, PreferNoSchedule or NoExecute.
+     * The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
      */
-    effect: pulumi.Input<string>;
+    effect: pulumi.Input<enums.TaintEffect>;
     /**
-     * Key is the taint's key.
+     * The taint's key.
      */
     key: pulumi.Input<string>;
     /**
-     * Value is the taint's value, if any.
+     * The taint's value, if any.
      */
     value?: pulumi.Input<string | undefined>;
 }
 
 export interface VolcanoPartArgs {
     /**
-     * Install: false leaves Volcano out. Default true.
+     * Whether to install Volcano (default true).
      */
     install?: pulumi.Input<boolean | undefined>;
     /**
-     * SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+     * Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
      */
     schedulerConfiguration?: pulumi.Input<string | undefined>;
 }

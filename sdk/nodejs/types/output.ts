@@ -10,31 +10,31 @@ import * as pulumiKubernetes from "@pulumi/kubernetes";
 
 export interface RoleStatus {
     /**
-     * DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
+     * The role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
      */
     desiredReplicas: number;
     /**
-     * NodesPerReplica is multinode.nodeCount (1 when single-node).
+     * The pods of each replica: multinode.nodeCount (1 when single-node).
      */
     nodesPerReplica: number;
     /**
-     * ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+     * The number of replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
      */
     observedReplicas: number;
     /**
-     * Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
+     * The role's phase: Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
      */
     phase: string;
     /**
-     * ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+     * The number of pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
      */
     readyPods: number;
     /**
-     * ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+     * The number of replicas whose every pod is ready (LWS group readiness).
      */
     readyReplicas: number;
     /**
-     * TotalPods is desiredReplicas x nodesPerReplica.
+     * The role's pods: desiredReplicas x nodesPerReplica.
      */
     totalPods: number;
 }

@@ -8,33 +8,48 @@ from enum import Enum
 
 __all__ = [
     'AwaitMode',
+    'CapacityType',
     'ComponentType',
     'EndpointPickerRelease',
     'FailureMode',
     'GangMode',
     'MinResourcesMode',
+    'ModelCacheAccessMode',
     'ModelFlexibilityMode',
     'ModelLoadFormat',
     'NetworkTopologyMode',
     'NodePoolKind',
     'PoolAPIVersion',
+    'RestartPolicy',
+    'StartupPolicy',
+    'TaintEffect',
 ]
 
 
 @pulumi.type_token("fusioninfer:index:AwaitMode")
 class AwaitMode(_builtins.str, Enum):
     """
-    AwaitMode is one of: all, minimal, none.
+    One of: all, minimal, none.
     """
     ALL = "all"
     MINIMAL = "minimal"
     NONE = "none"
 
 
+@pulumi.type_token("fusioninfer:index:CapacityType")
+class CapacityType(_builtins.str, Enum):
+    """
+    One of: on-demand, spot, reserved.
+    """
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
+
+
 @pulumi.type_token("fusioninfer:index:ComponentType")
 class ComponentType(_builtins.str, Enum):
     """
-    ComponentType is one of: worker, prefiller, decoder, router.
+    One of: worker, prefiller, decoder, router.
     """
     WORKER = "worker"
     PREFILLER = "prefiller"
@@ -45,7 +60,7 @@ class ComponentType(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:EndpointPickerRelease")
 class EndpointPickerRelease(_builtins.str, Enum):
     """
-    EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
+    One of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
     """
     LLM_D_ROUTER_V0_10_0 = "llm-d-router-v0.10.0"
     GIE_V1_5_0 = "gie-v1.5.0"
@@ -56,7 +71,7 @@ class EndpointPickerRelease(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:FailureMode")
 class FailureMode(_builtins.str, Enum):
     """
-    FailureMode is one of: FailClose, FailOpen.
+    One of: FailClose, FailOpen.
     """
     FAIL_CLOSE = "FailClose"
     FAIL_OPEN = "FailOpen"
@@ -65,7 +80,7 @@ class FailureMode(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:GangMode")
 class GangMode(_builtins.str, Enum):
     """
-    GangMode is one of: subGroup, taskMember.
+    One of: subGroup, taskMember.
     """
     SUB_GROUP = "subGroup"
     TASK_MEMBER = "taskMember"
@@ -74,16 +89,25 @@ class GangMode(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:MinResourcesMode")
 class MinResourcesMode(_builtins.str, Enum):
     """
-    MinResourcesMode is one of: auto, none.
+    One of: auto, none.
     """
     AUTO = "auto"
     NONE = "none"
 
 
+@pulumi.type_token("fusioninfer:index:ModelCacheAccessMode")
+class ModelCacheAccessMode(_builtins.str, Enum):
+    """
+    One of: ReadWriteMany, ReadOnlyMany.
+    """
+    READ_WRITE_MANY = "ReadWriteMany"
+    READ_ONLY_MANY = "ReadOnlyMany"
+
+
 @pulumi.type_token("fusioninfer:index:ModelFlexibilityMode")
 class ModelFlexibilityMode(_builtins.str, Enum):
     """
-    ModelFlexibilityMode is one of: dualPods.
+    One of: dualPods.
     """
     DUAL_PODS = "dualPods"
 
@@ -91,7 +115,7 @@ class ModelFlexibilityMode(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:ModelLoadFormat")
 class ModelLoadFormat(_builtins.str, Enum):
     """
-    ModelLoadFormat is one of: runai_streamer.
+    One of: runai_streamer.
     """
     RUNAI_STREAMER = "runai_streamer"
 
@@ -99,7 +123,7 @@ class ModelLoadFormat(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:NetworkTopologyMode")
 class NetworkTopologyMode(_builtins.str, Enum):
     """
-    NetworkTopologyMode is one of: hard, soft.
+    One of: hard, soft.
     """
     HARD = "hard"
     SOFT = "soft"
@@ -108,7 +132,7 @@ class NetworkTopologyMode(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:NodePoolKind")
 class NodePoolKind(_builtins.str, Enum):
     """
-    NodePoolKind is one of: karpenter, existing.
+    One of: karpenter, existing.
     """
     KARPENTER = "karpenter"
     EXISTING = "existing"
@@ -117,7 +141,35 @@ class NodePoolKind(_builtins.str, Enum):
 @pulumi.type_token("fusioninfer:index:PoolAPIVersion")
 class PoolAPIVersion(_builtins.str, Enum):
     """
-    PoolAPIVersion is one of: v1, v1alpha2.
+    One of: v1, v1alpha2.
     """
     V1 = "v1"
     V1ALPHA2 = "v1alpha2"
+
+
+@pulumi.type_token("fusioninfer:index:RestartPolicy")
+class RestartPolicy(_builtins.str, Enum):
+    """
+    One of: RecreateGroupOnPodRestart, None.
+    """
+    RECREATE_GROUP_ON_POD_RESTART = "RecreateGroupOnPodRestart"
+    NONE = "None"
+
+
+@pulumi.type_token("fusioninfer:index:StartupPolicy")
+class StartupPolicy(_builtins.str, Enum):
+    """
+    One of: LeaderCreated, LeaderReady.
+    """
+    LEADER_CREATED = "LeaderCreated"
+    LEADER_READY = "LeaderReady"
+
+
+@pulumi.type_token("fusioninfer:index:TaintEffect")
+class TaintEffect(_builtins.str, Enum):
+    """
+    One of: NoSchedule, PreferNoSchedule, NoExecute.
+    """
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"

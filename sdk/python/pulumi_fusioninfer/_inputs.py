@@ -64,27 +64,27 @@ __all__ = [
 class AutoscalingArgsDict(TypedDict):
     max_replicas: pulumi.Input[_builtins.int]
     """
-    MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+    The most replicas the role may have; node pools and the planner count them.
     """
     follow: NotRequired[pulumi.Input[Optional['AutoscalingFollowArgsDict']]]
     """
-    Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+    Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
     """
     metric: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+    What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
     """
     min_replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+    The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
     """
     scale_down_delay: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+    How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
     """
     target: NotRequired[pulumi.Input[Optional[_builtins.float]]]
     """
-    Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+    The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
     """
 
 @pulumi.input_type
@@ -97,12 +97,12 @@ class AutoscalingArgs:
                  scale_down_delay: pulumi.Input[Optional[_builtins.str]] = None,
                  target: pulumi.Input[Optional[_builtins.float]] = None):
         """
-        :param pulumi.Input[_builtins.int] max_replicas: MaxReplicas is the most replicas the role may have; node pools and the planner count them.
-        :param pulumi.Input['AutoscalingFollowArgs'] follow: Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
-        :param pulumi.Input[_builtins.str] metric: Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
-        :param pulumi.Input[_builtins.int] min_replicas: MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
-        :param pulumi.Input[_builtins.str] scale_down_delay: ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
-        :param pulumi.Input[_builtins.float] target: Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+        :param pulumi.Input[_builtins.int] max_replicas: The most replicas the role may have; node pools and the planner count them.
+        :param pulumi.Input['AutoscalingFollowArgs'] follow: Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+        :param pulumi.Input[_builtins.str] metric: What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+        :param pulumi.Input[_builtins.int] min_replicas: The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+        :param pulumi.Input[_builtins.str] scale_down_delay: How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+        :param pulumi.Input[_builtins.float] target: The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
         """
         pulumi.set(__self__, "max_replicas", max_replicas)
         if follow is not None:
@@ -120,7 +120,7 @@ class AutoscalingArgs:
     @pulumi.getter(name="maxReplicas")
     def max_replicas(self) -> pulumi.Input[_builtins.int]:
         """
-        MaxReplicas is the most replicas the role may have; node pools and the planner count them.
+        The most replicas the role may have; node pools and the planner count them.
         """
         return pulumi.get(self, "max_replicas")
 
@@ -132,7 +132,7 @@ class AutoscalingArgs:
     @pulumi.getter
     def follow(self) -> pulumi.Input[Optional['AutoscalingFollowArgs']]:
         """
-        Follow scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
+        Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
         """
         return pulumi.get(self, "follow")
 
@@ -144,7 +144,7 @@ class AutoscalingArgs:
     @pulumi.getter
     def metric(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+        What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
         """
         return pulumi.get(self, "metric")
 
@@ -156,7 +156,7 @@ class AutoscalingArgs:
     @pulumi.getter(name="minReplicas")
     def min_replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default roles[].replicas, else 1).
+        The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
         """
         return pulumi.get(self, "min_replicas")
 
@@ -168,7 +168,7 @@ class AutoscalingArgs:
     @pulumi.getter(name="scaleDownDelay")
     def scale_down_delay(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        ScaleDownDelay is how long the load must stay low before replicas go: a Go duration, default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
+        How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
         """
         return pulumi.get(self, "scale_down_delay")
 
@@ -180,7 +180,7 @@ class AutoscalingArgs:
     @pulumi.getter
     def target(self) -> pulumi.Input[Optional[_builtins.float]]:
         """
-        Target is the metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+        The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
         """
         return pulumi.get(self, "target")
 
@@ -192,11 +192,11 @@ class AutoscalingArgs:
 class AutoscalingFollowArgsDict(TypedDict):
     ratio: pulumi.Input[_builtins.float]
     """
-    Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+    This role's replicas per replica of that role (0.5: one prefill per two decodes).
     """
     role: pulumi.Input[_builtins.str]
     """
-    Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+    Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
     """
 
 @pulumi.input_type
@@ -205,8 +205,8 @@ class AutoscalingFollowArgs:
                  ratio: pulumi.Input[_builtins.float],
                  role: pulumi.Input[_builtins.str]):
         """
-        :param pulumi.Input[_builtins.float] ratio: Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
-        :param pulumi.Input[_builtins.str] role: Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+        :param pulumi.Input[_builtins.float] ratio: This role's replicas per replica of that role (0.5: one prefill per two decodes).
+        :param pulumi.Input[_builtins.str] role: Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
         """
         pulumi.set(__self__, "ratio", ratio)
         pulumi.set(__self__, "role", role)
@@ -215,7 +215,7 @@ class AutoscalingFollowArgs:
     @pulumi.getter
     def ratio(self) -> pulumi.Input[_builtins.float]:
         """
-        Ratio is this role's replicas per replica of that role (0.5: one prefill per two decodes).
+        This role's replicas per replica of that role (0.5: one prefill per two decodes).
         """
         return pulumi.get(self, "ratio")
 
@@ -227,7 +227,7 @@ class AutoscalingFollowArgs:
     @pulumi.getter
     def role(self) -> pulumi.Input[_builtins.str]:
         """
-        Role names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
+        Names the serving role whose metric and target this role scales with; it must autoscale on a metric of its own.
         """
         return pulumi.get(self, "role")
 
@@ -239,11 +239,11 @@ class AutoscalingFollowArgs:
 class CompileCacheArgsDict(TypedDict):
     size: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Size of the claim, default 20Gi.
+    The size of the claim, default 20Gi.
     """
     storage_class_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+    A storage class whose volumes many nodes can mount; default the model cache's.
     """
 
 @pulumi.input_type
@@ -252,8 +252,8 @@ class CompileCacheArgs:
                  size: pulumi.Input[Optional[_builtins.str]] = None,
                  storage_class_name: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.str] size: Size of the claim, default 20Gi.
-        :param pulumi.Input[_builtins.str] storage_class_name: StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+        :param pulumi.Input[_builtins.str] size: The size of the claim, default 20Gi.
+        :param pulumi.Input[_builtins.str] storage_class_name: A storage class whose volumes many nodes can mount; default the model cache's.
         """
         if size is not None:
             pulumi.set(__self__, "size", size)
@@ -264,7 +264,7 @@ class CompileCacheArgs:
     @pulumi.getter
     def size(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Size of the claim, default 20Gi.
+        The size of the claim, default 20Gi.
         """
         return pulumi.get(self, "size")
 
@@ -276,7 +276,7 @@ class CompileCacheArgs:
     @pulumi.getter(name="storageClassName")
     def storage_class_name(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        StorageClassName of a storage class whose volumes many nodes can mount; default the model cache's.
+        A storage class whose volumes many nodes can mount; default the model cache's.
         """
         return pulumi.get(self, "storage_class_name")
 
@@ -288,19 +288,19 @@ class CompileCacheArgs:
 class DualPodsControllerArgsDict(TypedDict):
     install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+    Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
     """
     namespace: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+    The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
     """
     sleeper_limit: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+    How many sleeping servers the controller keeps per GPU (default 2).
     """
     version: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+    The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
     """
 
 @pulumi.input_type
@@ -311,10 +311,10 @@ class DualPodsControllerArgs:
                  sleeper_limit: pulumi.Input[Optional[_builtins.int]] = None,
                  version: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.bool] install: Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
-        :param pulumi.Input[_builtins.str] namespace: Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
-        :param pulumi.Input[_builtins.int] sleeper_limit: SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
-        :param pulumi.Input[_builtins.str] version: Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+        :param pulumi.Input[_builtins.bool] install: Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+        :param pulumi.Input[_builtins.str] namespace: The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+        :param pulumi.Input[_builtins.int] sleeper_limit: How many sleeping servers the controller keeps per GPU (default 2).
+        :param pulumi.Input[_builtins.str] version: The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
         """
         if install is not None:
             pulumi.set(__self__, "install", install)
@@ -329,7 +329,7 @@ class DualPodsControllerArgs:
     @pulumi.getter
     def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        Install adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
+        Adds the controller, its permissions, FMA's CRDs and admission policies to the tree.
         """
         return pulumi.get(self, "install")
 
@@ -341,7 +341,7 @@ class DualPodsControllerArgs:
     @pulumi.getter
     def namespace(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Namespace is the namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
+        The namespace the controller manages (default the service's); FMA's controller watches one namespace, so it must be the service's.
         """
         return pulumi.get(self, "namespace")
 
@@ -353,7 +353,7 @@ class DualPodsControllerArgs:
     @pulumi.getter(name="sleeperLimit")
     def sleeper_limit(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        SleeperLimit is how many sleeping servers the controller keeps per GPU (default 2).
+        How many sleeping servers the controller keeps per GPU (default 2).
         """
         return pulumi.get(self, "sleeper_limit")
 
@@ -365,7 +365,7 @@ class DualPodsControllerArgs:
     @pulumi.getter
     def version(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Version is the FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
+        The FMA release of the controller image (default v0.6.4, the contract this project emits; the CRDs and policies are v0.6.4's).
         """
         return pulumi.get(self, "version")
 
@@ -377,19 +377,19 @@ class DualPodsControllerArgs:
 class EndpointPickerArgsDict(TypedDict):
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Image replaces the release's image: a mirror or a patched build of the same one.
+    Replaces the release's image: a mirror or a patched build of the same one.
     """
     release: NotRequired[pulumi.Input[Optional['EndpointPickerRelease']]]
     """
-    Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+    The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+    The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
     """
     resources: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgsDict']]]
     """
-    Resources of the Endpoint Picker container.
+    The resources of the Endpoint Picker container.
     """
 
 @pulumi.input_type
@@ -400,10 +400,10 @@ class EndpointPickerArgs:
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
-        :param pulumi.Input[_builtins.str] image: Image replaces the release's image: a mirror or a patched build of the same one.
-        :param pulumi.Input['EndpointPickerRelease'] release: Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
-        :param pulumi.Input[_builtins.int] replicas: Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
-        :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: Resources of the Endpoint Picker container.
+        :param pulumi.Input[_builtins.str] image: Replaces the release's image: a mirror or a patched build of the same one.
+        :param pulumi.Input['EndpointPickerRelease'] release: The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+        :param pulumi.Input[_builtins.int] replicas: The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+        :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: The resources of the Endpoint Picker container.
         """
         if image is not None:
             pulumi.set(__self__, "image", image)
@@ -418,7 +418,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def image(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Image replaces the release's image: a mirror or a patched build of the same one.
+        Replaces the release's image: a mirror or a patched build of the same one.
         """
         return pulumi.get(self, "image")
 
@@ -430,7 +430,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def release(self) -> pulumi.Input[Optional['EndpointPickerRelease']]:
         """
-        Release is the Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
+        The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
         """
         return pulumi.get(self, "release")
 
@@ -442,7 +442,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+        The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
         """
         return pulumi.get(self, "replicas")
 
@@ -454,7 +454,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def resources(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]:
         """
-        Resources of the Endpoint Picker container.
+        The resources of the Endpoint Picker container.
         """
         return pulumi.get(self, "resources")
 
@@ -466,11 +466,11 @@ class EndpointPickerArgs:
 class GangPolicyArgsDict(TypedDict):
     min_role_replicas: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]]
     """
-    MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+    Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
     """
     mode: NotRequired[pulumi.Input[Optional['GangMode']]]
     """
-    Mode is subGroup (default) or taskMember.
+    How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
     """
 
 @pulumi.input_type
@@ -479,8 +479,8 @@ class GangPolicyArgs:
                  min_role_replicas: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]] = None,
                  mode: pulumi.Input[Optional['GangMode']] = None):
         """
-        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
-        :param pulumi.Input['GangMode'] mode: Mode is subGroup (default) or taskMember.
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.int]]] min_role_replicas: Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+        :param pulumi.Input['GangMode'] mode: How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
         """
         if min_role_replicas is not None:
             pulumi.set(__self__, "min_role_replicas", min_role_replicas)
@@ -491,7 +491,7 @@ class GangPolicyArgs:
     @pulumi.getter(name="minRoleReplicas")
     def min_role_replicas(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.int]]]]:
         """
-        MinRoleReplicas is, per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
+        Per serving role name, how many replicas must be placed together before any runs (default 1 for each serving role).
         """
         return pulumi.get(self, "min_role_replicas")
 
@@ -503,7 +503,7 @@ class GangPolicyArgs:
     @pulumi.getter
     def mode(self) -> pulumi.Input[Optional['GangMode']]:
         """
-        Mode is subGroup (default) or taskMember.
+        How the shared PodGroup expresses the gang: subGroup (default) or taskMember.
         """
         return pulumi.get(self, "mode")
 
@@ -515,27 +515,27 @@ class GangPolicyArgs:
 class ModelArgsDict(TypedDict):
     source: pulumi.Input[_builtins.str]
     """
-    Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+    Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
     """
     cache: NotRequired[pulumi.Input[Optional['ModelCacheArgsDict']]]
     """
-    Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+    The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
     """
     compile_cache: NotRequired[pulumi.Input[Optional['CompileCacheArgsDict']]]
     """
-    CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+    Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
     """
     credentials_secret: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgsDict']]]
     """
-    CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+    Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
     """
     load_format: NotRequired[pulumi.Input[Optional['ModelLoadFormat']]]
     """
-    LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+    How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
     """
     name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+    The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
     """
 
 @pulumi.input_type
@@ -548,12 +548,12 @@ class ModelArgs:
                  load_format: pulumi.Input[Optional['ModelLoadFormat']] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.str] source: Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
-        :param pulumi.Input['ModelCacheArgs'] cache: Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
-        :param pulumi.Input['CompileCacheArgs'] compile_cache: CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
-        :param pulumi.Input['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs'] credentials_secret: CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
-        :param pulumi.Input['ModelLoadFormat'] load_format: LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
-        :param pulumi.Input[_builtins.str] name: Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+        :param pulumi.Input[_builtins.str] source: Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+        :param pulumi.Input['ModelCacheArgs'] cache: The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+        :param pulumi.Input['CompileCacheArgs'] compile_cache: Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+        :param pulumi.Input['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs'] credentials_secret: Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+        :param pulumi.Input['ModelLoadFormat'] load_format: How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+        :param pulumi.Input[_builtins.str] name: The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
         """
         pulumi.set(__self__, "source", source)
         if cache is not None:
@@ -571,7 +571,7 @@ class ModelArgs:
     @pulumi.getter
     def source(self) -> pulumi.Input[_builtins.str]:
         """
-        Source is where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+        Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
         """
         return pulumi.get(self, "source")
 
@@ -583,7 +583,7 @@ class ModelArgs:
     @pulumi.getter
     def cache(self) -> pulumi.Input[Optional['ModelCacheArgs']]:
         """
-        Cache is the volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
+        The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
         """
         return pulumi.get(self, "cache")
 
@@ -595,7 +595,7 @@ class ModelArgs:
     @pulumi.getter(name="compileCache")
     def compile_cache(self) -> pulumi.Input[Optional['CompileCacheArgs']]:
         """
-        CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
+        Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
         """
         return pulumi.get(self, "compile_cache")
 
@@ -607,7 +607,7 @@ class ModelArgs:
     @pulumi.getter(name="credentialsSecret")
     def credentials_secret(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs']]:
         """
-        CredentialsSecret names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
+        Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
         """
         return pulumi.get(self, "credentials_secret")
 
@@ -619,7 +619,7 @@ class ModelArgs:
     @pulumi.getter(name="loadFormat")
     def load_format(self) -> pulumi.Input[Optional['ModelLoadFormat']]:
         """
-        LoadFormat runai_streamer makes vLLM stream the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+        How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
         """
         return pulumi.get(self, "load_format")
 
@@ -631,7 +631,7 @@ class ModelArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Name is the model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
+        The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
         """
         return pulumi.get(self, "name")
 
@@ -643,27 +643,27 @@ class ModelArgs:
 class ModelCacheArgsDict(TypedDict):
     size: pulumi.Input[_builtins.str]
     """
-    Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+    The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
     """
     storage_class_name: pulumi.Input[_builtins.str]
     """
-    StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+    A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
     """
-    access_mode: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    access_mode: NotRequired[pulumi.Input[Optional['ModelCacheAccessMode']]]
     """
-    AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+    The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
     """
     download_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+    How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
     """
     downloader_image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+    Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
     """
     exclude: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
     """
-    Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+    Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
     """
 
 @pulumi.input_type
@@ -671,17 +671,17 @@ class ModelCacheArgs:
     def __init__(__self__, *,
                  size: pulumi.Input[_builtins.str],
                  storage_class_name: pulumi.Input[_builtins.str],
-                 access_mode: pulumi.Input[Optional[_builtins.str]] = None,
+                 access_mode: pulumi.Input[Optional['ModelCacheAccessMode']] = None,
                  download_timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  downloader_image: pulumi.Input[Optional[_builtins.str]] = None,
                  exclude: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None):
         """
-        :param pulumi.Input[_builtins.str] size: Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
-        :param pulumi.Input[_builtins.str] storage_class_name: StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
-        :param pulumi.Input[_builtins.str] access_mode: AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
-        :param pulumi.Input[_builtins.str] download_timeout: DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
-        :param pulumi.Input[_builtins.str] downloader_image: DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
-        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] exclude: Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+        :param pulumi.Input[_builtins.str] size: The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+        :param pulumi.Input[_builtins.str] storage_class_name: A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+        :param pulumi.Input['ModelCacheAccessMode'] access_mode: The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+        :param pulumi.Input[_builtins.str] download_timeout: How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+        :param pulumi.Input[_builtins.str] downloader_image: Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] exclude: Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
         """
         pulumi.set(__self__, "size", size)
         pulumi.set(__self__, "storage_class_name", storage_class_name)
@@ -698,7 +698,7 @@ class ModelCacheArgs:
     @pulumi.getter
     def size(self) -> pulumi.Input[_builtins.str]:
         """
-        Size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
+        The size of the claim, a quantity such as 1500Gi: the model's files, and room for a second revision while a rollout replaces the first.
         """
         return pulumi.get(self, "size")
 
@@ -710,7 +710,7 @@ class ModelCacheArgs:
     @pulumi.getter(name="storageClassName")
     def storage_class_name(self) -> pulumi.Input[_builtins.str]:
         """
-        StorageClassName is a storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
+        A storage class whose volumes many nodes can mount (NFS, Lustre, EFS, Filestore, CephFS...).
         """
         return pulumi.get(self, "storage_class_name")
 
@@ -720,21 +720,21 @@ class ModelCacheArgs:
 
     @_builtins.property
     @pulumi.getter(name="accessMode")
-    def access_mode(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def access_mode(self) -> pulumi.Input[Optional['ModelCacheAccessMode']]:
         """
-        AccessMode is ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
+        The claim's access mode: ReadWriteMany (default: the download Job writes, every server reads) or ReadOnlyMany, for volumes that one node writes and many nodes then read (the claim asks for ReadWriteOnce too; no server mounts it before the download is complete).
         """
         return pulumi.get(self, "access_mode")
 
     @access_mode.setter
-    def access_mode(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def access_mode(self, value: pulumi.Input[Optional['ModelCacheAccessMode']]):
         pulumi.set(self, "access_mode", value)
 
     @_builtins.property
     @pulumi.getter(name="downloadTimeout")
     def download_timeout(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        DownloadTimeout is how long `pulumi up` waits for the download Job, and how long the Job may run: a Go duration; default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
+        How long `pulumi up` waits for the download Job, and how long the Job may run: a duration ("2h"); default the size at 50 MiB/s, at least 1h (1500Gi: 8h32m).
         """
         return pulumi.get(self, "download_timeout")
 
@@ -746,7 +746,7 @@ class ModelCacheArgs:
     @pulumi.getter(name="downloaderImage")
     def downloader_image(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        DownloaderImage replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
+        Replaces the download Job's image (ghcr.io/fusioninfer/fusioninfer-download of this release): a mirror of it.
         """
         return pulumi.get(self, "downloader_image")
 
@@ -758,7 +758,7 @@ class ModelCacheArgs:
     @pulumi.getter
     def exclude(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
         """
-        Exclude are files of the source not to download: glob patterns (Go's path.Match) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
+        Files of the source not to download: glob patterns (a * or ? never matches a /) matched against each file's path and each of its folders, e.g. "original" (the consolidated checkpoints some Hub repositories carry beside the safetensors) or "*.pth".
         """
         return pulumi.get(self, "exclude")
 
@@ -770,19 +770,19 @@ class ModelCacheArgs:
 class ModelFlexibilityArgsDict(TypedDict):
     mode: pulumi.Input['ModelFlexibilityMode']
     """
-    Mode is dualPods.
+    The kind of model flexibility: dualPods.
     """
     admin_port: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    AdminPort is the requester's SPI port, which the controller calls (default 8081).
+    The requester's SPI port, which the controller calls (default 8081).
     """
     probes_port: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    ProbesPort is the requester's probes port (default 8080).
+    The requester's probes port (default 8080).
     """
     requester_image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+    Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
     """
 
 @pulumi.input_type
@@ -793,10 +793,10 @@ class ModelFlexibilityArgs:
                  probes_port: pulumi.Input[Optional[_builtins.int]] = None,
                  requester_image: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input['ModelFlexibilityMode'] mode: Mode is dualPods.
-        :param pulumi.Input[_builtins.int] admin_port: AdminPort is the requester's SPI port, which the controller calls (default 8081).
-        :param pulumi.Input[_builtins.int] probes_port: ProbesPort is the requester's probes port (default 8080).
-        :param pulumi.Input[_builtins.str] requester_image: RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+        :param pulumi.Input['ModelFlexibilityMode'] mode: The kind of model flexibility: dualPods.
+        :param pulumi.Input[_builtins.int] admin_port: The requester's SPI port, which the controller calls (default 8081).
+        :param pulumi.Input[_builtins.int] probes_port: The requester's probes port (default 8080).
+        :param pulumi.Input[_builtins.str] requester_image: Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
         """
         pulumi.set(__self__, "mode", mode)
         if admin_port is not None:
@@ -810,7 +810,7 @@ class ModelFlexibilityArgs:
     @pulumi.getter
     def mode(self) -> pulumi.Input['ModelFlexibilityMode']:
         """
-        Mode is dualPods.
+        The kind of model flexibility: dualPods.
         """
         return pulumi.get(self, "mode")
 
@@ -822,7 +822,7 @@ class ModelFlexibilityArgs:
     @pulumi.getter(name="adminPort")
     def admin_port(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        AdminPort is the requester's SPI port, which the controller calls (default 8081).
+        The requester's SPI port, which the controller calls (default 8081).
         """
         return pulumi.get(self, "admin_port")
 
@@ -834,7 +834,7 @@ class ModelFlexibilityArgs:
     @pulumi.getter(name="probesPort")
     def probes_port(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        ProbesPort is the requester's probes port (default 8080).
+        The requester's probes port (default 8080).
         """
         return pulumi.get(self, "probes_port")
 
@@ -846,7 +846,7 @@ class ModelFlexibilityArgs:
     @pulumi.getter(name="requesterImage")
     def requester_image(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        RequesterImage replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
+        Replaces FMA's requester image (ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4).
         """
         return pulumi.get(self, "requester_image")
 
@@ -858,15 +858,15 @@ class ModelFlexibilityArgs:
 class MonitoringArgsDict(TypedDict):
     dashboard: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+    Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
     """
     pod_monitors: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+    Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
     """
     prometheus_address: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+    The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
     """
 
 @pulumi.input_type
@@ -876,9 +876,9 @@ class MonitoringArgs:
                  pod_monitors: pulumi.Input[Optional[_builtins.bool]] = None,
                  prometheus_address: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.bool] dashboard: Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
-        :param pulumi.Input[_builtins.bool] pod_monitors: PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
-        :param pulumi.Input[_builtins.str] prometheus_address: PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+        :param pulumi.Input[_builtins.bool] dashboard: Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+        :param pulumi.Input[_builtins.bool] pod_monitors: Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+        :param pulumi.Input[_builtins.str] prometheus_address: The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
         """
         if dashboard is not None:
             pulumi.set(__self__, "dashboard", dashboard)
@@ -891,7 +891,7 @@ class MonitoringArgs:
     @pulumi.getter
     def dashboard(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        Dashboard adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
+        Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
         """
         return pulumi.get(self, "dashboard")
 
@@ -903,7 +903,7 @@ class MonitoringArgs:
     @pulumi.getter(name="podMonitors")
     def pod_monitors(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+        Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
         """
         return pulumi.get(self, "pod_monitors")
 
@@ -915,7 +915,7 @@ class MonitoringArgs:
     @pulumi.getter(name="prometheusAddress")
     def prometheus_address(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        PrometheusAddress is the URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
+        The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
         """
         return pulumi.get(self, "prometheus_address")
 
@@ -927,7 +927,7 @@ class MonitoringArgs:
 class MultinodeArgsDict(TypedDict):
     node_count: pulumi.Input[_builtins.int]
     """
-    NodeCount is the number of pods (on distinct nodes) per replica.
+    The number of pods (on distinct nodes) per replica.
     """
 
 @pulumi.input_type
@@ -935,7 +935,7 @@ class MultinodeArgs:
     def __init__(__self__, *,
                  node_count: pulumi.Input[_builtins.int]):
         """
-        :param pulumi.Input[_builtins.int] node_count: NodeCount is the number of pods (on distinct nodes) per replica.
+        :param pulumi.Input[_builtins.int] node_count: The number of pods (on distinct nodes) per replica.
         """
         pulumi.set(__self__, "node_count", node_count)
 
@@ -943,7 +943,7 @@ class MultinodeArgs:
     @pulumi.getter(name="nodeCount")
     def node_count(self) -> pulumi.Input[_builtins.int]:
         """
-        NodeCount is the number of pods (on distinct nodes) per replica.
+        The number of pods (on distinct nodes) per replica.
         """
         return pulumi.get(self, "node_count")
 
@@ -955,11 +955,11 @@ class MultinodeArgs:
 class NetworkTopologyArgsDict(TypedDict):
     group_policy: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
     """
-    GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+    Constrains all the service's pods together (PodGroup spec.networkTopology).
     """
     role_policy: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
     """
-    RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+    Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
     """
 
 @pulumi.input_type
@@ -968,8 +968,8 @@ class NetworkTopologyArgs:
                  group_policy: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None,
                  role_policy: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None):
         """
-        :param pulumi.Input['NetworkTopologyPolicyArgs'] group_policy: GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
-        :param pulumi.Input['NetworkTopologyPolicyArgs'] role_policy: RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] group_policy: Constrains all the service's pods together (PodGroup spec.networkTopology).
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] role_policy: Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
         """
         if group_policy is not None:
             pulumi.set(__self__, "group_policy", group_policy)
@@ -980,7 +980,7 @@ class NetworkTopologyArgs:
     @pulumi.getter(name="groupPolicy")
     def group_policy(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
         """
-        GroupPolicy constrains all the service's pods together (PodGroup spec.networkTopology).
+        Constrains all the service's pods together (PodGroup spec.networkTopology).
         """
         return pulumi.get(self, "group_policy")
 
@@ -992,7 +992,7 @@ class NetworkTopologyArgs:
     @pulumi.getter(name="rolePolicy")
     def role_policy(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
         """
-        RolePolicy constrains the pods of each replica of every role (subGroupPolicy[].networkTopology), unless the role sets its own roles[].networkTopology.
+        Constrains the pods of each replica of every role (the networkTopology of each of its subGroupPolicy entries), unless the role sets its own networkTopology.
         """
         return pulumi.get(self, "role_policy")
 
@@ -1004,15 +1004,15 @@ class NetworkTopologyArgs:
 class NetworkTopologyPolicyArgsDict(TypedDict):
     highest_tier_allowed: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+    The highest tier the pods may span (1 = the closest).
     """
     highest_tier_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    HighestTierName names that tier instead (Volcano HyperNode tier names).
+    Names that tier instead (Volcano HyperNode tier names).
     """
     mode: NotRequired[pulumi.Input[Optional['NetworkTopologyMode']]]
     """
-    Mode is hard (default: never cross the tier) or soft (prefer not to).
+    How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
     """
 
 @pulumi.input_type
@@ -1022,9 +1022,9 @@ class NetworkTopologyPolicyArgs:
                  highest_tier_name: pulumi.Input[Optional[_builtins.str]] = None,
                  mode: pulumi.Input[Optional['NetworkTopologyMode']] = None):
         """
-        :param pulumi.Input[_builtins.int] highest_tier_allowed: HighestTierAllowed is the highest tier the pods may span (1 = the closest).
-        :param pulumi.Input[_builtins.str] highest_tier_name: HighestTierName names that tier instead (Volcano HyperNode tier names).
-        :param pulumi.Input['NetworkTopologyMode'] mode: Mode is hard (default: never cross the tier) or soft (prefer not to).
+        :param pulumi.Input[_builtins.int] highest_tier_allowed: The highest tier the pods may span (1 = the closest).
+        :param pulumi.Input[_builtins.str] highest_tier_name: Names that tier instead (Volcano HyperNode tier names).
+        :param pulumi.Input['NetworkTopologyMode'] mode: How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
         """
         if highest_tier_allowed is not None:
             pulumi.set(__self__, "highest_tier_allowed", highest_tier_allowed)
@@ -1037,7 +1037,7 @@ class NetworkTopologyPolicyArgs:
     @pulumi.getter(name="highestTierAllowed")
     def highest_tier_allowed(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        HighestTierAllowed is the highest tier the pods may span (1 = the closest).
+        The highest tier the pods may span (1 = the closest).
         """
         return pulumi.get(self, "highest_tier_allowed")
 
@@ -1049,7 +1049,7 @@ class NetworkTopologyPolicyArgs:
     @pulumi.getter(name="highestTierName")
     def highest_tier_name(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        HighestTierName names that tier instead (Volcano HyperNode tier names).
+        Names that tier instead (Volcano HyperNode tier names).
         """
         return pulumi.get(self, "highest_tier_name")
 
@@ -1061,7 +1061,7 @@ class NetworkTopologyPolicyArgs:
     @pulumi.getter
     def mode(self) -> pulumi.Input[Optional['NetworkTopologyMode']]:
         """
-        Mode is hard (default: never cross the tier) or soft (prefer not to).
+        How strictly the pods keep within the tier: hard (default: never cross it) or soft (prefer not to).
         """
         return pulumi.get(self, "mode")
 
@@ -1073,15 +1073,15 @@ class NetworkTopologyPolicyArgs:
 class NodeClassRefArgsDict(TypedDict):
     group: pulumi.Input[_builtins.str]
     """
-    Group is the node class's API group, e.g. karpenter.k8s.aws.
+    The node class's API group, e.g. karpenter.k8s.aws.
     """
     kind: pulumi.Input[_builtins.str]
     """
-    Kind is the node class's kind, e.g. EC2NodeClass.
+    The node class's kind, e.g. EC2NodeClass.
     """
     name: pulumi.Input[_builtins.str]
     """
-    Name is the node class's name.
+    The node class's name.
     """
 
 @pulumi.input_type
@@ -1091,9 +1091,9 @@ class NodeClassRefArgs:
                  kind: pulumi.Input[_builtins.str],
                  name: pulumi.Input[_builtins.str]):
         """
-        :param pulumi.Input[_builtins.str] group: Group is the node class's API group, e.g. karpenter.k8s.aws.
-        :param pulumi.Input[_builtins.str] kind: Kind is the node class's kind, e.g. EC2NodeClass.
-        :param pulumi.Input[_builtins.str] name: Name is the node class's name.
+        :param pulumi.Input[_builtins.str] group: The node class's API group, e.g. karpenter.k8s.aws.
+        :param pulumi.Input[_builtins.str] kind: The node class's kind, e.g. EC2NodeClass.
+        :param pulumi.Input[_builtins.str] name: The node class's name.
         """
         pulumi.set(__self__, "group", group)
         pulumi.set(__self__, "kind", kind)
@@ -1103,7 +1103,7 @@ class NodeClassRefArgs:
     @pulumi.getter
     def group(self) -> pulumi.Input[_builtins.str]:
         """
-        Group is the node class's API group, e.g. karpenter.k8s.aws.
+        The node class's API group, e.g. karpenter.k8s.aws.
         """
         return pulumi.get(self, "group")
 
@@ -1115,7 +1115,7 @@ class NodeClassRefArgs:
     @pulumi.getter
     def kind(self) -> pulumi.Input[_builtins.str]:
         """
-        Kind is the node class's kind, e.g. EC2NodeClass.
+        The node class's kind, e.g. EC2NodeClass.
         """
         return pulumi.get(self, "kind")
 
@@ -1127,7 +1127,7 @@ class NodeClassRefArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
         """
-        Name is the node class's name.
+        The node class's name.
         """
         return pulumi.get(self, "name")
 
@@ -1139,47 +1139,47 @@ class NodeClassRefArgs:
 class NodePoolArgsDict(TypedDict):
     gpus_per_node: pulumi.Input[_builtins.int]
     """
-    GPUsPerNode is the nvidia.com/gpu capacity of each node.
+    The nvidia.com/gpu capacity of each node.
     """
     name: pulumi.Input[_builtins.str]
     """
-    Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+    A DNS label, unique among the pools; roles name it in their nodePool field.
     """
     accelerators: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
     """
-    Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+    GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
     """
-    capacity_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
+    capacity_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]]]
     """
-    CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+    What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
     """
     consolidate_after: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+    How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
     """
     instance_families: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
     """
-    InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+    The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
     """
     instance_types: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]]
     """
-    InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+    The node.kubernetes.io/instance-type values the nodes may have.
     """
     kind: NotRequired[pulumi.Input[Optional['NodePoolKind']]]
     """
-    Kind is karpenter (default) or existing.
+    The pool's kind: karpenter (default) or existing.
     """
     labels: NotRequired[pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]]
     """
-    Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+    The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
     """
     node_class_ref: NotRequired[pulumi.Input[Optional['NodeClassRefArgsDict']]]
     """
-    NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+    The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
     """
     taints: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgsDict']]]]]
     """
-    Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+    The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
     """
 
 @pulumi.input_type
@@ -1188,7 +1188,7 @@ class NodePoolArgs:
                  gpus_per_node: pulumi.Input[_builtins.int],
                  name: pulumi.Input[_builtins.str],
                  accelerators: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
-                 capacity_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 capacity_types: pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]] = None,
                  consolidate_after: pulumi.Input[Optional[_builtins.str]] = None,
                  instance_families: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  instance_types: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
@@ -1197,17 +1197,17 @@ class NodePoolArgs:
                  node_class_ref: pulumi.Input[Optional['NodeClassRefArgs']] = None,
                  taints: pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgs']]]] = None):
         """
-        :param pulumi.Input[_builtins.int] gpus_per_node: GPUsPerNode is the nvidia.com/gpu capacity of each node.
-        :param pulumi.Input[_builtins.str] name: Name is a DNS label, unique among the pools; roles name it in their nodePool field.
-        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] accelerators: Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
-        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity_types: CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
-        :param pulumi.Input[_builtins.str] consolidate_after: ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
-        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
-        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
-        :param pulumi.Input['NodePoolKind'] kind: Kind is karpenter (default) or existing.
-        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] labels: Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
-        :param pulumi.Input['NodeClassRefArgs'] node_class_ref: NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
-        :param pulumi.Input[Sequence[pulumi.Input['TaintArgs']]] taints: Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+        :param pulumi.Input[_builtins.int] gpus_per_node: The nvidia.com/gpu capacity of each node.
+        :param pulumi.Input[_builtins.str] name: A DNS label, unique among the pools; roles name it in their nodePool field.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] accelerators: GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+        :param pulumi.Input[Sequence[pulumi.Input['CapacityType']]] capacity_types: What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
+        :param pulumi.Input[_builtins.str] consolidate_after: How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_families: The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] instance_types: The node.kubernetes.io/instance-type values the nodes may have.
+        :param pulumi.Input['NodePoolKind'] kind: The pool's kind: karpenter (default) or existing.
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] labels: The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
+        :param pulumi.Input['NodeClassRefArgs'] node_class_ref: The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+        :param pulumi.Input[Sequence[pulumi.Input['TaintArgs']]] taints: The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
         """
         pulumi.set(__self__, "gpus_per_node", gpus_per_node)
         pulumi.set(__self__, "name", name)
@@ -1234,7 +1234,7 @@ class NodePoolArgs:
     @pulumi.getter(name="gpusPerNode")
     def gpus_per_node(self) -> pulumi.Input[_builtins.int]:
         """
-        GPUsPerNode is the nvidia.com/gpu capacity of each node.
+        The nvidia.com/gpu capacity of each node.
         """
         return pulumi.get(self, "gpus_per_node")
 
@@ -1246,7 +1246,7 @@ class NodePoolArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
         """
-        Name is a DNS label, unique among the pools; roles name it in their nodePool field.
+        A DNS label, unique among the pools; roles name it in their nodePool field.
         """
         return pulumi.get(self, "name")
 
@@ -1258,7 +1258,7 @@ class NodePoolArgs:
     @pulumi.getter
     def accelerators(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
         """
-        Accelerators are GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
+        GPU product names as GPU feature discovery labels them (nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3).
         """
         return pulumi.get(self, "accelerators")
 
@@ -1268,21 +1268,21 @@ class NodePoolArgs:
 
     @_builtins.property
     @pulumi.getter(name="capacityTypes")
-    def capacity_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+    def capacity_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]]:
         """
-        CapacityTypes are on-demand (default for a Karpenter pool), spot and reserved.
+        What Karpenter may buy the nodes as: on-demand (default for a Karpenter pool), spot or reserved.
         """
         return pulumi.get(self, "capacity_types")
 
     @capacity_types.setter
-    def capacity_types(self, value: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]):
+    def capacity_types(self, value: pulumi.Input[Optional[Sequence[pulumi.Input['CapacityType']]]]):
         pulumi.set(self, "capacity_types", value)
 
     @_builtins.property
     @pulumi.getter(name="consolidateAfter")
     def consolidate_after(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        ConsolidateAfter is how long a node of a Karpenter pool stays empty before Karpenter removes it (a Go duration in whole seconds, at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
+        How long a node of a Karpenter pool stays empty before Karpenter removes it (a duration in whole seconds, "10m" or "90s", at most a day): longer keeps nodes for load that returns, shorter pays for fewer idle GPUs. Karpenter only ever removes empty nodes of the pool, a tenth of them at a time.
         """
         return pulumi.get(self, "consolidate_after")
 
@@ -1294,7 +1294,7 @@ class NodePoolArgs:
     @pulumi.getter(name="instanceFamilies")
     def instance_families(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
         """
-        InstanceFamilies limit a Karpenter pool to these families (karpenter.k8s.aws/instance-family).
+        The families (karpenter.k8s.aws/instance-family) a Karpenter pool's nodes may be of.
         """
         return pulumi.get(self, "instance_families")
 
@@ -1306,7 +1306,7 @@ class NodePoolArgs:
     @pulumi.getter(name="instanceTypes")
     def instance_types(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
         """
-        InstanceTypes limit the nodes to these node.kubernetes.io/instance-type values.
+        The node.kubernetes.io/instance-type values the nodes may have.
         """
         return pulumi.get(self, "instance_types")
 
@@ -1318,7 +1318,7 @@ class NodePoolArgs:
     @pulumi.getter
     def kind(self) -> pulumi.Input[Optional['NodePoolKind']]:
         """
-        Kind is karpenter (default) or existing.
+        The pool's kind: karpenter (default) or existing.
         """
         return pulumi.get(self, "kind")
 
@@ -1330,7 +1330,7 @@ class NodePoolArgs:
     @pulumi.getter
     def labels(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
         """
-        Labels are put on a Karpenter pool's nodes; for an existing pool they select its nodes.
+        The labels of a Karpenter pool's nodes; for an existing pool, those that select its nodes.
         """
         return pulumi.get(self, "labels")
 
@@ -1342,7 +1342,7 @@ class NodePoolArgs:
     @pulumi.getter(name="nodeClassRef")
     def node_class_ref(self) -> pulumi.Input[Optional['NodeClassRefArgs']]:
         """
-        NodeClassRef is the cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
+        The cloud node class a Karpenter pool's nodes are made from (e.g. an EC2NodeClass).
         """
         return pulumi.get(self, "node_class_ref")
 
@@ -1354,7 +1354,7 @@ class NodePoolArgs:
     @pulumi.getter
     def taints(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgs']]]]:
         """
-        Taints are put on a Karpenter pool's nodes (and tolerated by the pods); nvidia.com/gpu is always.
+        The taints of a Karpenter pool's nodes, which the pods tolerate; nvidia.com/gpu is always one.
         """
         return pulumi.get(self, "taints")
 
@@ -1366,7 +1366,7 @@ class NodePoolArgs:
 class PartArgsDict(TypedDict):
     install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    Install: false leaves the part out. Default true.
+    Whether to install the part (default true).
     """
 
 @pulumi.input_type
@@ -1374,7 +1374,7 @@ class PartArgs:
     def __init__(__self__, *,
                  install: pulumi.Input[Optional[_builtins.bool]] = None):
         """
-        :param pulumi.Input[_builtins.bool] install: Install: false leaves the part out. Default true.
+        :param pulumi.Input[_builtins.bool] install: Whether to install the part (default true).
         """
         if install is not None:
             pulumi.set(__self__, "install", install)
@@ -1383,7 +1383,7 @@ class PartArgs:
     @pulumi.getter
     def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        Install: false leaves the part out. Default true.
+        Whether to install the part (default true).
         """
         return pulumi.get(self, "install")
 
@@ -1395,91 +1395,91 @@ class PartArgs:
 class RoleArgsDict(TypedDict):
     component_type: pulumi.Input['ComponentType']
     """
-    ComponentType is worker, prefiller, decoder or router.
+    What the role does: worker, prefiller, decoder or router.
     """
     name: pulumi.Input[_builtins.str]
     """
-    Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+    A user-chosen unique identifier (e.g. "prefill"); a DNS label.
     """
     autoscaling: NotRequired[pulumi.Input[Optional['AutoscalingArgsDict']]]
     """
-    Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+    Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
     """
     await_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+    Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
     """
     endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
     """
-    EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+    Sets the Endpoint Picker's image, replicas and resources.
     """
     endpoint_picker_config: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+    A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
     """
     failure_mode: NotRequired[pulumi.Input[Optional['FailureMode']]]
     """
-    FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+    What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
     """
     httproute: NotRequired[pulumi.Input[Optional[Mapping[str, Any]]]]
     """
-    HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+    The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
     """
     model: NotRequired[pulumi.Input[Optional['ModelArgsDict']]]
     """
-    Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+    Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
     """
     model_flexibility: NotRequired[pulumi.Input[Optional['ModelFlexibilityArgsDict']]]
     """
-    ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+    Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
     """
     multinode: NotRequired[pulumi.Input[Optional['MultinodeArgsDict']]]
     """
-    Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+    Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
     """
     network_topology: NotRequired[pulumi.Input[Optional['NetworkTopologyPolicyArgsDict']]]
     """
-    NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+    Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
     """
     node_pool: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    NodePool names the spec.nodePools entry the role's pods run on.
+    Names the spec.nodePools entry the role's pods run on.
     """
     pool_api_version: NotRequired[pulumi.Input[Optional['PoolAPIVersion']]]
     """
-    PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+    The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    Replicas is the number of independent instances (default 1).
+    The number of independent instances (default 1).
     """
-    restart_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    restart_policy: NotRequired[pulumi.Input[Optional['RestartPolicy']]]
     """
-    RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+    What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
     """
     rollout_strategy: NotRequired[pulumi.Input[Optional['RolloutStrategyArgsDict']]]
     """
-    RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+    Shapes how a changed pod template reaches the role's replicas.
     """
     shadow_service: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+    Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
     """
-    startup_policy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    startup_policy: NotRequired[pulumi.Input[Optional['StartupPolicy']]]
     """
-    StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+    When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
     """
     strategy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+    The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
     """
     template: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgsDict']]]
     """
-    Template is the pod template of every pod of the role.
+    The pod template of every pod of the role.
     """
     termination_grace_period_seconds: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+    How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
     """
 
 @pulumi.input_type
@@ -1500,36 +1500,36 @@ class RoleArgs:
                  node_pool: pulumi.Input[Optional[_builtins.str]] = None,
                  pool_api_version: pulumi.Input[Optional['PoolAPIVersion']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
-                 restart_policy: pulumi.Input[Optional[_builtins.str]] = None,
+                 restart_policy: pulumi.Input[Optional['RestartPolicy']] = None,
                  rollout_strategy: pulumi.Input[Optional['RolloutStrategyArgs']] = None,
                  shadow_service: pulumi.Input[Optional[_builtins.bool]] = None,
-                 startup_policy: pulumi.Input[Optional[_builtins.str]] = None,
+                 startup_policy: pulumi.Input[Optional['StartupPolicy']] = None,
                  strategy: pulumi.Input[Optional[_builtins.str]] = None,
                  template: pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']] = None,
                  termination_grace_period_seconds: pulumi.Input[Optional[_builtins.int]] = None):
         """
-        :param pulumi.Input['ComponentType'] component_type: ComponentType is worker, prefiller, decoder or router.
-        :param pulumi.Input[_builtins.str] name: Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
-        :param pulumi.Input['AutoscalingArgs'] autoscaling: Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
-        :param pulumi.Input[_builtins.str] await_timeout: AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
-        :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: EndpointPicker sets the Endpoint Picker's image, replicas and resources.
-        :param pulumi.Input[_builtins.str] endpoint_picker_config: EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
-        :param pulumi.Input['FailureMode'] failure_mode: FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-        :param pulumi.Input[Mapping[str, Any]] httproute: HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
-        :param pulumi.Input['ModelArgs'] model: Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
-        :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
-        :param pulumi.Input['MultinodeArgs'] multinode: Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
-        :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
-        :param pulumi.Input[_builtins.str] node_pool: NodePool names the spec.nodePools entry the role's pods run on.
-        :param pulumi.Input['PoolAPIVersion'] pool_api_version: PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
-        :param pulumi.Input[_builtins.int] replicas: Replicas is the number of independent instances (default 1).
-        :param pulumi.Input[_builtins.str] restart_policy: RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
-        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: RolloutStrategy shapes how a changed pod template reaches the role's replicas.
-        :param pulumi.Input[_builtins.bool] shadow_service: ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
-        :param pulumi.Input[_builtins.str] startup_policy: StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-        :param pulumi.Input[_builtins.str] strategy: Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
-        :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: Template is the pod template of every pod of the role.
-        :param pulumi.Input[_builtins.int] termination_grace_period_seconds: TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+        :param pulumi.Input['ComponentType'] component_type: What the role does: worker, prefiller, decoder or router.
+        :param pulumi.Input[_builtins.str] name: A user-chosen unique identifier (e.g. "prefill"); a DNS label.
+        :param pulumi.Input['AutoscalingArgs'] autoscaling: Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+        :param pulumi.Input[_builtins.str] await_timeout: Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+        :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: Sets the Endpoint Picker's image, replicas and resources.
+        :param pulumi.Input[_builtins.str] endpoint_picker_config: A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+        :param pulumi.Input['FailureMode'] failure_mode: What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+        :param pulumi.Input[Mapping[str, Any]] httproute: The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        :param pulumi.Input['ModelArgs'] model: Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+        :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+        :param pulumi.Input['MultinodeArgs'] multinode: Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+        :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+        :param pulumi.Input[_builtins.str] node_pool: Names the spec.nodePools entry the role's pods run on.
+        :param pulumi.Input['PoolAPIVersion'] pool_api_version: The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+        :param pulumi.Input[_builtins.int] replicas: The number of independent instances (default 1).
+        :param pulumi.Input['RestartPolicy'] restart_policy: What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+        :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: Shapes how a changed pod template reaches the role's replicas.
+        :param pulumi.Input[_builtins.bool] shadow_service: Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+        :param pulumi.Input['StartupPolicy'] startup_policy: When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+        :param pulumi.Input[_builtins.str] strategy: The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+        :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: The pod template of every pod of the role.
+        :param pulumi.Input[_builtins.int] termination_grace_period_seconds: How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
         """
         pulumi.set(__self__, "component_type", component_type)
         pulumi.set(__self__, "name", name)
@@ -1578,7 +1578,7 @@ class RoleArgs:
     @pulumi.getter(name="componentType")
     def component_type(self) -> pulumi.Input['ComponentType']:
         """
-        ComponentType is worker, prefiller, decoder or router.
+        What the role does: worker, prefiller, decoder or router.
         """
         return pulumi.get(self, "component_type")
 
@@ -1590,7 +1590,7 @@ class RoleArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
         """
-        Name is a user-chosen unique identifier (e.g. "prefill"); a DNS label.
+        A user-chosen unique identifier (e.g. "prefill"); a DNS label.
         """
         return pulumi.get(self, "name")
 
@@ -1602,7 +1602,7 @@ class RoleArgs:
     @pulumi.getter
     def autoscaling(self) -> pulumi.Input[Optional['AutoscalingArgs']]:
         """
-        Autoscaling lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
+        Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
         """
         return pulumi.get(self, "autoscaling")
 
@@ -1614,7 +1614,7 @@ class RoleArgs:
     @pulumi.getter(name="awaitTimeout")
     def await_timeout(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+        Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
         """
         return pulumi.get(self, "await_timeout")
 
@@ -1626,7 +1626,7 @@ class RoleArgs:
     @pulumi.getter(name="endpointPicker")
     def endpoint_picker(self) -> pulumi.Input[Optional['EndpointPickerArgs']]:
         """
-        EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+        Sets the Endpoint Picker's image, replicas and resources.
         """
         return pulumi.get(self, "endpoint_picker")
 
@@ -1638,7 +1638,7 @@ class RoleArgs:
     @pulumi.getter(name="endpointPickerConfig")
     def endpoint_picker_config(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
+        A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
         """
         return pulumi.get(self, "endpoint_picker_config")
 
@@ -1650,7 +1650,7 @@ class RoleArgs:
     @pulumi.getter(name="failureMode")
     def failure_mode(self) -> pulumi.Input[Optional['FailureMode']]:
         """
-        FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+        What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
         """
         return pulumi.get(self, "failure_mode")
 
@@ -1662,7 +1662,7 @@ class RoleArgs:
     @pulumi.getter
     def httproute(self) -> pulumi.Input[Optional[Mapping[str, Any]]]:
         """
-        HTTPRoute is the Gateway API HTTPRouteSpec of the service's route: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
         """
         return pulumi.get(self, "httproute")
 
@@ -1674,7 +1674,7 @@ class RoleArgs:
     @pulumi.getter
     def model(self) -> pulumi.Input[Optional['ModelArgs']]:
         """
-        Model replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
+        Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
         """
         return pulumi.get(self, "model")
 
@@ -1686,7 +1686,7 @@ class RoleArgs:
     @pulumi.getter(name="modelFlexibility")
     def model_flexibility(self) -> pulumi.Input[Optional['ModelFlexibilityArgs']]:
         """
-        ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
+        Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
         """
         return pulumi.get(self, "model_flexibility")
 
@@ -1698,7 +1698,7 @@ class RoleArgs:
     @pulumi.getter
     def multinode(self) -> pulumi.Input[Optional['MultinodeArgs']]:
         """
-        Multinode spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
+        Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
         """
         return pulumi.get(self, "multinode")
 
@@ -1710,7 +1710,7 @@ class RoleArgs:
     @pulumi.getter(name="networkTopology")
     def network_topology(self) -> pulumi.Input[Optional['NetworkTopologyPolicyArgs']]:
         """
-        NetworkTopology constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
+        Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
         """
         return pulumi.get(self, "network_topology")
 
@@ -1722,7 +1722,7 @@ class RoleArgs:
     @pulumi.getter(name="nodePool")
     def node_pool(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        NodePool names the spec.nodePools entry the role's pods run on.
+        Names the spec.nodePools entry the role's pods run on.
         """
         return pulumi.get(self, "node_pool")
 
@@ -1734,7 +1734,7 @@ class RoleArgs:
     @pulumi.getter(name="poolApiVersion")
     def pool_api_version(self) -> pulumi.Input[Optional['PoolAPIVersion']]:
         """
-        PoolAPIVersion is the InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
+        The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         """
         return pulumi.get(self, "pool_api_version")
 
@@ -1746,7 +1746,7 @@ class RoleArgs:
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        Replicas is the number of independent instances (default 1).
+        The number of independent instances (default 1).
         """
         return pulumi.get(self, "replicas")
 
@@ -1756,21 +1756,21 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="restartPolicy")
-    def restart_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def restart_policy(self) -> pulumi.Input[Optional['RestartPolicy']]:
         """
-        RestartPolicy is what LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
+        What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
         """
         return pulumi.get(self, "restart_policy")
 
     @restart_policy.setter
-    def restart_policy(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def restart_policy(self, value: pulumi.Input[Optional['RestartPolicy']]):
         pulumi.set(self, "restart_policy", value)
 
     @_builtins.property
     @pulumi.getter(name="rolloutStrategy")
     def rollout_strategy(self) -> pulumi.Input[Optional['RolloutStrategyArgs']]:
         """
-        RolloutStrategy shapes how a changed pod template reaches the role's replicas.
+        Shapes how a changed pod template reaches the role's replicas.
         """
         return pulumi.get(self, "rollout_strategy")
 
@@ -1782,7 +1782,7 @@ class RoleArgs:
     @pulumi.getter(name="shadowService")
     def shadow_service(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        ShadowService adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
+        Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
         """
         return pulumi.get(self, "shadow_service")
 
@@ -1792,21 +1792,21 @@ class RoleArgs:
 
     @_builtins.property
     @pulumi.getter(name="startupPolicy")
-    def startup_policy(self) -> pulumi.Input[Optional[_builtins.str]]:
+    def startup_policy(self) -> pulumi.Input[Optional['StartupPolicy']]:
         """
-        StartupPolicy is when LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
+        When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
         """
         return pulumi.get(self, "startup_policy")
 
     @startup_policy.setter
-    def startup_policy(self, value: pulumi.Input[Optional[_builtins.str]]):
+    def startup_policy(self, value: pulumi.Input[Optional['StartupPolicy']]):
         pulumi.set(self, "startup_policy", value)
 
     @_builtins.property
     @pulumi.getter
     def strategy(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Strategy is the routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+        The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
         """
         return pulumi.get(self, "strategy")
 
@@ -1818,7 +1818,7 @@ class RoleArgs:
     @pulumi.getter
     def template(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgs']]:
         """
-        Template is the pod template of every pod of the role.
+        The pod template of every pod of the role.
         """
         return pulumi.get(self, "template")
 
@@ -1830,7 +1830,7 @@ class RoleArgs:
     @pulumi.getter(name="terminationGracePeriodSeconds")
     def termination_grace_period_seconds(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
+        How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
         """
         return pulumi.get(self, "termination_grace_period_seconds")
 
@@ -1842,15 +1842,15 @@ class RoleArgs:
 class RolloutStrategyArgsDict(TypedDict):
     max_surge: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+    How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
     """
     max_unavailable: NotRequired[pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]]]
     """
-    MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+    How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
     """
     partition: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+    Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
     """
 
 @pulumi.input_type
@@ -1860,9 +1860,9 @@ class RolloutStrategyArgs:
                  max_unavailable: pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]] = None,
                  partition: pulumi.Input[Optional[_builtins.int]] = None):
         """
-        :param pulumi.Input[_builtins.int] max_surge: MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
-        :param pulumi.Input[Union[_builtins.int, _builtins.str]] max_unavailable: MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
-        :param pulumi.Input[_builtins.int] partition: Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+        :param pulumi.Input[_builtins.int] max_surge: How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+        :param pulumi.Input[Union[_builtins.int, _builtins.str]] max_unavailable: How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+        :param pulumi.Input[_builtins.int] partition: Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
         """
         if max_surge is not None:
             pulumi.set(__self__, "max_surge", max_surge)
@@ -1875,7 +1875,7 @@ class RolloutStrategyArgs:
     @pulumi.getter(name="maxSurge")
     def max_surge(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        MaxSurge is 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
+        How many extra groups a replica may have during a rollout: 0 (default: a replica's old group goes before its new one comes) or 1 (the new group comes up first, on extra GPUs, so the replica keeps serving). Each replica's LWS gets it as rollingUpdateConfiguration.maxSurge.
         """
         return pulumi.get(self, "max_surge")
 
@@ -1887,7 +1887,7 @@ class RolloutStrategyArgs:
     @pulumi.getter(name="maxUnavailable")
     def max_unavailable(self) -> pulumi.Input[Optional[Union[_builtins.int, _builtins.str]]]:
         """
-        MaxUnavailable is how many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
+        How many of the role's replicas a rollout updates at once: a count, or a percent of the replicas rounded down ("25%", the default); at least 1. The replicas' LWSs update in batches of this size, each batch after the previous one is Available.
         """
         return pulumi.get(self, "max_unavailable")
 
@@ -1899,7 +1899,7 @@ class RolloutStrategyArgs:
     @pulumi.getter
     def partition(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        Partition keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
+        Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
         """
         return pulumi.get(self, "partition")
 
@@ -1911,23 +1911,23 @@ class RolloutStrategyArgs:
 class SchedulingStrategyArgsDict(TypedDict):
     min_resources: NotRequired[pulumi.Input[Optional['MinResourcesMode']]]
     """
-    MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+    What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
     """
     network_topology: NotRequired[pulumi.Input[Optional['NetworkTopologyArgsDict']]]
     """
-    NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+    Asks Volcano to keep the service, and each replica, within a network tier.
     """
     priority_class_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+    The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
     """
     queue: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Queue is the Volcano queue of the service's PodGroup.
+    The Volcano queue of the service's PodGroup.
     """
     scheduler_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+    The Kubernetes scheduler; "volcano" turns gang scheduling on.
     """
 
 @pulumi.input_type
@@ -1939,11 +1939,11 @@ class SchedulingStrategyArgs:
                  queue: pulumi.Input[Optional[_builtins.str]] = None,
                  scheduler_name: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input['MinResourcesMode'] min_resources: MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
-        :param pulumi.Input['NetworkTopologyArgs'] network_topology: NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
-        :param pulumi.Input[_builtins.str] priority_class_name: PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
-        :param pulumi.Input[_builtins.str] queue: Queue is the Volcano queue of the service's PodGroup.
-        :param pulumi.Input[_builtins.str] scheduler_name: SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+        :param pulumi.Input['MinResourcesMode'] min_resources: What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+        :param pulumi.Input['NetworkTopologyArgs'] network_topology: Asks Volcano to keep the service, and each replica, within a network tier.
+        :param pulumi.Input[_builtins.str] priority_class_name: The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+        :param pulumi.Input[_builtins.str] queue: The Volcano queue of the service's PodGroup.
+        :param pulumi.Input[_builtins.str] scheduler_name: The Kubernetes scheduler; "volcano" turns gang scheduling on.
         """
         if min_resources is not None:
             pulumi.set(__self__, "min_resources", min_resources)
@@ -1960,7 +1960,7 @@ class SchedulingStrategyArgs:
     @pulumi.getter(name="minResources")
     def min_resources(self) -> pulumi.Input[Optional['MinResourcesMode']]:
         """
-        MinResources is none (default) or auto: the PodGroup's minResources become the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
+        What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
         """
         return pulumi.get(self, "min_resources")
 
@@ -1972,7 +1972,7 @@ class SchedulingStrategyArgs:
     @pulumi.getter(name="networkTopology")
     def network_topology(self) -> pulumi.Input[Optional['NetworkTopologyArgs']]:
         """
-        NetworkTopology asks Volcano to keep the service, and each replica, within a network tier.
+        Asks Volcano to keep the service, and each replica, within a network tier.
         """
         return pulumi.get(self, "network_topology")
 
@@ -1984,7 +1984,7 @@ class SchedulingStrategyArgs:
     @pulumi.getter(name="priorityClassName")
     def priority_class_name(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        PriorityClassName is set on the PodGroup (Volcano orders gangs by it) and on every pod (preemption).
+        The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
         """
         return pulumi.get(self, "priority_class_name")
 
@@ -1996,7 +1996,7 @@ class SchedulingStrategyArgs:
     @pulumi.getter
     def queue(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Queue is the Volcano queue of the service's PodGroup.
+        The Volcano queue of the service's PodGroup.
         """
         return pulumi.get(self, "queue")
 
@@ -2008,7 +2008,7 @@ class SchedulingStrategyArgs:
     @pulumi.getter(name="schedulerName")
     def scheduler_name(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        SchedulerName is the Kubernetes scheduler; "volcano" turns gang scheduling on.
+        The Kubernetes scheduler; "volcano" turns gang scheduling on.
         """
         return pulumi.get(self, "scheduler_name")
 
@@ -2018,29 +2018,29 @@ class SchedulingStrategyArgs:
 
 
 class TaintArgsDict(TypedDict):
-    effect: pulumi.Input[_builtins.str]
+    effect: pulumi.Input['TaintEffect']
     """
-    Effect is NoSchedule, PreferNoSchedule or NoExecute.
+    The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
     """
     key: pulumi.Input[_builtins.str]
     """
-    Key is the taint's key.
+    The taint's key.
     """
     value: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Value is the taint's value, if any.
+    The taint's value, if any.
     """
 
 @pulumi.input_type
 class TaintArgs:
     def __init__(__self__, *,
-                 effect: pulumi.Input[_builtins.str],
+                 effect: pulumi.Input['TaintEffect'],
                  key: pulumi.Input[_builtins.str],
                  value: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.str] effect: Effect is NoSchedule, PreferNoSchedule or NoExecute.
-        :param pulumi.Input[_builtins.str] key: Key is the taint's key.
-        :param pulumi.Input[_builtins.str] value: Value is the taint's value, if any.
+        :param pulumi.Input['TaintEffect'] effect: The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
+        :param pulumi.Input[_builtins.str] key: The taint's key.
+        :param pulumi.Input[_builtins.str] value: The taint's value, if any.
         """
         pulumi.set(__self__, "effect", effect)
         pulumi.set(__self__, "key", key)
@@ -2049,21 +2049,21 @@ class TaintArgs:
 
     @_builtins.property
     @pulumi.getter
-    def effect(self) -> pulumi.Input[_builtins.str]:
+    def effect(self) -> pulumi.Input['TaintEffect']:
         """
-        Effect is NoSchedule, PreferNoSchedule or NoExecute.
+        The taint's effect: NoSchedule, PreferNoSchedule or NoExecute.
         """
         return pulumi.get(self, "effect")
 
     @effect.setter
-    def effect(self, value: pulumi.Input[_builtins.str]):
+    def effect(self, value: pulumi.Input['TaintEffect']):
         pulumi.set(self, "effect", value)
 
     @_builtins.property
     @pulumi.getter
     def key(self) -> pulumi.Input[_builtins.str]:
         """
-        Key is the taint's key.
+        The taint's key.
         """
         return pulumi.get(self, "key")
 
@@ -2075,7 +2075,7 @@ class TaintArgs:
     @pulumi.getter
     def value(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Value is the taint's value, if any.
+        The taint's value, if any.
         """
         return pulumi.get(self, "value")
 
@@ -2087,11 +2087,11 @@ class TaintArgs:
 class VolcanoPartArgsDict(TypedDict):
     install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    Install: false leaves Volcano out. Default true.
+    Whether to install Volcano (default true).
     """
     scheduler_configuration: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+    Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
     """
 
 @pulumi.input_type
@@ -2100,8 +2100,8 @@ class VolcanoPartArgs:
                  install: pulumi.Input[Optional[_builtins.bool]] = None,
                  scheduler_configuration: pulumi.Input[Optional[_builtins.str]] = None):
         """
-        :param pulumi.Input[_builtins.bool] install: Install: false leaves Volcano out. Default true.
-        :param pulumi.Input[_builtins.str] scheduler_configuration: SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+        :param pulumi.Input[_builtins.bool] install: Whether to install Volcano (default true).
+        :param pulumi.Input[_builtins.str] scheduler_configuration: Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
         """
         if install is not None:
             pulumi.set(__self__, "install", install)
@@ -2112,7 +2112,7 @@ class VolcanoPartArgs:
     @pulumi.getter
     def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        Install: false leaves Volcano out. Default true.
+        Whether to install Volcano (default true).
         """
         return pulumi.get(self, "install")
 
@@ -2124,7 +2124,7 @@ class VolcanoPartArgs:
     @pulumi.getter(name="schedulerConfiguration")
     def scheduler_configuration(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        SchedulerConfiguration replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
+        Replaces volcano-scheduler.conf, Volcano's default (actions enqueue, allocate, backfill; plugins priority, gang, conformance, overcommit, drf, predicates, proportion, nodeorder, binpack). It must keep what the gang rules need: the actions enqueue and allocate and the plugins gang, predicates and proportion.
         """
         return pulumi.get(self, "scheduler_configuration")
 

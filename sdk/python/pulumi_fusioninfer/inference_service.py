@@ -39,19 +39,19 @@ class InferenceServiceArgs:
         """
         The set of arguments for constructing a InferenceService resource.
 
-        :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: Roles are the logical components of the service, each with a unique name.
-        :param pulumi.Input['AwaitMode'] await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
-        :param _builtins.str await_timeout: AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
-        :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
-        :param pulumi.Input['GangPolicyArgs'] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
-        :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
-        :param pulumi.Input['ModelArgs'] model: Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
-        :param pulumi.Input['MonitoringArgs'] monitoring: Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
-        :param _builtins.str namespace: Namespace of every child; defaults to "default".
-        :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: NodePools are the GPU node pools the roles run on.
-        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
-        :param pulumi.Input['SchedulingStrategyArgs'] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies.
-        :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
+        :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: The logical components of the service, each with a unique name.
+        :param pulumi.Input['AwaitMode'] await_: Chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param _builtins.str await_timeout: How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+        :param pulumi.Input['GangPolicyArgs'] gang_policy: Shapes the shared Volcano PodGroup when gang scheduling is on.
+        :param pulumi.Input[Mapping[str, _builtins.str]] labels: The labels every child object gets.
+        :param pulumi.Input['ModelArgs'] model: Where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+        :param pulumi.Input['MonitoringArgs'] monitoring: Connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
+        :param _builtins.str namespace: The namespace of every child; defaults to "default".
+        :param pulumi.Input[Sequence[pulumi.Input['NodePoolArgs']]] node_pools: The GPU node pools the roles run on.
+        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: Names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+        :param pulumi.Input['SchedulingStrategyArgs'] scheduling_strategy: Applies service-wide scheduling policies.
+        :param _builtins.str service_name: The service's name (metadata.name); defaults to the component's name.
         """
         pulumi.set(__self__, "roles", roles)
         if await_ is not None:
@@ -83,7 +83,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def roles(self) -> pulumi.Input[Sequence[pulumi.Input['RoleArgs']]]:
         """
-        Roles are the logical components of the service, each with a unique name.
+        The logical components of the service, each with a unique name.
         """
         return pulumi.get(self, "roles")
 
@@ -95,7 +95,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="await")
     def await_(self) -> pulumi.Input[Optional['AwaitMode']]:
         """
-        Await chooses what `pulumi up` waits for: all (default), minimal or none.
+        Chooses what `pulumi up` waits for: all (default), minimal or none.
         """
         return pulumi.get(self, "await_")
 
@@ -107,7 +107,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="awaitTimeout")
     def await_timeout(self) -> Optional[_builtins.str]:
         """
-        AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
         """
         return pulumi.get(self, "await_timeout")
 
@@ -119,7 +119,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="dualPodsController")
     def dual_pods_controller(self) -> pulumi.Input[Optional['DualPodsControllerArgs']]:
         """
-        DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+        Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         """
         return pulumi.get(self, "dual_pods_controller")
 
@@ -131,7 +131,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="gangPolicy")
     def gang_policy(self) -> pulumi.Input[Optional['GangPolicyArgs']]:
         """
-        GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
+        Shapes the shared Volcano PodGroup when gang scheduling is on.
         """
         return pulumi.get(self, "gang_policy")
 
@@ -143,7 +143,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def labels(self) -> pulumi.Input[Optional[Mapping[str, _builtins.str]]]:
         """
-        Labels are added to every child object.
+        The labels every child object gets.
         """
         return pulumi.get(self, "labels")
 
@@ -155,7 +155,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def model(self) -> pulumi.Input[Optional['ModelArgs']]:
         """
-        Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+        Where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
         """
         return pulumi.get(self, "model")
 
@@ -167,7 +167,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def monitoring(self) -> pulumi.Input[Optional['MonitoringArgs']]:
         """
-        Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
+        Connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
         """
         return pulumi.get(self, "monitoring")
 
@@ -179,7 +179,7 @@ class InferenceServiceArgs:
     @pulumi.getter
     def namespace(self) -> Optional[_builtins.str]:
         """
-        Namespace of every child; defaults to "default".
+        The namespace of every child; defaults to "default".
         """
         return pulumi.get(self, "namespace")
 
@@ -191,7 +191,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="nodePools")
     def node_pools(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['NodePoolArgs']]]]:
         """
-        NodePools are the GPU node pools the roles run on.
+        The GPU node pools the roles run on.
         """
         return pulumi.get(self, "node_pools")
 
@@ -203,7 +203,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="rolloutOrder")
     def rollout_order(self) -> pulumi.Input[Optional[Sequence[_builtins.str]]]:
         """
-        RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+        Names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
         """
         return pulumi.get(self, "rollout_order")
 
@@ -215,7 +215,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="schedulingStrategy")
     def scheduling_strategy(self) -> pulumi.Input[Optional['SchedulingStrategyArgs']]:
         """
-        SchedulingStrategy applies service-wide scheduling policies.
+        Applies service-wide scheduling policies.
         """
         return pulumi.get(self, "scheduling_strategy")
 
@@ -227,7 +227,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="serviceName")
     def service_name(self) -> Optional[_builtins.str]:
         """
-        ServiceName is the service's name (metadata.name); defaults to the component's name.
+        The service's name (metadata.name); defaults to the component's name.
         """
         return pulumi.get(self, "service_name")
 
@@ -261,19 +261,19 @@ class InferenceService(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
-        :param pulumi.Input['AwaitMode'] await_: Await chooses what `pulumi up` waits for: all (default), minimal or none.
-        :param _builtins.str await_timeout: AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it fails: a Go duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
-        :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: DualPodsController installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
-        :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: GangPolicy shapes the shared Volcano PodGroup when gang scheduling is on.
-        :param pulumi.Input[Mapping[str, _builtins.str]] labels: Labels are added to every child object.
-        :param pulumi.Input[Union['ModelArgs', 'ModelArgsDict']] model: Model is where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
-        :param pulumi.Input[Union['MonitoringArgs', 'MonitoringArgsDict']] monitoring: Monitoring connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
-        :param _builtins.str namespace: Namespace of every child; defaults to "default".
-        :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: NodePools are the GPU node pools the roles run on.
-        :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: Roles are the logical components of the service, each with a unique name.
-        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: RolloutOrder names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
-        :param pulumi.Input[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']] scheduling_strategy: SchedulingStrategy applies service-wide scheduling policies.
-        :param _builtins.str service_name: ServiceName is the service's name (metadata.name); defaults to the component's name.
+        :param pulumi.Input['AwaitMode'] await_: Chooses what `pulumi up` waits for: all (default), minimal or none.
+        :param _builtins.str await_timeout: How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
+        :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: Shapes the shared Volcano PodGroup when gang scheduling is on.
+        :param pulumi.Input[Mapping[str, _builtins.str]] labels: The labels every child object gets.
+        :param pulumi.Input[Union['ModelArgs', 'ModelArgsDict']] model: Where the serving roles' weights come from and where they are kept: downloaded once into a cache volume that every server mounts, streamed from object storage, or mounted from a volume or an image (docs/model-weights.md). A role may set its own.
+        :param pulumi.Input[Union['MonitoringArgs', 'MonitoringArgsDict']] monitoring: Connects the service to the platform's metrics: the Prometheus autoscaled roles read, PodMonitors for the servers and the Endpoint Picker, a Grafana dashboard.
+        :param _builtins.str namespace: The namespace of every child; defaults to "default".
+        :param pulumi.Input[Sequence[pulumi.Input[Union['NodePoolArgs', 'NodePoolArgsDict']]]] node_pools: The GPU node pools the roles run on.
+        :param pulumi.Input[Sequence[pulumi.Input[Union['RoleArgs', 'RoleArgsDict']]]] roles: The logical components of the service, each with a unique name.
+        :param pulumi.Input[Sequence[_builtins.str]] rollout_order: Names the roles in the order a rollout updates them; roles it leaves out follow in the default order: decoders, prefillers, workers, then the router.
+        :param pulumi.Input[Union['SchedulingStrategyArgs', 'SchedulingStrategyArgsDict']] scheduling_strategy: Applies service-wide scheduling policies.
+        :param _builtins.str service_name: The service's name (metadata.name); defaults to the component's name.
         """
         ...
     @overload
@@ -360,7 +360,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="endpointPickerServiceName")
     def endpoint_picker_service_name(self) -> pulumi.Output[_builtins.str]:
         """
-        EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
+        The router's Endpoint Picker Service, empty without a router.
         """
         return pulumi.get(self, "endpoint_picker_service_name")
 
@@ -368,7 +368,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="gangScheduled")
     def gang_scheduled(self) -> pulumi.Output[_builtins.bool]:
         """
-        GangScheduled is true when the pods are gang scheduled by Volcano.
+        True when the pods are gang scheduled by Volcano.
         """
         return pulumi.get(self, "gang_scheduled")
 
@@ -376,7 +376,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="gpusAtFullSize")
     def gpus_at_full_size(self) -> pulumi.Output[_builtins.int]:
         """
-        GPUsAtFullSize are the GPUs of every replica of every role.
+        The GPUs of every replica of every role.
         """
         return pulumi.get(self, "gpus_at_full_size")
 
@@ -384,7 +384,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="gpusMinimal")
     def gpus_minimal(self) -> pulumi.Output[_builtins.int]:
         """
-        GPUsMinimal are the GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
+        The GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
         """
         return pulumi.get(self, "gpus_minimal")
 
@@ -392,7 +392,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="httpRouteName")
     def http_route_name(self) -> pulumi.Output[_builtins.str]:
         """
-        HTTPRouteName is the router's HTTPRoute, empty without a router.
+        The router's HTTPRoute, empty without a router.
         """
         return pulumi.get(self, "http_route_name")
 
@@ -400,7 +400,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="leaderWorkerSetNames")
     def leader_worker_set_names(self) -> pulumi.Output[Mapping[str, Sequence[_builtins.str]]]:
         """
-        LeaderWorkerSetNames lists, per serving role, the names of its LWSs in replica order.
+        Lists, per serving role, the names of its LWSs in replica order.
         """
         return pulumi.get(self, "leader_worker_set_names")
 
@@ -408,7 +408,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter
     def namespace(self) -> pulumi.Output[_builtins.str]:
         """
-        Namespace of every child.
+        The namespace of every child.
         """
         return pulumi.get(self, "namespace")
 
@@ -416,7 +416,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="nodePoolNames")
     def node_pool_names(self) -> pulumi.Output[Sequence[_builtins.str]]:
         """
-        NodePoolNames are the Karpenter NodePools made for the service's karpenter pools.
+        The Karpenter NodePools made for the service's karpenter pools.
         """
         return pulumi.get(self, "node_pool_names")
 
@@ -424,7 +424,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="podGroupName")
     def pod_group_name(self) -> pulumi.Output[_builtins.str]:
         """
-        PodGroupName is the shared PodGroup's name, empty when not gang scheduled.
+        The shared PodGroup's name, empty when not gang scheduled.
         """
         return pulumi.get(self, "pod_group_name")
 
@@ -432,7 +432,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="poolName")
     def pool_name(self) -> pulumi.Output[_builtins.str]:
         """
-        PoolName is the router's InferencePool, empty without a router.
+        The router's InferencePool, empty without a router.
         """
         return pulumi.get(self, "pool_name")
 
@@ -440,7 +440,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="routerReady")
     def router_ready(self) -> pulumi.Output[_builtins.bool]:
         """
-        RouterReady is true when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
+        True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
         """
         return pulumi.get(self, "router_ready")
 
@@ -448,7 +448,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="serviceName")
     def service_name(self) -> pulumi.Output[_builtins.str]:
         """
-        ServiceName is the service's name (metadata.name of the manifest).
+        The service's name (metadata.name of the manifest).
         """
         return pulumi.get(self, "service_name")
 
@@ -456,7 +456,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter
     def status(self) -> pulumi.Output[Mapping[str, 'outputs.RoleStatus']]:
         """
-        Status is, per serving role, its replicas, pods and phase from the LWSs' status.
+        Per serving role, its replicas, pods and phase from the LWSs' status.
         """
         return pulumi.get(self, "status")
 

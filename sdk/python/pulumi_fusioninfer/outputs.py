@@ -57,13 +57,13 @@ class RoleStatus(dict):
                  ready_replicas: _builtins.int,
                  total_pods: _builtins.int):
         """
-        :param _builtins.int desired_replicas: DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
-        :param _builtins.int nodes_per_replica: NodesPerReplica is multinode.nodeCount (1 when single-node).
-        :param _builtins.int observed_replicas: ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
-        :param _builtins.str phase: Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
-        :param _builtins.int ready_pods: ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
-        :param _builtins.int ready_replicas: ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
-        :param _builtins.int total_pods: TotalPods is desiredReplicas x nodesPerReplica.
+        :param _builtins.int desired_replicas: The role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
+        :param _builtins.int nodes_per_replica: The pods of each replica: multinode.nodeCount (1 when single-node).
+        :param _builtins.int observed_replicas: The number of replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+        :param _builtins.str phase: The role's phase: Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
+        :param _builtins.int ready_pods: The number of pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+        :param _builtins.int ready_replicas: The number of replicas whose every pod is ready (LWS group readiness).
+        :param _builtins.int total_pods: The role's pods: desiredReplicas x nodesPerReplica.
         """
         pulumi.set(__self__, "desired_replicas", desired_replicas)
         pulumi.set(__self__, "nodes_per_replica", nodes_per_replica)
@@ -77,7 +77,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="desiredReplicas")
     def desired_replicas(self) -> _builtins.int:
         """
-        DesiredReplicas is the role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
+        The role's replicas: its base, and for an autoscaled role the elastic replicas the autoscaler asked for when the elastic LWS was last read.
         """
         return pulumi.get(self, "desired_replicas")
 
@@ -85,7 +85,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="nodesPerReplica")
     def nodes_per_replica(self) -> _builtins.int:
         """
-        NodesPerReplica is multinode.nodeCount (1 when single-node).
+        The pods of each replica: multinode.nodeCount (1 when single-node).
         """
         return pulumi.get(self, "nodes_per_replica")
 
@@ -93,7 +93,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="observedReplicas")
     def observed_replicas(self) -> _builtins.int:
         """
-        ObservedReplicas counts replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
+        The number of replicas whose LWS reported a status when it was last read: every awaited one; a replica `pulumi up` does not wait for (await minimal or none) is read when it is created, before its controller has seen it, and again at `pulumi up --refresh`.
         """
         return pulumi.get(self, "observed_replicas")
 
@@ -101,7 +101,7 @@ class RoleStatus(dict):
     @pulumi.getter
     def phase(self) -> _builtins.str:
         """
-        Phase is Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
+        The role's phase: Unknown, Pending, Progressing, Running or Failed, as `fusioninfer status` says it.
         """
         return pulumi.get(self, "phase")
 
@@ -109,7 +109,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="readyPods")
     def ready_pods(self) -> _builtins.int:
         """
-        ReadyPods counts the pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
+        The number of pods of ready replicas; LWS does not report the pods of a replica that is only partly up, so those are not counted.
         """
         return pulumi.get(self, "ready_pods")
 
@@ -117,7 +117,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="readyReplicas")
     def ready_replicas(self) -> _builtins.int:
         """
-        ReadyReplicas counts replicas whose every pod is ready (LWS group readiness).
+        The number of replicas whose every pod is ready (LWS group readiness).
         """
         return pulumi.get(self, "ready_replicas")
 
@@ -125,7 +125,7 @@ class RoleStatus(dict):
     @pulumi.getter(name="totalPods")
     def total_pods(self) -> _builtins.int:
         """
-        TotalPods is desiredReplicas x nodesPerReplica.
+        The role's pods: desiredReplicas x nodesPerReplica.
         """
         return pulumi.get(self, "total_pods")
 

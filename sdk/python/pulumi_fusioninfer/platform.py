@@ -29,12 +29,12 @@ class PlatformArgs:
         """
         The set of arguments for constructing a Platform resource.
 
-        :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
-        :param pulumi.Input['PartArgs'] inference_extension: InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
-        :param pulumi.Input['PartArgs'] keda: KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
-        :param pulumi.Input['PartArgs'] leader_worker_set: LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
-        :param pulumi.Input['PartArgs'] prometheus_operator_crds: PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
-        :param pulumi.Input['VolcanoPartArgs'] volcano: Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+        :param _builtins.bool controllers: Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+        :param pulumi.Input['PartArgs'] inference_extension: The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
+        :param pulumi.Input['PartArgs'] keda: The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+        :param pulumi.Input['PartArgs'] leader_worker_set: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
+        :param pulumi.Input['PartArgs'] prometheus_operator_crds: The PodMonitor CRD of prometheus-operator v0.88.0, the kind a service's monitoring emits; a cluster that runs the operator has it already.
+        :param pulumi.Input['VolcanoPartArgs'] volcano: The gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
         """
         if controllers is not None:
             pulumi.set(__self__, "controllers", controllers)
@@ -53,7 +53,7 @@ class PlatformArgs:
     @pulumi.getter
     def controllers(self) -> Optional[_builtins.bool]:
         """
-        Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+        Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
         """
         return pulumi.get(self, "controllers")
 
@@ -65,7 +65,7 @@ class PlatformArgs:
     @pulumi.getter(name="inferenceExtension")
     def inference_extension(self) -> pulumi.Input[Optional['PartArgs']]:
         """
-        InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
+        The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
         """
         return pulumi.get(self, "inference_extension")
 
@@ -77,7 +77,7 @@ class PlatformArgs:
     @pulumi.getter
     def keda(self) -> pulumi.Input[Optional['PartArgs']]:
         """
-        KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+        The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         """
         return pulumi.get(self, "keda")
 
@@ -89,7 +89,7 @@ class PlatformArgs:
     @pulumi.getter(name="leaderWorkerSet")
     def leader_worker_set(self) -> pulumi.Input[Optional['PartArgs']]:
         """
-        LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
+        LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
         """
         return pulumi.get(self, "leader_worker_set")
 
@@ -101,7 +101,7 @@ class PlatformArgs:
     @pulumi.getter(name="prometheusOperatorCRDs")
     def prometheus_operator_crds(self) -> pulumi.Input[Optional['PartArgs']]:
         """
-        PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
+        The PodMonitor CRD of prometheus-operator v0.88.0, the kind a service's monitoring emits; a cluster that runs the operator has it already.
         """
         return pulumi.get(self, "prometheus_operator_crds")
 
@@ -113,7 +113,7 @@ class PlatformArgs:
     @pulumi.getter
     def volcano(self) -> pulumi.Input[Optional['VolcanoPartArgs']]:
         """
-        Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+        The gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
         """
         return pulumi.get(self, "volcano")
 
@@ -140,12 +140,12 @@ class Platform(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
-        :param _builtins.bool controllers: Controllers: false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
-        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] inference_extension: InferenceExtension: the InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
-        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] keda: KEDA: KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
-        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] leader_worker_set: LeaderWorkerSet: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
-        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] prometheus_operator_crds: PrometheusOperatorCRDs: prometheus-operator v0.88.0's PodMonitor CRD, the kind a service's monitoring emits; a cluster that runs the operator has it already.
-        :param pulumi.Input[Union['VolcanoPartArgs', 'VolcanoPartArgsDict']] volcano: Volcano: Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
+        :param _builtins.bool controllers: Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] inference_extension: The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0.
+        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] keda: The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
+        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] leader_worker_set: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
+        :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] prometheus_operator_crds: The PodMonitor CRD of prometheus-operator v0.88.0, the kind a service's monitoring emits; a cluster that runs the operator has it already.
+        :param pulumi.Input[Union['VolcanoPartArgs', 'VolcanoPartArgsDict']] volcano: The gang scheduler Volcano v1.14.1 (CRDs, RBAC, admission, controllers, scheduler) in volcano-system.
         """
         ...
     @overload
@@ -207,7 +207,7 @@ class Platform(pulumi.ComponentResource):
     @pulumi.getter
     def objects(self) -> pulumi.Output[Sequence[_builtins.str]]:
         """
-        Objects are the keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
+        The keys of the objects it installs ("Kind/name" or "Kind/namespace/name"), in install order.
         """
         return pulumi.get(self, "objects")
 
@@ -215,7 +215,7 @@ class Platform(pulumi.ComponentResource):
     @pulumi.getter
     def versions(self) -> pulumi.Output[Sequence[_builtins.str]]:
         """
-        Versions are the upstream modules the manifests come from, "module@version".
+        The upstream modules the manifests come from, "module@version".
         """
         return pulumi.get(self, "versions")
 

@@ -69,7 +69,7 @@ func story4(t *testing.T, name string) *api.InferenceService {
 	svc := services[0]
 	svc.Name, svc.Namespace = name, name
 	svc.Spec.NodePools = []api.NodePool{{Name: "h100", GPUsPerNode: 8, InstanceTypes: []string{"gpu-8x-h100"},
-		CapacityTypes: []string{"on-demand"}, NodeClassRef: kwokClass}}
+		CapacityTypes: []api.CapacityType{"on-demand"}, NodeClassRef: kwokClass}}
 	for i := range svc.Spec.Roles {
 		svc.Spec.Roles[i].NodePool = "h100"
 	}

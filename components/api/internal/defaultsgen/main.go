@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/format"
-	"go/parser"
 	"go/token"
 	"log"
 	"os"
@@ -24,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/goparse"
 )
 
 func main() {
@@ -48,18 +49,12 @@ type fieldDefault struct {
 // Generate is the source of zz_generated.defaults.go for the api package in dir.
 func Generate(dir string) ([]byte, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go") && !strings.HasPrefix(fi.Name(), "zz_generated")
-	}, 0)
+	files, err := goparse.Package(fset, dir, 0, func(name string) bool { return strings.HasPrefix(name, "zz_generated") })
 	if err != nil {
 		return nil, err
 	}
-	pkg, ok := pkgs["api"]
-	if !ok {
-		return nil, fmt.Errorf("%s: no package api", dir)
-	}
 	var defaults []fieldDefault
-	for _, file := range pkg.Files {
+	for _, file := range files {
 		ast.Inspect(file, func(n ast.Node) bool {
 			spec, ok := n.(*ast.TypeSpec)
 			if !ok {

@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/goparse"
 )
 
 const apiImport = "github.com/fusioninfer/pulumi-fusioninfer/components/api"
@@ -47,17 +49,13 @@ type field struct {
 // Generate is the source of args_generated.go for the api package in apiDir.
 func Generate(apiDir string) ([]byte, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, apiDir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	files, err := goparse.Package(fset, apiDir, parser.ParseComments, nil)
 	if err != nil {
 		return nil, err
 	}
-	pkg, ok := pkgs["api"]
-	if !ok {
-		return nil, fmt.Errorf("%s: no package api", apiDir)
-	}
 	g := &generator{fset: fset, local: map[string]bool{}, imports: map[string]string{}, used: map[string]bool{"k8scorev1": true, "api": true}}
 	structs := map[string]*ast.StructType{}
-	for _, file := range pkg.Files {
+	for _, file := range files {
 		for _, imp := range file.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			name := p[strings.LastIndex(p, "/")+1:]

@@ -9,9 +9,20 @@ export const AwaitMode = {
 } as const;
 
 /**
- * AwaitMode is one of: all, minimal, none.
+ * One of: all, minimal, none.
  */
 export type AwaitMode = (typeof AwaitMode)[keyof typeof AwaitMode];
+
+export const CapacityType = {
+    On_demand: "on-demand",
+    Spot: "spot",
+    Reserved: "reserved",
+} as const;
+
+/**
+ * One of: on-demand, spot, reserved.
+ */
+export type CapacityType = (typeof CapacityType)[keyof typeof CapacityType];
 
 export const ComponentType = {
     Worker: "worker",
@@ -21,7 +32,7 @@ export const ComponentType = {
 } as const;
 
 /**
- * ComponentType is one of: worker, prefiller, decoder, router.
+ * One of: worker, prefiller, decoder, router.
  */
 export type ComponentType = (typeof ComponentType)[keyof typeof ComponentType];
 
@@ -33,7 +44,7 @@ export const EndpointPickerRelease = {
 } as const;
 
 /**
- * EndpointPickerRelease is one of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
+ * One of: llm-d-router-v0.10.0, gie-v1.5.0, gie-v1.2.0, gie-lwepp-v1.6.0.
  */
 export type EndpointPickerRelease = (typeof EndpointPickerRelease)[keyof typeof EndpointPickerRelease];
 
@@ -43,7 +54,7 @@ export const FailureMode = {
 } as const;
 
 /**
- * FailureMode is one of: FailClose, FailOpen.
+ * One of: FailClose, FailOpen.
  */
 export type FailureMode = (typeof FailureMode)[keyof typeof FailureMode];
 
@@ -53,7 +64,7 @@ export const GangMode = {
 } as const;
 
 /**
- * GangMode is one of: subGroup, taskMember.
+ * One of: subGroup, taskMember.
  */
 export type GangMode = (typeof GangMode)[keyof typeof GangMode];
 
@@ -63,16 +74,26 @@ export const MinResourcesMode = {
 } as const;
 
 /**
- * MinResourcesMode is one of: auto, none.
+ * One of: auto, none.
  */
 export type MinResourcesMode = (typeof MinResourcesMode)[keyof typeof MinResourcesMode];
+
+export const ModelCacheAccessMode = {
+    ReadWriteMany: "ReadWriteMany",
+    ReadOnlyMany: "ReadOnlyMany",
+} as const;
+
+/**
+ * One of: ReadWriteMany, ReadOnlyMany.
+ */
+export type ModelCacheAccessMode = (typeof ModelCacheAccessMode)[keyof typeof ModelCacheAccessMode];
 
 export const ModelFlexibilityMode = {
     DualPods: "dualPods",
 } as const;
 
 /**
- * ModelFlexibilityMode is one of: dualPods.
+ * One of: dualPods.
  */
 export type ModelFlexibilityMode = (typeof ModelFlexibilityMode)[keyof typeof ModelFlexibilityMode];
 
@@ -81,7 +102,7 @@ export const ModelLoadFormat = {
 } as const;
 
 /**
- * ModelLoadFormat is one of: runai_streamer.
+ * One of: runai_streamer.
  */
 export type ModelLoadFormat = (typeof ModelLoadFormat)[keyof typeof ModelLoadFormat];
 
@@ -91,7 +112,7 @@ export const NetworkTopologyMode = {
 } as const;
 
 /**
- * NetworkTopologyMode is one of: hard, soft.
+ * One of: hard, soft.
  */
 export type NetworkTopologyMode = (typeof NetworkTopologyMode)[keyof typeof NetworkTopologyMode];
 
@@ -101,7 +122,7 @@ export const NodePoolKind = {
 } as const;
 
 /**
- * NodePoolKind is one of: karpenter, existing.
+ * One of: karpenter, existing.
  */
 export type NodePoolKind = (typeof NodePoolKind)[keyof typeof NodePoolKind];
 
@@ -111,6 +132,37 @@ export const PoolAPIVersion = {
 } as const;
 
 /**
- * PoolAPIVersion is one of: v1, v1alpha2.
+ * One of: v1, v1alpha2.
  */
 export type PoolAPIVersion = (typeof PoolAPIVersion)[keyof typeof PoolAPIVersion];
+
+export const RestartPolicy = {
+    RecreateGroupOnPodRestart: "RecreateGroupOnPodRestart",
+    None: "None",
+} as const;
+
+/**
+ * One of: RecreateGroupOnPodRestart, None.
+ */
+export type RestartPolicy = (typeof RestartPolicy)[keyof typeof RestartPolicy];
+
+export const StartupPolicy = {
+    LeaderCreated: "LeaderCreated",
+    LeaderReady: "LeaderReady",
+} as const;
+
+/**
+ * One of: LeaderCreated, LeaderReady.
+ */
+export type StartupPolicy = (typeof StartupPolicy)[keyof typeof StartupPolicy];
+
+export const TaintEffect = {
+    NoSchedule: "NoSchedule",
+    PreferNoSchedule: "PreferNoSchedule",
+    NoExecute: "NoExecute",
+} as const;
+
+/**
+ * One of: NoSchedule, PreferNoSchedule, NoExecute.
+ */
+export type TaintEffect = (typeof TaintEffect)[keyof typeof TaintEffect];
