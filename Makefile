@@ -18,10 +18,10 @@ demo:
 ## with their examples under Pulumi's mocks (npm and PyPI packages installed here). The tests that
 ## read what those programs registered run from test-typescript and test-python, after them; under
 ## CI they fail rather than skip when run without it.
-## GIE v1.5.0's Endpoint Picker, the oracle of components/eppconfig's tests, is built once into
+## GIE v1.5.0's Endpoint Picker, the oracle of core/eppconfig's tests, is built once into
 ## the user cache (minutes cold): first, outside go test's 10-minute limit per package.
 test: vet lint
-	$(GO) test ./components/eppconfig -run '^TestGIE150PluginsAreTheEPPs$$' -count=1 -timeout 30m
+	$(GO) test ./core/eppconfig -run '^TestGIE150PluginsAreTheEPPs$$' -count=1 -timeout 30m
 	$(GO) test ./... -skip '^Test(TypeScript|Python)'
 	$(MAKE) test-typescript
 	$(MAKE) test-python
@@ -142,11 +142,11 @@ lint:
 ## fuzz: the coverage-guided fuzzer on the core (not in make test: its instrumented build of every
 ## package cost 13 cold CI minutes for 20 s of fuzzing).
 fuzz:
-	$(GO) test ./components/topology -run '^$$' -fuzz FuzzBuild -fuzztime 10m -fuzzminimizetime 30s
+	$(GO) test ./core/render -run '^$$' -fuzz FuzzBuild -fuzztime 10m -fuzzminimizetime 30s
 
 ## bench: the benchmarks behind the README's performance figures.
 bench:
-	$(GO) test ./components/topology ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
+	$(GO) test ./core/render ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
 	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
 
 ## bench-routing: the request path on the simulated cluster (docs/performance.md): the Endpoint
@@ -157,8 +157,8 @@ bench-routing:
 
 ## golden: rewrite the cores' golden files (the services', the Platform's) after an intended change; review the diff.
 golden:
-	$(GO) test ./components/topology -run TestGoldenTrees -update
-	$(GO) test ./components/platform -run TestGolden -update
+	$(GO) test ./core/render -run TestGoldenTrees -update
+	$(GO) test ./core/platform -run TestGolden -update
 
 clean:
 	rm -rf bin dist
@@ -185,7 +185,7 @@ release:
 	$(MAKE) sdk-packages && cp $(NPM_PACKAGE) $(PY_WHEEL) dist/
 
 ## image: the model download Job's image, ghcr.io/fusioninfer/fusioninfer-download:vVERSION (the
-## default of every download Job, topology.DownloaderImage), from cmd/fusioninfer-download/Dockerfile.
+## default of every download Job, render.DownloaderImage), from cmd/fusioninfer-download/Dockerfile.
 ## Needs docker (or a compatible builder); push it with the release.
 image:
 	docker build -f cmd/fusioninfer-download/Dockerfile --build-arg VERSION=$(VERSION) -t ghcr.io/fusioninfer/fusioninfer-download:v$(VERSION) .
@@ -193,7 +193,7 @@ image:
 ## gen: the provider's schema from the Go types, then the SDKs from the schema (sdk/nodejs, sdk/python, sdk/go),
 ## and the field reference of docs/reference.md.
 gen:
-	$(GO) generate ./components/api ./components/inferenceservice ./components/mirror
+	$(GO) generate ./api ./components/inferenceservice ./mirror/...
 	$(GO) run ./provider/cmd/describe > provider/descriptions.json
 	$(GO) run ./provider/cmd/describe -reference docs/reference.md
 	$(GO) test ./provider -run TestSchemaIsCheckedIn -update

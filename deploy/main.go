@@ -17,9 +17,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 func main() { pulumi.Run(program) }
@@ -38,13 +38,13 @@ func program(ctx *pulumi.Context) error {
 	// Every document is checked, as `fusioninfer render` checks them, before any is registered:
 	// a bad later one must not leave an earlier service half-deployed.
 	namespace := cfg.Get("namespace")
-	trees, sources, problems := topology.LoadManifest(manifest, data, func(svc *api.InferenceService) *field.Error {
+	trees, sources, problems := render.LoadManifest(manifest, data, func(svc *api.InferenceService) *field.Error {
 		if svc.Namespace == "" {
 			svc.Namespace = namespace
 		}
 		return nil
 	})
-	problems = append(problems, topology.Duplicates(trees, sources)...)
+	problems = append(problems, render.Duplicates(trees, sources)...)
 	problems = append(problems, oneComponentPerName(trees, sources)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%s\n%d problem(s); nothing deployed", strings.Join(problems, "\n"), len(problems))
@@ -65,8 +65,8 @@ func program(ctx *pulumi.Context) error {
 // service alone (its URN ends ...::fusioninfer:index:InferenceService::{name}, which the stacks
 // deployed so far keep), so one name in two namespaces, which kubectl takes as two services, would
 // be one URN twice: Pulumi's engine refuses the second ("Duplicate resource URN") after the first
-// is registered. Same namespace and name is topology.Duplicates' problem, reported there.
-func oneComponentPerName(trees []*topology.Tree, sources []topology.Source) []string {
+// is registered. Same namespace and name is render.Duplicates' problem, reported there.
+func oneComponentPerName(trees []*render.Tree, sources []render.Source) []string {
 	first := map[string]int{}
 	var problems []string
 	for i, tree := range trees {

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/frontdoor"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
 )
 
 func withConfig(values map[string]string) pulumi.RunOption {

@@ -1,7 +1,7 @@
 package provider
 
 import (
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 )
 
 // Args are the component's inputs as the served schema describes them: the service's name,

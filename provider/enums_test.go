@@ -14,17 +14,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/goparse"
 )
 
 // TestSchemaEnumsAreTheInputModels: every string type the input model declares (type X string in
-// components/api) is an api.Enum, every closed set of another package's type the input model uses
+// api) is an api.Enum, every closed set of another package's type the input model uses
 // is one too (api.EnumOf), and the schema has each as an enum with exactly the values validation
 // allows, referred to by the fields of that type (so the SDKs type them).
 func TestSchemaEnumsAreTheInputModels(t *testing.T) {
-	files, err := goparse.Package(token.NewFileSet(), "../components/api", 0, nil)
+	files, err := goparse.Package(token.NewFileSet(), "../api", 0, nil)
 	require.NoError(t, err)
 	var stringTypes []string
 	for _, file := range files {
@@ -55,7 +55,7 @@ func TestSchemaEnumsAreTheInputModels(t *testing.T) {
 		require.True(t, ok, "%s is an enumeration", typ)
 		enums[enum.Name] = typ
 		if typ.PkgPath() == reflect.TypeFor[api.Role]().PkgPath() {
-			assert.Contains(t, stringTypes, typ.Name(), "an enumeration of the input model is a type X string of components/api")
+			assert.Contains(t, stringTypes, typ.Name(), "an enumeration of the input model is a type X string of api")
 		}
 	}
 	require.NotEmpty(t, stringTypes)

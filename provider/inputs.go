@@ -11,8 +11,8 @@ import (
 	comProvider "github.com/pulumi/pulumi/sdk/v3/go/pulumi/provider"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
 // decodeInputs is the InferenceService a language SDK's inputs describe, and each role's pod

@@ -8,8 +8,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
 )
 
 // TestConstructPlatformEqualsTheCore: a TypeScript, Python or YAML program's Platform registers

@@ -14,7 +14,7 @@ import (
 	comProvider "github.com/pulumi/pulumi/sdk/v3/go/pulumi/provider"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platformcomponent"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
 )
 
 // Name is the provider's package name.
@@ -71,7 +71,7 @@ func construct(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resou
 }
 
 // constructPlatform gives infer the Platform's schema; constructFromRawInputs constructs it.
-func constructPlatform(ctx *pulumi.Context, name string, args platformcomponent.Args, opts ...pulumi.ResourceOption) (*platformcomponent.Platform, error) {
+func constructPlatform(ctx *pulumi.Context, name string, args platform.Args, opts ...pulumi.ResourceOption) (*platform.Platform, error) {
 	//lint:ignore ST1005 the errors name the kind of what they refuse first, a proper noun
 	return nil, fmt.Errorf("Platform %q: constructed through constructFromRawInputs", name)
 }
@@ -81,14 +81,14 @@ func constructPlatform(ctx *pulumi.Context, name string, args platformcomponent.
 // spec goes through the manifest's strict decoding, the pod templates keep nested unknowns
 // (decodeInputs).
 func constructFromRawInputs(ctx context.Context, req p.ConstructRequest) (p.ConstructResponse, error) {
-	if req.Urn.Type() == platformcomponent.TypeToken {
+	if req.Urn.Type() == platform.TypeToken {
 		return p.ProgramConstruct(ctx, req, func(pctx *pulumi.Context, _, name string, _ comProvider.ConstructInputs, opts pulumi.ResourceOption) (*comProvider.ConstructResult, error) {
 			spec, err := platformSpecOf(req.Inputs)
 			if err != nil {
 				//lint:ignore ST1005 the errors name the kind of what they refuse first, a proper noun
 				return nil, fmt.Errorf("Platform %q: %w", name, err)
 			}
-			component, err := platformcomponent.NewPlatform(pctx, name, &platformcomponent.Args{Spec: *spec}, opts)
+			component, err := platform.NewPlatform(pctx, name, &platform.Args{Spec: *spec}, opts)
 			if err != nil {
 				return nil, err
 			}

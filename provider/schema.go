@@ -12,7 +12,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	pschema "github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 )
 
@@ -219,7 +219,7 @@ func describe(spec *pschema.PackageSpec) error {
 	for token, r := range spec.Resources {
 		fill(r.InputProperties, "Args")
 		fill(r.InputProperties, "InferenceServiceSpec")
-		fill(r.InputProperties, "Spec") // the Platform's (components/platform)
+		fill(r.InputProperties, "Spec") // the Platform's (core/platform)
 		fill(r.Properties, token[strings.LastIndex(token, ":")+1:])
 		spec.Resources[token] = r
 	}

@@ -25,9 +25,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/download"
 )
 
@@ -160,7 +160,7 @@ func jobCommand(t *testing.T, source, cache string, exclude ...string) []string 
 	for _, o := range tree.Objects {
 		if job, ok := o.Object.(*batchv1.Job); ok {
 			c := job.Spec.Template.Spec.Containers[0]
-			require.Equal(t, []string{topology.DownloaderCommand}, c.Command)
+			require.Equal(t, []string{render.DownloaderCommand}, c.Command)
 			args := slices.Clone(c.Args)
 			i := slices.Index(args, api.ModelMountPath)
 			require.Equal(t, "--cache", args[i-1])
@@ -172,7 +172,7 @@ func jobCommand(t *testing.T, source, cache string, exclude ...string) []string 
 	return nil
 }
 
-func cachedTree(t *testing.T, source string, exclude ...string) *topology.Tree {
+func cachedTree(t *testing.T, source string, exclude ...string) *render.Tree {
 	t.Helper()
 	data, err := os.ReadFile("../../examples/manifests/story1-monolithic.yaml")
 	require.NoError(t, err)
@@ -181,13 +181,13 @@ func cachedTree(t *testing.T, source string, exclude ...string) *topology.Tree {
 	svc := docs[0].Service
 	svc.Spec.Roles[0].Template.Spec.Containers[0].Args = nil
 	svc.Spec.Model = &api.Model{Source: source, Name: "tiny", Cache: &api.ModelCache{Size: "1Gi", StorageClassName: "shared", Exclude: exclude}}
-	tree, verrs := topology.Build(svc)
+	tree, verrs := render.Build(svc)
 	require.Empty(t, verrs)
 	return tree
 }
 
 // serverModelDir is where the servers' --model points, under the test's cache directory.
-func serverModelDir(t *testing.T, tree *topology.Tree, cache string) string {
+func serverModelDir(t *testing.T, tree *render.Tree, cache string) string {
 	t.Helper()
 	for _, o := range tree.Objects {
 		if lws, ok := o.Object.(*lwsv1.LeaderWorkerSet); ok {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/planner"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // maxReplicaColumns: beyond this many replicas the table has one column per role.
@@ -189,7 +189,7 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error 
 var planExitCodes = map[planner.ServiceStatus]int{planner.Full: 0, planner.Partial: 2, planner.Blocked: 3}
 
 // writePlan prints a service's table and returns its exit status on the clusters given.
-func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, labels []string) (int, error) {
+func writePlan(w io.Writer, tree *render.Tree, clusters []planner.Cluster, labels []string) (int, error) {
 	var predictions []*planner.Prediction
 	code := 0
 	for _, c := range clusters {
@@ -214,8 +214,8 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 			tree.Service.Name, fullSize)
 		fmt.Fprintln(w, "A prediction of where the replicas' pods fit, counting GPUs; not of every scheduler plugin.")
 	}
-	for _, m := range topology.Summarize(tree).Models {
-		fmt.Fprintf(w, "Weights of %s\n", topology.DescribeModel(m))
+	for _, m := range render.Summarize(tree).Models {
+		fmt.Fprintf(w, "Weights of %s\n", render.DescribeModel(m))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	perReplica := len(first.Replicas) <= maxReplicaColumns
@@ -258,7 +258,7 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 			fmt.Fprintf(w, "  %s: %s\n", labels[i], reason)
 		}
 	}
-	for _, limit := range topology.PoolLimits(&tree.Service.Spec, tree.Service.Name) {
+	for _, limit := range render.PoolLimits(&tree.Service.Spec, tree.Service.Name) {
 		fmt.Fprintln(w, poolLimitLine(limit))
 	}
 	fmt.Fprintln(w)
@@ -267,7 +267,7 @@ func writePlan(w io.Writer, tree *topology.Tree, clusters []planner.Cluster, lab
 
 // poolLimitLine says what a karpenter pool's NodePool may launch, and what it holds: a replica
 // beyond it (an LWS scaled by hand, an autoscaler held past maxReplicas) waits Pending.
-func poolLimitLine(limit topology.PoolLimit) string {
+func poolLimitLine(limit render.PoolLimit) string {
 	var shares []string
 	for _, r := range limit.Roles {
 		share := fmt.Sprintf("%s %d replicas", r.Role, r.Replicas)

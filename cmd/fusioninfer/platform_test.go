@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
 // TestPlatformRenderPrintsTheCoreOutput: without a spec, every part, as the core renders it.

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 type renderOptions struct {
@@ -77,7 +77,7 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 	if opts.outputDir != "" {
 		if opts.summary {
 			for _, tree := range trees {
-				writeSummary(stdout, topology.Summarize(tree))
+				writeSummary(stdout, render.Summarize(tree))
 			}
 		}
 		return writeObjectFiles(opts.outputDir, opts.replace, treeObjects(trees), stdout)
@@ -85,7 +85,7 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 	var out bytes.Buffer
 	for _, tree := range trees {
 		if opts.summary {
-			writeSummary(&out, topology.Summarize(tree))
+			writeSummary(&out, render.Summarize(tree))
 		}
 		doc, err := tree.YAML()
 		if err != nil {
@@ -99,16 +99,16 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 
 // loadTrees decodes, validates and builds every service of every input; it returns either all
 // trees or every problem found (in file and line order), never a mix. Services and objects are
-// unique across everything rendered together (topology.Duplicates). A file that cannot be read is an error of its own: nothing is checked after it.
-func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string, error) {
+// unique across everything rendered together (render.Duplicates). A file that cannot be read is an error of its own: nothing is checked after it.
+func loadTrees(stdin io.Reader, opts renderOptions) ([]*render.Tree, []string, error) {
 	if len(opts.files) == 0 {
 		return nil, nil, errors.New("no manifest: give its file (render -f FILE, or render FILE ...), or - for stdin")
 	}
 	if err := checkNamespaceFlag(opts.namespace); err != nil {
 		return nil, nil, err
 	}
-	var trees []*topology.Tree
-	var sources []topology.Source // where each tree's service is
+	var trees []*render.Tree
+	var sources []render.Source // where each tree's service is
 	var problems []string
 	var given []string
 	for _, file := range opts.files {
@@ -125,12 +125,12 @@ func loadTrees(stdin io.Reader, opts renderOptions) ([]*topology.Tree, []string,
 		if err != nil {
 			return nil, nil, err
 		}
-		fileTrees, fileSources, fileProblems := topology.LoadManifest(file, data, namespaceFlag(opts.namespace))
+		fileTrees, fileSources, fileProblems := render.LoadManifest(file, data, namespaceFlag(opts.namespace))
 		trees = append(trees, fileTrees...)
 		sources = append(sources, fileSources...)
 		problems = append(problems, fileProblems...)
 	}
-	problems = append(problems, topology.Duplicates(trees, sources)...)
+	problems = append(problems, render.Duplicates(trees, sources)...)
 	if len(problems) == 0 && len(trees) == 0 {
 		problems = append(problems, "no InferenceService found in "+strings.Join(opts.files, ", "))
 	}
@@ -216,7 +216,7 @@ type objectFile struct {
 }
 
 // treeObjects are the objects of the trees, in apply order.
-func treeObjects(trees []*topology.Tree) []objectFile {
+func treeObjects(trees []*render.Tree) []objectFile {
 	var out []objectFile
 	for _, tree := range trees {
 		for i := range tree.Objects {

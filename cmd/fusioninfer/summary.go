@@ -8,14 +8,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // maxTaskNamesShown keeps the summary to one screen for services with many replicas.
 const maxTaskNamesShown = 4
 
 // writeSummary prints a one-screen summary as YAML comment lines, so the output stays valid YAML.
-func writeSummary(w io.Writer, s topology.Summary) {
+func writeSummary(w io.Writer, s render.Summary) {
 	var body bytes.Buffer
 	fmt.Fprintf(&body, "InferenceService %s (namespace %s)\n", s.Service, s.Namespace)
 	tw := tabwriter.NewWriter(&body, 0, 0, 2, ' ', 0)
@@ -45,9 +45,9 @@ func writeSummary(w io.Writer, s topology.Summary) {
 			r.HTTPRoute, r.Pool, r.PoolAPIVersion, r.PoolPort, r.EndpointPicker, r.Image, r.Strategy)
 	}
 	for _, m := range s.Models {
-		fmt.Fprintf(&body, "model: %s\n", topology.DescribeModel(m))
+		fmt.Fprintf(&body, "model: %s\n", render.DescribeModel(m))
 	}
-	fmt.Fprintf(&body, "rollout: %s\n", topology.DescribeRollout(s.Rollout))
+	fmt.Fprintf(&body, "rollout: %s\n", render.DescribeRollout(s.Rollout))
 	kinds := make([]string, 0, len(s.Objects))
 	for k := range s.Objects {
 		kinds = append(kinds, k)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 )
 
 // maxCLIBytes is issue 13's ceiling for the CLI as `make build` builds it (28.3 MB when set).

@@ -2,12 +2,12 @@ package inferenceservice
 
 import (
 	"fmt"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
 )
 
 // BenchmarkComponent registers the whole component under Pulumi mocks: one worker role of 4

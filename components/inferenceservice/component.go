@@ -13,10 +13,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubetoken"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/kubetoken"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 )
 
 // TypeToken is the component's Pulumi type.
@@ -90,7 +90,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	if len(errs) > 0 {
 		return nil, &api.ValidationError{Service: shape.Name, Errors: errs}
 	}
-	refs, err := topology.Plan(shape, resolved)
+	refs, err := render.Plan(shape, resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	if err := ctx.RegisterComponentResource(TypeToken, name, component, opts...); err != nil {
 		return nil, err
 	}
-	if t, known := built.Value.(*topology.Tree); known {
+	if t, known := built.Value.(*render.Tree); known {
 		for _, w := range t.Warnings() {
 			if err := ctx.Log.Warn(w, &pulumi.LogArgs{Resource: component}); err != nil {
 				return nil, err
@@ -115,7 +115,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	}
 	if ctx.DryRun() {
 		// Known from the shape alone, so a preview says how the change it shows will roll.
-		if err := ctx.Log.Info("rollout: "+topology.DescribeRollout(topology.RolloutBatches(refs))+
+		if err := ctx.Log.Info("rollout: "+render.DescribeRollout(render.RolloutBatches(refs))+
 			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component}); err != nil {
 			return nil, err
 		}
@@ -169,7 +169,7 @@ func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]
 			}
 			svc.Spec.Roles[templateRoles[j]].Template = tpl
 		}
-		t, errs := topology.Build(&svc)
+		t, errs := render.Build(&svc)
 		if len(errs) > 0 {
 			return nil, &api.ValidationError{Service: svc.Name, Errors: errs}
 		}
@@ -180,10 +180,10 @@ func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]
 // registerChild registers the i-th object of the tree as a pulumi-kubernetes resource, named
 // "{component}-{suffix}", parented to the component. Its name, namespace and kind are known at
 // preview; its contents come from the tree. An awaited LWS's failure is reported by failures.
-func registerChild(ctx *pulumi.Context, componentName string, component *InferenceService, tree pulumi.AnyOutput, i int, ref topology.Ref,
+func registerChild(ctx *pulumi.Context, componentName string, component *InferenceService, tree pulumi.AnyOutput, i int, ref render.Ref,
 	failures *waitFailures) (*apiextensions.CustomResource, error) {
 	object := tree.ApplyT(func(t any) (map[string]any, error) {
-		return t.(*topology.Tree).Objects[i].Unstructured()
+		return t.(*render.Tree).Objects[i].Unstructured()
 	}).(pulumi.MapOutput)
 	metadataField := func(field string) pulumi.StringMapOutput {
 		return object.ApplyT(func(m map[string]any) map[string]string {
@@ -223,7 +223,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 			Annotations: metadataField("annotations"),
 		},
 	}
-	for _, f := range topology.BodyFields(ref.TypeMeta) {
+	for _, f := range render.BodyFields(ref.TypeMeta) {
 		inputs[f] = object.ApplyT(func(m map[string]any) any { return m[f] })
 	}
 	opts := append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn)}, failures.option(ref)...)
@@ -256,7 +256,7 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 // Both carry the same inputs, patchForce included, so the rollout's first apply changes nothing
 // on the object: the state the provider returns for it is the same whether its wait saw the
 // object before or after that apply (docs/design/0018-a-rollout-that-changes-nothing.md).
-func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref topology.Ref,
+func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref render.Ref,
 	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error), failures *waitFailures) (*apiextensions.CustomResource, error) {
 	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
 	forced := kubernetes.UntypedArgs{}
@@ -286,7 +286,7 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	rolloutDependsOn := append([]pulumi.Resource{&lws}, after...)
 	rolloutOpts := append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(rolloutDependsOn), pulumi.RetainOnDelete(true)}, failures.option(ref)...)
 	if ref.Pinned {
-		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(topology.TemplateFields))
+		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(render.TemplateFields))
 	}
 	var rollout apiextensions.CustomResource
 	if err := ctx.RegisterResource(kubetoken.PatchOf(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...); err != nil {
@@ -308,8 +308,8 @@ var createOnlyFields = []string{"metadata.labels", "metadata.annotations", "spec
 
 // setOutputs derives the component's outputs: names from the plan (known at preview), status
 // from the LWSs' outputs, settled when one of them fails (settle).
-func setOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
-	svc := topology.WithDefaults(shape)
+func setOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.InferenceService, refs []render.Ref) {
+	svc := render.WithDefaults(shape)
 	component.ServiceName = pulumi.String(svc.Name).ToStringOutput()
 	component.Namespace = pulumi.String(svc.Namespace).ToStringOutput()
 	component.GangScheduled = pulumi.Bool(svc.Spec.GangScheduled()).ToBoolOutput()
@@ -321,11 +321,11 @@ func setOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.Inf
 	var roleOrder []string
 	for _, ref := range refs {
 		switch ref.TypeMeta {
-		case topology.KindPodGroup:
+		case render.KindPodGroup:
 			podGroupName = ref.Name
-		case topology.KindNodePool:
+		case render.KindNodePool:
 			nodePoolNames = append(nodePoolNames, pulumi.String(ref.Name))
-		case topology.KindLeaderWorkerSet:
+		case render.KindLeaderWorkerSet:
 			if _, seen := lwsNames[ref.Role]; !seen {
 				roleOrder = append(roleOrder, ref.Role)
 				lwsNames[ref.Role] = pulumi.StringArray{}
@@ -364,13 +364,13 @@ func setOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.Inf
 
 // setGPUOutputs are the core's summary of the built tree: known once the templates are.
 func setGPUOutputs(component *InferenceService, tree pulumi.AnyOutput) {
-	summary := tree.ApplyT(func(t any) topology.Summary { return topology.Summarize(t.(*topology.Tree)) })
-	component.GPUsAtFullSize = summary.ApplyT(func(s any) int { return int(s.(topology.Summary).GPUs) }).(pulumi.IntOutput)
-	component.GPUsMinimal = summary.ApplyT(func(s any) int { return int(s.(topology.Summary).MinimalGPUs) }).(pulumi.IntOutput)
+	summary := tree.ApplyT(func(t any) render.Summary { return render.Summarize(t.(*render.Tree)) })
+	component.GPUsAtFullSize = summary.ApplyT(func(s any) int { return int(s.(render.Summary).GPUs) }).(pulumi.IntOutput)
+	component.GPUsMinimal = summary.ApplyT(func(s any) int { return int(s.(render.Summary).MinimalGPUs) }).(pulumi.IntOutput)
 }
 
 // namespaceOf is the object's namespace, none for a cluster-scoped object (a NodePool).
-func namespaceOf(ref topology.Ref) pulumi.StringPtrInput {
+func namespaceOf(ref render.Ref) pulumi.StringPtrInput {
 	if ref.Namespace == "" {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/specfill"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/specfill"
 )
 
 // TestEveryFieldThroughTheGoArgs: the Go component's Args carry every field of the input model,
@@ -38,7 +38,7 @@ func TestEveryFieldThroughTheGoArgs(t *testing.T) {
 // TestArgsAreGenerated: args_generated.go is what `make gen` makes from the api package now.
 func TestArgsAreGenerated(t *testing.T) {
 	fresh := filepath.Join(t.TempDir(), "args_generated.go")
-	out, err := exec.Command("go", "run", "./internal/argsgen", "-api", "../api", "-out", fresh).CombinedOutput()
+	out, err := exec.Command("go", "run", "./internal/argsgen", "-api", "../../api", "-out", fresh).CombinedOutput()
 	require.NoError(t, err, string(out))
 	want, err := os.ReadFile(fresh)
 	require.NoError(t, err)

@@ -9,13 +9,13 @@ import (
 
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 )
 
 // Phase is a role's high-level lifecycle stage (the fusioninfer design's ComponentPhase), in the
-// words `fusioninfer status` uses too (components/rolestatus).
+// words `fusioninfer status` uses too (core/rolestatus).
 type Phase = string
 
 // Phases derived from the role's LeaderWorkerSets (rolestatus.Of).
@@ -132,13 +132,13 @@ func init() {
 
 // setRouterOutputs names the router's objects and reads its readiness from the Endpoint
 // Picker Deployment's outputs.
-func setRouterOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.InferenceService, refs []topology.Ref) {
+func setRouterOutputs(ctx *pulumi.Context, component *InferenceService, shape *api.InferenceService, refs []render.Ref) {
 	var poolName, eppServiceName, routeName string
 	ready := pulumi.Bool(false).ToBoolOutput()
 	if shape.Spec.Router() != nil {
 		poolName, eppServiceName, routeName = api.PoolName(shape.Name), api.EndpointPickerName(shape.Name), api.HTTPRouteName(shape.Name)
 		for _, ref := range refs {
-			if ref.TypeMeta == topology.KindDeployment {
+			if ref.TypeMeta == render.KindDeployment {
 				epp := component.Children[ref.Suffix]
 				ready = settle(ctx, []pulumi.Output{epp.OtherFields, epp.Metadata.Generation()}).ApplyT(func(v any) bool {
 					epp := v.(settled)

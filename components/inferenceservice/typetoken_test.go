@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubeprovider"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
 )
 
 // TestTypeTokensAsTheProviderParsesThem: pulumi-kubernetes takes a resource's group, version and

@@ -13,8 +13,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // waitFailures gives, when a replica's wait fails, the component's own error beside the kubernetes
@@ -35,17 +35,17 @@ type waitFailures struct {
 	service   *api.InferenceService // with defaults: its namespace is the children's
 	// replicas are the awaited LWSs by the Pulumi names of their resources (an LWS rolled in
 	// batches has two: the LWS and its rollout).
-	replicas map[string]topology.Ref
+	replicas map[string]render.Ref
 	hook     *pulumi.ErrorHook
 	reported sync.Map // ref.Suffix -> true: one message a replica
 }
 
 // newWaitFailures registers the component's error hook, named after the component (hook names
 // are unique in a deployment), when the service awaits a replica and the engine can call it.
-func newWaitFailures(ctx *pulumi.Context, name string, component *InferenceService, shape *api.InferenceService, refs []topology.Ref) (*waitFailures, error) {
-	w := &waitFailures{ctx: ctx, name: name, component: component, service: topology.WithDefaults(shape), replicas: map[string]topology.Ref{}}
+func newWaitFailures(ctx *pulumi.Context, name string, component *InferenceService, shape *api.InferenceService, refs []render.Ref) (*waitFailures, error) {
+	w := &waitFailures{ctx: ctx, name: name, component: component, service: render.WithDefaults(shape), replicas: map[string]render.Ref{}}
 	for _, ref := range refs {
-		if ref.TypeMeta == topology.KindLeaderWorkerSet && ref.Awaited {
+		if ref.TypeMeta == render.KindLeaderWorkerSet && ref.Awaited {
 			w.replicas[name+"-"+ref.Suffix] = ref
 			if ref.RolledInBatches() {
 				w.replicas[name+"-"+ref.Suffix+"-rollout"] = ref
@@ -86,8 +86,8 @@ func hookRegistered(ctx *pulumi.Context, hook *pulumi.ErrorHook) bool {
 }
 
 // option binds the error hook to an awaited LWS's resources.
-func (w *waitFailures) option(ref topology.Ref) []pulumi.ResourceOption {
-	if w.hook == nil || ref.TypeMeta != topology.KindLeaderWorkerSet || !ref.Awaited {
+func (w *waitFailures) option(ref render.Ref) []pulumi.ResourceOption {
+	if w.hook == nil || ref.TypeMeta != render.KindLeaderWorkerSet || !ref.Awaited {
 		return nil
 	}
 	return []pulumi.ResourceOption{pulumi.ResourceHooks(&pulumi.ResourceHookBinding{OnError: []*pulumi.ErrorHook{w.hook}})}
@@ -106,8 +106,8 @@ func (w *waitFailures) onError(args *pulumi.ErrorHookArgs) (bool, error) {
 // watch reports the replica when the registration of its resource res fails on its own: not
 // when one of its dependencies failed, which rejects its outputs with that one's error. An output
 // of the context waits for them, so the program ends only after the report is sent.
-func (w *waitFailures) watch(ref topology.Ref, res *apiextensions.CustomResource, dependsOn []pulumi.Resource) {
-	if ref.TypeMeta != topology.KindLeaderWorkerSet || !ref.Awaited {
+func (w *waitFailures) watch(ref render.Ref, res *apiextensions.CustomResource, dependsOn []pulumi.Resource) {
+	if ref.TypeMeta != render.KindLeaderWorkerSet || !ref.Awaited {
 		return
 	}
 	_, resolve, _ := w.ctx.NewOutput()
@@ -125,7 +125,7 @@ func (w *waitFailures) watch(ref topology.Ref, res *apiextensions.CustomResource
 }
 
 // report logs the component's message about the replica once, as an error of the component.
-func (w *waitFailures) report(ref topology.Ref, failure string) error {
+func (w *waitFailures) report(ref render.Ref, failure string) error {
 	if _, done := w.reported.LoadOrStore(ref.Suffix, true); done {
 		return nil
 	}
@@ -135,11 +135,11 @@ func (w *waitFailures) report(ref topology.Ref, failure string) error {
 // waitFailedMessage is the component's word on a replica whose wait failed: the replica and its
 // role, the LWS, the wait (condition, awaitTimeout), what the provider reported, and the command
 // that reads the cause from the cluster.
-func waitFailedMessage(svc *api.InferenceService, ref topology.Ref, failure string) string {
+func waitFailedMessage(svc *api.InferenceService, ref render.Ref, failure string) string {
 	timeout := svc.Spec.RoleAwaitTimeout(svc.Spec.RoleNamed(ref.Role))
 	return fmt.Sprintf("replica %d of role %q (LeaderWorkerSet %s/%s) failed while `pulumi up` waited up to %s (awaitTimeout) "+
 		"for it to be %s; the kubernetes provider reported: %s. What holds it back, and the fix: fusioninfer status --name %s --namespace %s",
-		ref.Replica, ref.Role, ref.Namespace, ref.Name, durationText(timeout), topology.WaitForAvailable,
+		ref.Replica, ref.Role, ref.Namespace, ref.Name, durationText(timeout), render.WaitForAvailable,
 		providerCauses(failure), svc.Name, svc.Namespace)
 }
 

@@ -28,10 +28,10 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/diagnosis"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 )
 
 // Clients read a cluster. Every read goes through the dynamic client into the typed objects
@@ -106,9 +106,9 @@ var (
 		"Volcano's PodGroup (install Volcano)"}
 	httpRoutes = resource{schema.GroupVersion(gatewayv1.GroupVersion).WithResource("httproutes"), func() runtime.Object { return &gatewayv1.HTTPRoute{} },
 		"Gateway API's HTTPRoute (install the Gateway API CRDs)"}
-	nodeClaims = resource{mirror.KarpenterGroupVersion.WithResource("nodeclaims"), func() runtime.Object { return &mirror.NodeClaim{} },
+	nodeClaims = resource{karpenter.KarpenterGroupVersion.WithResource("nodeclaims"), func() runtime.Object { return &karpenter.NodeClaim{} },
 		"the service's karpenter node pools need Karpenter v1"}
-	nodePools = resource{mirror.KarpenterGroupVersion.WithResource("nodepools"), func() runtime.Object { return &mirror.NodePool{} },
+	nodePools = resource{karpenter.KarpenterGroupVersion.WithResource("nodepools"), func() runtime.Object { return &karpenter.NodePool{} },
 		"the service's karpenter node pools need Karpenter v1"}
 )
 
@@ -116,7 +116,7 @@ var (
 // about those objects. svc, the spec, may be nil; with it, an API the service needs and the
 // cluster lacks is an error.
 func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.InferenceService) (*diagnosis.Observed, error) {
-	selector := metav1.ListOptions{LabelSelector: topology.LabelService + "=" + name}
+	selector := metav1.ListOptions{LabelSelector: render.LabelService + "=" + name}
 	o := &diagnosis.Observed{}
 	for _, r := range []resource{pods, jobs, claims, deployments, lwss, podGroups, httpRoutes} {
 		items, err := c.list(ctx, r, namespace, selector)
@@ -132,7 +132,7 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 	}
 	if o.Empty() {
 		return nil, fmt.Errorf("no InferenceService %q in namespace %q: nothing there carries the label %s=%s (deploy it, or give the right --namespace)",
-			name, namespace, topology.LabelService, name)
+			name, namespace, render.LabelService, name)
 	}
 	if err := c.addNodes(ctx, o); err != nil {
 		return nil, err
@@ -221,12 +221,12 @@ func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name 
 		if len(errs) > 0 {
 			return &api.ValidationError{Service: svc.Name, Errors: errs}
 		}
-		refs, err := topology.Plan(svc, resolved)
+		refs, err := render.Plan(svc, resolved)
 		if err != nil {
 			return err
 		}
 		for _, ref := range refs {
-			if ref.TypeMeta == topology.KindNodePool {
+			if ref.TypeMeta == render.KindNodePool {
 				pools = append(pools, ref.Name)
 			}
 		}
@@ -234,7 +234,7 @@ func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name 
 			return nil
 		}
 	}
-	found, err := c.list(ctx, nodePools, "", metav1.ListOptions{LabelSelector: topology.LabelService + "=" + name})
+	found, err := c.list(ctx, nodePools, "", metav1.ListOptions{LabelSelector: render.LabelService + "=" + name})
 	switch {
 	case svc == nil && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)):
 		return nil // no Karpenter, or not ours to read: the spec does not say the service needs it
@@ -253,7 +253,7 @@ func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name 
 		}
 	}
 	found, err = c.list(ctx, nodeClaims, "", metav1.ListOptions{
-		LabelSelector: mirror.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
+		LabelSelector: karpenter.NodePoolLabelKey + " in (" + strings.Join(pools, ",") + ")"})
 	if err != nil {
 		return err
 	}

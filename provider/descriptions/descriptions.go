@@ -20,7 +20,7 @@ import (
 
 // Sources are the packages, relative to the repository root, whose types the schema shows; a type
 // name found in several is described by the first.
-var Sources = []string{"provider", "components/inferenceservice", "components/api", "components/platformcomponent", "components/platform"}
+var Sources = []string{"provider", "components/inferenceservice", "api", "components/platform", "core/platform"}
 
 // Table is, per Go type name, per pulumi property name, the field's doc comment.
 type Table map[string]map[string]string

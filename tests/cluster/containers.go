@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // The suite's stand-in for the kubelet and container runtime of kwok's nodes (Options.Containers).

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // The programs that stand for images, and the command lines they are run with.
@@ -47,13 +47,13 @@ func TestImagesHavePrograms(t *testing.T) {
 // The Endpoint Picker runs with the rendered Deployment's arguments, its configuration file's path
 // under the ConfigMap's directory and its ports on loopback ports of its own, nothing else changed.
 func TestEndpointPickerRunsWithTheRenderedArguments(t *testing.T) {
-	svc := topology.WithDefaults(&api.InferenceService{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: "llm"},
+	svc := render.WithDefaults(&api.InferenceService{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: "llm"},
 		Spec: api.InferenceServiceSpec{Roles: []api.Role{
 			{Name: "server", ComponentType: api.ComponentTypeWorker, Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 				Name: "vllm", Image: "vllm/vllm-openai:v0.33.0", Args: []string{"--model", "m"}}}}}},
 			{Name: "router", ComponentType: api.ComponentTypeRouter, HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}},
 		}}})
-	tree, errs := topology.Build(svc)
+	tree, errs := render.Build(svc)
 	require.Empty(t, errs)
 	var deployment *appsv1.Deployment
 	var config *corev1.ConfigMap

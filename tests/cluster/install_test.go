@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 )
 
 // installCommand is docs/install.md's platform command: `... fusioninfer@VERSION platform render ARGS | kubectl apply ...`.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
 // startLeaderWorkerSet runs LWS's controller manager with its webhooks: its own certificate

@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
 // The simulated cluster installs the prerequisites the way a user does, through the Platform
-// component's core (components/platform, what `fusioninfer platform render` prints), without the
+// component's core (core/platform, what `fusioninfer platform render` prints), without the
 // controllers' own Deployments, Services and Secrets (Spec.Controllers false): the controllers
 // run here as processes on loopback. Everything else is the Platform's: the CRDs, namespaces,
 // RBAC, the LWS controller's configuration, Volcano's scheduler configuration and LWS's webhook

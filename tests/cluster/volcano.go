@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
 // startVolcano runs vc-controller-manager (its queue controller opens the queues the proportion

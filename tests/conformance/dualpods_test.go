@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // TestFMAPoliciesLetOnlyTheControllerAccountChangeDualPodsState installs the dual-pods example's
@@ -36,7 +36,7 @@ func TestFMAPoliciesLetOnlyTheControllerAccountChangeDualPodsState(t *testing.T)
 	require.NoError(t, testCluster.ensureNamespace(ctx, ns))
 	var installed []*unstructured.Unstructured
 	for _, o := range tree.Objects {
-		if o.TypeMeta == topology.KindLeaderWorkerSet || o.Role != "" {
+		if o.TypeMeta == render.KindLeaderWorkerSet || o.Role != "" {
 			continue // the requesters and the router are not what this test is about
 		}
 		m, err := o.Unstructured()

@@ -14,24 +14,24 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // exampleTrees are the built trees of every example manifest, by file name.
-func exampleTrees(t *testing.T) map[string][]*topology.Tree {
+func exampleTrees(t *testing.T) map[string][]*render.Tree {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repositoryRoot(), "examples", "manifests", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	out := map[string][]*topology.Tree{}
+	out := map[string][]*render.Tree{}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
 		docs, errs := api.Decode(data)
 		require.Empty(t, errs)
 		for _, doc := range docs {
-			tree, verrs := topology.Build(doc.Service)
+			tree, verrs := render.Build(doc.Service)
 			require.Empty(t, verrs)
 			out[filepath.Base(file)] = append(out[filepath.Base(file)], tree)
 		}

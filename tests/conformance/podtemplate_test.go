@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 const podRulesNamespace = "conformance-pod-rules"
@@ -178,14 +178,14 @@ var podRuleCases = []struct {
 // TestPodTemplateRulesAgreeWithTheServer feeds each case to the project's validation and, as the
 // template LWS renders, in the StatefulSet the LWS controller makes of it, to the real API server
 // (a dry run): both must accept it, or both refuse it at the same fields with the same kinds of
-// error (components/api/podtemplate.go).
+// error (api/podtemplate.go).
 func TestPodTemplateRulesAgreeWithTheServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(t, testCluster.ensureNamespace(ctx, podRulesNamespace))
 	docs, errs := api.Decode([]byte(podRulesManifest))
 	require.Empty(t, errs)
-	tree, verrs := topology.Build(docs[0].Service)
+	tree, verrs := render.Build(docs[0].Service)
 	require.Empty(t, verrs)
 	var rendered *corev1.PodTemplateSpec
 	for _, o := range tree.Objects {

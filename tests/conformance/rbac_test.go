@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/eppconfig"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // access is one request the Endpoint Picker might make, and whether RBAC must allow it.
@@ -70,7 +70,7 @@ func TestEndpointPickerPermissionsAreLeastPrivilege(t *testing.T) {
 				var rbac []*unstructured.Unstructured
 				for _, o := range tree.Objects {
 					switch o.TypeMeta {
-					case topology.KindServiceAccount, topology.KindRole, topology.KindRoleBinding:
+					case render.KindServiceAccount, render.KindRole, render.KindRoleBinding:
 						m, err := o.Unstructured()
 						require.NoError(t, err)
 						rbac = append(rbac, &unstructured.Unstructured{Object: m})

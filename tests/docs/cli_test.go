@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 )
 
 func cliDoc(t *testing.T) string {
@@ -177,7 +177,7 @@ func TestCLIExamplesPrintWhatTheDocShows(t *testing.T) {
 }
 
 // repoPath is a backquoted path of the repository as docs/architecture.md names packages and
-// files: `components/api`, `internal/kubetoken`, `tests/e2e/harness`.
+// files: `api`, `components/kubetoken`, `tests/e2e/harness`.
 var repoPath = regexp.MustCompile("`((?:cmd|components|deploy|docs|examples|internal|provider|sdk|tests|third_party)/[A-Za-z0-9_./-]+)`")
 
 // TestArchitectureNamesPathsThatExist: every package and file docs/architecture.md names by its

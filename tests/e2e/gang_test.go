@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -48,7 +48,7 @@ func placement(t *testing.T, namespace string) map[string]replicaPlacement {
 	for _, pod := range pods.Items {
 		lws := pod.Labels["leaderworkerset.sigs.k8s.io/name"]
 		p := out[lws]
-		p.role = pod.Labels[topology.LabelRoleName]
+		p.role = pod.Labels[render.LabelRoleName]
 		if pod.Spec.NodeName != "" {
 			p.scheduled++
 		}

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 )
 
 // timesOut is a kubernetes provider whose wait for the LWS named lws times out: its Create

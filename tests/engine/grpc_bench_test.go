@@ -9,9 +9,9 @@ import (
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 )
 
 // targetProgram deploys the target service: 1,000 decode replicas x 4 nodes + 250 prefill
@@ -36,7 +36,7 @@ func targetProgram(b *testing.B) pulumi.RunFunc {
 // real engine runs it: the program's registrations over the resource monitor's gRPC, and the
 // kubernetes provider a plugin process that the engine calls over gRPC (Check and Create at
 // preview for each of the 2,503 resources), answering with the provider's rules
-// (internal/kubeprovider).
+// (mirror/kubeprovider).
 func BenchmarkEnginePreviewOverGRPC(b *testing.B) {
 	plan, log := enginetest.Plan(b, func() plugin.Provider { return pluginProvider(b) }, targetProgram(b))
 	for b.Loop() {

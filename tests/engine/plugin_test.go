@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubeprovider"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
 )
 
 // pluginEnv makes the test binary serve the kubernetes provider stand-in over gRPC instead of
@@ -56,7 +56,7 @@ func servePlugin() {
 }
 
 // clusterless is the kubernetes provider stand-in with no cluster behind it, answering as
-// pulumi-kubernetes v4.32.0 does where the cluster does not enter (internal/kubeprovider): Check
+// pulumi-kubernetes v4.32.0 does where the cluster does not enter (mirror/kubeprovider): Check
 // and Diff; Create and Update at preview return the inputs (provider.go Create: a Patch resource,
 // or one whose kind the cluster does not know, is not dry-run); at update they return the state a
 // cluster that took the inputs as they are would give.

@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 )
 
 // update is one LWS write the engine ran: its start and end are numbers of the fake cluster's

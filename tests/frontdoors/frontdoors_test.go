@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/frontdoor"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/pulumimock"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 )
 
 // registerWithComponent deploys a manifest file through the component under mocks.

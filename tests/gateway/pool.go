@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 )
 
 // The gateway tracks its InferencePool's endpoints itself (GIE's implementer's guide, option 2):

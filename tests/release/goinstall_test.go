@@ -18,7 +18,7 @@ import (
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 )
 
 const modulePath = "github.com/fusioninfer/pulumi-fusioninfer"
@@ -86,7 +86,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"` + modulePath + `/components/api"
+	"` + modulePath + `/api"
 	"` + modulePath + `/components/inferenceservice"
 )
 

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/platform"
+	coreplatform "github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
@@ -46,7 +46,7 @@ func resourceOf(t *testing.T, obj *unstructured.Unstructured) dynamic.ResourceIn
 // TestEveryObjectIsKept: the server stored every object of the whole platform as rendered: each
 // field rendered reads back the same (the server adds defaults, changes none).
 func TestEveryObjectIsKept(t *testing.T) {
-	all, err := platform.Render(&platform.Spec{})
+	all, err := coreplatform.Render(&coreplatform.Spec{})
 	require.NoError(t, err)
 	require.Len(t, cluster.Platform(), len(all), "Start installed the whole platform")
 	for _, o := range all {
@@ -107,7 +107,7 @@ func empty(v any) bool {
 // TestABrokenObjectIsRefused: the negative control: the same server refuses a Deployment of the
 // platform with a field of the wrong type.
 func TestABrokenObjectIsRefused(t *testing.T) {
-	all, err := platform.Render(&platform.Spec{})
+	all, err := coreplatform.Render(&coreplatform.Spec{})
 	require.NoError(t, err)
 	for _, o := range all {
 		if o.Object.GetKind() != "Deployment" {

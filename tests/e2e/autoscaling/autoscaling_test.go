@@ -24,9 +24,9 @@ import (
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -185,7 +185,7 @@ func basePods(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, pod := range pods(t) {
-		if _, ok := pod.Labels[topology.LabelReplicaIndex]; ok {
+		if _, ok := pod.Labels[render.LabelReplicaIndex]; ok {
 			out[pod.Name] = string(pod.UID)
 		}
 	}
@@ -245,7 +245,7 @@ func groupsRunning(t *testing.T, name string, n, size int) error {
 func pods(t *testing.T) []corev1.Pod {
 	t.Helper()
 	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(),
-		metav1.ListOptions{LabelSelector: topology.LabelService + "=chat"})
+		metav1.ListOptions{LabelSelector: render.LabelService + "=chat"})
 	require.NoError(t, err)
 	return list.Items
 }

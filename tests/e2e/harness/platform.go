@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
@@ -67,19 +67,19 @@ func PreparePlatform(t *testing.T, svc *api.InferenceService) {
 		}
 		AddNodes(t, testcluster.Nodes{Prefix: "pool-" + name, Count: 24, GPUs: 8, Labels: labels, Taints: taints})
 	}
-	tree, errs := topology.Build(svc)
+	tree, errs := render.Build(svc)
 	require.Empty(t, errs)
 	for _, o := range tree.Objects { // what Karpenter would launch for a karpenter pool
-		if o.TypeMeta != topology.KindNodePool {
+		if o.TypeMeta != render.KindNodePool {
 			continue
 		}
-		pool, ok := o.Object.(*mirror.NodePool)
+		pool, ok := o.Object.(*karpenter.NodePool)
 		require.True(t, ok, "NodePool %s is a %T", o.Name, o.Object)
-		labels := map[string]string{mirror.NodePoolLabelKey: pool.Name}
+		labels := map[string]string{karpenter.NodePoolLabelKey: pool.Name}
 		for k, v := range pool.Spec.Template.Labels {
 			labels[k] = v
 		}
-		addPoolNodes(pool.Spec.Template.Labels[topology.LabelNodePool], pool.Name, labels, pool.Spec.Template.Spec.Taints)
+		addPoolNodes(pool.Spec.Template.Labels[render.LabelNodePool], pool.Name, labels, pool.Spec.Template.Spec.Taints)
 	}
 	for _, pool := range svc.Spec.NodePools { // the nodes of an existing pool
 		if pool.PoolKind() == api.NodePoolExisting {

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // ManifestServices are the services of a manifest file, in api.DefaultNamespace where they name
@@ -28,7 +28,7 @@ func ManifestServices(t *testing.T, path string) []*api.InferenceService {
 	require.Empty(t, errs)
 	var services []*api.InferenceService
 	for _, doc := range docs {
-		services = append(services, topology.WithDefaults(doc.Service))
+		services = append(services, render.WithDefaults(doc.Service))
 	}
 	return services
 }
@@ -87,7 +87,7 @@ func AssertProgramRuns(t *testing.T, program pulumi.RunFunc, manifest string) {
 func AllAvailable(t *testing.T, namespace, service string) bool {
 	t.Helper()
 	list, err := Cluster.Dynamic.Resource(LeaderWorkerSets).Namespace(namespace).List(context.Background(),
-		metav1.ListOptions{LabelSelector: topology.LabelService + "=" + service})
+		metav1.ListOptions{LabelSelector: render.LabelService + "=" + service})
 	require.NoError(t, err)
 	for i := range list.Items {
 		if ok, _, _ := HasCondition(&list.Items[i], "Available", "True"); !ok {

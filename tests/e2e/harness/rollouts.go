@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
@@ -92,7 +92,7 @@ func WatchLeaderWorkerSets(t *testing.T, namespace string) *LWSWatch {
 				available, _, _ := HasCondition(obj, "Available", "True")
 				watch.mu.Lock()
 				watch.states = append(watch.states, LWSState{at: time.Now(), name: obj.GetName(),
-					revision: obj.GetLabels()[topology.LabelRevision], available: available})
+					revision: obj.GetLabels()[render.LabelRevision], available: available})
 				watch.mu.Unlock()
 			}
 		}
@@ -113,7 +113,7 @@ func (w *LWSWatch) EndWhenRolled(t *testing.T, namespace, service, image string)
 // podsRun: the service has pods, and every one is Ready and runs image.
 func podsRun(t *testing.T, namespace, service, image string) bool {
 	t.Helper()
-	pods, err := Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: topology.LabelService + "=" + service})
+	pods, err := Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelService + "=" + service})
 	require.NoError(t, err)
 	for _, pod := range pods.Items {
 		if pod.DeletionTimestamp != nil || !rolestatus.PodReady(&pod) {
@@ -187,7 +187,7 @@ func Revisions(t *testing.T, namespace string) map[string]string {
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, item := range list.Items {
-		out[item.GetName()] = item.GetLabels()[topology.LabelRevision]
+		out[item.GetName()] = item.GetLabels()[render.LabelRevision]
 	}
 	return out
 }

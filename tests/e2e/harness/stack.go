@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 )
 
 // Stack is one Pulumi stack of a program, deployed by the real engine through the wire.

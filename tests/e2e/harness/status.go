@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
 // recordFixtures (FUSIONINFER_RECORD_FIXTURES=1) makes RecordFixture write the states the tests
-// observe to components/diagnosis/testdata, where the diagnosis' table tests read them.
+// observe to core/diagnosis/testdata, where the diagnosis' table tests read them.
 var recordFixtures = os.Getenv("FUSIONINFER_RECORD_FIXTURES") == "1"
 
 // Status runs `fusioninfer status` on the service's manifest against the cluster, and returns

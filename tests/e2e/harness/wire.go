@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/kubeprovider"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
 )
 
 // wire is a stand-in for the pulumi-kubernetes provider (v4.32.0; the module proxy refuses it at
@@ -38,7 +38,7 @@ import (
 // on the wire, and no more, so that what the suite proves is our plan, our objects and the real
 // controllers' behaviour. What it mirrors, and from where, is the table in docs/e2e.md; the rules
 // that need no cluster (the type token's group, version and kind, Check, the state it returns,
-// Diff) are internal/kubeprovider's, held to the real provider's recorded answers. Here:
+// Diff) are mirror/kubeprovider's, held to the real provider's recorded answers. Here:
 //   - check: kubeprovider.Check (refuses a type token the provider cannot read);
 //   - diff: kubeprovider.Diff of the stored state against the new inputs;
 //   - create: POST with the field manager "pulumi-kubernetes" (a Patch resource: server-side
@@ -307,7 +307,7 @@ func (w *wire) write(ctx context.Context, urn resource.URN, obj *unstructured.Un
 // condition.NewDynamicSource), which can hand it the object from before the apply, and
 // condition/observer.go ObjectObserver.Observe takes any object whose generation is not older
 // than the one it has; so the wait ends on it and Create or Update returns it as the state
-// (internal/kubeprovider/testdata/traces, the spurious-diff run). The stand-in always takes this
+// (mirror/kubeprovider/testdata/traces, the spurious-diff run). The stand-in always takes this
 // worst case, so a change that relies on the fresh object fails here too.
 func (w *wire) staleObject(ctx context.Context, obj, before, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if before == nil || before.GetGeneration() != live.GetGeneration() {

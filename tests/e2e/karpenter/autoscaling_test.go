@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -129,7 +129,7 @@ func placement(t *testing.T, namespace string, base bool) map[string]string {
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, pod := range pods.Items {
-		_, isBase := pod.Labels[topology.LabelReplicaIndex]
+		_, isBase := pod.Labels[render.LabelReplicaIndex]
 		if isBase != base || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
 			continue
 		}

@@ -29,10 +29,10 @@ import (
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/mirror"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/planner"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/planner"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	mirrorkarpenter "github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -57,7 +57,7 @@ func service(t *testing.T, manifest string) *api.InferenceService {
 	docs, errs := api.Decode([]byte("apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\n" + strings.TrimLeft(manifest, "\n")))
 	require.Empty(t, errs)
 	require.Len(t, docs, 1)
-	return topology.WithDefaults(docs[0].Service)
+	return render.WithDefaults(docs[0].Service)
 }
 
 // story4 is the disaggregated multi-node story (2 prefill replicas of 2 nodes, 3 decode replicas
@@ -106,7 +106,7 @@ func TestKarpenterLaunchesTheDisaggregatedMultiNodeStoryFromZero(t *testing.T) {
 	for _, node := range nodes {
 		require.True(t, strings.HasPrefix(node.Spec.ProviderID, "kwok://"), "%s was not launched by Karpenter", node.Name)
 		require.Equal(t, "gpu-8x-h100", node.Labels[corev1.LabelInstanceTypeStable], node.Name)
-		require.Equal(t, mirror.CapacityTypeOnDemand, node.Labels[mirror.CapacityTypeLabelKey], node.Name)
+		require.Equal(t, mirrorkarpenter.CapacityTypeOnDemand, node.Labels[mirrorkarpenter.CapacityTypeLabelKey], node.Name)
 	}
 	claims := nodeClaims(t, pool)
 	require.Equal(t, len(nodes), len(claims), "a NodeClaim for each node")
@@ -184,7 +184,7 @@ func requireAllPlaced(t *testing.T, namespace string, podsByRole map[string]int)
 	t.Helper()
 	for role, count := range podsByRole {
 		pods, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(),
-			metav1.ListOptions{LabelSelector: topology.LabelRoleName + "=" + role})
+			metav1.ListOptions{LabelSelector: render.LabelRoleName + "=" + role})
 		require.NoError(t, err)
 		require.Len(t, pods.Items, count, role)
 		for _, pod := range pods.Items {
@@ -199,7 +199,7 @@ func gpuNodes(t *testing.T, pool string) []corev1.Node {
 	t.Helper()
 	opts := metav1.ListOptions{}
 	if pool != "" {
-		opts.LabelSelector = mirror.NodePoolLabelKey + "=" + pool
+		opts.LabelSelector = mirrorkarpenter.NodePoolLabelKey + "=" + pool
 	}
 	list, err := harness.Cluster.Clientset.CoreV1().Nodes().List(context.Background(), opts)
 	require.NoError(t, err)
@@ -215,14 +215,14 @@ func gpuNodes(t *testing.T, pool string) []corev1.Node {
 
 // nodeClaims are the NodeClaims of the NodePool pool not being deleted, read into the mirror
 // status reads.
-func nodeClaims(t *testing.T, pool string) []mirror.NodeClaim {
+func nodeClaims(t *testing.T, pool string) []mirrorkarpenter.NodeClaim {
 	t.Helper()
 	list, err := harness.Cluster.Dynamic.Resource(nodeClaimsResource).List(context.Background(),
-		metav1.ListOptions{LabelSelector: mirror.NodePoolLabelKey + "=" + pool})
+		metav1.ListOptions{LabelSelector: mirrorkarpenter.NodePoolLabelKey + "=" + pool})
 	require.NoError(t, err)
-	var out []mirror.NodeClaim
+	var out []mirrorkarpenter.NodeClaim
 	for _, item := range list.Items {
-		var claim mirror.NodeClaim
+		var claim mirrorkarpenter.NodeClaim
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &claim))
 		if claim.DeletionTimestamp == nil {
 			out = append(out, claim)

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -39,7 +39,7 @@ func TestKarpenterPoolLimitStopsARunaway(t *testing.T) {
 	svc := autoscaled(t, "karpenter-limit", prometheus.URL, 1, 2, "10m")
 	harness.EnsureNamespace(t, svc.Namespace)
 	pool := api.KarpenterNodePoolName(svc.Name, "h100")
-	limits := topology.PoolLimits(&svc.Spec, svc.Name)
+	limits := render.PoolLimits(&svc.Spec, svc.Name)
 	require.Len(t, limits, 1)
 	limit := limits[0]
 	require.Equal(t, int64(4), limit.Nodes, "2 replicas of 2 nodes at maxReplicas, no surge")

@@ -19,10 +19,10 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/fmamirror"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
+	mirrorfma "github.com/fusioninfer/pulumi-fusioninfer/mirror/fma"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -30,7 +30,7 @@ import (
 // A dual-pods role's servers run in the pods FMA's controller makes from the requesters'
 // server patch; when a requester goes, its server is put to sleep and kept as a standby. An awake
 // server gets traffic; a standby none. FMA's controller cannot run here (it asks each requester
-// which GPUs it holds), so the test does what it does (internal/fmamirror): a server pod for each
+// which GPUs it holds), so the test does what it does (mirror/fma): a server pod for each
 // requester, then one unbound as when its requester goes: POST /sleep, labelled sleeping.
 func TestDualPodsStandbyGetsNoTraffic(t *testing.T) {
 	const namespace = "routing-dualpods"
@@ -48,7 +48,7 @@ func TestDualPodsStandbyGetsNoTraffic(t *testing.T) {
 	fma := controllerPods(t, namespace, api.FMAServiceAccountName("granite"))
 	var servers []*corev1.Pod
 	for i, requester := range pods(t, namespace, "granite", "server") {
-		server, err := fmamirror.ServerProvidingPod(&requester, fmt.Sprint(i))
+		server, err := mirrorfma.ServerProvidingPod(&requester, fmt.Sprint(i))
 		require.NoError(t, err)
 		created, err := fma.Create(ctx, server, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -70,10 +70,10 @@ func TestDualPodsStandbyGetsNoTraffic(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	current, err := fma.Get(ctx, standby.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	fmamirror.Unbind(current)
+	mirrorfma.Unbind(current)
 	_, err = fma.Update(ctx, current, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	process, err := harness.Cluster.ContainerProcess(ctx, namespace, standby.Name, fmamirror.ServerContainer)
+	process, err := harness.Cluster.ContainerProcess(ctx, namespace, standby.Name, mirrorfma.ServerContainer)
 	require.NoError(t, err)
 	before, err := requestsServed(process)
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func controllerPods(t testing.TB, namespace, account string) typedcorev1.PodInte
 func removeServerPod(pods typedcorev1.PodInterface, name string) {
 	ctx := context.Background()
 	if pod, err := pods.Get(ctx, name, metav1.GetOptions{}); err == nil {
-		fmamirror.Unbind(pod)
+		mirrorfma.Unbind(pod)
 		_, _ = pods.Update(ctx, pod, metav1.UpdateOptions{})
 	}
 	_ = pods.Delete(ctx, name, metav1.DeleteOptions{})

@@ -18,10 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/components/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/rolestatus"
-	"github.com/fusioninfer/pulumi-fusioninfer/components/topology"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
@@ -145,7 +145,7 @@ func (r *routed) eppLog() string {
 func pods(t testing.TB, namespace, service, role string) []corev1.Pod {
 	t.Helper()
 	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: topology.LabelService + "=" + service + "," + topology.LabelRoleName + "=" + role})
+		LabelSelector: render.LabelService + "=" + service + "," + render.LabelRoleName + "=" + role})
 	require.NoError(t, err)
 	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return list.Items

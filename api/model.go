@@ -1,0 +1,314 @@
+package api
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// Where a server finds its model (docs/design/0015-model-weights.md).
+const (
+	// ModelMountPath is where every server (and the download Job) mounts the model's volume.
+	ModelMountPath = "/models"
+	// CompileCacheMountPath is where every server mounts the compile cache.
+	CompileCacheMountPath = "/compile-cache"
+	// ModelVolumeName and CompileCacheVolumeName are the pod volumes; a template may not use them.
+	ModelVolumeName        = "fusioninfer-model"
+	CompileCacheVolumeName = "fusioninfer-compile-cache"
+	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
+	downloadRate = 50 << 20
+	// MinDownloadTimeout is the shortest default download timeout.
+	MinDownloadTimeout = time.Hour
+	// maxModelNameLength bounds a public model name.
+	maxModelNameLength = 256
+	// MaxDownloadTimeout bounds cache.downloadTimeout.
+	MaxDownloadTimeout = 7 * 24 * time.Hour
+)
+
+// ModelOf is the model a serving role serves: its own, else the service's; nil for none.
+func (s *InferenceServiceSpec) ModelOf(role *Role) *Model {
+	if role.Model != nil {
+		return role.Model
+	}
+	return s.Model
+}
+
+// ModelOwner is who a role's model belongs to, naming its cache and download: the role's name
+// when the role sets its own, "" for the service's.
+func ModelOwner(role *Role) string {
+	if role.Model != nil {
+		return role.Name
+	}
+	return ""
+}
+
+// ResolvedModel is a model as validation parsed it: its source, its claims' sizes and its
+// download's timeout, for the renderer to read rather than parse again.
+type ResolvedModel struct {
+	*Model
+	// Parsed is the model's source, parsed.
+	Parsed modelsource.Source
+	// CacheSize and CompileCacheSize are the claims' sizes (zero without the claim).
+	CacheSize, CompileCacheSize resource.Quantity
+	// DownloadTimeout is how long the download may take (zero when nothing is downloaded):
+	// cache.downloadTimeout, else the size at 50 MiB/s and at least an hour, in whole minutes.
+	DownloadTimeout time.Duration
+}
+
+// Downloads reports whether the model is copied into its cache by a download Job.
+func (m *ResolvedModel) Downloads() bool {
+	return m.Cache != nil && m.Parsed.Downloaded() && m.LoadFormat != RunaiStreamer
+}
+
+// ServedName is the model's public name: name, else the source's default.
+func (m *ResolvedModel) ServedName() string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return m.Parsed.PublicName()
+}
+
+// ServerPath is what the servers' --model points at: the cache's directory of the source, the
+// directory on a claim, the image volume's root, or, streamed, the bucket URI itself.
+func (m *ResolvedModel) ServerPath() string {
+	switch {
+	case m.LoadFormat == RunaiStreamer:
+		return m.Source
+	case m.Parsed.Scheme == modelsource.PVC && m.Parsed.Path != "":
+		return ModelMountPath + "/" + m.Parsed.Path
+	case m.Parsed.Downloaded():
+		return ModelMountPath + "/" + m.Parsed.CacheDir()
+	}
+	return ModelMountPath
+}
+
+// AccessModes are the cache claim's access modes.
+func (c *ModelCache) AccessModes() []corev1.PersistentVolumeAccessMode {
+	if c.AccessMode == corev1.ReadOnlyMany {
+		// one node writes (the download Job), then many read: a volume that supports both
+		return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
+	}
+	return []corev1.PersistentVolumeAccessMode{DefaultModelCacheAccessMode}
+}
+
+// downloadTimeout is how long the download of a cache of the given size may take: the given
+// timeout, else the size at 50 MiB/s and at least an hour, in whole minutes.
+func downloadTimeout(given string, size resource.Quantity) (time.Duration, error) {
+	if given != "" {
+		return time.ParseDuration(given)
+	}
+	seconds := size.Value() / downloadRate
+	if size.Value()%downloadRate != 0 { // rounded up: every byte has its time
+		seconds++
+	}
+	d := time.Duration(seconds) * time.Second
+	if d%time.Minute != 0 { // up to the next whole minute; a whole one stays (1500Gi: 8h32m)
+		d = d.Truncate(time.Minute) + time.Minute
+	}
+	return max(MinDownloadTimeout, d), nil
+}
+
+// SizeOrDefault is the compile cache's size.
+func (c *CompileCache) SizeOrDefault() string {
+	if c.Size == "" {
+		return DefaultCompileCacheSize
+	}
+	return c.Size
+}
+
+// CompileCacheStorageClass is the compile cache's storage class: its own, else the model cache's.
+func (m *Model) CompileCacheStorageClass() string {
+	if c := m.CompileCache; c != nil && c.StorageClassName != "" {
+		return c.StorageClassName
+	}
+	if m.Cache != nil {
+		return m.Cache.StorageClassName
+	}
+	return ""
+}
+
+// validateModels checks spec.model and every role's model, and resolves each into
+// resolved.Models by owner (ModelOwner).
+func validateModels(spec *InferenceServiceSpec, serviceName string, fldPath *field.Path, resolved *Resolved) field.ErrorList {
+	var errs field.ErrorList
+	if spec.Model != nil {
+		errs = append(errs, validateModel(spec.Model, serviceName, "", fldPath.Child("model"), resolved)...)
+	}
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if role.Model == nil {
+			continue
+		}
+		path := fldPath.Child("roles").Index(i).Child("model")
+		if !role.ComponentType.Serving() {
+			errs = append(errs, field.Forbidden(path, "only a serving role (worker, prefiller, decoder) loads a model"))
+			continue
+		}
+		errs = append(errs, validateModel(role.Model, serviceName, role.Name, path, resolved)...)
+	}
+	return errs
+}
+
+func validateModel(m *Model, serviceName, owner string, path *field.Path, resolved *Resolved) field.ErrorList {
+	var errs field.ErrorList
+	src, err := modelsource.Parse(m.Source)
+	rm := &ResolvedModel{Model: m, Parsed: src}
+	resolved.Models[owner] = rm
+	if m.Source == "" {
+		errs = append(errs, field.Required(path.Child("source"), "hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image"))
+	} else if err != nil {
+		return append(errs, field.Invalid(path.Child("source"), m.Source, err.Error()))
+	}
+	if m.Name != "" && (len(m.Name) > maxModelNameLength || strings.IndexFunc(m.Name, unicode.IsSpace) >= 0) {
+		errs = append(errs, field.Invalid(path.Child("name"), m.Name,
+			fmt.Sprintf("a model name clients can send: no spaces, at most %d characters", maxModelNameLength)))
+	}
+	if ref := m.CredentialsSecret; ref != nil {
+		switch {
+		case ref.Name == "":
+			errs = append(errs, field.Required(path.Child("credentialsSecret", "name"), "the Secret in the service's namespace"))
+		case !src.Downloaded():
+			errs = append(errs, field.Forbidden(path.Child("credentialsSecret"), fmt.Sprintf(
+				"a %s:// source is mounted, not fetched: a claim needs no credentials and an image volume is pulled with the pod's imagePullSecrets", src.Scheme)))
+		default:
+			errs = append(errs, validateWith(path.Child("credentialsSecret", "name"), ref.Name, validation.IsDNS1123Subdomain)...)
+		}
+	}
+	switch m.LoadFormat {
+	case "":
+	case RunaiStreamer:
+		if m.Source != "" && !src.ObjectStorage() {
+			errs = append(errs, field.Invalid(path.Child("loadFormat"), m.LoadFormat,
+				fmt.Sprintf("the Run:ai streamer reads object storage: it needs an s3:// or gs:// source, not %s://", src.Scheme)))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("loadFormat"), m.LoadFormat, m.LoadFormat.AllowedValues()))
+	}
+	errs = append(errs, validateModelCache(rm, serviceName, owner, path.Child("cache"))...)
+	return append(errs, validateCompileCache(rm, path.Child("compileCache"))...)
+}
+
+// validateModelCache checks a model's cache, and resolves its size and download timeout into rm.
+func validateModelCache(rm *ResolvedModel, serviceName, owner string, path *field.Path) field.ErrorList {
+	m, src, c := rm.Model, rm.Parsed, rm.Model.Cache
+	switch {
+	case m.Source == "":
+		return nil
+	case c == nil && src.Downloaded() && m.LoadFormat != RunaiStreamer:
+		return field.ErrorList{field.Required(path, fmt.Sprintf("a %s:// source is downloaded once into a cache every server mounts: "+
+			"give cache.size and cache.storageClassName%s", src.Scheme, map[bool]string{true: ", or stream it with loadFormat runai_streamer"}[src.ObjectStorage()]))}
+	case c == nil:
+		return nil
+	case m.LoadFormat == RunaiStreamer:
+		return field.ErrorList{field.Forbidden(path, "the Run:ai streamer reads the bucket directly: nothing is downloaded, remove cache")}
+	case !src.Downloaded():
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a %s:// source is mounted as it is: nothing is downloaded, remove cache", src.Scheme))}
+	}
+	size, errs := validateSize(c.Size, true, path.Child("size"))
+	rm.CacheSize = size
+	if c.StorageClassName == "" {
+		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount"))
+	} else {
+		errs = append(errs, validateWith(path.Child("storageClassName"), c.StorageClassName, validation.IsDNS1123Subdomain)...)
+	}
+	if modes := allowedValues[corev1.PersistentVolumeAccessMode](); c.AccessMode != "" && !slices.Contains(modes, string(c.AccessMode)) {
+		errs = append(errs, field.NotSupported(path.Child("accessMode"), c.AccessMode, modes))
+	}
+	d, err := downloadTimeout(c.DownloadTimeout, size)
+	if c.DownloadTimeout != "" && (err != nil || d < time.Minute || d > MaxDownloadTimeout || d%time.Second != 0) {
+		errs = append(errs, field.Invalid(path.Child("downloadTimeout"), c.DownloadTimeout,
+			fmt.Sprintf("must be a duration of whole seconds from 1m to %s, such as \"6h\"", MaxDownloadTimeout)))
+	}
+	rm.DownloadTimeout = d
+	for i, pattern := range c.Exclude {
+		if err := modelsource.ValidPattern(pattern); err != nil {
+			errs = append(errs, field.Invalid(path.Child("exclude").Index(i), pattern, `must be a glob pattern such as "original" or "*.pth"`))
+		}
+	}
+	if name := ModelDownloadJobName(serviceName, owner); serviceName != "" && len(name) > validation.LabelValueMaxLength {
+		errs = append(errs, field.Invalid(path, name, fmt.Sprintf("the download Job's name %q is %d characters; it must be at most %d "+
+			"(the Job controller labels its pods with it): shorten metadata.name or the role name", name, len(name), validation.LabelValueMaxLength)))
+	}
+	return errs
+}
+
+// validateCompileCache checks a model's compile cache, and resolves its size into rm.
+func validateCompileCache(rm *ResolvedModel, path *field.Path) field.ErrorList {
+	m, c := rm.Model, rm.Model.CompileCache
+	if c == nil {
+		return nil
+	}
+	size, errs := validateSize(c.SizeOrDefault(), false, path.Child("size"))
+	rm.CompileCacheSize = size
+	if sc := m.CompileCacheStorageClass(); sc == "" {
+		errs = append(errs, field.Required(path.Child("storageClassName"), "a storage class whose volumes many nodes can mount (the model has no cache to take it from)"))
+	} else {
+		errs = append(errs, validateWith(path.Child("storageClassName"), sc, validation.IsDNS1123Subdomain)...)
+	}
+	return errs
+}
+
+// validateSize checks a claim's size, a positive quantity, and returns it parsed.
+func validateSize(v string, required bool, path *field.Path) (resource.Quantity, field.ErrorList) {
+	if v == "" {
+		if required {
+			return resource.Quantity{}, field.ErrorList{field.Required(path, "the claim's size, such as 1500Gi: the model's files, and room for a second revision during a rollout")}
+		}
+		return resource.Quantity{}, nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() <= 0 {
+		return resource.Quantity{}, field.ErrorList{field.Invalid(path, v, "must be a positive quantity such as 1500Gi")}
+	}
+	return q, nil
+}
+
+// validateModelServer checks a serving role's template against its model: the model's volume
+// names are free, and the server's command line can be pointed at the model without
+// contradicting it.
+func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.Path, resolved *Resolved) field.ErrorList {
+	m := resolved.Models[ModelOwner(role)]
+	if spec.ModelOf(role) == nil || m == nil || role.Template == nil || len(role.Template.Spec.Containers) == 0 || m.Source == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, v := range role.Template.Spec.Volumes {
+		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName {
+			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
+		}
+	}
+	serverIndex := ServingContainerIndex(&role.Template.Spec)
+	server := &role.Template.Spec.Containers[serverIndex]
+	serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
+	for i, mount := range server.VolumeMounts {
+		if mount.MountPath == ModelMountPath || mount.MountPath == CompileCacheMountPath {
+			errs = append(errs, field.Invalid(serverPath.Child("volumeMounts").Index(i).Child("mountPath"), mount.MountPath,
+				"the model's volumes are mounted here: mount yours elsewhere"))
+		}
+	}
+	if vllm.IsShellScript(server) {
+		return append(errs, field.Invalid(serverPath.Child("command"), server.Command,
+			"spec.model points the server's --model at the model's files: give the server's own command and args "+
+				"(or none, for the vllm/vllm-openai image), not a shell script"))
+	}
+	if given, found := vllm.Model(server); found && given != m.ServedName() && given != m.Source && given != m.ServerPath() {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), given, fmt.Sprintf(
+			"the server's model contradicts the model's source %s (served as %q): spec.model wins and sets --model, so remove it "+
+				"from the arguments (or make it %q)", m.Source, m.ServedName(), m.ServedName())))
+	}
+	if format, found := vllm.FlagValue(vllm.CommandLine(server), "--load-format"); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), format, fmt.Sprintf(
+			"--load-format contradicts the model's loadFormat %s: remove it from the arguments", m.LoadFormat)))
+	}
+	return errs
+}

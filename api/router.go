@@ -1,0 +1,291 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"encoding/json"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// Routing on prefill/decode services: llm-d's routing sidecar takes the serving port of every
+// decode leader and its vLLM server moves to this port.
+const (
+	DecodeVLLMPort     = 8200
+	RoutingSidecarName = "llm-d-routing-sidecar"
+)
+
+// MaxEndpointPickerReplicas bounds endpointPicker.replicas: one serves, the rest stand by.
+const MaxEndpointPickerReplicas = 5
+
+// Which roles a field of Role applies to is declared on the field, roles:"router", "serving" or
+// "any": validation refuses a field set on a role it does not apply to (fieldsNotFor), so a new
+// field is accepted only where it is used.
+
+// roleKinds are the role kinds a roles tag names.
+var roleKinds = map[string]func(ComponentType) bool{
+	"any":     func(ComponentType) bool { return true },
+	"router":  func(t ComponentType) bool { return t == ComponentTypeRouter },
+	"serving": func(t ComponentType) bool { return t.Serving() },
+}
+
+// fieldsNotFor are the JSON names of the fields set on role that do not apply to its kind.
+func fieldsNotFor(role *Role) []string {
+	var misplaced []string
+	v := reflect.ValueOf(role).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		appliesTo, known := roleKinds[f.Tag.Get("roles")]
+		if (!known || !appliesTo(role.ComponentType)) && !v.Field(i).IsZero() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			misplaced = append(misplaced, name)
+		}
+	}
+	return misplaced
+}
+
+// Routing is a router's fields as validation parsed them.
+type Routing struct {
+	// Selection is the Endpoint Picker's image and configuration the strategy (or the raw
+	// configuration) selects.
+	Selection *eppconfig.Selection
+	// HTTPRoute is the router's httproute as the Gateway API type.
+	HTTPRoute *gatewayv1.HTTPRouteSpec
+	// PoolPort is the serving port of every serving role, which the InferencePool targets.
+	PoolPort int32
+}
+
+// validateRouterRole checks a router role, and resolves its Endpoint Picker selection and route
+// into resolved.Routing (the first router's: a second is refused elsewhere).
+func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName string, rolePath *field.Path, resolved *Resolved) field.ErrorList {
+	var errs field.ErrorList
+	routing := &Routing{}
+	if resolved.Routing == nil {
+		resolved.Routing = routing
+	}
+	for _, name := range fieldsNotFor(role) {
+		if name == "autoscaling" {
+			errs = append(errs, field.Forbidden(rolePath.Child(name), "a router's Endpoint Picker replicas elect one leader and only "+
+				"it picks endpoints: more of them add no capacity; autoscale the serving roles"))
+			continue
+		}
+		errs = append(errs, field.Forbidden(rolePath.Child(name), "a router runs the Endpoint Picker, not model servers: "+
+			"only serving roles have "+name+" (size the Endpoint Picker with endpointPicker)"))
+	}
+	if serviceName != "" {
+		longest := EndpointPickerName(serviceName) // the Service, a DNS-1035 label
+		if role.ShadowService {
+			longest = ShadowServiceName(serviceName)
+		}
+		if len(longest) > validation.DNS1035LabelMaxLength {
+			errs = append(errs, field.Invalid(rolePath, role.Name, fmt.Sprintf(
+				"the router's Service %q is %d characters; it must be at most %d: shorten metadata.name",
+				longest, len(longest), validation.DNS1035LabelMaxLength)))
+		}
+	}
+	release := role.EndpointPickerRelease()
+	switch role.PoolAPIVersion {
+	case "", PoolV1, PoolV1Alpha2:
+		if release.Known() && !release.ReadsPoolGroup(role.PoolGroup()) {
+			// The EPP watches its pool by --pool-group; one that caches only v1 pools never finds it.
+			errs = append(errs, field.Invalid(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, fmt.Sprintf(
+				"the Endpoint Picker of endpointPicker.release %s reads only %s InferencePools: use %s (the default), or endpointPicker.release %s, whose EPP reads %s pools",
+				release, strings.Join(release.PoolGroups(), ", "), PoolV1, EPPReleaseGIE, PoolV1Alpha2)))
+		}
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("poolApiVersion"), role.PoolAPIVersion, role.PoolAPIVersion.AllowedValues()))
+	}
+	switch role.FailureMode {
+	case "", FailClose, FailOpen:
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, role.FailureMode.AllowedValues()))
+	}
+	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
+	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
+		release, role.EndpointPickerImage())
+	if selErr == nil {
+		selErr = sel.Check()
+	}
+	routing.Selection = sel
+	if selErr != nil {
+		path := rolePath.Child(selErr.Field)
+		switch selErr.Field {
+		case eppconfig.FieldRelease:
+			releasePath := rolePath.Child("endpointPicker", "release")
+			if !release.Known() {
+				errs = append(errs, field.NotSupported(releasePath, release, allowedValues[EndpointPickerRelease]()))
+			} else {
+				errs = append(errs, field.Invalid(releasePath, release, selErr.Err.Error()))
+			}
+		case eppconfig.FieldImage:
+			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "image"), role.EndpointPickerImage(), selErr.Err.Error()))
+		case eppconfig.FieldStrategy:
+			if errors.Is(selErr.Err, eppconfig.ErrUnknownStrategy) {
+				errs = append(errs, field.NotSupported(path, role.Strategy, eppconfig.Strategies()))
+			} else {
+				errs = append(errs, field.Invalid(path, role.Strategy, selErr.Err.Error()))
+			}
+		default:
+			errs = append(errs, field.Invalid(path, "(the configuration)", selErr.Err.Error()))
+		}
+	}
+	route, routeErrs := validateHTTPRoute(role.HTTPRoute, rolePath.Child("httproute"))
+	routing.HTTPRoute = route
+	return append(errs, routeErrs...)
+}
+
+func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.ErrorList {
+	if epp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if epp.Replicas != nil && (*epp.Replicas < 1 || *epp.Replicas > MaxEndpointPickerReplicas) {
+		errs = append(errs, field.Invalid(eppPath.Child("replicas"), *epp.Replicas,
+			fmt.Sprintf("must be >= 1 and <= %d (one Endpoint Picker serves, the others stand by as leader-election candidates)", MaxEndpointPickerReplicas)))
+	}
+	if r := epp.Resources; r != nil {
+		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+			q := r.Limits[name]
+			if req, ok := r.Requests[name]; ok && req.Cmp(q) > 0 {
+				errs = append(errs, field.Invalid(eppPath.Child("resources", "requests").Key(string(name)), req.String(),
+					fmt.Sprintf("must be less than or equal to the %s limit (%s)", name, q.String())))
+			}
+		}
+	}
+	return errs
+}
+
+// DecodeHTTPRoute decodes a router's httproute strictly into the Gateway API type: an unknown
+// field is an error, never dropped.
+func DecodeHTTPRoute(route map[string]any) (*gatewayv1.HTTPRouteSpec, error) {
+	var spec gatewayv1.HTTPRouteSpec
+	if route == nil {
+		return &spec, nil
+	}
+	data, err := json.Marshal(route)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalStrict(data, &spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// validateHTTPRoute checks a router's route and returns it as the Gateway API type.
+func validateHTTPRoute(route map[string]any, routePath *field.Path) (*gatewayv1.HTTPRouteSpec, field.ErrorList) {
+	spec, err := DecodeHTTPRoute(route)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(routePath, "(the route)", "not a Gateway API HTTPRouteSpec: "+err.Error())}
+	}
+	var errs field.ErrorList
+	if len(spec.ParentRefs) == 0 {
+		errs = append(errs, field.Required(routePath.Child("parentRefs"),
+			"the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}"))
+	}
+	for i, rule := range spec.Rules {
+		if len(rule.BackendRefs) > 0 {
+			errs = append(errs, field.Forbidden(routePath.Child("rules").Index(i).Child("backendRefs"),
+				"set by the router: every rule sends its requests to the service's InferencePool"))
+		}
+	}
+	return spec, errs
+}
+
+// validateRoutedServers checks the serving containers a router's pool targets: one serving port
+// for every role, and, on a prefill/decode service, decode servers whose port can move.
+// The port is resolved into resolved.Routing.PoolPort.
+func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, resolved *Resolved) field.ErrorList {
+	var errs field.ErrorList
+	poolPort, poolPortRole := int32(0), -1
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if !role.ComponentType.Serving() || role.Template == nil || len(role.Template.Spec.Containers) == 0 {
+			continue
+		}
+		tplPath := rolesPath.Index(i).Child("template")
+		serverIndex := ServingContainerIndex(&role.Template.Spec)
+		serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
+		server := &role.Template.Spec.Containers[serverIndex]
+		port, resolvedPort := resolved.ServingPorts[role.Name]
+		switch {
+		case !resolvedPort: // its template's check says why
+			continue
+		case poolPortRole < 0:
+			poolPort, poolPortRole = port, i
+			if resolved.Routing != nil {
+				resolved.Routing.PoolPort = port
+			}
+		case port != poolPort:
+			errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
+				"the InferencePool targets one port on every serving role: %d, as spec.roles[%d] serves; serve on it too", poolPort, poolPortRole)))
+		}
+		if role.ComponentType == ComponentTypeDecoder {
+			errs = append(errs, validateRoutedDecoder(role, spec.Router().EndpointPickerRelease(), server, port, tplPath)...)
+		}
+	}
+	return errs
+}
+
+// validateRoutedDecoder checks that llm-d's routing sidecar can take a decode leader's serving
+// port while its vLLM server moves to DecodeVLLMPort.
+func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex(&role.Template.Spec))
+	if vllm.IsShellScript(server) {
+		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command, fmt.Sprintf(
+			"behind a router, a decode server moves to port %d for llm-d's routing sidecar: give the server's own command and args, not a shell script",
+			DecodeVLLMPort)))
+	}
+	if port == DecodeVLLMPort {
+		errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
+			"behind a router, llm-d's routing sidecar serves the pool's port and the decode server moves to %d: serve on another port (vLLM's default is %d)",
+			DecodeVLLMPort, DefaultServingPort)))
+	}
+	if connector := RoutingConnector(server); connector == ConnectorLMCache && release == EPPReleaseLLMDRouter {
+		errs = append(errs, field.Invalid(serverPath.Child("args"), "--kv-transfer-config", fmt.Sprintf(
+			"llm-d-router v0.10.0's disaggregation sidecar has no LMCache connector (it knows nixlv2, shared-storage, sglang, "+
+				"mooncake, offloading): use vLLM's NixlConnector, or set the router's endpointPicker.release to %s", EPPReleaseGIE)))
+	}
+	podSpec := &role.Template.Spec
+	if release == EPPReleaseLLMDRouter && podSpec.AutomountServiceAccountToken != nil && !*podSpec.AutomountServiceAccountToken {
+		errs = append(errs, field.Invalid(tplPath.Child("spec", "automountServiceAccountToken"), false,
+			"behind a router, the decode leaders' disaggregation sidecar reads the InferencePool and its pods with the pod's service account "+
+				"(its SSRF protection sends prefills only to the pool's pods): remove automountServiceAccountToken: false"))
+	}
+	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
+		for j := range containers {
+			if containers[j].Name == RoutingSidecarName {
+				errs = append(errs, field.Invalid(tplPath.Child("spec", []string{"initContainers", "containers"}[kind]).Index(j).Child("name"),
+					RoutingSidecarName, "the router adds a container of this name to decode leaders; rename this one"))
+			}
+		}
+	}
+	return errs
+}
+
+// The disaggregation sidecar's names of the KV connectors a decode server may use.
+const (
+	ConnectorNIXL    = "nixlv2"
+	ConnectorLMCache = "lmcache"
+)
+
+// RoutingConnector is the sidecar's name for the KV connector a decode server uses, read from its
+// --kv-transfer-config: lmcache for LMCache, else nixlv2 (vLLM's NixlConnector).
+func RoutingConnector(server *corev1.Container) string {
+	if config, _ := vllm.FlagValue(vllm.CommandLine(server), "--kv-transfer-config"); strings.Contains(config, "LMCache") {
+		return ConnectorLMCache
+	}
+	return ConnectorNIXL
+}

@@ -1,0 +1,250 @@
+package eppconfig
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// Release is the Endpoint Picker generation a router targets, as its spec names it
+// (endpointPicker.release): it decides the image, the configuration's kind and loader rules, the
+// command line, and what the EPP reads from the cluster.
+type Release string
+
+const (
+	// ReleaseRouter: llm-d-router v0.10.0's endpoint picker and disaggregation sidecar (default).
+	ReleaseRouter Release = "llm-d-router-v0.10.0"
+	// ReleaseGIE150: GIE v1.5.0's reference EPP, its last release with cmd/epp (GIE v1.6.0's README).
+	ReleaseGIE150 Release = "gie-v1.5.0"
+	// ReleaseGIE: GIE v1.2.0's reference EPP, and llm-d-inference-scheduler v0.4.0 with its
+	// routing sidecar v0.4.0 for prefill/decode or llm-d's plugins: what fusioninfer rendered
+	// first, and the only release here that reads a v1alpha2 InferencePool.
+	ReleaseGIE Release = "gie-v1.2.0"
+	// ReleaseLWEPP: GIE v1.6.0's lightweight Endpoint Picker (cmd/lwepp), which it keeps for its
+	// conformance tests: round-robin over the pool's pods, no configuration.
+	ReleaseLWEPP Release = "gie-lwepp-v1.6.0"
+)
+
+// Releases are the release names, the default first.
+func Releases() []Release { return []Release{ReleaseRouter, ReleaseGIE150, ReleaseGIE, ReleaseLWEPP} }
+
+// releaseNames are Releases, for a message: "a, b, c".
+func releaseNames() string {
+	names := make([]string, 0, len(Releases()))
+	for _, r := range Releases() {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Images of the releases' Endpoint Pickers.
+const (
+	// ImageGIE150: GIE v1.5.0's config/charts/inferencepool/values.yaml (inferenceExtension.image).
+	ImageGIE150 = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"
+	// ImageLWEPP: GIE v1.6.0's conformance/resources/base.yaml, and the release issue template
+	// (.github/ISSUE_TEMPLATE/new-release.md: registry.k8s.io/gateway-api-inference-extension/lwepp:vX.Y.Z).
+	ImageLWEPP = "registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0"
+)
+
+// Lease name suffixes of the EPPs' leader election (LeaderElectionID "epp-{namespace}-{pool}{suffix}").
+const (
+	// GIE v1.2.0 and v1.5.0: pkg/epp/server/controller_manager.go NewDefaultManager.
+	leaseSuffixGIE = ".gateway-api-inference-extension.sigs.k8s.io"
+	// llm-d-router v0.10.0: pkg/epp/server/controller_manager.go NewDefaultManager.
+	leaseSuffixRouter = ".llm-d.ai"
+)
+
+// API groups the EPPs read objects of.
+const (
+	GroupInferenceV1     = "inference.networking.k8s.io"   // InferencePool v1
+	GroupInferenceX      = "inference.networking.x-k8s.io" // InferencePool v1alpha2, InferenceObjective, InferenceModelRewrite
+	GroupLLMD            = "llm-d.ai"                      // llm-d-router's InferenceObjective and InferenceModelRewrite
+	resourceObjectives   = "inferenceobjectives"
+	resourceModelRewrite = "inferencemodelrewrites"
+)
+
+// release is what one release's EPP process is, as the project renders and checks it.
+type release struct {
+	// configFile: it reads an EndpointPickerConfig from --config-file.
+	configFile bool
+	// diagnostics: it has --metrics-endpoint-auth and --tracing.
+	diagnostics bool
+	// leaseSuffix: its leader election's lease; empty: it has no leader election, every replica serves.
+	leaseSuffix string
+	// poolGroups are the API groups of the InferencePools it reads.
+	poolGroups []string
+	// objectiveGroups are the API groups whose InferenceObjectives it watches; rewrites: and
+	// whose InferenceModelRewrites (when their CRDs are installed).
+	objectiveGroups []string
+	rewrites        bool
+	// prefillDecode: it routes prefill/decode services (a prefill pod, then a decode pod).
+	prefillDecode bool
+	// flags are the flags its command defines; deprecated the ones it warns of; refused the ones
+	// it stops on when set.
+	flags, deprecated, refused []string
+	// kvCacheMetricFlag: it reads the KV-cache metric's name from --kv-cache-usage-percentage-metric
+	// alone, whose default is vLLM's old name (GIE v1.2.0 pkg/epp/server/runserver.go
+	// DefaultKvCacheUsagePercentageMetric, vllm:gpu_cache_usage_perc, read by cmd/epp/runner/runner.go
+	// setupMetricsV1 and setupDatalayer), so its KV-cache scorer and saturation detector would read
+	// no data: the router passes vllm.MetricKVCacheUsage. The later EPPs take metric names from their
+	// data layer, whose vLLM default is that name.
+	kvCacheMetricFlag bool
+}
+
+// eppFlags are the flags of pkg/epp/server/options.go (AddFlags) and the logging options
+// (pkg/common/observability/logging: -v and controller-runtime's zap flags) common to GIE v1.5.0's
+// and llm-d-router v0.10.0's EPPs.
+var eppFlags = []string{
+	"grpc-port", "ha-enable-leader-election", "pool-group", "pool-namespace", "pool-name",
+	"endpoint-selector", "endpoint-target-ports", "disable-endpoint-subset-filter",
+	"refresh-metrics-interval", "refresh-prometheus-metrics-interval", "metrics-staleness-threshold",
+	"total-queued-requests-metric", "total-running-requests-metric", "kv-cache-usage-percentage-metric",
+	"lora-info-metric", "cache-info-metric",
+	"v", "zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding",
+	"tracing", "health-checking", "metrics-port", "grpc-health-port", "enable-pprof", "cert-path",
+	"enable-cert-reload", "secure-serving", "metrics-endpoint-auth", "config-file", "config-text",
+}
+
+// metricNameFlags: both EPPs' Options.Validate refuse them when set ("configure metrics via
+// engineConfigs in EndpointPickerConfig instead"); metric names go in the data layer.
+var metricNameFlags = []string{
+	"total-queued-requests-metric", "total-running-requests-metric", "kv-cache-usage-percentage-metric",
+	"lora-info-metric", "cache-info-metric",
+}
+
+var releases = map[Release]release{
+	ReleaseRouter: {
+		configFile: true, diagnostics: true, leaseSuffix: leaseSuffixRouter,
+		// pkg/epp/server/controller_manager.go caches v1.InferencePool only.
+		poolGroups: []string{GroupInferenceV1},
+		// pkg/epp/server/controller_config.go: supportedInferenceAPIGVs, llm-d.ai preferred.
+		objectiveGroups: []string{GroupLLMD, GroupInferenceX}, rewrites: true, prefillDecode: true,
+		// pkg/epp/server/options.go AddFlags at v0.10.0 adds these to GIE's.
+		flags: append(slices.Clone(eppFlags), "drain-timeout", "grpc-max-recv-msg-size", "grpc-max-send-msg-size",
+			"emit-endpoint-scores", "enable-grpc-stream-metrics", "tls-min-version", "tls-cipher-suites",
+			"metrics-client-ca-file", "metrics-cert-dir", "allow-experimental-plugins"),
+		deprecated: metricNameFlags, refused: metricNameFlags,
+	},
+	ReleaseGIE150: {
+		configFile: true, diagnostics: true, leaseSuffix: leaseSuffixGIE,
+		// pkg/epp/server/controller_manager.go and controller/inferencepool_reconciler.go: v1 only.
+		poolGroups: []string{GroupInferenceV1},
+		// pkg/epp/server/controller_config.go populateWithDiscovery: objectives and model rewrites.
+		objectiveGroups: []string{GroupInferenceX}, rewrites: true,
+		// pkg/epp/server/options.go AddFlags; MarkDeprecated on the metrics scraping flags.
+		flags: append(slices.Clone(eppFlags), "model-server-metrics-scheme", "model-server-metrics-path",
+			"model-server-metrics-port", "model-server-metrics-https-insecure-skip-verify"),
+		deprecated: append(slices.Clone(metricNameFlags), "model-server-metrics-scheme", "model-server-metrics-path",
+			"model-server-metrics-port", "model-server-metrics-https-insecure-skip-verify"),
+		refused: metricNameFlags,
+	},
+	ReleaseGIE: {
+		configFile: true, diagnostics: true, leaseSuffix: leaseSuffixGIE,
+		// pkg/epp/server/controller_manager.go defaultManagerOptions: a v1alpha2 or a v1 pool by --pool-group.
+		poolGroups:      []string{GroupInferenceV1, GroupInferenceX},
+		objectiveGroups: []string{GroupInferenceX}, prefillDecode: true,
+		// cmd/epp/runner/runner.go's flag variables at v1.2.0, and zap's (Runner.Run: BindFlags).
+		flags: []string{"grpc-port", "grpc-health-port", "metrics-port", "metrics-endpoint-auth", "enable-pprof",
+			"pool-name", "pool-group", "pool-namespace", "endpoint-selector", "endpoint-target-ports", "v",
+			"secure-serving", "health-checking", "cert-path", "total-queued-requests-metric",
+			"kv-cache-usage-percentage-metric", "lora-info-metric", "cache-info-metric", "refresh-metrics-interval",
+			"refresh-prometheus-metrics-interval", "metrics-staleness-threshold", "config-file", "config-text",
+			"model-server-metrics-port", "model-server-metrics-path", "model-server-metrics-scheme",
+			"model-server-metrics-https-insecure-skip-verify", "ha-enable-leader-election", "tracing",
+			"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"},
+		kvCacheMetricFlag: true,
+	},
+	ReleaseLWEPP: {
+		// cmd/lwepp/main.go and pkg/lwepp/server/options.go AddFlags (zap's flags from main); no
+		// leader election, no configuration; controller_manager.go caches pods and v1 pools only.
+		poolGroups: []string{GroupInferenceV1},
+		flags: []string{"grpc-port", "pool-group", "pool-namespace", "pool-name", "metrics-port", "endpoint-target-ports",
+			"grpc-health-port", "health-checking", "secure-serving",
+			"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"},
+	},
+}
+
+// Known reports whether the release is one of Releases.
+func (r Release) Known() bool {
+	_, ok := releases[r]
+	return ok
+}
+
+// ReadsConfig reports whether the release's EPP reads an EndpointPickerConfig (the router's
+// ConfigMap); lwepp has none.
+func (r Release) ReadsConfig() bool { return releases[r].configFile }
+
+// PrefillDecode reports whether the release routes prefill/decode services.
+func (r Release) PrefillDecode() bool { return releases[r].prefillDecode }
+
+// ReadsPoolGroup reports whether the release's EPP reads InferencePools of the API group.
+func (r Release) ReadsPoolGroup(group string) bool {
+	return slices.Contains(releases[r].poolGroups, group)
+}
+
+// PoolGroups are the API groups of the InferencePools the release's EPP reads.
+func (r Release) PoolGroups() []string { return slices.Clone(releases[r].poolGroups) }
+
+// ObjectiveGroups are the API groups whose InferenceObjectives the release's EPP watches, and
+// whether it watches their InferenceModelRewrites too.
+func (r Release) ObjectiveGroups() (groups []string, rewrites bool) {
+	return slices.Clone(releases[r].objectiveGroups), releases[r].rewrites
+}
+
+// Resources the EPP watches in its objective groups.
+const (
+	ResourceObjectives    = resourceObjectives
+	ResourceModelRewrites = resourceModelRewrite
+)
+
+// LeaderElection reports whether replicas of the release's EPP elect a leader (only it serves);
+// lwepp has no leader election and every replica serves.
+func (r Release) LeaderElection(replicas int) bool {
+	return replicas > 1 && releases[r].leaseSuffix != ""
+}
+
+// LeaseName is the lease the release's EPP elects its leader with, as its manager names it.
+func (r Release) LeaseName(namespace, pool string) string {
+	return "epp-" + namespace + "-" + pool + releases[r].leaseSuffix
+}
+
+// Flags are the release's EPP flags, as a Deployment passes them.
+type Flags struct {
+	PoolName, PoolNamespace, PoolGroup string
+	// ConfigFile is the configuration's path; unused by a release that reads none.
+	ConfigFile                            string
+	GRPCPort, GRPCHealthPort, MetricsPort int
+	Replicas                              int
+}
+
+// Args are the EPP's command line: as the release's chart or manifests pass it (GIE v1.5.0's
+// config/charts/epplib/templates/_deployment.yaml; lwepp's in GIE v1.6.0's
+// conformance/resources/base.yaml), with the ports and pool always explicit, the metrics served
+// without token review (no ClusterRole is rendered), no tracing, JSON logs. A metric-name flag only
+// where the release reads the metric from it alone: GIE v1.2.0's --kv-cache-usage-percentage-metric
+// with vLLM's current name (vllm.MetricKVCacheUsage); the later EPPs refuse metric-name flags
+// (metric names belong in the configuration's data layer).
+func (r Release) Args(f Flags) []string {
+	rel := releases[r]
+	args := []string{"--pool-name", f.PoolName, "--pool-namespace", f.PoolNamespace, "--pool-group", f.PoolGroup}
+	if rel.configFile {
+		args = append(args, "--config-file", f.ConfigFile)
+	}
+	args = append(args,
+		"--grpc-port", strconv.Itoa(f.GRPCPort),
+		"--grpc-health-port", strconv.Itoa(f.GRPCHealthPort),
+		"--metrics-port", strconv.Itoa(f.MetricsPort))
+	if rel.diagnostics {
+		args = append(args, "--metrics-endpoint-auth=false", "--tracing=false")
+	}
+	if rel.kvCacheMetricFlag {
+		args = append(args, "--kv-cache-usage-percentage-metric", vllm.MetricKVCacheUsage)
+	}
+	args = append(args, "--zap-encoder", "json")
+	if r.LeaderElection(f.Replicas) {
+		args = append(args, "--ha-enable-leader-election")
+	}
+	return args
+}

@@ -1,0 +1,59 @@
+package eppconfig
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// TestArgsAreFlagsOfTheRelease: every flag the router renders for a release is one its EPP
+// defines (the release table, each list from the EPP's own options), none is one it refuses, and
+// a release without a configuration, tracing or leader election gets no such flag. GIE v1.5.0's
+// flags are also parsed by its own flag set (TestGIE150ArgsAreTheEPPs); lwepp's and v1.5.0's run
+// in make e2e.
+func TestArgsAreFlagsOfTheRelease(t *testing.T) {
+	for _, release := range Releases() {
+		for _, replicas := range []int{1, 3} {
+			args := release.Args(Flags{PoolName: "p", PoolNamespace: "ns", PoolGroup: GroupInferenceV1, ConfigFile: "/config/config.yaml",
+				GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: replicas})
+			var flags []string
+			for _, arg := range args {
+				if name, ok := strings.CutPrefix(arg, "--"); ok {
+					name, _, _ = strings.Cut(name, "=")
+					flags = append(flags, name)
+				}
+			}
+			for _, flag := range flags {
+				assert.Contains(t, releases[release].flags, flag, "%s has --%s", release, flag)
+				assert.NotContains(t, releases[release].refused, flag, "%s refuses --%s", release, flag)
+			}
+			assert.Equal(t, release.ReadsConfig(), slices.Contains(flags, "config-file"), release)
+			assert.Equal(t, release.LeaderElection(replicas), slices.Contains(flags, "ha-enable-leader-election"), "%s, %d replicas", release, replicas)
+		}
+	}
+	assert.False(t, ReleaseLWEPP.LeaderElection(3), "lwepp has no leader election")
+	assert.NotContains(t, releases[ReleaseLWEPP].flags, "config-file")
+}
+
+// TestGIE120ArgsNameVLLMsKVCacheMetric: GIE v1.2.0's EPP (and llm-d-inference-scheduler v0.4.0's,
+// its runner) reads the KV-cache metric's name from --kv-cache-usage-percentage-metric alone, whose
+// default is vLLM's old name (pkg/epp/server/runserver.go DefaultKvCacheUsagePercentageMetric);
+// the router passes the name vLLM v0.33.0 exports. The later releases refuse the flag.
+func TestGIE120ArgsNameVLLMsKVCacheMetric(t *testing.T) {
+	for _, release := range Releases() {
+		args := release.Args(Flags{PoolName: "p", PoolNamespace: "ns", PoolGroup: GroupInferenceV1, ConfigFile: "/config/config.yaml",
+			GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: 1})
+		i := slices.Index(args, "--kv-cache-usage-percentage-metric")
+		if release != ReleaseGIE {
+			assert.Equal(t, -1, i, "%s: %v", release, args)
+			continue
+		}
+		if assert.NotEqual(t, -1, i, "%s: %v", release, args) && assert.Less(t, i+1, len(args)) {
+			assert.Equal(t, vllm.MetricKVCacheUsage, args[i+1])
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package render
+
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/util/strutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+)
+
+// KindPodMonitor is prometheus-operator's PodMonitor.
+var KindPodMonitor = TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PodMonitorsKind}
+
+const suffixDashboard = "dashboard"
+
+// The labels the PodMonitors give every series, from the pods' labels: what the dashboard groups by.
+const (
+	MetricLabelService = "service"
+	MetricLabelRole    = "role"
+	MetricLabelReplica = "replica"
+)
+
+func podMonitorSuffix(roleName string) string { return roleName + "-podmonitor" }
+
+// monitoringRefs are the service's PodMonitors (a serving role's servers, the router's Endpoint
+// Picker) and its dashboard, when spec.monitoring asks for them. Nothing depends on them.
+func monitoringRefs(svc *api.InferenceService) []Ref {
+	m := svc.Spec.Monitoring
+	if m == nil {
+		return nil
+	}
+	var refs []Ref
+	if m.PodMonitors {
+		for i := range svc.Spec.Roles {
+			role := &svc.Spec.Roles[i]
+			if role.DualPods() { // its servers run in pods FMA makes, not in the LWS's
+				continue
+			}
+			refs = append(refs, Ref{TypeMeta: KindPodMonitor, Name: api.PodMonitorName(svc.Name, role.Name), Namespace: svc.Namespace,
+				Suffix: podMonitorSuffix(role.Name), Role: role.Name})
+		}
+	}
+	if m.Dashboard {
+		refs = append(refs, Ref{TypeMeta: KindConfigMap, Name: api.DashboardName(svc.Name), Namespace: svc.Namespace, Suffix: suffixDashboard})
+	}
+	return refs
+}
+
+// buildPodMonitor scrapes /metrics of a role's servers (the leader of each replica: workers only
+// join its Ray cluster) on their serving port, or of the router's Endpoint Picker on its metrics
+// port, and labels every series with the service, role and replica.
+func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing, servingPort int32) *monitoringv1.PodMonitor {
+	endpoint := monitoringv1.PodMetricsEndpoint{Path: "/metrics", RelabelConfigs: []monitoringv1.RelabelConfig{
+		fromPodLabel(LabelService, MetricLabelService),
+		fromPodLabel(LabelRoleName, MetricLabelRole),
+		fromPodLabel(LabelReplicaIndex, MetricLabelReplica),
+	}}
+	var selector map[string]string
+	if role.ComponentType == api.ComponentTypeRouter {
+		selector = routing.eppSelector()
+		endpoint.Port = ptr.To(eppMetricsPortName)
+	} else {
+		selector = map[string]string{LabelService: svc.Name, LabelRoleName: role.Name, lwsv1.WorkerIndexLabelKey: "0"}
+		endpoint.PortNumber = ptr.To(servingPort)
+	}
+	return &monitoringv1.PodMonitor{
+		TypeMeta: metav1.TypeMeta{APIVersion: KindPodMonitor.APIVersion, Kind: KindPodMonitor.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: api.PodMonitorName(svc.Name, role.Name), Namespace: svc.Namespace,
+			Labels: merged(serviceObjectLabels(svc), map[string]string{LabelRoleName: role.Name})},
+		Spec: monitoringv1.PodMonitorSpec{
+			Selector:            metav1.LabelSelector{MatchLabels: selector},
+			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{endpoint},
+		},
+	}
+}
+
+// fromPodLabel copies a pod label onto the series as target: Prometheus' kubernetes discovery
+// names it __meta_kubernetes_pod_label_<name>, the name sanitized by strutil.SanitizeLabelName.
+func fromPodLabel(podLabel, target string) monitoringv1.RelabelConfig {
+	return monitoringv1.RelabelConfig{
+		SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + strutil.SanitizeLabelName(podLabel))},
+		TargetLabel:  target,
+		Action:       "replace",
+	}
+}
+
+// buildDashboard is the ConfigMap of the service's Grafana dashboard, labelled for the Grafana
+// chart's dashboard sidecar.
+func buildDashboard(svc *api.InferenceService) (*corev1.ConfigMap, error) {
+	dashboard, err := Dashboard(svc)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		TypeMeta: typeMeta(KindConfigMap),
+		ObjectMeta: metav1.ObjectMeta{Name: api.DashboardName(svc.Name), Namespace: svc.Namespace,
+			Labels: merged(serviceObjectLabels(svc), map[string]string{GrafanaDashboardLabel: "1"})},
+		Data: map[string]string{svc.Name + ".json": dashboard},
+	}, nil
+}
+
+// GrafanaDashboardLabel is the label the Grafana chart's sidecar loads dashboards from
+// (sidecar.dashboards.label, default grafana_dashboard).
+const GrafanaDashboardLabel = "grafana_dashboard"

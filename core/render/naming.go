@@ -1,0 +1,44 @@
+// Package render is the pure core: it turns a validated InferenceService into the exact
+// Kubernetes objects to create, typed with the upstream APIs. It imports no Pulumi package, does
+// no I/O, and is deterministic. The Pulumi component and the CLI are thin shells over it.
+package render
+
+import (
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+)
+
+// Labels the core sets on every LeaderWorkerSet and pod template (docs/design/0000-the-fusioninfer-design.md).
+const (
+	LabelService       = api.ReservedLabelPrefix + "service"
+	LabelComponentType = api.ReservedLabelPrefix + "component-type"
+	LabelRoleName      = api.ReservedLabelPrefix + "role-name"
+	LabelReplicaIndex  = api.ReservedLabelPrefix + "replica-index"
+	LabelRevision      = api.ReservedLabelPrefix + "revision"
+
+	LabelAppName      = "app.kubernetes.io/name"
+	LabelAppInstance  = "app.kubernetes.io/instance"
+	LabelAppComponent = "app.kubernetes.io/component"
+	LabelAppPartOf    = "app.kubernetes.io/part-of"
+	LabelAppManagedBy = "app.kubernetes.io/managed-by"
+
+	// ManagedBy is the value of app.kubernetes.io/managed-by on every object.
+	ManagedBy = "fusioninfer"
+)
+
+// Annotations read by pulumi-kubernetes when it creates an object.
+const (
+	AnnotationPulumiWaitFor   = "pulumi.com/waitFor"
+	AnnotationPulumiSkipAwait = "pulumi.com/skipAwait"
+	// AnnotationPulumiTimeoutSeconds replaces the kubernetes provider's 10-minute wait for an
+	// object (provider/pkg/metadata/overrides.go TimeoutDuration in pulumi-kubernetes).
+	AnnotationPulumiTimeoutSeconds = "pulumi.com/timeoutSeconds"
+	// WaitForAvailable makes `pulumi up` wait for a LeaderWorkerSet's Available condition.
+	WaitForAvailable = "condition=Available"
+)
+
+// Suffixes name children relative to the service (Pulumi names children "{component}-{suffix}").
+const podGroupSuffix = "podgroup"
+
+func leaderWorkerSetSuffix(roleName string, replica int32) string {
+	return api.TaskName(roleName, replica)
+}
