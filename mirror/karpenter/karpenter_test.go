@@ -5,19 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-	"sigs.k8s.io/randfill"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/mirrortest"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 )
 
@@ -26,7 +22,7 @@ import (
 // shape Karpenter does not have.
 func TestKarpenterMirrorsAgreeWithKarpenter(t *testing.T) {
 	for seed := int64(0); seed < 20; seed++ {
-		f := filler(seed)
+		f := mirrortest.Filler(seed)
 
 		pool := &karpenter.NodePool{}
 		f.Fill(pool)
@@ -116,68 +112,13 @@ func restrictTo(got, want any) any {
 	return got
 }
 
-// filler sets every field, with values both sides can carry (quantities, timestamps to the second).
-func filler(seed int64) *randfill.Filler {
-	return randfill.NewWithSeed(seed).NilChance(0).NumElements(1, 2).Funcs(
-		func(s *string, c randfill.Continue) { *s = "v" + c.String(6) },
-		func(q *resource.Quantity, c randfill.Continue) {
-			*q = *resource.NewQuantity(int64(c.Intn(1000)+1), resource.DecimalSI)
-		},
-		func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.Unix(int64(c.Int31()), 0).Rfc3339Copy() },
-		func(m *metav1.ObjectMeta, c randfill.Continue) {
-			*m = metav1.ObjectMeta{Name: "v" + c.String(6), Labels: map[string]string{"a": c.String(4)}}
-		},
-		func(s *metav1.ConditionStatus, c randfill.Continue) { *s = metav1.ConditionFalse },
-		func(e *corev1.TaintEffect, c randfill.Continue) { *e = corev1.TaintEffectNoSchedule },
-		func(op *corev1.NodeSelectorOperator, c randfill.Continue) { *op = corev1.NodeSelectorOpIn },
-	)
-}
-
 // TestDeepCopiesShareNothing: a filled mirror's deep copy is equal to it, and changing every
 // string, map and slice element of the copy in place leaves the original as it was (no map, slice
 // or pointer shared), as informers and clients rely on when they hand out copies.
 func TestDeepCopiesShareNothing(t *testing.T) {
-	for seed := int64(0); seed < 10; seed++ {
-		for _, obj := range []runtime.Object{&karpenter.NodePool{}, &karpenter.NodeClaim{}, &karpenter.NodeClaimList{}} {
-			filler(seed).Fill(obj)
-			before, err := json.Marshal(obj)
-			require.NoError(t, err)
-			cp := obj.DeepCopyObject()
-			require.Equal(t, obj, cp)
-			changeInPlace(reflect.ValueOf(cp))
-			require.NotEqual(t, obj, cp)
-			after, err := json.Marshal(obj)
-			require.NoError(t, err)
-			require.JSONEq(t, string(before), string(after), "%T: changing the copy changed the original", obj)
-		}
-	}
-}
-
-// changeInPlace changes every exported string under v where it is stored and adds a key to every
-// map, so whatever v shares with another object changes there too.
-func changeInPlace(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			changeInPlace(v.Elem())
-		}
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
-				changeInPlace(v.Field(i))
-			}
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			changeInPlace(v.Index(i))
-		}
-	case reflect.Map:
-		if !v.IsNil() {
-			v.SetMapIndex(reflect.ValueOf("added").Convert(v.Type().Key()), reflect.Zero(v.Type().Elem()))
-		}
-	case reflect.String:
-		v.SetString(v.String() + "-changed")
-	}
+	mirrortest.RequireDeepCopiesShareNothing(t, func() []runtime.Object {
+		return []runtime.Object{&karpenter.NodePool{}, &karpenter.NodeClaim{}, &karpenter.NodeClaimList{}}
+	})
 }
 
 // TestKarpenterNodeLabelRuleIsKarpenters: for every key of a table (each restricted domain, its
