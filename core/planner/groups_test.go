@@ -112,3 +112,27 @@ func BenchmarkPredictByClusterSize(b *testing.B) {
 		})
 	}
 }
+
+// TestNodesFileCostIsItsEntriesNotItsNodes: a nodes file's counted entry is one planner entry,
+// as --nodes is, so a plan from a file of 100000-node entries costs what the service costs
+// (issue 32, item 2: 100 such entries took 10 s and 1.9 GB).
+func TestNodesFileCostIsItsEntriesNotItsNodes(t *testing.T) {
+	svc := manifest(t, "story4-disaggregated-multinode.yaml")
+	file := func(count int) []byte {
+		return []byte("nodes:\n- {name: a, count: " + strconv.Itoa(count) + ", gpus: 8}\n- {name: b, count: " + strconv.Itoa(count) + ", gpus: 8}\n")
+	}
+	allocs := func(count int) float64 {
+		return testing.AllocsPerRun(3, func() {
+			cluster, err := ParseNodesFile("nodes.yaml", file(count))
+			require.NoError(t, err)
+			if _, err := Predict(svc, cluster); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	assert.Equal(t, allocs(10_000), allocs(100_000), "allocations grow with the nodes file's counts")
+
+	cluster, err := ParseNodesFile("nodes.yaml", file(3))
+	require.NoError(t, err)
+	assert.Equal(t, []Node{{Name: "a", Count: 3, GPUs: 8}, {Name: "b", Count: 3, GPUs: 8}}, cluster.Nodes)
+}

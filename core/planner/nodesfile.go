@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -44,8 +45,9 @@ func ParseNodesFile(file string, data []byte) (Cluster, error) {
 	if len(nodesFile.Nodes) == 0 {
 		errs = append(errs, field.Required(nodesPath, "at least one node"))
 	}
-	// namedBy is the index of the node group that gave each node its name.
-	namedBy := map[string]int{}
+	// A counted group stays one entry (the planner's cost follows entries, not nodes), so names
+	// are checked without writing them out: a counted group named a names a-0 .. a-{count-1}.
+	single, counted := map[string]int{}, map[string]int{} // a name -> the first group giving it
 	for i, g := range nodesFile.Nodes {
 		p := nodesPath.Index(i)
 		if g.Name == "" {
@@ -54,28 +56,22 @@ func ParseNodesFile(file string, data []byte) (Cluster, error) {
 		if g.GPUs < 0 {
 			errs = append(errs, field.Invalid(p.Child("gpus"), g.GPUs, "must be 0 or more"))
 		}
-		count, names := 1, []string{g.Name}
+		node := Node{Name: g.Name, GPUs: g.GPUs, Topology: g.Topology}
 		if g.Count != nil {
-			count = *g.Count
-			if count < 1 || count > 100000 {
-				errs = append(errs, field.Invalid(p.Child("count"), count, "must be between 1 and 100000"))
+			if *g.Count < 1 || *g.Count > 100000 {
+				errs = append(errs, field.Invalid(p.Child("count"), *g.Count, "must be between 1 and 100000"))
 				continue
 			}
-			names = make([]string, count)
-			for j := range names {
-				names[j] = g.Name + "-" + strconv.Itoa(j)
-			}
+			node.Count = int64(*g.Count)
 		}
 		for tier := range g.Topology {
 			if tier < 1 {
 				errs = append(errs, field.Invalid(p.Child("topology").Key(strconv.Itoa(tier)), tier, "tiers start at 1"))
 			}
 		}
-		duplicate := false
-		for _, name := range names {
-			if other, seen := namedBy[name]; seen && !duplicate && g.Name != "" {
-				// One problem a group: a counted group that repeats another repeats all its names.
-				duplicate = true
+		if g.Name != "" {
+			// One problem a group: a counted group that repeats another repeats all its names.
+			if other, name := firstNamedBefore(nodesFile.Nodes, single, counted, i); other >= 0 {
 				err := field.Duplicate(p.Child("name"), name)
 				err.Detail = fmt.Sprintf("nodes[%d] is named %s too", other, name)
 				if o := nodesFile.Nodes[other]; o.Count != nil {
@@ -86,14 +82,53 @@ func ParseNodesFile(file string, data []byte) (Cluster, error) {
 				}
 				errs = append(errs, err)
 			}
-			if _, seen := namedBy[name]; !seen {
-				namedBy[name] = i
+			names := single
+			if g.Count != nil {
+				names = counted
 			}
-			cluster.Nodes = append(cluster.Nodes, Node{Name: name, GPUs: g.GPUs, Topology: g.Topology})
+			if _, seen := names[g.Name]; !seen {
+				names[g.Name] = i
+			}
 		}
+		cluster.Nodes = append(cluster.Nodes, node)
 	}
 	if err := lines.Error(errs); err != nil {
 		return Cluster{}, err
 	}
 	return cluster, nil
+}
+
+// firstNamedBefore is the first name of group i that an earlier group gives (the lowest count
+// index, else its own name), and the first such group; -1 when none does.
+func firstNamedBefore(groups []NodeGroup, single, counted map[string]int, i int) (int, string) {
+	g := groups[i]
+	other, name, at := -1, "", 0
+	gives := func(o, j int, n string) { // group o gives name n, group i's j-th
+		if o >= 0 && (other < 0 || j < at || j == at && o < other) {
+			other, name, at = o, n, j
+		}
+	}
+	if g.Count == nil {
+		if o, ok := single[g.Name]; ok {
+			gives(o, 0, g.Name)
+		}
+		if k := strings.LastIndex(g.Name, "-"); k > 0 {
+			if o, ok := counted[g.Name[:k]]; ok {
+				if j, err := strconv.Atoi(g.Name[k+1:]); err == nil && strconv.Itoa(j) == g.Name[k+1:] && j < *groups[o].Count {
+					gives(o, 0, g.Name)
+				}
+			}
+		}
+		return other, name
+	}
+	if o, ok := counted[g.Name]; ok {
+		gives(o, 0, g.Name+"-0")
+	}
+	prefix := g.Name + "-"
+	for n, o := range single {
+		if j, err := strconv.Atoi(strings.TrimPrefix(n, prefix)); strings.HasPrefix(n, prefix) && err == nil && strconv.Itoa(j) == n[len(prefix):] && j < *g.Count {
+			gives(o, j, n)
+		}
+	}
+	return other, name
 }

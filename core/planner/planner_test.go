@@ -195,8 +195,10 @@ nodes:
   - {name: cpu-0, gpus: 0}
 `))
 	require.NoError(t, err)
-	require.Len(t, cluster.Nodes, 4)
-	assert.Equal(t, Node{Name: "gpu-a-2", GPUs: 8, Topology: map[int]string{1: "leaf-a"}}, cluster.Nodes[2])
+	require.Len(t, cluster.Nodes, 2)
+	_, err = ParseNodesFile("nodes.yaml", []byte("nodes:\n- {name: a, count: 3, gpus: 8}\n- {name: a-3, gpus: 8}\n- {name: a-01, gpus: 8}\n- {name: a-x, gpus: 8}"))
+	assert.NoError(t, err, "a-0 .. a-2 only")
+	assert.Equal(t, Node{Name: "gpu-a", Count: 3, GPUs: 8, Topology: map[int]string{1: "leaf-a"}}, cluster.Nodes[0], "gpu-a-0 .. gpu-a-2")
 	assert.EqualValues(t, 24, cluster.GPUs())
 
 	for name, tc := range map[string]struct{ yaml, want string }{
@@ -208,6 +210,8 @@ nodes:
 			`nodes.yaml:3: nodes[1].name: Duplicate value: "a": nodes[0] is named a too; nodes.yaml:4: nodes[2].gpus: Invalid value: -1: must be 0 or more`},
 		"counted names repeated, once": {"nodes:\n- {name: a, count: 3, gpus: 8}\n- {name: a, count: 2, gpus: 8}",
 			`nodes.yaml:3: nodes[1].name: Duplicate value: "a-0": nodes[0] (count 3) names its nodes a-0 to a-2, and this one (count 2) names its nodes a-0 to a-1`},
+		"a node named as a later counted group names one": {"nodes:\n- {name: a-1, gpus: 8}\n- {name: a, count: 3, gpus: 8}",
+			`nodes.yaml:3: nodes[1].name: Duplicate value: "a-1": nodes[0] is named a-1 too, and this one (count 3) names its nodes a-0 to a-2`},
 		"bad count": {"nodes: [{name: a, count: 0, gpus: 8}]", "nodes.yaml:1: nodes[0].count: Invalid value: 0"},
 		"bad tier":  {"nodes: [{name: a, gpus: 8, topology: {0: x}}]", "tiers start at 1"},
 	} {
