@@ -5,9 +5,9 @@ package main
 // this project that changes a URN makes Pulumi delete the old child and create a new one, and one
 // that changes a field the provider replaces on (an object's name, namespace, kind) replaces it;
 // for an LWS either one tears down a serving replica and reloads its model. So, in the manner of
-// pulumi-eks's upgrade tests (pulumi/providertest: PreviewProviderUpgrade records a stack at the
-// baseline release, `pulumi stack export`, and previews it with the new code; assertpreview
-// HasNoReplacements), the stacks of every example manifest are recorded here at a release
+// the upgrade tests of Pulumi's providers, pulumi-eks's among them (pulumi/providertest:
+// PreviewProviderUpgrade previews with the new code a stack recorded at the baseline release;
+// assertpreview.HasNoReplacements), the stacks of every example manifest are recorded here at a release
 // (testdata/state/vVERSION/, with -record) and each is previewed with the code of today, which
 // must leave every resource as it is.
 //
