@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-routing golden gen clean
+.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-routing golden record-state gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -160,6 +160,12 @@ golden:
 	$(GO) test ./core/render -run TestGoldenTrees -update
 	$(GO) test ./core/platform -run TestGolden -update
 
+## record-state: record the stack of every example manifest, deployed with this tree, as the state
+## of release VERSION (deploy/testdata/state/vVERSION), which make test previews with the code of
+## every later commit (docs/design/0025-state-is-a-contract.md). At a release, before make release.
+record-state:
+	$(GO) test ./deploy -run TestRecordState -record -count=1
+
 clean:
 	rm -rf bin dist
 
@@ -170,6 +176,7 @@ clean:
 ## and Python SDK packages, all in dist/ and all of version VERSION.
 release:
 	@test -z "$$(git status --porcelain)" || { echo "release: commit or stash first; a release is a tagged commit"; exit 1; }
+	@test -d deploy/testdata/state/v$(VERSION) || { echo "release: record the stacks' state of v$(VERSION) first (make record-state), and commit it"; exit 1; }
 	git rev-parse -q --verify refs/tags/v$(VERSION) > /dev/null || git tag -a v$(VERSION) -m "pulumi-fusioninfer v$(VERSION)"
 	rm -rf dist && mkdir -p dist
 	for platform in $(PLATFORMS); do \

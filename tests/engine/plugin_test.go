@@ -2,23 +2,19 @@ package engine_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 )
 
 // pluginEnv makes the test binary serve the kubernetes provider stand-in over gRPC instead of
@@ -33,7 +29,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// servePlugin serves clusterless() as a Pulumi resource provider plugin does: gRPC on a free
+// servePlugin serves enginetest.Clusterless() as a Pulumi resource provider plugin does: gRPC on a free
 // port of the loopback, the port on the first line of standard output, until its parent closes
 // standard input.
 func servePlugin() {
@@ -41,7 +37,7 @@ func servePlugin() {
 	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
 		Cancel: cancel,
 		Init: func(srv *grpc.Server) error {
-			pulumirpc.RegisterResourceProviderServer(srv, plugin.NewProviderServer(clusterless()))
+			pulumirpc.RegisterResourceProviderServer(srv, plugin.NewProviderServer(enginetest.Clusterless()))
 			return nil
 		},
 	})
@@ -53,41 +49,6 @@ func servePlugin() {
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent goes
 	close(cancel)
 	<-handle.Done
-}
-
-// clusterless is the kubernetes provider stand-in with no cluster behind it, answering as
-// pulumi-kubernetes v4.32.0 does where the cluster does not enter (mirror/kubeprovider): Check
-// and Diff; Create and Update at preview return the inputs (provider.go Create: a Patch resource,
-// or one whose kind the cluster does not know, is not dry-run); at update they return the state a
-// cluster that took the inputs as they are would give.
-func clusterless() *deploytest.Provider {
-	state := func(inputs resource.PropertyMap, urn resource.URN) resource.PropertyMap {
-		obj := kubeprovider.Unstructured(inputs)
-		return kubeprovider.Checkpoint(obj, obj, obj.GetAPIVersion(), "pulumi-kubernetes-"+strconv.Itoa(len(urn)))
-	}
-	return &deploytest.Provider{
-		CheckF: func(_ context.Context, req plugin.CheckRequest) (plugin.CheckResponse, error) {
-			checked, err := kubeprovider.Check(req.URN, req.News)
-			return plugin.CheckResponse{Properties: checked}, err
-		},
-		DiffF: func(_ context.Context, req plugin.DiffRequest) (plugin.DiffResult, error) {
-			return kubeprovider.Diff(req.URN, req.OldOutputs, req.NewInputs, req.IgnoreChanges, true)
-		},
-		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			if req.Preview {
-				return plugin.CreateResponse{Properties: req.Properties, Status: resource.StatusOK}, nil
-			}
-			obj := kubeprovider.Unstructured(req.Properties)
-			return plugin.CreateResponse{ID: resource.ID(obj.GetNamespace() + "/" + obj.GetName()),
-				Properties: state(req.Properties, req.URN), Status: resource.StatusOK}, nil
-		},
-		UpdateF: func(_ context.Context, req plugin.UpdateRequest) (plugin.UpdateResponse, error) {
-			if req.Preview {
-				return plugin.UpdateResponse{Properties: req.NewInputs, Status: resource.StatusOK}, nil
-			}
-			return plugin.UpdateResponse{Properties: state(req.NewInputs, req.URN), Status: resource.StatusOK}, nil
-		},
-	}
 }
 
 // pluginProvider starts this test binary as the kubernetes provider's plugin process and returns

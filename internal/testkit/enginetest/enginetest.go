@@ -21,7 +21,7 @@ import (
 var KubernetesVersion = semver.MustParse("4.33.0")
 
 // Plan is a plan that runs program against kubernetes; what the program and the engine log goes
-// to the returned Log. Updates run with the parallelism `pulumi up` has by default, so nothing but
+// to the returned Log; the plan's Config is the stack's configuration the program reads. Updates run with the parallelism `pulumi up` has by default, so nothing but
 // the component's dependencies holds a step back.
 func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
 	var mu sync.Mutex
@@ -29,8 +29,11 @@ func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*
 	language := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
 		mu.Lock()
 		run := pulumi.RunInfo{Project: info.Project, Stack: info.Stack, Parallel: info.Parallel, DryRun: info.DryRun,
-			MonitorAddr: info.MonitorAddress, EngineAddr: engineAddr}
+			MonitorAddr: info.MonitorAddress, EngineAddr: engineAddr, Config: map[string]string{}}
 		mu.Unlock()
+		for key, value := range info.Config { // the stack's configuration (the plan's Config), as pulumi.Run reads it
+			run.Config[key.String()] = value
+		}
 		ctx, err := pulumi.NewContext(context.Background(), run) //nolint:usetesting // the SDK context outlives the test's
 		if err != nil {
 			return err
