@@ -7,20 +7,29 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-routing golden record-state gen clean
+.PHONY: image release demo test check test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-routing golden record-state gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/fusioninfer render -f $(DEMO_STORY) --summary
 
-## test: vet, lint (staticcheck), every unit, component, example and CLI test (with the fuzzer's property over
-## thousands of mutated examples, TestBuildMutatedExamples), and the TypeScript and Python SDKs
-## with their examples under Pulumi's mocks (npm and PyPI packages installed here). The tests that
-## read what those programs registered run from test-typescript and test-python, after them; under
-## CI they fail rather than skip when run without it.
-## GIE v1.5.0's Endpoint Picker, the oracle of core/eppconfig's tests, is built once into
-## the user cache (minutes cold): first, outside go test's 10-minute limit per package.
-test: vet lint
+## test: the contributor's loop: every unit, component, example, CLI, docs and engine test, in
+## short mode (`go test -short ./...`; go test runs vet's own checks on each package). Short mode
+## leaves out what builds or installs something of its own: the upstream oracle (GIE v1.5.0's
+## Endpoint Picker, built from the module proxy) and the release path (go install from a module
+## proxy), and the TypeScript and Python programs (make test-typescript, make test-python).
+## `make check` runs those and the rest; CI runs both.
+test:
+	$(GO) test -short ./... -skip '^Test(TypeScript|Python)'
+
+## check: what make test leaves out, all of which CI runs: gofmt, go vet, staticcheck, the
+## tests short mode skips (GIE v1.5.0's Endpoint Picker, the oracle of core/eppconfig's tests, is
+## built once into the user cache first: minutes cold, outside go test's 10-minute limit per
+## package), and the TypeScript and Python SDKs with their examples under Pulumi's mocks (npm and
+## PyPI packages installed here) and as the release packages them. The tests that read what those
+## programs registered run from test-typescript and test-python, after them; under CI they fail
+## rather than skip when run without it.
+check: vet lint
 	$(GO) test ./core/eppconfig -run '^TestGIE150PluginsAreTheEPPs$$' -count=1 -timeout 30m
 	$(GO) test ./... -skip '^Test(TypeScript|Python)'
 	$(MAKE) test-typescript

@@ -33,7 +33,7 @@ func TestPythonProgramsBuildTheGoProgramsObjects(t *testing.T) {
 	assertLanguage(t, "FUSIONINFER_PY_INPUTS", "python")
 }
 
-// capturedDir is where `make test` wrote what a language's programs registered under its mocks.
+// capturedDir is where `make test-typescript` or `make test-python` wrote what a language's programs registered under its mocks.
 func capturedDir(t *testing.T, env, language string) string {
 	t.Helper()
 	dir := os.Getenv(env)
@@ -41,7 +41,7 @@ func capturedDir(t *testing.T, env, language string) string {
 		t.Fatalf("%s is not set: in CI these tests run only from `make test-%s`, after its programs ran under their mocks", env, language)
 	}
 	if dir == "" {
-		t.Skipf("%s is not set: `make test` sets it after running the %s programs under their mocks", env, language)
+		t.Skipf("%[1]s is not set: `make test-%[2]s` sets it after running the %[2]s programs under their mocks", env, language)
 	}
 	return dir
 }
