@@ -248,8 +248,14 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateLifecycle(role, withTemplates, rolePath)...)
 	errs = append(errs, validateRolloutStrategy(spec, role, rolePath.Child("rolloutStrategy"))...)
 	errs = append(errs, validateAutoscaling(spec, role, rolePath)...)
+	errs = append(errs, validateParallelismShape(spec, role, rolePath)...)
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"), resolved)...)
+		if role.DataParallel() && role.Template != nil && len(role.Template.Spec.Containers) > 0 {
+			serverIndex := ServingContainerIndex(&role.Template.Spec)
+			errs = append(errs, validateParallelismServer(role, &role.Template.Spec.Containers[serverIndex],
+				rolePath.Child("template", "spec", "containers").Index(serverIndex), resolved.ServingPorts[role.Name], rolePath)...)
+		}
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"), resolved)...)
 	}
 	return errs
@@ -323,6 +329,9 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 		errs = append(errs, field.Invalid(serverPath.Child("ports"), declaredPorts(server), err.Error()))
 	} else {
 		resolved.ServingPorts[role.Name] = port
+	}
+	if role.DataParallel() { // vLLM's own launch, no Ray: validateParallelismServer
+		return errs
 	}
 	if role.MultiNode() {
 		errs = append(errs, validateRayLaunch(server, serverPath)...)
