@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
@@ -101,4 +103,17 @@ func TestWideEPRendersNoRayAndRoutesEveryRank(t *testing.T) {
 		targets = append(targets, int32(p.Number))
 	}
 	assert.Equal(t, api.RankPorts(8000, 8), targets)
+}
+
+func TestWideEPPodMonitorsScrapeEveryRank(t *testing.T) {
+	svc := story(t, wideEP).Service
+	svc.Spec.Monitoring = &api.Monitoring{PodMonitors: true}
+	tree := build(t, svc)
+	monitor := objectOf[*monitoringv1.PodMonitor](t, tree, "")
+	assert.NotContains(t, monitor.Spec.Selector.MatchLabels, lwsv1.WorkerIndexLabelKey, "every pod of a data parallel replica runs ranks")
+	var ports []int32
+	for _, e := range monitor.Spec.PodMetricsEndpoints {
+		ports = append(ports, *e.PortNumber)
+	}
+	assert.Equal(t, api.RankPorts(8000, 8), ports)
 }
