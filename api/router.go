@@ -64,6 +64,9 @@ type Routing struct {
 	HTTPRoute *gatewayv1.HTTPRouteSpec
 	// PoolPort is the serving port of every serving role, which the InferencePool targets.
 	PoolPort int32
+	// PoolRanks are the ranks each pod of every serving role runs (1 without parallelism): the
+	// pool targets PoolPort and the PoolRanks-1 ports after it.
+	PoolRanks int32
 }
 
 // validateRouterRole checks a router role, and resolves its Endpoint Picker selection and route
@@ -209,6 +212,7 @@ func validateHTTPRoute(route map[string]any, routePath *field.Path) (*gatewayv1.
 func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, resolved *Resolved) field.ErrorList {
 	var errs field.ErrorList
 	poolPort, poolPortRole := int32(0), -1
+	poolRanks, poolRanksRole := int32(0), -1
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
 		if !role.ComponentType.Serving() || role.Template == nil || len(role.Template.Spec.Containers) == 0 {
@@ -219,6 +223,22 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 		serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
 		server := &role.Template.Spec.Containers[serverIndex]
 		port, resolvedPort := resolved.ServingPorts[role.Name]
+		ranks := role.LocalRanks()
+		if ranks > 1 && spec.Router().PoolAPIVersion == PoolV1Alpha2 {
+			errs = append(errs, field.Invalid(rolesPath.Index(i).Child("parallelism", "dataLocal"), ranks,
+				"each rank of a pod is a port of the InferencePool, and a v1alpha2 pool targets one port: set the router's poolApiVersion to v1"))
+		}
+		switch {
+		case poolRanksRole < 0:
+			poolRanks, poolRanksRole = ranks, i
+			if resolved.Routing != nil {
+				resolved.Routing.PoolRanks = ranks
+			}
+		case ranks != poolRanks:
+			errs = append(errs, field.Invalid(rolesPath.Index(i).Child("parallelism", "dataLocal"), ranks, fmt.Sprintf(
+				"the InferencePool targets the same ports on every serving role, one a rank: %d ranks a pod, as spec.roles[%d] runs; run as many",
+				poolRanks, poolRanksRole)))
+		}
 		switch {
 		case !resolvedPort: // its template's check says why
 			continue
@@ -232,7 +252,7 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 				"the InferencePool targets one port on every serving role: %d, as spec.roles[%d] serves; serve on it too", poolPort, poolPortRole)))
 		}
 		if role.ComponentType == ComponentTypeDecoder {
-			errs = append(errs, validateRoutedDecoder(role, spec.Router().EndpointPickerRelease(), server, port, tplPath)...)
+			errs = append(errs, validateRoutedDecoder(role, spec.Router().EndpointPickerRelease(), server, port, rolesPath.Index(i))...)
 		}
 	}
 	return errs
@@ -240,15 +260,34 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 
 // validateRoutedDecoder checks that llm-d's routing sidecar can take a decode leader's serving
 // port while its vLLM server moves to DecodeVLLMPort.
-func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *corev1.Container, port int32, tplPath *field.Path) field.ErrorList {
+func validateRoutedDecoder(role *Role, release EndpointPickerRelease, server *corev1.Container, port int32, rolePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	tplPath := rolePath.Child("template")
 	serverPath := tplPath.Child("spec", "containers").Index(ServingContainerIndex(&role.Template.Spec))
 	if vllm.IsShellScript(server) {
 		errs = append(errs, field.Invalid(serverPath.Child("command"), server.Command, fmt.Sprintf(
 			"behind a router, a decode server moves to port %d for llm-d's routing sidecar: give the server's own command and args, not a shell script",
 			DecodeVLLMPort)))
 	}
-	if port == DecodeVLLMPort {
+	if ranks := role.LocalRanks(); ranks > 1 {
+		// The sidecar serves the ranks' ports and forwards port + i to the server's DecodeVLLMPort
+		// + i (llm-d-router v0.10.0 pkg/sidecar/proxy/data_parallel.go startDataParallel); the
+		// older routing sidecar has no --data-parallel-size.
+		if release != EPPReleaseLLMDRouter {
+			errs = append(errs, field.Invalid(rolePath.Child("parallelism", "dataLocal"), ranks, fmt.Sprintf(
+				"behind a router, a decode pod's ranks are fronted by llm-d-router's disaggregation sidecar, one port a rank, which only %s has: "+
+					"set the router's endpointPicker.release to it, or run one rank a pod", EPPReleaseLLMDRouter)))
+		}
+		if rangesOverlap(port, ranks, DecodeVLLMPort, ranks) {
+			errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
+				"behind a router, the routing sidecar serves the ranks' ports %s and the decode ranks move to %s: serve on a port they do not share (vLLM's default is %d)",
+				portRange(port, ranks), portRange(DecodeVLLMPort, ranks), DefaultServingPort)))
+		}
+		if rpc := role.Parallelism.RPCPort(); rpc >= DecodeVLLMPort && rpc < DecodeVLLMPort+ranks {
+			errs = append(errs, field.Invalid(rolePath.Child("parallelism", "dataRPCPort"), rpc, fmt.Sprintf(
+				"behind a router, the decode ranks serve on %s: choose another port", portRange(DecodeVLLMPort, ranks))))
+		}
+	} else if port == DecodeVLLMPort {
 		errs = append(errs, field.Invalid(serverPath.Child("ports"), port, fmt.Sprintf(
 			"behind a router, llm-d's routing sidecar serves the pool's port and the decode server moves to %d: serve on another port (vLLM's default is %d)",
 			DecodeVLLMPort, DefaultServingPort)))

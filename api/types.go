@@ -88,7 +88,7 @@ type Monitoring struct {
 	// queries it for the metric of every autoscaled role.
 	PrometheusAddress string `json:"prometheusAddress,omitempty" pulumi:"prometheusAddress,optional"`
 	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving
-	// role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with
+	// role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with
 	// the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out:
 	// their servers run in pods FMA makes.
 	PodMonitors bool `json:"podMonitors,omitempty" pulumi:"podMonitors,optional"`
@@ -317,10 +317,39 @@ type Role struct {
 	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
 	// "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling *Autoscaling `json:"autoscaling,omitempty" pulumi:"autoscaling,optional" roles:"serving"`
+	// Parallelism runs vLLM's own data parallel (and expert parallel) across a replica's pods in
+	// place of Ray, every rank with an HTTP server of its own that the router reaches
+	// (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+	Parallelism *Parallelism `json:"parallelism,omitempty" pulumi:"parallelism,optional" roles:"serving"`
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
 	ModelFlexibility *ModelFlexibility `json:"modelFlexibility,omitempty" pulumi:"modelFlexibility,optional" roles:"serving"`
+}
+
+// Parallelism is how one replica's model is split, in the words of KServe's LLMInferenceService
+// (its spec.parallelism): data parallel ranks, dataLocal of them in each pod, each rank spanning
+// tensor x pipeline GPUs, the experts of a MoE model spread over the ranks when expert is set.
+// Each pod runs one `vllm serve` per local rank in vLLM's external load-balancing mode
+// (docs/design/0026-wide-expert-parallelism.md).
+type Parallelism struct {
+	// Data is the data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It
+	// equals dataLocal x multinode.nodeCount.
+	Data int `json:"data" pulumi:"data"`
+	// DataLocal is the ranks each pod runs, local rank i serving HTTP on the server's port + i
+	// (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at
+	// most 8 ports.
+	DataLocal int `json:"dataLocal,omitempty" pulumi:"dataLocal,optional"`
+	// Tensor is the tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+	Tensor int `json:"tensor,omitempty" pulumi:"tensor,optional" default:"1"`
+	// Pipeline is the pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+	Pipeline int `json:"pipeline,omitempty" pulumi:"pipeline,optional" default:"1"`
+	// DataRPCPort is the port on the leader pod where the ranks meet (vLLM's
+	// --data-parallel-rpc-port, default 29550, vLLM's own).
+	DataRPCPort int `json:"dataRPCPort,omitempty" pulumi:"dataRPCPort,optional" default:"29550"`
+	// Expert spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's
+	// --enable-expert-parallel); it needs data x tensor > 1.
+	Expert bool `json:"expert,omitempty" pulumi:"expert,optional"`
 }
 
 // Model is one model's weights: where they come from, where they are kept, how vLLM loads them

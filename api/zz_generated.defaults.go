@@ -35,6 +35,12 @@ const (
 	DefaultNodePoolConsolidateAfter = time.Duration(600000000000) // 10m
 	// DefaultNodePoolKind is NodePool.Kind's default.
 	DefaultNodePoolKind = NodePoolKind("karpenter")
+	// DefaultParallelismDataRPCPort is Parallelism.DataRPCPort's default.
+	DefaultParallelismDataRPCPort = 29550
+	// DefaultParallelismPipeline is Parallelism.Pipeline's default.
+	DefaultParallelismPipeline = 1
+	// DefaultParallelismTensor is Parallelism.Tensor's default.
+	DefaultParallelismTensor = 1
 	// DefaultRoleFailureMode is Role.FailureMode's default.
 	DefaultRoleFailureMode = FailureMode("FailClose")
 	// DefaultRolePoolAPIVersion is Role.PoolAPIVersion's default.

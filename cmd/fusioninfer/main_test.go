@@ -156,6 +156,14 @@ func TestSummaryShowsTheRouter(t *testing.T) {
 	assert.Len(t, documents(t, stdout), 16, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
 }
 
+func TestSummaryShowsTheRanks(t *testing.T) {
+	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/deepseek-wide-ep-pd.yaml", "--summary")
+	require.NoError(t, err)
+	head := strings.Split(stdout, "---")[0]
+	assert.Contains(t, head, "# ranks: prefill 16 a replica (8 a pod of 8 GPUs, 1 GPU a rank, expert parallel); decode 16 a replica (8 a pod of 8 GPUs, 1 GPU a rank, expert parallel)\n")
+	assert.Contains(t, head, "InferencePool deepseek-r1-wide-ep-pool (inference.networking.k8s.io/v1, ports 8000-8007, one a rank)")
+}
+
 func TestOutputDirectoryWritesOneFilePerObjectInApplyOrder(t *testing.T) {
 	dir := t.TempDir()
 	stdout, _, err := run(t, "", "render", "-f", story4, "-o", dir)

@@ -40,9 +40,27 @@ func writeSummary(w io.Writer, s render.Summary) {
 	} else {
 		body.WriteString("gang: off (default scheduler; single-node, monolithic)\n")
 	}
+	var ranks []string
+	for _, r := range s.Roles {
+		if r.Ranks > 0 {
+			expert := ""
+			if r.Expert {
+				expert = ", expert parallel"
+			}
+			ranks = append(ranks, fmt.Sprintf("%s %d a replica (%d a pod of %d GPUs, %s a rank%s)",
+				r.Name, r.Ranks, r.LocalRanks, r.GPUsPerPod, plural(r.RankGPUs, "GPU"), expert))
+		}
+	}
+	if len(ranks) > 0 {
+		fmt.Fprintf(&body, "ranks: %s\n", strings.Join(ranks, "; "))
+	}
 	if r := s.Router; r != nil {
-		fmt.Fprintf(&body, "router: HTTPRoute %s -> InferencePool %s (%s, port %d) -> Endpoint Picker %s (%s, strategy %s)\n",
-			r.HTTPRoute, r.Pool, r.PoolAPIVersion, r.PoolPort, r.EndpointPicker, r.Image, r.Strategy)
+		ports := fmt.Sprintf("port %d", r.PoolPort)
+		if r.PoolPorts > 1 {
+			ports = fmt.Sprintf("ports %d-%d, one a rank", r.PoolPort, r.PoolPort+r.PoolPorts-1)
+		}
+		fmt.Fprintf(&body, "router: HTTPRoute %s -> InferencePool %s (%s, %s) -> Endpoint Picker %s (%s, strategy %s)\n",
+			r.HTTPRoute, r.Pool, r.PoolAPIVersion, ports, r.EndpointPicker, r.Image, r.Strategy)
 	}
 	for _, m := range s.Models {
 		fmt.Fprintf(&body, "model: %s\n", render.DescribeModel(m))
@@ -72,4 +90,12 @@ func taskNames(names []string) string {
 	default:
 		return fmt.Sprintf("%s,%s ... %s (%d)", names[0], names[1], names[len(names)-1], len(names))
 	}
+}
+
+// plural is a count and its noun: "1 GPU", "2 GPUs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -106,6 +106,10 @@ type RoleArgs struct {
 	// (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS,
 	// "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling *api.Autoscaling
+	// Parallelism runs vLLM's own data parallel (and expert parallel) across a replica's pods in
+	// place of Ray, every rank with an HTTP server of its own that the router reaches
+	// (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+	Parallelism *api.Parallelism
 	// ModelFlexibility runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the
 	// LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting
 	// idle servers to sleep and waking them in seconds.
@@ -154,6 +158,7 @@ func (r *RoleArgs) role() api.Role {
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
 		Model:                         r.Model,
 		Autoscaling:                   r.Autoscaling,
+		Parallelism:                   r.Parallelism,
 		ModelFlexibility:              r.ModelFlexibility,
 	}
 }
@@ -200,6 +205,7 @@ func roleArgs(r *api.Role) RoleArgs {
 		TerminationGracePeriodSeconds: r.TerminationGracePeriodSeconds,
 		Model:                         r.Model,
 		Autoscaling:                   r.Autoscaling,
+		Parallelism:                   r.Parallelism,
 		ModelFlexibility:              r.ModelFlexibility,
 	}
 }

@@ -44,6 +44,23 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	if pool := spec.NodePoolNamed(role.NodePool); pool != nil {
 		placeOnPool(serviceName, pool, &base.Spec)
 	}
+	if role.DataParallel() {
+		// Every pod runs ranks and serves: no Ray, the same template for the leader and workers.
+		if routedDecoder {
+			addRoutingSidecar(base, routing)
+		}
+		if routing != nil {
+			markServing(base, spec)
+		}
+		if err := dataParallelTemplate(base, role); err != nil {
+			return roleTemplates{}, err
+		}
+		revision, err := templateRevision(base)
+		if !role.MultiNode() {
+			return roleTemplates{worker: base, revision: revision}, err
+		}
+		return roleTemplates{leader: base.DeepCopy(), worker: base, revision: revision}, err
+	}
 	if !role.MultiNode() {
 		if routedDecoder {
 			addRoutingSidecar(base, routing)

@@ -78,11 +78,25 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 			tpl.Spec.ServiceAccountName = api.DisaggSidecarName(routing.svc.Name)
 		}
 	}
+	ports := []corev1.ContainerPort{{Name: routingSidecarPortName, ContainerPort: poolPort, Protocol: corev1.ProtocolTCP}}
+	var env []corev1.EnvVar
+	if ranks := routing.PoolRanks; ranks > 1 {
+		// A data parallel pod's ranks (validation allows them only with llm-d-router): the sidecar
+		// serves port + i for local rank i and forwards it to the server's port + i, and keys its
+		// header-routed path by the pod's IP (llm-d-router v0.10.0 pkg/sidecar/proxy/data_parallel.go
+		// startDataParallel; options.go AddFlags, --data-parallel-size).
+		args = append(args, "--data-parallel-size="+strconv.Itoa(int(ranks)))
+		env = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+		for i := int32(1); i < ranks; i++ {
+			ports = append(ports, corev1.ContainerPort{Name: routingSidecarPortName + "-" + strconv.Itoa(int(i)), ContainerPort: poolPort + i, Protocol: corev1.ProtocolTCP})
+		}
+	}
 	tpl.Spec.InitContainers = append(tpl.Spec.InitContainers, corev1.Container{
 		Name:          api.RoutingSidecarName,
 		Image:         image,
 		Args:          args,
-		Ports:         []corev1.ContainerPort{{Name: routingSidecarPortName, ContainerPort: poolPort, Protocol: corev1.ProtocolTCP}},
+		Env:           env,
+		Ports:         ports,
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		// The pod is ready, and in the pool, only when the sidecar answers on the pool's port too.
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{

@@ -35,7 +35,8 @@ type podTemplate struct {
 }
 
 // treePodTemplates are the pods the tree's objects make. A LeaderWorkerSet's server runs in its
-// leader when it has one (the workers only join its Ray cluster), else in its workers; a dual-pods
+// leader when it has one (the workers only join its Ray cluster), else in its workers, and in
+// both for a data parallel role (each pod runs ranks); a dual-pods
 // requester runs none, FMA's server-running pod made from it does: the requester's labels with the
 // server patch's applied.
 func treePodTemplates(tree *Tree) ([]podTemplate, error) {
@@ -79,9 +80,10 @@ func treePodTemplates(tree *Tree) ([]podTemplate, error) {
 		switch obj := o.Object.(type) {
 		case *lwsv1.LeaderWorkerSet:
 			leader := obj.Spec.LeaderWorkerTemplate.LeaderTemplate
+			role := tree.Service.Spec.RoleNamed(obj.Labels[LabelRoleName])
 			err = add(name+" leader", leader, true)
-			if err == nil {
-				err = add(name, &obj.Spec.LeaderWorkerTemplate.WorkerTemplate, leader == nil)
+			if err == nil { // a data parallel replica's workers run ranks of their own
+				err = add(name, &obj.Spec.LeaderWorkerTemplate.WorkerTemplate, leader == nil || role != nil && role.DataParallel())
 			}
 		case *appsv1.Deployment:
 			err = add(name, &obj.Spec.Template, false)

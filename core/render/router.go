@@ -401,7 +401,7 @@ func (r *routing) pool(ref Ref) runtime.Object {
 		ObjectMeta: r.meta(ref),
 		Spec: inferencev1.InferencePoolSpec{
 			Selector:    inferencev1.LabelSelector{MatchLabels: labelMap[inferencev1.LabelKey, inferencev1.LabelValue](r.poolSelector())},
-			TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(r.PoolPort)}},
+			TargetPorts: r.targetPorts(),
 			EndpointPickerRef: inferencev1.EndpointPickerRef{
 				Kind:        inferencev1.Kind(KindService.Kind),
 				Name:        inferencev1.ObjectName(eppName),
@@ -410,6 +410,16 @@ func (r *routing) pool(ref Ref) runtime.Object {
 			},
 		},
 	}
+}
+
+// targetPorts are the ports the pool targets on each pod: one a rank, local rank i on the pool's
+// port + i (docs/design/0026-wide-expert-parallelism.md); one without parallelism.
+func (r *routing) targetPorts() []inferencev1.Port {
+	var ports []inferencev1.Port
+	for _, p := range api.RankPorts(r.PoolPort, max(r.PoolRanks, 1)) {
+		ports = append(ports, inferencev1.Port{Number: inferencev1.PortNumber(p)})
+	}
+	return ports
 }
 
 // skipAwaitUnless tells pulumi-kubernetes not to wait for an object that is not awaited; an
@@ -446,10 +456,22 @@ func (r *routing) shadowService(ref Ref) *corev1.Service {
 			Type:      corev1.ServiceTypeClusterIP,
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  selector,
-			Ports: []corev1.ServicePort{{Name: api.ServingPortName, Port: r.PoolPort,
-				TargetPort: intstr.FromInt32(r.PoolPort), Protocol: corev1.ProtocolTCP}},
+			Ports:     r.shadowPorts(),
 		},
 	}
+}
+
+// shadowPorts are the shadow Service's ports: the pool's, one a rank.
+func (r *routing) shadowPorts() []corev1.ServicePort {
+	var ports []corev1.ServicePort
+	for i, p := range api.RankPorts(r.PoolPort, max(r.PoolRanks, 1)) {
+		name := api.ServingPortName
+		if i > 0 {
+			name = rankPortName(int32(i))
+		}
+		ports = append(ports, corev1.ServicePort{Name: name, Port: p, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP})
+	}
+	return ports
 }
 
 // httpRoute is the user's route with every rule's backend the pool. A route without rules gets

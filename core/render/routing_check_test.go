@@ -71,7 +71,15 @@ func checkRouting(t *testing.T, tree *render.Tree) {
 		if !selects(selector, leader.Labels, "0") {
 			t.Fatalf("the pool does not select the leader of %s", lws.Name)
 		}
-		if *lws.Spec.LeaderWorkerTemplate.Size > 1 && selects(selector, lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels, "1") {
+		workers := &lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+		if role := tree.Service.Spec.RoleNamed(lws.Labels[render.LabelRoleName]); role != nil && role.DataParallel() {
+			// Every pod of a data parallel replica runs ranks: the pool selects its workers too,
+			// and a decode worker has the sidecar in front of its ranks.
+			if *lws.Spec.LeaderWorkerTemplate.Size > 1 && (!selects(selector, workers.Labels, "1") ||
+				workers.Labels[render.LabelComponentType] == string(api.ComponentTypeDecoder) && !hasSidecarOn(workers, poolPort)) {
+				t.Fatalf("the pool does not reach the ranks of the workers of %s", lws.Name)
+			}
+		} else if *lws.Spec.LeaderWorkerTemplate.Size > 1 && selects(selector, workers.Labels, "1") {
 			t.Fatalf("the pool selects the workers of %s", lws.Name)
 		}
 		if leader.Labels[render.LabelComponentType] == string(api.ComponentTypeDecoder) && !hasSidecarOn(leader, poolPort) {

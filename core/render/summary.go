@@ -23,6 +23,11 @@ type RoleSummary struct {
 	// GPUs count the base replicas.
 	MaxReplicas int32
 	TaskNames   []string
+	// Ranks are a data parallel role's ranks a replica (parallelism.data), zero without
+	// parallelism; LocalRanks of them in each pod, RankGPUs GPUs each.
+	Ranks, LocalRanks int32
+	RankGPUs          int
+	Expert            bool
 }
 
 // Summary is the one-screen view of a tree: roles, pods, GPUs and the gang.
@@ -50,9 +55,10 @@ type Summary struct {
 // RouterSummary is what a router role deploys in front of the serving roles.
 type RouterSummary struct {
 	Pool, PoolAPIVersion string
-	PoolPort             int32
-	EndpointPicker       string // the Deployment
-	Image                string
+	// PoolPort is the first port the pool targets on a pod; PoolPorts how many, one a rank.
+	PoolPort, PoolPorts int32
+	EndpointPicker      string // the Deployment
+	Image               string
 	// Strategy is the preset's name, "default", "custom" for a raw EndpointPickerConfig, or
 	// "round-robin" on lwepp.
 	Strategy  string
@@ -72,6 +78,9 @@ func Summarize(t *Tree) Summary {
 			Name: role.Name, ComponentType: role.ComponentType, Replicas: role.ReplicaCount(), NodesPerRep: role.NodeCount(),
 			GPUsPerPod: api.PodGPUs(&role.Template.Spec), MinReplicas: role.ReplicaCount(),
 			MaxReplicas: role.MaxReplicaCount(),
+		}
+		if p := role.Parallelism; p != nil {
+			rs.Ranks, rs.LocalRanks, rs.RankGPUs, rs.Expert = int32(p.Data), role.LocalRanks(), p.RankGPUs(), p.Expert
 		}
 		rs.Pods = int64(rs.Replicas) * int64(rs.NodesPerRep)
 		rs.GPUs = rs.Pods * rs.GPUsPerPod
@@ -179,7 +188,7 @@ func summarizeRouter(t *Tree) *RouterSummary {
 		return nil
 	}
 	rs := &RouterSummary{
-		Pool: api.PoolName(t.Service.Name), PoolPort: routing.PoolPort, EndpointPicker: api.EndpointPickerName(t.Service.Name),
+		Pool: api.PoolName(t.Service.Name), PoolPort: routing.PoolPort, PoolPorts: max(routing.PoolRanks, 1), EndpointPicker: api.EndpointPickerName(t.Service.Name),
 		Image: routing.Selection.Image, Strategy: routing.router.Strategy, HTTPRoute: api.HTTPRouteName(t.Service.Name),
 	}
 	for _, o := range t.Objects {

@@ -1763,7 +1763,7 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 type Monitoring struct {
 	// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 	Dashboard *bool `pulumi:"dashboard"`
-	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 	PodMonitors *bool `pulumi:"podMonitors"`
 	// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress *string `pulumi:"prometheusAddress"`
@@ -1783,7 +1783,7 @@ type MonitoringInput interface {
 type MonitoringArgs struct {
 	// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 	Dashboard pulumi.BoolPtrInput `pulumi:"dashboard"`
-	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 	PodMonitors pulumi.BoolPtrInput `pulumi:"podMonitors"`
 	// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress pulumi.StringPtrInput `pulumi:"prometheusAddress"`
@@ -1871,7 +1871,7 @@ func (o MonitoringOutput) Dashboard() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Monitoring) *bool { return v.Dashboard }).(pulumi.BoolPtrOutput)
 }
 
-// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 func (o MonitoringOutput) PodMonitors() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Monitoring) *bool { return v.PodMonitors }).(pulumi.BoolPtrOutput)
 }
@@ -1915,7 +1915,7 @@ func (o MonitoringPtrOutput) Dashboard() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
-// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 func (o MonitoringPtrOutput) PodMonitors() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *Monitoring) *bool {
 		if v == nil {
@@ -2765,6 +2765,238 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 	}).(NodePoolOutput)
 }
 
+type Parallelism struct {
+	// The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+	Data int `pulumi:"data"`
+	// The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+	DataLocal *int `pulumi:"dataLocal"`
+	// The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+	DataRPCPort *int `pulumi:"dataRPCPort"`
+	// Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+	Expert *bool `pulumi:"expert"`
+	// The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+	Pipeline *int `pulumi:"pipeline"`
+	// The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+	Tensor *int `pulumi:"tensor"`
+}
+
+// ParallelismInput is an input type that accepts ParallelismArgs and ParallelismOutput values.
+// You can construct a concrete instance of `ParallelismInput` via:
+//
+//	ParallelismArgs{...}
+type ParallelismInput interface {
+	pulumi.Input
+
+	ToParallelismOutput() ParallelismOutput
+	ToParallelismOutputWithContext(context.Context) ParallelismOutput
+}
+
+type ParallelismArgs struct {
+	// The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+	Data pulumi.IntInput `pulumi:"data"`
+	// The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+	DataLocal pulumi.IntPtrInput `pulumi:"dataLocal"`
+	// The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+	DataRPCPort pulumi.IntPtrInput `pulumi:"dataRPCPort"`
+	// Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+	Expert pulumi.BoolPtrInput `pulumi:"expert"`
+	// The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+	Pipeline pulumi.IntPtrInput `pulumi:"pipeline"`
+	// The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+	Tensor pulumi.IntPtrInput `pulumi:"tensor"`
+}
+
+func (ParallelismArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Parallelism)(nil)).Elem()
+}
+
+func (i ParallelismArgs) ToParallelismOutput() ParallelismOutput {
+	return i.ToParallelismOutputWithContext(context.Background())
+}
+
+func (i ParallelismArgs) ToParallelismOutputWithContext(ctx context.Context) ParallelismOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ParallelismOutput)
+}
+
+func (i ParallelismArgs) ToParallelismPtrOutput() ParallelismPtrOutput {
+	return i.ToParallelismPtrOutputWithContext(context.Background())
+}
+
+func (i ParallelismArgs) ToParallelismPtrOutputWithContext(ctx context.Context) ParallelismPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ParallelismOutput).ToParallelismPtrOutputWithContext(ctx)
+}
+
+// ParallelismPtrInput is an input type that accepts ParallelismArgs, ParallelismPtr and ParallelismPtrOutput values.
+// You can construct a concrete instance of `ParallelismPtrInput` via:
+//
+//	        ParallelismArgs{...}
+//
+//	or:
+//
+//	        nil
+type ParallelismPtrInput interface {
+	pulumi.Input
+
+	ToParallelismPtrOutput() ParallelismPtrOutput
+	ToParallelismPtrOutputWithContext(context.Context) ParallelismPtrOutput
+}
+
+type parallelismPtrType ParallelismArgs
+
+func ParallelismPtr(v *ParallelismArgs) ParallelismPtrInput {
+	return (*parallelismPtrType)(v)
+}
+
+func (*parallelismPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Parallelism)(nil)).Elem()
+}
+
+func (i *parallelismPtrType) ToParallelismPtrOutput() ParallelismPtrOutput {
+	return i.ToParallelismPtrOutputWithContext(context.Background())
+}
+
+func (i *parallelismPtrType) ToParallelismPtrOutputWithContext(ctx context.Context) ParallelismPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ParallelismPtrOutput)
+}
+
+type ParallelismOutput struct{ *pulumi.OutputState }
+
+func (ParallelismOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Parallelism)(nil)).Elem()
+}
+
+func (o ParallelismOutput) ToParallelismOutput() ParallelismOutput {
+	return o
+}
+
+func (o ParallelismOutput) ToParallelismOutputWithContext(ctx context.Context) ParallelismOutput {
+	return o
+}
+
+func (o ParallelismOutput) ToParallelismPtrOutput() ParallelismPtrOutput {
+	return o.ToParallelismPtrOutputWithContext(context.Background())
+}
+
+func (o ParallelismOutput) ToParallelismPtrOutputWithContext(ctx context.Context) ParallelismPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Parallelism) *Parallelism {
+		return &v
+	}).(ParallelismPtrOutput)
+}
+
+// The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+func (o ParallelismOutput) Data() pulumi.IntOutput {
+	return o.ApplyT(func(v Parallelism) int { return v.Data }).(pulumi.IntOutput)
+}
+
+// The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+func (o ParallelismOutput) DataLocal() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Parallelism) *int { return v.DataLocal }).(pulumi.IntPtrOutput)
+}
+
+// The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+func (o ParallelismOutput) DataRPCPort() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Parallelism) *int { return v.DataRPCPort }).(pulumi.IntPtrOutput)
+}
+
+// Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+func (o ParallelismOutput) Expert() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v Parallelism) *bool { return v.Expert }).(pulumi.BoolPtrOutput)
+}
+
+// The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+func (o ParallelismOutput) Pipeline() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Parallelism) *int { return v.Pipeline }).(pulumi.IntPtrOutput)
+}
+
+// The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+func (o ParallelismOutput) Tensor() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Parallelism) *int { return v.Tensor }).(pulumi.IntPtrOutput)
+}
+
+type ParallelismPtrOutput struct{ *pulumi.OutputState }
+
+func (ParallelismPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Parallelism)(nil)).Elem()
+}
+
+func (o ParallelismPtrOutput) ToParallelismPtrOutput() ParallelismPtrOutput {
+	return o
+}
+
+func (o ParallelismPtrOutput) ToParallelismPtrOutputWithContext(ctx context.Context) ParallelismPtrOutput {
+	return o
+}
+
+func (o ParallelismPtrOutput) Elem() ParallelismOutput {
+	return o.ApplyT(func(v *Parallelism) Parallelism {
+		if v != nil {
+			return *v
+		}
+		var ret Parallelism
+		return ret
+	}).(ParallelismOutput)
+}
+
+// The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+func (o ParallelismPtrOutput) Data() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Parallelism) *int {
+		if v == nil {
+			return nil
+		}
+		return &v.Data
+	}).(pulumi.IntPtrOutput)
+}
+
+// The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+func (o ParallelismPtrOutput) DataLocal() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Parallelism) *int {
+		if v == nil {
+			return nil
+		}
+		return v.DataLocal
+	}).(pulumi.IntPtrOutput)
+}
+
+// The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+func (o ParallelismPtrOutput) DataRPCPort() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Parallelism) *int {
+		if v == nil {
+			return nil
+		}
+		return v.DataRPCPort
+	}).(pulumi.IntPtrOutput)
+}
+
+// Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+func (o ParallelismPtrOutput) Expert() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *Parallelism) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.Expert
+	}).(pulumi.BoolPtrOutput)
+}
+
+// The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+func (o ParallelismPtrOutput) Pipeline() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Parallelism) *int {
+		if v == nil {
+			return nil
+		}
+		return v.Pipeline
+	}).(pulumi.IntPtrOutput)
+}
+
+// The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+func (o ParallelismPtrOutput) Tensor() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Parallelism) *int {
+		if v == nil {
+			return nil
+		}
+		return v.Tensor
+	}).(pulumi.IntPtrOutput)
+}
+
 type Part struct {
 	// Whether to install the part (default true).
 	Install *bool `pulumi:"install"`
@@ -2929,6 +3161,8 @@ type Role struct {
 	NetworkTopology *NetworkTopologyPolicy `pulumi:"networkTopology"`
 	// Names the spec.nodePools entry the role's pods run on.
 	NodePool *string `pulumi:"nodePool"`
+	// Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+	Parallelism *Parallelism `pulumi:"parallelism"`
 	// The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolApiVersion *PoolAPIVersion `pulumi:"poolApiVersion"`
 	// The number of independent instances (default 1).
@@ -2987,6 +3221,8 @@ type RoleArgs struct {
 	NetworkTopology NetworkTopologyPolicyPtrInput `pulumi:"networkTopology"`
 	// Names the spec.nodePools entry the role's pods run on.
 	NodePool pulumi.StringPtrInput `pulumi:"nodePool"`
+	// Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+	Parallelism ParallelismPtrInput `pulumi:"parallelism"`
 	// The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolApiVersion PoolAPIVersionPtrInput `pulumi:"poolApiVersion"`
 	// The number of independent instances (default 1).
@@ -3121,6 +3357,11 @@ func (o RoleOutput) NetworkTopology() NetworkTopologyPolicyPtrOutput {
 // Names the spec.nodePools entry the role's pods run on.
 func (o RoleOutput) NodePool() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.NodePool }).(pulumi.StringPtrOutput)
+}
+
+// Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+func (o RoleOutput) Parallelism() ParallelismPtrOutput {
+	return o.ApplyT(func(v Role) *Parallelism { return v.Parallelism }).(ParallelismPtrOutput)
 }
 
 // The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
@@ -3964,6 +4205,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*NodeClassRefPtrInput)(nil)).Elem(), NodeClassRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolInput)(nil)).Elem(), NodePoolArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolArrayInput)(nil)).Elem(), NodePoolArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ParallelismInput)(nil)).Elem(), ParallelismArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ParallelismPtrInput)(nil)).Elem(), ParallelismArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*PartInput)(nil)).Elem(), PartArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*PartPtrInput)(nil)).Elem(), PartArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleInput)(nil)).Elem(), RoleArgs{})
@@ -4006,6 +4249,8 @@ func init() {
 	pulumi.RegisterOutputType(NodeClassRefPtrOutput{})
 	pulumi.RegisterOutputType(NodePoolOutput{})
 	pulumi.RegisterOutputType(NodePoolArrayOutput{})
+	pulumi.RegisterOutputType(ParallelismOutput{})
+	pulumi.RegisterOutputType(ParallelismPtrOutput{})
 	pulumi.RegisterOutputType(PartOutput{})
 	pulumi.RegisterOutputType(PartPtrOutput{})
 	pulumi.RegisterOutputType(RoleOutput{})

@@ -185,7 +185,7 @@ export interface MonitoringArgs {
      */
     dashboard?: pulumi.Input<boolean | undefined>;
     /**
-     * Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+     * Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
      */
     podMonitors?: pulumi.Input<boolean | undefined>;
     /**
@@ -289,6 +289,33 @@ export interface NodePoolArgs {
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
+export interface ParallelismArgs {
+    /**
+     * The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+     */
+    data: pulumi.Input<number>;
+    /**
+     * The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+     */
+    dataLocal?: pulumi.Input<number | undefined>;
+    /**
+     * The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+     */
+    dataRPCPort?: pulumi.Input<number | undefined>;
+    /**
+     * Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+     */
+    expert?: pulumi.Input<boolean | undefined>;
+    /**
+     * The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+     */
+    pipeline?: pulumi.Input<number | undefined>;
+    /**
+     * The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+     */
+    tensor?: pulumi.Input<number | undefined>;
+}
+
 export interface PartArgs {
     /**
      * Whether to install the part (default true).
@@ -349,6 +376,10 @@ export interface RoleArgs {
      * Names the spec.nodePools entry the role's pods run on.
      */
     nodePool?: pulumi.Input<string | undefined>;
+    /**
+     * Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+     */
+    parallelism?: pulumi.Input<inputs.ParallelismArgs | undefined>;
     /**
      * The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
      */

@@ -47,6 +47,8 @@ __all__ = [
     'NodeClassRefArgsDict',
     'NodePoolArgs',
     'NodePoolArgsDict',
+    'ParallelismArgs',
+    'ParallelismArgsDict',
     'PartArgs',
     'PartArgsDict',
     'RoleArgs',
@@ -862,7 +864,7 @@ class MonitoringArgsDict(TypedDict):
     """
     pod_monitors: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
-    Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+    Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
     """
     prometheus_address: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
@@ -877,7 +879,7 @@ class MonitoringArgs:
                  prometheus_address: pulumi.Input[Optional[_builtins.str]] = None):
         """
         :param pulumi.Input[_builtins.bool] dashboard: Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
-        :param pulumi.Input[_builtins.bool] pod_monitors: Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+        :param pulumi.Input[_builtins.bool] pod_monitors: Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
         :param pulumi.Input[_builtins.str] prometheus_address: The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
         """
         if dashboard is not None:
@@ -903,7 +905,7 @@ class MonitoringArgs:
     @pulumi.getter(name="podMonitors")
     def pod_monitors(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
-        Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+        Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
         """
         return pulumi.get(self, "pod_monitors")
 
@@ -1363,6 +1365,134 @@ class NodePoolArgs:
         pulumi.set(self, "taints", value)
 
 
+class ParallelismArgsDict(TypedDict):
+    data: pulumi.Input[_builtins.int]
+    """
+    The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+    """
+    data_local: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+    """
+    data_rpc_port: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+    """
+    expert: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+    """
+    pipeline: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+    """
+    tensor: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+    """
+
+@pulumi.input_type
+class ParallelismArgs:
+    def __init__(__self__, *,
+                 data: pulumi.Input[_builtins.int],
+                 data_local: pulumi.Input[Optional[_builtins.int]] = None,
+                 data_rpc_port: pulumi.Input[Optional[_builtins.int]] = None,
+                 expert: pulumi.Input[Optional[_builtins.bool]] = None,
+                 pipeline: pulumi.Input[Optional[_builtins.int]] = None,
+                 tensor: pulumi.Input[Optional[_builtins.int]] = None):
+        """
+        :param pulumi.Input[_builtins.int] data: The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+        :param pulumi.Input[_builtins.int] data_local: The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+        :param pulumi.Input[_builtins.int] data_rpc_port: The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+        :param pulumi.Input[_builtins.bool] expert: Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+        :param pulumi.Input[_builtins.int] pipeline: The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+        :param pulumi.Input[_builtins.int] tensor: The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+        """
+        pulumi.set(__self__, "data", data)
+        if data_local is not None:
+            pulumi.set(__self__, "data_local", data_local)
+        if data_rpc_port is not None:
+            pulumi.set(__self__, "data_rpc_port", data_rpc_port)
+        if expert is not None:
+            pulumi.set(__self__, "expert", expert)
+        if pipeline is not None:
+            pulumi.set(__self__, "pipeline", pipeline)
+        if tensor is not None:
+            pulumi.set(__self__, "tensor", tensor)
+
+    @_builtins.property
+    @pulumi.getter
+    def data(self) -> pulumi.Input[_builtins.int]:
+        """
+        The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
+        """
+        return pulumi.get(self, "data")
+
+    @data.setter
+    def data(self, value: pulumi.Input[_builtins.int]):
+        pulumi.set(self, "data", value)
+
+    @_builtins.property
+    @pulumi.getter(name="dataLocal")
+    def data_local(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        The ranks each pod runs, local rank i serving HTTP on the server's port + i (default: data / multinode.nodeCount). At most 8 behind a router: an InferencePool lists at most 8 ports.
+        """
+        return pulumi.get(self, "data_local")
+
+    @data_local.setter
+    def data_local(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "data_local", value)
+
+    @_builtins.property
+    @pulumi.getter(name="dataRPCPort")
+    def data_rpc_port(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        The port on the leader pod where the ranks meet (vLLM's --data-parallel-rpc-port, default 29550, vLLM's own).
+        """
+        return pulumi.get(self, "data_rpc_port")
+
+    @data_rpc_port.setter
+    def data_rpc_port(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "data_rpc_port", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def expert(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Spreads a MoE model's experts over the ranks instead of splitting each expert (vLLM's --enable-expert-parallel); it needs data x tensor > 1.
+        """
+        return pulumi.get(self, "expert")
+
+    @expert.setter
+    def expert(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "expert", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def pipeline(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        The pipeline parallel size of each rank (vLLM's --pipeline-parallel-size, default 1).
+        """
+        return pulumi.get(self, "pipeline")
+
+    @pipeline.setter
+    def pipeline(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "pipeline", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def tensor(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        The tensor parallel size of each rank (vLLM's --tensor-parallel-size, default 1).
+        """
+        return pulumi.get(self, "tensor")
+
+    @tensor.setter
+    def tensor(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "tensor", value)
+
+
 class PartArgsDict(TypedDict):
     install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
@@ -1445,6 +1575,10 @@ class RoleArgsDict(TypedDict):
     """
     Names the spec.nodePools entry the role's pods run on.
     """
+    parallelism: NotRequired[pulumi.Input[Optional['ParallelismArgsDict']]]
+    """
+    Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+    """
     pool_api_version: NotRequired[pulumi.Input[Optional['PoolAPIVersion']]]
     """
     The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
@@ -1498,6 +1632,7 @@ class RoleArgs:
                  multinode: pulumi.Input[Optional['MultinodeArgs']] = None,
                  network_topology: pulumi.Input[Optional['NetworkTopologyPolicyArgs']] = None,
                  node_pool: pulumi.Input[Optional[_builtins.str]] = None,
+                 parallelism: pulumi.Input[Optional['ParallelismArgs']] = None,
                  pool_api_version: pulumi.Input[Optional['PoolAPIVersion']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  restart_policy: pulumi.Input[Optional['RestartPolicy']] = None,
@@ -1521,6 +1656,7 @@ class RoleArgs:
         :param pulumi.Input['MultinodeArgs'] multinode: Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
         :param pulumi.Input['NetworkTopologyPolicyArgs'] network_topology: Constrains the pods of each replica of this role, overriding schedulingStrategy.networkTopology.rolePolicy.
         :param pulumi.Input[_builtins.str] node_pool: Names the spec.nodePools entry the role's pods run on.
+        :param pulumi.Input['ParallelismArgs'] parallelism: Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
         :param pulumi.Input['PoolAPIVersion'] pool_api_version: The InferencePool's version: v1 (default, inference.networking.k8s.io) or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
         :param pulumi.Input[_builtins.int] replicas: The number of independent instances (default 1).
         :param pulumi.Input['RestartPolicy'] restart_policy: What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
@@ -1555,6 +1691,8 @@ class RoleArgs:
             pulumi.set(__self__, "network_topology", network_topology)
         if node_pool is not None:
             pulumi.set(__self__, "node_pool", node_pool)
+        if parallelism is not None:
+            pulumi.set(__self__, "parallelism", parallelism)
         if pool_api_version is not None:
             pulumi.set(__self__, "pool_api_version", pool_api_version)
         if replicas is not None:
@@ -1729,6 +1867,18 @@ class RoleArgs:
     @node_pool.setter
     def node_pool(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "node_pool", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def parallelism(self) -> pulumi.Input[Optional['ParallelismArgs']]:
+        """
+        Runs vLLM's own data parallel (and expert parallel) across a replica's pods in place of Ray, every rank with an HTTP server of its own that the router reaches (docs/wide-ep.md). Unset, a multi-node replica runs vLLM on Ray.
+        """
+        return pulumi.get(self, "parallelism")
+
+    @parallelism.setter
+    def parallelism(self, value: pulumi.Input[Optional['ParallelismArgs']]):
+        pulumi.set(self, "parallelism", value)
 
     @_builtins.property
     @pulumi.getter(name="poolApiVersion")

@@ -1,0 +1,148 @@
+package render_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+)
+
+const wideEP = "deepseek-wide-ep-pd.yaml"
+
+// runRanks runs a data parallel script in a real /bin/sh with a fake `vllm` that writes, per
+// process, its visible GPUs and every argument it received: what each rank was started with,
+// ordered by rank.
+func runRanks(t *testing.T, script string, env ...string) []string {
+	t.Helper()
+	bin, out := t.TempDir(), t.TempDir()
+	stub := "#!/bin/sh\n{ printf 'CUDA_VISIBLE_DEVICES=%s\\n' \"$CUDA_VISIBLE_DEVICES\"; for a in \"$@\"; do printf '[%s]\\n' \"$a\"; done; } > " +
+		out + "/$$\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "vllm"), []byte(stub), 0o755))
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = append([]string{"PATH=" + bin + ":/usr/bin:/bin"}, env...)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	files, err := os.ReadDir(out)
+	require.NoError(t, err)
+	var ranks []string
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(out, f.Name()))
+		require.NoError(t, err)
+		ranks = append(ranks, string(b))
+	}
+	sort.Slice(ranks, func(i, j int) bool { return rankOf(ranks[i]) < rankOf(ranks[j]) })
+	return ranks
+}
+
+func rankOf(argv string) string {
+	_, after, _ := strings.Cut(argv, "[--data-parallel-rank]\n[")
+	rank, _, _ := strings.Cut(after, "]")
+	return rank
+}
+
+func TestDataParallelScriptStartsEveryLocalRank(t *testing.T) {
+	role := &api.Role{Multinode: &api.Multinode{NodeCount: 2}, Parallelism: &api.Parallelism{Data: 4, Tensor: 2, Expert: true, DataRPCPort: 5555}}
+	server := &corev1.Container{Args: []string{"--model", "deepseek-ai/DeepSeek-R1", "--served-model-name", "it's $HOME `id`", "--port", "9000"}}
+	script := render.DataParallelScript(server, role, 9000)
+	ranks := runRanks(t, script, "LWS_WORKER_INDEX=1", "LWS_LEADER_ADDRESS=r-0.r.llm")
+	require.Len(t, ranks, 2, script)
+	for i, want := range []struct{ gpus, rank, port string }{{"0,1", "2", "9000"}, {"2,3", "3", "9001"}} {
+		assert.Equal(t, "CUDA_VISIBLE_DEVICES="+want.gpus+"\n"+
+			"[serve]\n[--model]\n[deepseek-ai/DeepSeek-R1]\n[--served-model-name]\n[it's $HOME `id`]\n[--port]\n[9000]\n"+
+			"[--data-parallel-size]\n[4]\n[--data-parallel-rpc-port]\n[5555]\n[--tensor-parallel-size]\n[2]\n[--enable-expert-parallel]\n"+
+			"[--data-parallel-address]\n[r-0.r.llm]\n[--data-parallel-rank]\n["+want.rank+"]\n[--port]\n["+want.port+"]\n", ranks[i])
+	}
+	leader := runRanks(t, script, "LWS_LEADER_ADDRESS=r-0.r.llm") // the leader has index 0
+	assert.Equal(t, []string{"0", "1"}, []string{rankOf(leader[0]), rankOf(leader[1])})
+}
+
+func TestWideEPRendersNoRayAndRoutesEveryRank(t *testing.T) {
+	tree := story(t, wideEP)
+	lwss := leaderWorkerSets(tree)
+	require.Len(t, lwss, 2) // one LWS a replica, as without parallelism
+	for _, lws := range lwss {
+		require.NotNil(t, lws.Spec.LeaderWorkerTemplate.LeaderTemplate)
+		for _, tpl := range podTemplates(lws) {
+			server := tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
+			script := strings.Join(server.Args, " ")
+			assert.NotContains(t, script, "ray ")
+			assert.Contains(t, script, "--data-parallel-rank")
+			assert.Contains(t, script, "${LWS_WORKER_INDEX:-0} * 8")
+			assert.Equal(t, "true", tpl.Labels[render.LabelServing], "every pod of a data parallel replica serves and is in the pool")
+			var ports []int32
+			for _, p := range server.Ports {
+				ports = append(ports, p.ContainerPort)
+			}
+			base := int32(8000)
+			if strings.Contains(lws.Name, "decode") {
+				base = api.DecodeVLLMPort
+				sidecar := tpl.Spec.InitContainers[len(tpl.Spec.InitContainers)-1]
+				assert.Equal(t, api.RoutingSidecarName, sidecar.Name)
+				assert.Contains(t, sidecar.Args, "--data-parallel-size=8")
+				assert.Len(t, sidecar.Ports, 8)
+				assert.Equal(t, int32(8007), sidecar.Ports[7].ContainerPort)
+			}
+			assert.Equal(t, api.RankPorts(base, 8), ports)
+		}
+	}
+	pool := objectOf[*inferencev1.InferencePool](t, tree, "")
+	var targets []int32
+	for _, p := range pool.Spec.TargetPorts {
+		targets = append(targets, int32(p.Number))
+	}
+	assert.Equal(t, api.RankPorts(8000, 8), targets)
+}
+
+func TestWideEPPodMonitorsScrapeEveryRank(t *testing.T) {
+	svc := story(t, wideEP).Service
+	svc.Spec.Monitoring = &api.Monitoring{PodMonitors: true}
+	tree := build(t, svc)
+	monitor := objectOf[*monitoringv1.PodMonitor](t, tree, "")
+	assert.NotContains(t, monitor.Spec.Selector.MatchLabels, lwsv1.WorkerIndexLabelKey, "every pod of a data parallel replica runs ranks")
+	var ports []int32
+	for _, e := range monitor.Spec.PodMetricsEndpoints {
+		ports = append(ports, *e.PortNumber)
+	}
+	assert.Equal(t, api.RankPorts(8000, 8), ports)
+}
+
+// TestDataParallelScriptPassesTERMToTheRanks: the shell is the container's PID 1, so a pod's stop
+// reaches the ranks only through it: each rank gets TERM, and the shell waits for them to drain.
+func TestDataParallelScriptPassesTERMToTheRanks(t *testing.T) {
+	bin, out := t.TempDir(), t.TempDir()
+	stub := "#!/bin/sh\ntrap 'sleep 0.2; echo drained > " + out + "/$$; exit 0' TERM\necho started > " + out + "/$$\nwhile :; do sleep 0.05; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "vllm"), []byte(stub), 0o755))
+	role := &api.Role{Parallelism: &api.Parallelism{Data: 2}}
+	cmd := exec.Command("/bin/sh", "-c", render.DataParallelScript(&corev1.Container{}, role, 8000))
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so a failed test leaves no rank behind
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	states := func() []string {
+		files, _ := os.ReadDir(out)
+		var s []string
+		for _, f := range files {
+			b, _ := os.ReadFile(filepath.Join(out, f.Name()))
+			s = append(s, strings.TrimSpace(string(b)))
+		}
+		return s
+	}
+	require.Eventually(t, func() bool { return len(states()) == 2 }, 5*time.Second, 20*time.Millisecond, "both ranks start")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "the shell ends once its ranks have")
+	assert.Equal(t, []string{"drained", "drained"}, states(), "each rank drained before the shell ended")
+}
