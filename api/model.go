@@ -27,6 +27,8 @@ const (
 	// ModelVolumeName and CompileCacheVolumeName are the pod volumes; a template may not use them.
 	ModelVolumeName        = "fusioninfer-model"
 	CompileCacheVolumeName = "fusioninfer-compile-cache"
+	// AdaptersVolumeName is the pod volume of the adapter list's ConfigMap, read by the loader.
+	AdaptersVolumeName = "fusioninfer-adapters"
 	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
 	downloadRate = 50 << 20
 	// MinDownloadTimeout is the shortest default download timeout.
@@ -297,7 +299,7 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 	}
 	var errs field.ErrorList
 	for i, v := range role.Template.Spec.Volumes {
-		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName {
+		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName || v.Name == AdaptersVolumeName {
 			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
 		}
 	}
