@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -174,4 +176,23 @@ func TestLoaderRefusesAListItCannotRead(t *testing.T) {
 	code, body := ready(t, l)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "adapters.json")
+}
+
+// TestProbeSaysWhyNotReady: the exec readiness probe prints the loader's cause, which the
+// kubelet's event carries to fusioninfer status.
+func TestProbeSaysWhyNotReady(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	fake.refuse["/models/hf/org/big/v1"] = "LoRA rank 64 is greater than max_lora_rank 16."
+	writeList(t, file, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
+	l.reconcile(context.Background())
+	srv := httptest.NewServer(l)
+	defer srv.Close()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--adapters", file, "--probe", "--listen", strings.TrimPrefix(srv.URL, "http://")}, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "adapter big (/models/hf/org/big/v1) failed to load: 400 Bad Request: LoRA rank 64")
+
+	fake.refuse = map[string]string{}
+	l.reconcile(context.Background())
+	require.NoError(t, run(context.Background(), []string{"--adapters", file, "--probe", "--listen", strings.TrimPrefix(srv.URL, "http://")}, &out))
 }
