@@ -29,6 +29,9 @@ const (
 	CompileCacheVolumeName = "fusioninfer-compile-cache"
 	// AdaptersVolumeName is the pod volume of the adapter list's ConfigMap, read by the loader.
 	AdaptersVolumeName = "fusioninfer-adapters"
+	// LoRALoaderContainerName is the adapters' loader sidecar in a server pod; a template may not
+	// have a container of this name.
+	LoRALoaderContainerName = "lora-loader"
 	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
 	downloadRate = 50 << 20
 	// MinDownloadTimeout is the shortest default download timeout.
@@ -301,6 +304,14 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 	for i, v := range role.Template.Spec.Volumes {
 		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName || v.Name == AdaptersVolumeName {
 			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
+		}
+	}
+	if m.HasAdapters() {
+		for i, c := range role.Template.Spec.Containers {
+			if c.Name == LoRALoaderContainerName {
+				errs = append(errs, field.Invalid(tplPath.Child("spec", "containers").Index(i).Child("name"), c.Name,
+					"the adapters' loader sidecar has this name: rename yours"))
+			}
 		}
 	}
 	serverIndex := ServingContainerIndex(&role.Template.Spec)

@@ -22,7 +22,7 @@ import (
 // the LeaderWorkerSet, holds the list, so changing adapters restarts no server.
 const (
 	// LoRALoaderContainerName is the loader sidecar's container.
-	LoRALoaderContainerName = "lora-loader"
+	LoRALoaderContainerName = api.LoRALoaderContainerName
 	// LoRALoaderCommand is the loader's command in the downloader's image (cmd/fusioninfer-lora-loader).
 	LoRALoaderCommand = "fusioninfer-lora-loader"
 	// AdapterListFile is the ConfigMap's key, the file the loader reads.
