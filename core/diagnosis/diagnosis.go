@@ -375,7 +375,12 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		}
 		return cause, ReplicaPending
 	}
-	if loader := containerStatus(pod, render.LoRALoaderContainerName); loader != nil && !loader.Ready && loader.State.Running != nil {
+	var server *corev1.ContainerStatus
+	if len(pod.Spec.Containers) > 0 {
+		server = containerStatus(pod, pod.Spec.Containers[api.ServingContainerIndex(&pod.Spec)].Name)
+	}
+	if loader := containerStatus(pod, render.LoRALoaderContainerName); loader != nil && !loader.Ready && loader.State.Running != nil &&
+		server != nil && server.Ready { // a server still loading its model is the generic cause below
 		// the loader's exec probe prints why (cmd/fusioninfer-lora-loader, --probe), and the
 		// kubelet's event carries it (pkg/probe/exec: the command's output is the probe's message)
 		msg := "the server runs; its LoRA adapters are not all loaded"
