@@ -467,17 +467,19 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 			errs = append(errs, field.Forbidden(rolePath.Child("modelFlexibility"), "the model's adapters are loaded by a sidecar beside the server, which dual pods run elsewhere"))
 		}
 	}
-	splitPaths := map[*Model]*field.Path{spec.Model: fldPath.Child("model", "adapterSplits")}
-	for i := range spec.Roles {
-		if m := spec.Roles[i].Model; m != nil {
-			splitPaths[m] = fldPath.Child("roles").Index(i).Child("model", "adapterSplits")
-		}
+	type modelAt struct {
+		model      *Model
+		splitsPath *field.Path
 	}
-	for _, m := range append([]*Model{spec.Model}, roleModels(spec)...) {
-		if m == nil || len(m.AdapterSplits) == 0 {
+	models := []modelAt{{spec.Model, fldPath.Child("model", "adapterSplits")}}
+	for i := range spec.Roles {
+		models = append(models, modelAt{spec.Roles[i].Model, fldPath.Child("roles").Index(i).Child("model", "adapterSplits")})
+	}
+	for _, at := range models {
+		if at.model == nil || len(at.model.AdapterSplits) == 0 {
 			continue
 		}
-		path := splitPaths[m]
+		path := at.splitsPath
 		switch {
 		case spec.Router() == nil:
 			errs = append(errs, field.Forbidden(path, "a split is the router's InferenceModelRewrite: add a router role"))
@@ -492,15 +494,4 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 		}
 	}
 	return errs
-}
-
-// roleModels are the models the roles set themselves, in role order.
-func roleModels(spec *InferenceServiceSpec) []*Model {
-	var models []*Model
-	for i := range spec.Roles {
-		if m := spec.Roles[i].Model; m != nil {
-			models = append(models, m)
-		}
-	}
-	return models
 }
