@@ -57,21 +57,19 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": cards})
 	case vllm.PathLoadLoRAAdapter:
-		var req struct{ LoraName, LoraPath string }
-		body, _ := io.ReadAll(r.Body)
-		var raw map[string]string
-		_ = json.Unmarshal(body, &raw)
-		req.LoraName, req.LoraPath = raw["lora_name"], raw["lora_path"]
-		f.calls = append(f.calls, "load "+req.LoraName+" "+req.LoraPath)
-		if msg, ok := f.refuse[req.LoraPath]; ok {
+		var req map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		name, path := req["lora_name"], req["lora_path"]
+		f.calls = append(f.calls, "load "+name+" "+path)
+		if msg, ok := f.refuse[path]; ok {
 			http.Error(w, msg, http.StatusBadRequest)
 			return
 		}
-		if _, ok := f.loaded[req.LoraName]; ok {
-			http.Error(w, "The lora adapter '"+req.LoraName+"' has already been loaded.", http.StatusBadRequest)
+		if _, ok := f.loaded[name]; ok {
+			http.Error(w, "The lora adapter '"+name+"' has already been loaded.", http.StatusBadRequest)
 			return
 		}
-		f.loaded[req.LoraName] = req.LoraPath
+		f.loaded[name] = path
 	case vllm.PathUnloadLoRAAdapter:
 		var raw map[string]string
 		_ = json.NewDecoder(r.Body).Decode(&raw)
