@@ -137,6 +137,7 @@ e2e:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/fusioninfer ./cmd/fusioninfer
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/pulumi-resource-fusioninfer ./provider/cmd/pulumi-resource-fusioninfer
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/fusioninfer-lora-loader ./cmd/fusioninfer-lora-loader
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
@@ -181,7 +182,7 @@ clean:
 ## release: from a clean tree, the tag vVERSION (if it is not there yet), then the CLI and the
 ## provider plugin for every platform, as the archives Pulumi downloads
 ## (pulumi-resource-fusioninfer-vVERSION-OS-ARCH.tar.gz, from the GitHub release the SDKs name),
-## the model downloader for Linux (its image: cmd/fusioninfer-download/Dockerfile), and the npm
+## the model downloader and LoRA loader for Linux (their image: cmd/fusioninfer-download/Dockerfile), and the npm
 ## and Python SDK packages, all in dist/ and all of version VERSION.
 release:
 	@test -z "$$(git status --porcelain)" || { echo "release: commit or stash first; a release is a tagged commit"; exit 1; }
@@ -196,12 +197,14 @@ release:
 		tar -czf dist/pulumi-resource-fusioninfer-v$(VERSION)-$$os-$$arch.tar.gz -C $$out pulumi-resource-fusioninfer || exit 1; \
 	done
 	for arch in amd64 arm64; do \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux-$$arch/fusioninfer-download ./cmd/fusioninfer-download || exit 1; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux-$$arch/fusioninfer-download ./cmd/fusioninfer-download && \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux-$$arch/fusioninfer-lora-loader ./cmd/fusioninfer-lora-loader || exit 1; \
 	done
 	$(MAKE) sdk-packages && cp $(NPM_PACKAGE) $(PY_WHEEL) dist/
 
 ## image: the model download Job's image, ghcr.io/fusioninfer/fusioninfer-download:vVERSION (the
-## default of every download Job, render.DownloaderImage), from cmd/fusioninfer-download/Dockerfile.
+## default of every download Job, render.DownloaderImage, and of the LoRA loader sidecar), from
+## cmd/fusioninfer-download/Dockerfile.
 ## Needs docker (or a compatible builder); push it with the release.
 image:
 	docker build -f cmd/fusioninfer-download/Dockerfile --build-arg VERSION=$(VERSION) -t ghcr.io/fusioninfer/fusioninfer-download:v$(VERSION) .

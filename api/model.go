@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
@@ -25,6 +27,11 @@ const (
 	// ModelVolumeName and CompileCacheVolumeName are the pod volumes; a template may not use them.
 	ModelVolumeName        = "fusioninfer-model"
 	CompileCacheVolumeName = "fusioninfer-compile-cache"
+	// AdaptersVolumeName is the pod volume of the adapter list's ConfigMap, read by the loader.
+	AdaptersVolumeName = "fusioninfer-adapters"
+	// LoRALoaderContainerName is the adapters' loader sidecar in a server pod; a template may not
+	// have a container of this name.
+	LoRALoaderContainerName = "lora-loader"
 	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
 	downloadRate = 50 << 20
 	// MinDownloadTimeout is the shortest default download timeout.
@@ -33,7 +40,16 @@ const (
 	maxModelNameLength = 256
 	// MaxDownloadTimeout bounds cache.downloadTimeout.
 	MaxDownloadTimeout = 7 * 24 * time.Hour
+	// AdapterContainerPrefix begins the name of an adapter's container in the download Job.
+	AdapterContainerPrefix = "adapter-"
+	// maxSplitWeight bounds a split's weight, as the InferenceModelRewrite CRD's weight does
+	// (GIE apix/v1alpha2 inferencemodelrewrite_types.go, TargetModel.Weight).
+	maxSplitWeight = 1000000
 )
+
+// LoRARanks are the adapter ranks vLLM accepts for --max-lora-rank (vllm/config/lora.py,
+// MaxLoRARanks).
+var LoRARanks = []int{1, 8, 16, 32, 64, 128, 256, 320, 512}
 
 // ModelOf is the model a serving role serves: its own, else the service's; nil for none.
 func (s *InferenceServiceSpec) ModelOf(role *Role) *Model {
@@ -63,6 +79,8 @@ type ResolvedModel struct {
 	// DownloadTimeout is how long the download may take (zero when nothing is downloaded):
 	// cache.downloadTimeout, else the size at 50 MiB/s and at least an hour, in whole minutes.
 	DownloadTimeout time.Duration
+	// Adapters are the model's LoRA adapters whose sources parsed, in the spec's order.
+	Adapters []ResolvedAdapter
 }
 
 // Downloads reports whether the model is copied into its cache by a download Job.
@@ -195,7 +213,8 @@ func validateModel(m *Model, serviceName, owner string, path *field.Path, resolv
 		errs = append(errs, field.NotSupported(path.Child("loadFormat"), m.LoadFormat, m.LoadFormat.AllowedValues()))
 	}
 	errs = append(errs, validateModelCache(rm, serviceName, owner, path.Child("cache"))...)
-	return append(errs, validateCompileCache(rm, path.Child("compileCache"))...)
+	errs = append(errs, validateCompileCache(rm, path.Child("compileCache"))...)
+	return append(errs, validateAdapters(rm, path)...)
 }
 
 // validateModelCache checks a model's cache, and resolves its size and download timeout into rm.
@@ -283,8 +302,16 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 	}
 	var errs field.ErrorList
 	for i, v := range role.Template.Spec.Volumes {
-		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName {
+		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName || v.Name == AdaptersVolumeName {
 			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
+		}
+	}
+	if m.HasAdapters() {
+		for i, c := range role.Template.Spec.Containers {
+			if c.Name == LoRALoaderContainerName {
+				errs = append(errs, field.Invalid(tplPath.Child("spec", "containers").Index(i).Child("name"), c.Name,
+					"the adapters' loader sidecar has this name: rename yours"))
+			}
 		}
 	}
 	serverIndex := ServingContainerIndex(&role.Template.Spec)
@@ -309,6 +336,162 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 	if format, found := vllm.FlagValue(vllm.CommandLine(server), "--load-format"); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
 		errs = append(errs, field.Invalid(serverPath.Child("args"), format, fmt.Sprintf(
 			"--load-format contradicts the model's loadFormat %s: remove it from the arguments", m.LoadFormat)))
+	}
+	return errs
+}
+
+// HasAdapters reports whether the model serves LoRA adapters.
+func (m *Model) HasAdapters() bool { return m != nil && len(m.Adapters) > 0 }
+
+// MaxLorasOrDefault is vLLM's --max-loras for the model.
+func (m *Model) MaxLorasOrDefault() int {
+	if m.MaxLoras != nil {
+		return *m.MaxLoras
+	}
+	return DefaultModelMaxLoras
+}
+
+// MaxLoraRankOrDefault is vLLM's --max-lora-rank for the model.
+func (m *Model) MaxLoraRankOrDefault() int {
+	if m.MaxLoraRank != nil {
+		return *m.MaxLoraRank
+	}
+	return DefaultModelMaxLoraRank
+}
+
+// ResolvedAdapter is an adapter as validation parsed it.
+type ResolvedAdapter struct {
+	LoRAAdapter
+	// Parsed is the adapter's source, parsed.
+	Parsed modelsource.Source
+}
+
+// ServerPath is where the servers find the adapter: its source's directory in the model's cache.
+func (a *ResolvedAdapter) ServerPath() string { return ModelMountPath + "/" + a.Parsed.CacheDir() }
+
+// validateAdapters checks a model's adapters and splits, and resolves the adapters into rm.
+func validateAdapters(rm *ResolvedModel, path *field.Path) field.ErrorList {
+	m := rm.Model
+	var errs field.ErrorList
+	if m.MaxLoras != nil && *m.MaxLoras < 1 {
+		errs = append(errs, field.Invalid(path.Child("maxLoras"), *m.MaxLoras, "must be at least 1"))
+	}
+	if m.MaxLoraRank != nil && !slices.Contains(LoRARanks, *m.MaxLoraRank) {
+		ranks := make([]string, len(LoRARanks))
+		for i, r := range LoRARanks {
+			ranks[i] = strconv.Itoa(r)
+		}
+		errs = append(errs, field.NotSupported(path.Child("maxLoraRank"), *m.MaxLoraRank, ranks))
+	}
+	if len(m.Adapters) > 0 && m.Source != "" && !rm.Downloads() {
+		errs = append(errs, field.Forbidden(path.Child("adapters"),
+			"adapters are fetched into the model's cache: the model needs a cache (an hf://, s3:// or gs:// source with cache)"))
+	}
+	names := map[string]bool{}
+	var adapterNames []string
+	for i, a := range m.Adapters {
+		p := path.Child("adapters").Index(i)
+		errs = append(errs, validatePublicName(a.Name, rm, names, p.Child("name"))...)
+		if len(a.Name) > validation.DNS1123LabelMaxLength-len(AdapterContainerPrefix) {
+			errs = append(errs, field.TooLong(p.Child("name"), a.Name, validation.DNS1123LabelMaxLength-len(AdapterContainerPrefix)))
+		}
+		adapterNames = append(adapterNames, a.Name)
+		src, err := modelsource.Parse(a.Source)
+		switch {
+		case a.Source == "":
+			errs = append(errs, field.Required(p.Child("source"), "hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix"))
+		case err != nil:
+			errs = append(errs, field.Invalid(p.Child("source"), a.Source, err.Error()))
+		case !src.Downloaded():
+			errs = append(errs, field.Invalid(p.Child("source"), a.Source, fmt.Sprintf(
+				"an adapter is fetched into the model's cache: hf://, s3:// or gs://, not %s://", src.Scheme)))
+		default:
+			rm.Adapters = append(rm.Adapters, ResolvedAdapter{LoRAAdapter: a, Parsed: src})
+		}
+	}
+	for i, split := range m.AdapterSplits {
+		p := path.Child("adapterSplits").Index(i)
+		errs = append(errs, validatePublicName(split.Name, rm, names, p.Child("name"))...)
+		if len(split.Targets) == 0 {
+			errs = append(errs, field.Required(p.Child("targets"), "the adapters the split's requests go to, each with a weight"))
+		}
+		for j, target := range split.Targets {
+			tp := p.Child("targets").Index(j)
+			if !slices.Contains(adapterNames, target.Adapter) {
+				errs = append(errs, field.Invalid(tp.Child("adapter"), target.Adapter,
+					"must name one of the model's adapters: "+strings.Join(adapterNames, ", ")))
+			}
+			if target.Weight < 1 || target.Weight > maxSplitWeight {
+				errs = append(errs, field.Invalid(tp.Child("weight"), target.Weight, fmt.Sprintf("must be from 1 to %d", maxSplitWeight)))
+			}
+		}
+	}
+	return errs
+}
+
+// validatePublicName checks the name of an adapter or split: a DNS label, unique among the
+// model's adapters and splits (seen), and not the base model's served name.
+func validatePublicName(name string, rm *ResolvedModel, seen map[string]bool, path *field.Path) field.ErrorList {
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(path, "a DNS label unique among the model's adapters and splits")}
+	case seen[name]:
+		return field.ErrorList{field.Duplicate(path, name)}
+	}
+	seen[name] = true
+	if errs := validateWith(path, name, validation.IsDNS1123Label); len(errs) > 0 {
+		return errs
+	}
+	if rm.Source != "" && name == rm.ServedName() {
+		return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("the base model is served as %q: give the adapter another name", name))}
+	}
+	return nil
+}
+
+// validateAdapterServers checks what adapters ask of the roles and the router: each role that
+// serves a model with adapters is a single-node server of its own (the loader sidecar talks to
+// the server in its pod), and splits have a router whose Endpoint Picker reads
+// InferenceModelRewrites.
+func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, resolved *Resolved) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if !role.ComponentType.Serving() || !spec.ModelOf(role).HasAdapters() {
+			continue
+		}
+		rolePath := fldPath.Child("roles").Index(i)
+		if role.MultiNode() {
+			errs = append(errs, field.Forbidden(rolePath.Child("multinode"), "the model's adapters are loaded by a sidecar beside a single-node server"))
+		}
+		if role.DualPods() {
+			errs = append(errs, field.Forbidden(rolePath.Child("modelFlexibility"), "the model's adapters are loaded by a sidecar beside the server, which dual pods run elsewhere"))
+		}
+	}
+	type modelAt struct {
+		model      *Model
+		splitsPath *field.Path
+	}
+	models := []modelAt{{spec.Model, fldPath.Child("model", "adapterSplits")}}
+	for i := range spec.Roles {
+		models = append(models, modelAt{spec.Roles[i].Model, fldPath.Child("roles").Index(i).Child("model", "adapterSplits")})
+	}
+	for _, at := range models {
+		if at.model == nil || len(at.model.AdapterSplits) == 0 {
+			continue
+		}
+		path := at.splitsPath
+		switch {
+		case spec.Router() == nil:
+			errs = append(errs, field.Forbidden(path, "a split is the router's InferenceModelRewrite: add a router role"))
+		case resolved.Routing == nil || resolved.Routing.Selection == nil:
+			// the router's own errors say what is wrong with it
+		default:
+			release := resolved.Routing.Selection.Release
+			if _, rewrites := release.ObjectiveGroups(); !rewrites {
+				errs = append(errs, field.Forbidden(path, fmt.Sprintf("the router's Endpoint Picker (%s) reads no InferenceModelRewrite: "+
+					"use endpointPicker.release %s or %s", release, eppconfig.ReleaseRouter, eppconfig.ReleaseGIE150)))
+			}
+		}
 	}
 	return errs
 }

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // cachedService is story 4 with its weights downloaded from the Hub into a cache.
@@ -159,4 +161,83 @@ func resolvedModel(t *testing.T, m *Model) *ResolvedModel {
 	resolved, errs := ResolveShape(s)
 	require.Empty(t, errs)
 	return resolved.Models[""]
+}
+
+// adapterService is a Llama-3.1-8B worker with two LoRA adapters, one from the Hub, one from S3.
+func adapterService() *InferenceService {
+	s := validService()
+	s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server()}}
+	s.Spec.Model = &Model{Source: "hf://meta-llama/Llama-3.1-8B-Instruct@0e9e39f249a16976918f6564b8830bc894c89659",
+		Cache: &ModelCache{Size: "100Gi", StorageClassName: "shared-rwx"},
+		Adapters: []LoRAAdapter{
+			{Name: "sql", Source: "hf://org/llama-3.1-8b-sql-lora@v1"},
+			{Name: "support-v1", Source: "s3://adapters/support/v1"},
+			{Name: "support-v2", Source: "s3://adapters/support/v2"},
+		},
+		AdapterSplits: []AdapterSplit{{Name: "support", Targets: []AdapterSplitTarget{{Adapter: "support-v1", Weight: 90}, {Adapter: "support-v2", Weight: 10}}}},
+	}
+	s.Spec.Roles = append(s.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter,
+		HTTPRoute: httpRoute(`{"parentRefs":[{"name":"inference-gateway"}]}`)})
+	return s
+}
+
+func TestAdapterServicePasses(t *testing.T) {
+	assert.Empty(t, Validate(adapterService()))
+	s := adapterService()
+	s.Spec.Model.AdapterSplits, s.Spec.Roles = nil, s.Spec.Roles[:1]
+	assert.Empty(t, Validate(s), "adapters need no router; only a split does")
+}
+
+func TestAdapterRules(t *testing.T) {
+	model := func(s *InferenceService) *Model { return s.Spec.Model }
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"two adapters of one name", func(s *InferenceService) { model(s).Adapters[1].Name = "sql" },
+			`spec.model.adapters[1].name: Duplicate value: "sql"`},
+		{"an adapter's name is a DNS label", func(s *InferenceService) { model(s).Adapters[0].Name = "SQL_v1" },
+			`spec.model.adapters[0].name: Invalid value: "SQL_v1": a lowercase RFC 1123 label`},
+		{"an adapter's name", func(s *InferenceService) { model(s).Adapters[0].Name = "" },
+			"spec.model.adapters[0].name: Required value"},
+		{"an adapter's name fits the download's container", func(s *InferenceService) { model(s).Adapters[0].Name = strings.Repeat("a", 56) },
+			"spec.model.adapters[0].name: Too long: may not be more than 55 bytes"},
+		{"an adapter is not the base model", func(s *InferenceService) { model(s).Name = "sql" },
+			`spec.model.adapters[0].name: Invalid value: "sql": the base model is served as "sql": give the adapter another name`},
+		{"an adapter's source", func(s *InferenceService) { model(s).Adapters[0].Source = "" },
+			"spec.model.adapters[0].source: Required value: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix"},
+		{"an adapter's source parses", func(s *InferenceService) { model(s).Adapters[0].Source = "ftp://x/y" },
+			`spec.model.adapters[0].source: Invalid value: "ftp://x/y": "ftp://x/y": unknown scheme "ftp"`},
+		{"an adapter is fetched into the cache", func(s *InferenceService) { model(s).Adapters[0].Source = "pvc://adapters/sql" },
+			`spec.model.adapters[0].source: Invalid value: "pvc://adapters/sql": an adapter is fetched into the model's cache: hf://, s3:// or gs://, not pvc://`},
+		{"adapters need the model's cache", func(s *InferenceService) { model(s).Source, model(s).Cache = "pvc://weights/llama", nil },
+			"spec.model.adapters: Forbidden: adapters are fetched into the model's cache: the model needs a cache (an hf://, s3:// or gs:// source with cache)"},
+		{"a rank vLLM has", func(s *InferenceService) { model(s).MaxLoraRank = ptr.To(24) },
+			`spec.model.maxLoraRank: Unsupported value: 24: supported values: "1", "8", "16", "32", "64", "128", "256", "320", "512"`},
+		{"at least one adapter a batch", func(s *InferenceService) { model(s).MaxLoras = ptr.To(0) },
+			"spec.model.maxLoras: Invalid value: 0: must be at least 1"},
+		{"a server of adapters is single-node", func(s *InferenceService) { s.Spec.Roles[0].Multinode = &Multinode{NodeCount: 2} },
+			"spec.roles[0].multinode: Forbidden: the model's adapters are loaded by a sidecar beside a single-node server"},
+		{"the loader's container name is ours", func(s *InferenceService) {
+			tpl := &s.Spec.Roles[0].Template.Spec
+			tpl.Containers = append(tpl.Containers, corev1.Container{Name: LoRALoaderContainerName, Image: "busybox:1.37"})
+		}, `spec.roles[0].template.spec.containers[1].name: Invalid value: "lora-loader": the adapters' loader sidecar has this name: rename yours`},
+		{"a split's name is its own", func(s *InferenceService) { model(s).AdapterSplits[0].Name = "sql" },
+			`spec.model.adapterSplits[0].name: Duplicate value: "sql"`},
+		{"a split names adapters", func(s *InferenceService) { model(s).AdapterSplits[0].Targets[1].Adapter = "support-v3" },
+			`spec.model.adapterSplits[0].targets[1].adapter: Invalid value: "support-v3": must name one of the model's adapters: sql, support-v1, support-v2`},
+		{"a split's weights are positive", func(s *InferenceService) { model(s).AdapterSplits[0].Targets[0].Weight = 0 },
+			"spec.model.adapterSplits[0].targets[0].weight: Invalid value: 0: must be from 1 to 1000000"},
+		{"a split has targets", func(s *InferenceService) { model(s).AdapterSplits[0].Targets = nil },
+			"spec.model.adapterSplits[0].targets: Required value"},
+		{"a split needs a router", func(s *InferenceService) { s.Spec.Roles = s.Spec.Roles[:1] },
+			"spec.model.adapterSplits: Forbidden: a split is the router's InferenceModelRewrite: add a router role"},
+		{"a split needs a router that reads rewrites", func(s *InferenceService) {
+			s.Spec.Roles[1].EndpointPicker = &EndpointPicker{Release: "gie-v1.2.0"}
+		}, "spec.model.adapterSplits: Forbidden: the router's Endpoint Picker (gie-v1.2.0) reads no InferenceModelRewrite"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, adapterService, tc.mutate, tc.want) })
+	}
 }

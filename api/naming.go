@@ -71,6 +71,18 @@ func CompileCacheName(serviceName, owner string) string {
 	return modelPrefix(serviceName, owner) + "compile-cache"
 }
 
+// AdaptersConfigMapName is the ConfigMap of a model's LoRA adapter list, which the servers'
+// loader sidecars read: {service}-adapters ({service}-{role}-adapters for a role's own model).
+func AdaptersConfigMapName(serviceName, owner string) string {
+	return modelPrefix(serviceName, owner) + "adapters"
+}
+
+// ModelRewriteName is the InferenceModelRewrite of a model's adapter split: {service}-{split}
+// ({service}-{role}-{split} for a role's own model).
+func ModelRewriteName(serviceName, owner, split string) string {
+	return modelPrefix(serviceName, owner) + split
+}
+
 func modelPrefix(serviceName, owner string) string {
 	if owner == "" {
 		return serviceName + "-"

@@ -380,6 +380,45 @@ type Model struct {
 	// CompileCache keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a
 	// server's second start of the same model skips compilation.
 	CompileCache *CompileCache `json:"compileCache,omitempty" pulumi:"compileCache,optional"`
+	// Adapters are LoRA adapters of the model, each served under its own name beside the base
+	// model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into
+	// the running servers without a restart, so adding one changes no server.
+	Adapters []LoRAAdapter `json:"adapters,omitempty" pulumi:"adapters,optional"`
+	// MaxLoras is how many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+	MaxLoras *int `json:"maxLoras,omitempty" pulumi:"maxLoras,optional" default:"4"`
+	// MaxLoraRank is the largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default),
+	// 32, 64, 128, 256, 320 or 512.
+	MaxLoraRank *int `json:"maxLoraRank,omitempty" pulumi:"maxLoraRank,optional" default:"16"`
+	// AdapterSplits give a public name whose requests the router spreads over adapters by weight
+	// (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+	AdapterSplits []AdapterSplit `json:"adapterSplits,omitempty" pulumi:"adapterSplits,optional"`
+}
+
+// LoRAAdapter is one LoRA adapter of a model.
+type LoRAAdapter struct {
+	// Name is the adapter's public name, what requests ask for: a DNS label (lowercase letters,
+	// digits and '-'), unique among the model's adapters and splits.
+	Name string `json:"name" pulumi:"name"`
+	// Source is where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or
+	// gs://bucket/prefix, fetched into the model's cache beside the base model.
+	Source string `json:"source" pulumi:"source"`
+}
+
+// AdapterSplit is a public name served by several adapters, each getting a share of its requests.
+type AdapterSplit struct {
+	// Name is the public name requests ask for: a DNS label, not an adapter's name.
+	Name string `json:"name" pulumi:"name"`
+	// Targets are the adapters the requests go to, with their weights.
+	Targets []AdapterSplitTarget `json:"targets" pulumi:"targets"`
+}
+
+// AdapterSplitTarget is one adapter of a split and its share.
+type AdapterSplitTarget struct {
+	// Adapter names one of the model's adapters.
+	Adapter string `json:"adapter" pulumi:"adapter"`
+	// Weight is the adapter's share of the split's requests, relative to the others' (90 and 10:
+	// nine in ten requests go to the first), from 1 to 1000000.
+	Weight int `json:"weight" pulumi:"weight"`
 }
 
 // ModelLoadFormat is how vLLM reads the weights.

@@ -167,6 +167,7 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateRolloutOrder(spec, fldPath.Child("rolloutOrder"))...)
 	errs = append(errs, validateMonitoring(spec, fldPath.Child("monitoring"))...)
 	errs = append(errs, validateModels(spec, serviceName, fldPath, resolved)...)
+	errs = append(errs, validateAdapterServers(spec, fldPath, resolved)...)
 	if withTemplates {
 		for i := range spec.Roles {
 			if role := &spec.Roles[i]; role.ComponentType.Serving() {

@@ -23,6 +23,10 @@ const (
 	DefaultInferenceServiceSpecAwait = AwaitMode("all")
 	// DefaultInferenceServiceSpecAwaitTimeout is InferenceServiceSpec.AwaitTimeout's default.
 	DefaultInferenceServiceSpecAwaitTimeout = time.Duration(3600000000000) // 60m
+	// DefaultModelMaxLoraRank is Model.MaxLoraRank's default.
+	DefaultModelMaxLoraRank = 16
+	// DefaultModelMaxLoras is Model.MaxLoras's default.
+	DefaultModelMaxLoras = 4
 	// DefaultModelCacheAccessMode is ModelCache.AccessMode's default.
 	DefaultModelCacheAccessMode = "ReadWriteMany"
 	// DefaultModelFlexibilityAdminPort is ModelFlexibility.AdminPort's default.

@@ -299,6 +299,8 @@ func build(svc *api.InferenceService, resolved *api.Resolved) (*Tree, error) {
 			switch {
 			case ref.Suffix == suffixDashboard:
 				obj, err = buildDashboard(svc)
+			case ref.TypeMeta == KindConfigMap && ref.Name == api.AdaptersConfigMapName(svc.Name, ref.Role):
+				obj, err = buildAdapterList(svc, ref, resolved.Models[ref.Role])
 			case ref.Role == "":
 				obj, err = dualPodsControllerObject(svc, ref)
 			default:

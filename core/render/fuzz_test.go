@@ -206,7 +206,8 @@ func checkTree(t *testing.T, tree *render.Tree) {
 		if r := &tree.Service.Spec.Roles[i]; r.ComponentType.Serving() {
 			if m := models[api.ModelOwner(r)]; tree.Service.Spec.ModelOf(r) != nil && !owners[api.ModelOwner(r)] {
 				owners[api.ModelOwner(r)] = true
-				wantModelObjects += map[bool]int{true: 2}[m.Downloads()] + map[bool]int{true: 1}[m.CompileCache != nil]
+				wantModelObjects += map[bool]int{true: 2}[m.Downloads()] + map[bool]int{true: 1}[m.CompileCache != nil] +
+					map[bool]int{true: 1}[m.Downloads() && m.HasAdapters()] // the adapter list
 			}
 			wantLWS += int(r.ReplicaCount())
 			if r.Autoscaled() {
@@ -239,7 +240,9 @@ func checkTree(t *testing.T, tree *render.Tree) {
 				t.Fatalf("PodMonitor %s scrapes no port", o.Name)
 			}
 		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *corev1.ConfigMap, *appsv1.Deployment, *corev1.Service:
-			if tree.Objects[i].Suffix == "dashboard" {
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == api.AdaptersConfigMapName(tree.Service.Name, tree.Objects[i].Role) {
+				modelObjects++
+			} else if tree.Objects[i].Suffix == "dashboard" {
 				monitoringObjects++
 				if !json.Valid([]byte(o.(*corev1.ConfigMap).Data[tree.Service.Name+".json"])) {
 					t.Fatalf("the dashboard of %s is not JSON", tree.Service.Name)
@@ -249,7 +252,7 @@ func checkTree(t *testing.T, tree *render.Tree) {
 			} else {
 				routerObjects++
 			}
-		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute:
+		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute, *render.InferenceModelRewrite:
 			routerObjects++
 		case *unstructured.Unstructured, *admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding,
 			*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:

@@ -76,6 +76,12 @@ func modelRefs(svc *api.InferenceService, models map[string]*api.ResolvedModel) 
 			job.Awaited = true
 			refs = append(refs, cache, job)
 			serversAfter[owner] = append(serversAfter[owner], job.Suffix)
+			if m.HasAdapters() {
+				// listed once fetched: a loader never reads an adapter whose files are not there
+				adapters := ref(KindConfigMap, api.AdaptersConfigMapName(svc.Name, owner), job.Suffix)
+				refs = append(refs, adapters)
+				serversAfter[owner] = append(serversAfter[owner], adapters.Suffix)
+			}
 		}
 		if m.CompileCache != nil {
 			compile := ref(KindPersistentVolumeClaim, api.CompileCacheName(svc.Name, owner))
@@ -156,6 +162,14 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) 
 	if ref := m.CredentialsSecret; ref != nil {
 		container.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: *ref}}}
 	}
+	containers := []corev1.Container{container}
+	// each adapter beside the base model, in parallel: the Job completes when every one has
+	for _, a := range m.Adapters {
+		c := *container.DeepCopy()
+		c.Name = api.AdapterContainerPrefix + a.Name
+		c.Args = []string{"--source", a.Source, "--cache", api.ModelMountPath}
+		containers = append(containers, c)
+	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: svc.Namespace, Labels: labels,
@@ -168,7 +182,7 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) 
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{container},
+					Containers:    containers,
 					Volumes: []corev1.Volume{{Name: api.ModelVolumeName, VolumeSource: corev1.VolumeSource{
 						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: api.ModelCacheName(svc.Name, ref.Role)}}}},
 				},
@@ -206,6 +220,9 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 		if ref := m.CredentialsSecret; ref != nil {
 			server.EnvFrom = append(server.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: *ref}})
 		}
+	}
+	if m.HasAdapters() {
+		serveAdapters(serviceName, owner, m, resolved.ServingPorts[role.Name], &tpl.Spec)
 	}
 	if m.CompileCache != nil {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: api.CompileCacheVolumeName, VolumeSource: corev1.VolumeSource{
@@ -262,6 +279,11 @@ type ModelSummary struct {
 	Streamed bool
 	// CompileCache is the compile cache's claim, "" for none.
 	CompileCache string
+	// Adapters are the model's LoRA adapters by name, AdapterList their ConfigMap ("" for none),
+	// Splits its adapter splits.
+	Adapters    []string
+	AdapterList string
+	Splits      []api.AdapterSplit
 }
 
 func summarizeModels(t *Tree) []ModelSummary {
@@ -283,6 +305,12 @@ func summarizeModels(t *Tree) []ModelSummary {
 		}
 		if m.CompileCache != nil {
 			ms.CompileCache = api.CompileCacheName(t.Service.Name, owner)
+		}
+		if m.HasAdapters() {
+			for _, a := range m.Adapters {
+				ms.Adapters = append(ms.Adapters, a.Name)
+			}
+			ms.AdapterList, ms.Splits = api.AdaptersConfigMapName(t.Service.Name, owner), m.AdapterSplits
 		}
 		out = append(out, ms)
 	}
@@ -312,6 +340,17 @@ func DescribeModel(m ModelSummary) string {
 	line := fmt.Sprintf("%s: %s, %s, served as %s", strings.Join(m.Roles, ", "), from, where, m.ServedName)
 	if m.CompileCache != "" {
 		line += "; compile cache " + m.CompileCache
+	}
+	if len(m.Adapters) > 0 {
+		line += fmt.Sprintf("; LoRA adapters %s (fetched by the same Job, listed in ConfigMap %s, loaded by each server's %s)",
+			strings.Join(m.Adapters, ", "), m.AdapterList, api.LoRALoaderContainerName)
+	}
+	for _, split := range m.Splits {
+		targets := make([]string, len(split.Targets))
+		for i, t := range split.Targets {
+			targets[i] = fmt.Sprintf("%s %d", t.Adapter, t.Weight)
+		}
+		line += fmt.Sprintf("; split %s: %s", split.Name, strings.Join(targets, ", "))
 	}
 	return line
 }

@@ -105,6 +105,9 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	if router.ShadowService {
 		refs = append(refs, routerRef(svc, KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
 	}
+	for _, split := range adapterSplits(svc) {
+		refs = append(refs, routerRef(svc, KindInferenceModelRewrite, split.name, split.suffix, suffixPool))
+	}
 	return refs
 }
 
@@ -145,6 +148,9 @@ func newRouting(svc *api.InferenceService, resolved *api.Routing) (*routing, err
 }
 
 func (r *routing) object(ref Ref) (runtime.Object, error) {
+	if ref.TypeMeta == KindInferenceModelRewrite {
+		return r.modelRewrite(ref)
+	}
 	switch ref.Suffix {
 	case suffixEPPServiceAccount:
 		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}, nil

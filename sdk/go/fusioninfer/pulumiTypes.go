@@ -14,6 +14,218 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
+type AdapterSplit struct {
+	// The public name requests ask for: a DNS label, not an adapter's name.
+	Name string `pulumi:"name"`
+	// The adapters the requests go to, with their weights.
+	Targets []AdapterSplitTarget `pulumi:"targets"`
+}
+
+// AdapterSplitInput is an input type that accepts AdapterSplitArgs and AdapterSplitOutput values.
+// You can construct a concrete instance of `AdapterSplitInput` via:
+//
+//	AdapterSplitArgs{...}
+type AdapterSplitInput interface {
+	pulumi.Input
+
+	ToAdapterSplitOutput() AdapterSplitOutput
+	ToAdapterSplitOutputWithContext(context.Context) AdapterSplitOutput
+}
+
+type AdapterSplitArgs struct {
+	// The public name requests ask for: a DNS label, not an adapter's name.
+	Name pulumi.StringInput `pulumi:"name"`
+	// The adapters the requests go to, with their weights.
+	Targets AdapterSplitTargetArrayInput `pulumi:"targets"`
+}
+
+func (AdapterSplitArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AdapterSplit)(nil)).Elem()
+}
+
+func (i AdapterSplitArgs) ToAdapterSplitOutput() AdapterSplitOutput {
+	return i.ToAdapterSplitOutputWithContext(context.Background())
+}
+
+func (i AdapterSplitArgs) ToAdapterSplitOutputWithContext(ctx context.Context) AdapterSplitOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AdapterSplitOutput)
+}
+
+// AdapterSplitArrayInput is an input type that accepts AdapterSplitArray and AdapterSplitArrayOutput values.
+// You can construct a concrete instance of `AdapterSplitArrayInput` via:
+//
+//	AdapterSplitArray{ AdapterSplitArgs{...} }
+type AdapterSplitArrayInput interface {
+	pulumi.Input
+
+	ToAdapterSplitArrayOutput() AdapterSplitArrayOutput
+	ToAdapterSplitArrayOutputWithContext(context.Context) AdapterSplitArrayOutput
+}
+
+type AdapterSplitArray []AdapterSplitInput
+
+func (AdapterSplitArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AdapterSplit)(nil)).Elem()
+}
+
+func (i AdapterSplitArray) ToAdapterSplitArrayOutput() AdapterSplitArrayOutput {
+	return i.ToAdapterSplitArrayOutputWithContext(context.Background())
+}
+
+func (i AdapterSplitArray) ToAdapterSplitArrayOutputWithContext(ctx context.Context) AdapterSplitArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AdapterSplitArrayOutput)
+}
+
+type AdapterSplitOutput struct{ *pulumi.OutputState }
+
+func (AdapterSplitOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AdapterSplit)(nil)).Elem()
+}
+
+func (o AdapterSplitOutput) ToAdapterSplitOutput() AdapterSplitOutput {
+	return o
+}
+
+func (o AdapterSplitOutput) ToAdapterSplitOutputWithContext(ctx context.Context) AdapterSplitOutput {
+	return o
+}
+
+// The public name requests ask for: a DNS label, not an adapter's name.
+func (o AdapterSplitOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v AdapterSplit) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// The adapters the requests go to, with their weights.
+func (o AdapterSplitOutput) Targets() AdapterSplitTargetArrayOutput {
+	return o.ApplyT(func(v AdapterSplit) []AdapterSplitTarget { return v.Targets }).(AdapterSplitTargetArrayOutput)
+}
+
+type AdapterSplitArrayOutput struct{ *pulumi.OutputState }
+
+func (AdapterSplitArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AdapterSplit)(nil)).Elem()
+}
+
+func (o AdapterSplitArrayOutput) ToAdapterSplitArrayOutput() AdapterSplitArrayOutput {
+	return o
+}
+
+func (o AdapterSplitArrayOutput) ToAdapterSplitArrayOutputWithContext(ctx context.Context) AdapterSplitArrayOutput {
+	return o
+}
+
+func (o AdapterSplitArrayOutput) Index(i pulumi.IntInput) AdapterSplitOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AdapterSplit {
+		return vs[0].([]AdapterSplit)[vs[1].(int)]
+	}).(AdapterSplitOutput)
+}
+
+type AdapterSplitTarget struct {
+	// Names one of the model's adapters.
+	Adapter string `pulumi:"adapter"`
+	// The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+	Weight int `pulumi:"weight"`
+}
+
+// AdapterSplitTargetInput is an input type that accepts AdapterSplitTargetArgs and AdapterSplitTargetOutput values.
+// You can construct a concrete instance of `AdapterSplitTargetInput` via:
+//
+//	AdapterSplitTargetArgs{...}
+type AdapterSplitTargetInput interface {
+	pulumi.Input
+
+	ToAdapterSplitTargetOutput() AdapterSplitTargetOutput
+	ToAdapterSplitTargetOutputWithContext(context.Context) AdapterSplitTargetOutput
+}
+
+type AdapterSplitTargetArgs struct {
+	// Names one of the model's adapters.
+	Adapter pulumi.StringInput `pulumi:"adapter"`
+	// The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+	Weight pulumi.IntInput `pulumi:"weight"`
+}
+
+func (AdapterSplitTargetArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AdapterSplitTarget)(nil)).Elem()
+}
+
+func (i AdapterSplitTargetArgs) ToAdapterSplitTargetOutput() AdapterSplitTargetOutput {
+	return i.ToAdapterSplitTargetOutputWithContext(context.Background())
+}
+
+func (i AdapterSplitTargetArgs) ToAdapterSplitTargetOutputWithContext(ctx context.Context) AdapterSplitTargetOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AdapterSplitTargetOutput)
+}
+
+// AdapterSplitTargetArrayInput is an input type that accepts AdapterSplitTargetArray and AdapterSplitTargetArrayOutput values.
+// You can construct a concrete instance of `AdapterSplitTargetArrayInput` via:
+//
+//	AdapterSplitTargetArray{ AdapterSplitTargetArgs{...} }
+type AdapterSplitTargetArrayInput interface {
+	pulumi.Input
+
+	ToAdapterSplitTargetArrayOutput() AdapterSplitTargetArrayOutput
+	ToAdapterSplitTargetArrayOutputWithContext(context.Context) AdapterSplitTargetArrayOutput
+}
+
+type AdapterSplitTargetArray []AdapterSplitTargetInput
+
+func (AdapterSplitTargetArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AdapterSplitTarget)(nil)).Elem()
+}
+
+func (i AdapterSplitTargetArray) ToAdapterSplitTargetArrayOutput() AdapterSplitTargetArrayOutput {
+	return i.ToAdapterSplitTargetArrayOutputWithContext(context.Background())
+}
+
+func (i AdapterSplitTargetArray) ToAdapterSplitTargetArrayOutputWithContext(ctx context.Context) AdapterSplitTargetArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AdapterSplitTargetArrayOutput)
+}
+
+type AdapterSplitTargetOutput struct{ *pulumi.OutputState }
+
+func (AdapterSplitTargetOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AdapterSplitTarget)(nil)).Elem()
+}
+
+func (o AdapterSplitTargetOutput) ToAdapterSplitTargetOutput() AdapterSplitTargetOutput {
+	return o
+}
+
+func (o AdapterSplitTargetOutput) ToAdapterSplitTargetOutputWithContext(ctx context.Context) AdapterSplitTargetOutput {
+	return o
+}
+
+// Names one of the model's adapters.
+func (o AdapterSplitTargetOutput) Adapter() pulumi.StringOutput {
+	return o.ApplyT(func(v AdapterSplitTarget) string { return v.Adapter }).(pulumi.StringOutput)
+}
+
+// The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+func (o AdapterSplitTargetOutput) Weight() pulumi.IntOutput {
+	return o.ApplyT(func(v AdapterSplitTarget) int { return v.Weight }).(pulumi.IntOutput)
+}
+
+type AdapterSplitTargetArrayOutput struct{ *pulumi.OutputState }
+
+func (AdapterSplitTargetArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AdapterSplitTarget)(nil)).Elem()
+}
+
+func (o AdapterSplitTargetArrayOutput) ToAdapterSplitTargetArrayOutput() AdapterSplitTargetArrayOutput {
+	return o
+}
+
+func (o AdapterSplitTargetArrayOutput) ToAdapterSplitTargetArrayOutputWithContext(ctx context.Context) AdapterSplitTargetArrayOutput {
+	return o
+}
+
+func (o AdapterSplitTargetArrayOutput) Index(i pulumi.IntInput) AdapterSplitTargetOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AdapterSplitTarget {
+		return vs[0].([]AdapterSplitTarget)[vs[1].(int)]
+	}).(AdapterSplitTargetOutput)
+}
+
 type Autoscaling struct {
 	// Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
 	Follow *AutoscalingFollow `pulumi:"follow"`
@@ -1102,7 +1314,117 @@ func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
 	}).(GangModePtrOutput)
 }
 
+type LoRAAdapter struct {
+	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+	Name string `pulumi:"name"`
+	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+	Source string `pulumi:"source"`
+}
+
+// LoRAAdapterInput is an input type that accepts LoRAAdapterArgs and LoRAAdapterOutput values.
+// You can construct a concrete instance of `LoRAAdapterInput` via:
+//
+//	LoRAAdapterArgs{...}
+type LoRAAdapterInput interface {
+	pulumi.Input
+
+	ToLoRAAdapterOutput() LoRAAdapterOutput
+	ToLoRAAdapterOutputWithContext(context.Context) LoRAAdapterOutput
+}
+
+type LoRAAdapterArgs struct {
+	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+	Name pulumi.StringInput `pulumi:"name"`
+	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+	Source pulumi.StringInput `pulumi:"source"`
+}
+
+func (LoRAAdapterArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*LoRAAdapter)(nil)).Elem()
+}
+
+func (i LoRAAdapterArgs) ToLoRAAdapterOutput() LoRAAdapterOutput {
+	return i.ToLoRAAdapterOutputWithContext(context.Background())
+}
+
+func (i LoRAAdapterArgs) ToLoRAAdapterOutputWithContext(ctx context.Context) LoRAAdapterOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(LoRAAdapterOutput)
+}
+
+// LoRAAdapterArrayInput is an input type that accepts LoRAAdapterArray and LoRAAdapterArrayOutput values.
+// You can construct a concrete instance of `LoRAAdapterArrayInput` via:
+//
+//	LoRAAdapterArray{ LoRAAdapterArgs{...} }
+type LoRAAdapterArrayInput interface {
+	pulumi.Input
+
+	ToLoRAAdapterArrayOutput() LoRAAdapterArrayOutput
+	ToLoRAAdapterArrayOutputWithContext(context.Context) LoRAAdapterArrayOutput
+}
+
+type LoRAAdapterArray []LoRAAdapterInput
+
+func (LoRAAdapterArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]LoRAAdapter)(nil)).Elem()
+}
+
+func (i LoRAAdapterArray) ToLoRAAdapterArrayOutput() LoRAAdapterArrayOutput {
+	return i.ToLoRAAdapterArrayOutputWithContext(context.Background())
+}
+
+func (i LoRAAdapterArray) ToLoRAAdapterArrayOutputWithContext(ctx context.Context) LoRAAdapterArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(LoRAAdapterArrayOutput)
+}
+
+type LoRAAdapterOutput struct{ *pulumi.OutputState }
+
+func (LoRAAdapterOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*LoRAAdapter)(nil)).Elem()
+}
+
+func (o LoRAAdapterOutput) ToLoRAAdapterOutput() LoRAAdapterOutput {
+	return o
+}
+
+func (o LoRAAdapterOutput) ToLoRAAdapterOutputWithContext(ctx context.Context) LoRAAdapterOutput {
+	return o
+}
+
+// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+func (o LoRAAdapterOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v LoRAAdapter) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+func (o LoRAAdapterOutput) Source() pulumi.StringOutput {
+	return o.ApplyT(func(v LoRAAdapter) string { return v.Source }).(pulumi.StringOutput)
+}
+
+type LoRAAdapterArrayOutput struct{ *pulumi.OutputState }
+
+func (LoRAAdapterArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]LoRAAdapter)(nil)).Elem()
+}
+
+func (o LoRAAdapterArrayOutput) ToLoRAAdapterArrayOutput() LoRAAdapterArrayOutput {
+	return o
+}
+
+func (o LoRAAdapterArrayOutput) ToLoRAAdapterArrayOutputWithContext(ctx context.Context) LoRAAdapterArrayOutput {
+	return o
+}
+
+func (o LoRAAdapterArrayOutput) Index(i pulumi.IntInput) LoRAAdapterOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) LoRAAdapter {
+		return vs[0].([]LoRAAdapter)[vs[1].(int)]
+	}).(LoRAAdapterOutput)
+}
+
 type Model struct {
+	// Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+	AdapterSplits []AdapterSplit `pulumi:"adapterSplits"`
+	// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+	Adapters []LoRAAdapter `pulumi:"adapters"`
 	// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache *ModelCache `pulumi:"cache"`
 	// Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
@@ -1111,6 +1433,10 @@ type Model struct {
 	CredentialsSecret *corev1.LocalObjectReference `pulumi:"credentialsSecret"`
 	// How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 	LoadFormat *ModelLoadFormat `pulumi:"loadFormat"`
+	// The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+	MaxLoraRank *int `pulumi:"maxLoraRank"`
+	// How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+	MaxLoras *int `pulumi:"maxLoras"`
 	// The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 	Name *string `pulumi:"name"`
 	// Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
@@ -1129,6 +1455,10 @@ type ModelInput interface {
 }
 
 type ModelArgs struct {
+	// Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+	AdapterSplits AdapterSplitArrayInput `pulumi:"adapterSplits"`
+	// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+	Adapters LoRAAdapterArrayInput `pulumi:"adapters"`
 	// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache ModelCachePtrInput `pulumi:"cache"`
 	// Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
@@ -1137,6 +1467,10 @@ type ModelArgs struct {
 	CredentialsSecret corev1.LocalObjectReferencePtrInput `pulumi:"credentialsSecret"`
 	// How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 	LoadFormat ModelLoadFormatPtrInput `pulumi:"loadFormat"`
+	// The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+	MaxLoraRank pulumi.IntPtrInput `pulumi:"maxLoraRank"`
+	// How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+	MaxLoras pulumi.IntPtrInput `pulumi:"maxLoras"`
 	// The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
 	Name pulumi.StringPtrInput `pulumi:"name"`
 	// Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
@@ -1220,6 +1554,16 @@ func (o ModelOutput) ToModelPtrOutputWithContext(ctx context.Context) ModelPtrOu
 	}).(ModelPtrOutput)
 }
 
+// Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+func (o ModelOutput) AdapterSplits() AdapterSplitArrayOutput {
+	return o.ApplyT(func(v Model) []AdapterSplit { return v.AdapterSplits }).(AdapterSplitArrayOutput)
+}
+
+// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+func (o ModelOutput) Adapters() LoRAAdapterArrayOutput {
+	return o.ApplyT(func(v Model) []LoRAAdapter { return v.Adapters }).(LoRAAdapterArrayOutput)
+}
+
 // The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 func (o ModelOutput) Cache() ModelCachePtrOutput {
 	return o.ApplyT(func(v Model) *ModelCache { return v.Cache }).(ModelCachePtrOutput)
@@ -1238,6 +1582,16 @@ func (o ModelOutput) CredentialsSecret() corev1.LocalObjectReferencePtrOutput {
 // How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
 func (o ModelOutput) LoadFormat() ModelLoadFormatPtrOutput {
 	return o.ApplyT(func(v Model) *ModelLoadFormat { return v.LoadFormat }).(ModelLoadFormatPtrOutput)
+}
+
+// The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+func (o ModelOutput) MaxLoraRank() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Model) *int { return v.MaxLoraRank }).(pulumi.IntPtrOutput)
+}
+
+// How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+func (o ModelOutput) MaxLoras() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v Model) *int { return v.MaxLoras }).(pulumi.IntPtrOutput)
 }
 
 // The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
@@ -1272,6 +1626,26 @@ func (o ModelPtrOutput) Elem() ModelOutput {
 		var ret Model
 		return ret
 	}).(ModelOutput)
+}
+
+// Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+func (o ModelPtrOutput) AdapterSplits() AdapterSplitArrayOutput {
+	return o.ApplyT(func(v *Model) []AdapterSplit {
+		if v == nil {
+			return nil
+		}
+		return v.AdapterSplits
+	}).(AdapterSplitArrayOutput)
+}
+
+// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+func (o ModelPtrOutput) Adapters() LoRAAdapterArrayOutput {
+	return o.ApplyT(func(v *Model) []LoRAAdapter {
+		if v == nil {
+			return nil
+		}
+		return v.Adapters
+	}).(LoRAAdapterArrayOutput)
 }
 
 // The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
@@ -1312,6 +1686,26 @@ func (o ModelPtrOutput) LoadFormat() ModelLoadFormatPtrOutput {
 		}
 		return v.LoadFormat
 	}).(ModelLoadFormatPtrOutput)
+}
+
+// The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+func (o ModelPtrOutput) MaxLoraRank() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Model) *int {
+		if v == nil {
+			return nil
+		}
+		return v.MaxLoraRank
+	}).(pulumi.IntPtrOutput)
+}
+
+// How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+func (o ModelPtrOutput) MaxLoras() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Model) *int {
+		if v == nil {
+			return nil
+		}
+		return v.MaxLoras
+	}).(pulumi.IntPtrOutput)
 }
 
 // The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
@@ -4175,6 +4569,10 @@ func (o VolcanoPartPtrOutput) SchedulerConfiguration() pulumi.StringPtrOutput {
 }
 
 func init() {
+	pulumi.RegisterInputType(reflect.TypeOf((*AdapterSplitInput)(nil)).Elem(), AdapterSplitArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AdapterSplitArrayInput)(nil)).Elem(), AdapterSplitArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AdapterSplitTargetInput)(nil)).Elem(), AdapterSplitTargetArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AdapterSplitTargetArrayInput)(nil)).Elem(), AdapterSplitTargetArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingInput)(nil)).Elem(), AutoscalingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingPtrInput)(nil)).Elem(), AutoscalingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingFollowInput)(nil)).Elem(), AutoscalingFollowArgs{})
@@ -4187,6 +4585,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerPtrInput)(nil)).Elem(), EndpointPickerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyInput)(nil)).Elem(), GangPolicyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyPtrInput)(nil)).Elem(), GangPolicyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*LoRAAdapterInput)(nil)).Elem(), LoRAAdapterArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*LoRAAdapterArrayInput)(nil)).Elem(), LoRAAdapterArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelInput)(nil)).Elem(), ModelArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelPtrInput)(nil)).Elem(), ModelArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelCacheInput)(nil)).Elem(), ModelCacheArgs{})
@@ -4219,6 +4619,10 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintArrayInput)(nil)).Elem(), TaintArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*VolcanoPartInput)(nil)).Elem(), VolcanoPartArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*VolcanoPartPtrInput)(nil)).Elem(), VolcanoPartArgs{})
+	pulumi.RegisterOutputType(AdapterSplitOutput{})
+	pulumi.RegisterOutputType(AdapterSplitArrayOutput{})
+	pulumi.RegisterOutputType(AdapterSplitTargetOutput{})
+	pulumi.RegisterOutputType(AdapterSplitTargetArrayOutput{})
 	pulumi.RegisterOutputType(AutoscalingOutput{})
 	pulumi.RegisterOutputType(AutoscalingPtrOutput{})
 	pulumi.RegisterOutputType(AutoscalingFollowOutput{})
@@ -4231,6 +4635,8 @@ func init() {
 	pulumi.RegisterOutputType(EndpointPickerPtrOutput{})
 	pulumi.RegisterOutputType(GangPolicyOutput{})
 	pulumi.RegisterOutputType(GangPolicyPtrOutput{})
+	pulumi.RegisterOutputType(LoRAAdapterOutput{})
+	pulumi.RegisterOutputType(LoRAAdapterArrayOutput{})
 	pulumi.RegisterOutputType(ModelOutput{})
 	pulumi.RegisterOutputType(ModelPtrOutput{})
 	pulumi.RegisterOutputType(ModelCacheOutput{})

@@ -8,6 +8,28 @@ import * as enums from "../types/enums";
 
 import * as pulumiKubernetes from "@pulumi/kubernetes";
 
+export interface AdapterSplitArgs {
+    /**
+     * The public name requests ask for: a DNS label, not an adapter's name.
+     */
+    name: pulumi.Input<string>;
+    /**
+     * The adapters the requests go to, with their weights.
+     */
+    targets: pulumi.Input<pulumi.Input<inputs.AdapterSplitTargetArgs>[]>;
+}
+
+export interface AdapterSplitTargetArgs {
+    /**
+     * Names one of the model's adapters.
+     */
+    adapter: pulumi.Input<string>;
+    /**
+     * The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+     */
+    weight: pulumi.Input<number>;
+}
+
 export interface AutoscalingArgs {
     /**
      * Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
@@ -106,7 +128,26 @@ export interface GangPolicyArgs {
     mode?: pulumi.Input<enums.GangMode | undefined>;
 }
 
+export interface LoRAAdapterArgs {
+    /**
+     * The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+     */
+    name: pulumi.Input<string>;
+    /**
+     * Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+     */
+    source: pulumi.Input<string>;
+}
+
 export interface ModelArgs {
+    /**
+     * Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+     */
+    adapterSplits?: pulumi.Input<pulumi.Input<inputs.AdapterSplitArgs>[] | undefined>;
+    /**
+     * LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+     */
+    adapters?: pulumi.Input<pulumi.Input<inputs.LoRAAdapterArgs>[] | undefined>;
     /**
      * The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
      */
@@ -123,6 +164,14 @@ export interface ModelArgs {
      * How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
      */
     loadFormat?: pulumi.Input<enums.ModelLoadFormat | undefined>;
+    /**
+     * The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+     */
+    maxLoraRank?: pulumi.Input<number | undefined>;
+    /**
+     * How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+     */
+    maxLoras?: pulumi.Input<number | undefined>;
     /**
      * The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
      */

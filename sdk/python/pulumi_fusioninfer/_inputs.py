@@ -17,6 +17,10 @@ from ._enums import *
 import pulumi_kubernetes
 
 __all__ = [
+    'AdapterSplitArgs',
+    'AdapterSplitArgsDict',
+    'AdapterSplitTargetArgs',
+    'AdapterSplitTargetArgsDict',
     'AutoscalingArgs',
     'AutoscalingArgsDict',
     'AutoscalingFollowArgs',
@@ -29,6 +33,8 @@ __all__ = [
     'EndpointPickerArgsDict',
     'GangPolicyArgs',
     'GangPolicyArgsDict',
+    'LoRAAdapterArgs',
+    'LoRAAdapterArgsDict',
     'ModelArgs',
     'ModelArgsDict',
     'ModelCacheArgs',
@@ -62,6 +68,100 @@ __all__ = [
     'VolcanoPartArgs',
     'VolcanoPartArgsDict',
 ]
+
+class AdapterSplitArgsDict(TypedDict):
+    name: pulumi.Input[_builtins.str]
+    """
+    The public name requests ask for: a DNS label, not an adapter's name.
+    """
+    targets: pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgsDict']]]
+    """
+    The adapters the requests go to, with their weights.
+    """
+
+@pulumi.input_type
+class AdapterSplitArgs:
+    def __init__(__self__, *,
+                 name: pulumi.Input[_builtins.str],
+                 targets: pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgs']]]):
+        """
+        :param pulumi.Input[_builtins.str] name: The public name requests ask for: a DNS label, not an adapter's name.
+        :param pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgs']]] targets: The adapters the requests go to, with their weights.
+        """
+        pulumi.set(__self__, "name", name)
+        pulumi.set(__self__, "targets", targets)
+
+    @_builtins.property
+    @pulumi.getter
+    def name(self) -> pulumi.Input[_builtins.str]:
+        """
+        The public name requests ask for: a DNS label, not an adapter's name.
+        """
+        return pulumi.get(self, "name")
+
+    @name.setter
+    def name(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def targets(self) -> pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgs']]]:
+        """
+        The adapters the requests go to, with their weights.
+        """
+        return pulumi.get(self, "targets")
+
+    @targets.setter
+    def targets(self, value: pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgs']]]):
+        pulumi.set(self, "targets", value)
+
+
+class AdapterSplitTargetArgsDict(TypedDict):
+    adapter: pulumi.Input[_builtins.str]
+    """
+    Names one of the model's adapters.
+    """
+    weight: pulumi.Input[_builtins.int]
+    """
+    The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+    """
+
+@pulumi.input_type
+class AdapterSplitTargetArgs:
+    def __init__(__self__, *,
+                 adapter: pulumi.Input[_builtins.str],
+                 weight: pulumi.Input[_builtins.int]):
+        """
+        :param pulumi.Input[_builtins.str] adapter: Names one of the model's adapters.
+        :param pulumi.Input[_builtins.int] weight: The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+        """
+        pulumi.set(__self__, "adapter", adapter)
+        pulumi.set(__self__, "weight", weight)
+
+    @_builtins.property
+    @pulumi.getter
+    def adapter(self) -> pulumi.Input[_builtins.str]:
+        """
+        Names one of the model's adapters.
+        """
+        return pulumi.get(self, "adapter")
+
+    @adapter.setter
+    def adapter(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "adapter", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def weight(self) -> pulumi.Input[_builtins.int]:
+        """
+        The adapter's share of the split's requests, relative to the others' (90 and 10: nine in ten requests go to the first), from 1 to 1000000.
+        """
+        return pulumi.get(self, "weight")
+
+    @weight.setter
+    def weight(self, value: pulumi.Input[_builtins.int]):
+        pulumi.set(self, "weight", value)
+
 
 class AutoscalingArgsDict(TypedDict):
     max_replicas: pulumi.Input[_builtins.int]
@@ -514,10 +614,65 @@ class GangPolicyArgs:
         pulumi.set(self, "mode", value)
 
 
+class LoRAAdapterArgsDict(TypedDict):
+    name: pulumi.Input[_builtins.str]
+    """
+    The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+    """
+    source: pulumi.Input[_builtins.str]
+    """
+    Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+    """
+
+@pulumi.input_type
+class LoRAAdapterArgs:
+    def __init__(__self__, *,
+                 name: pulumi.Input[_builtins.str],
+                 source: pulumi.Input[_builtins.str]):
+        """
+        :param pulumi.Input[_builtins.str] name: The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+        :param pulumi.Input[_builtins.str] source: Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+        """
+        pulumi.set(__self__, "name", name)
+        pulumi.set(__self__, "source", source)
+
+    @_builtins.property
+    @pulumi.getter
+    def name(self) -> pulumi.Input[_builtins.str]:
+        """
+        The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+        """
+        return pulumi.get(self, "name")
+
+    @name.setter
+    def name(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def source(self) -> pulumi.Input[_builtins.str]:
+        """
+        Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+        """
+        return pulumi.get(self, "source")
+
+    @source.setter
+    def source(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "source", value)
+
+
 class ModelArgsDict(TypedDict):
     source: pulumi.Input[_builtins.str]
     """
     Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+    """
+    adapter_splits: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['AdapterSplitArgsDict']]]]]
+    """
+    Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+    """
+    adapters: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['LoRAAdapterArgsDict']]]]]
+    """
+    LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
     """
     cache: NotRequired[pulumi.Input[Optional['ModelCacheArgsDict']]]
     """
@@ -535,6 +690,14 @@ class ModelArgsDict(TypedDict):
     """
     How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
     """
+    max_lora_rank: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+    """
+    max_loras: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+    """
     name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
     The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
@@ -544,20 +707,32 @@ class ModelArgsDict(TypedDict):
 class ModelArgs:
     def __init__(__self__, *,
                  source: pulumi.Input[_builtins.str],
+                 adapter_splits: pulumi.Input[Optional[Sequence[pulumi.Input['AdapterSplitArgs']]]] = None,
+                 adapters: pulumi.Input[Optional[Sequence[pulumi.Input['LoRAAdapterArgs']]]] = None,
                  cache: pulumi.Input[Optional['ModelCacheArgs']] = None,
                  compile_cache: pulumi.Input[Optional['CompileCacheArgs']] = None,
                  credentials_secret: pulumi.Input[Optional['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs']] = None,
                  load_format: pulumi.Input[Optional['ModelLoadFormat']] = None,
+                 max_lora_rank: pulumi.Input[Optional[_builtins.int]] = None,
+                 max_loras: pulumi.Input[Optional[_builtins.int]] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None):
         """
         :param pulumi.Input[_builtins.str] source: Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
+        :param pulumi.Input[Sequence[pulumi.Input['AdapterSplitArgs']]] adapter_splits: Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+        :param pulumi.Input[Sequence[pulumi.Input['LoRAAdapterArgs']]] adapters: LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
         :param pulumi.Input['ModelCacheArgs'] cache: The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
         :param pulumi.Input['CompileCacheArgs'] compile_cache: Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
         :param pulumi.Input['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs'] credentials_secret: Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
         :param pulumi.Input['ModelLoadFormat'] load_format: How vLLM loads the weights: runai_streamer streams the safetensors of an s3:// or gs:// source straight into GPU memory (--load-format runai_streamer), with no cache and no download.
+        :param pulumi.Input[_builtins.int] max_lora_rank: The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+        :param pulumi.Input[_builtins.int] max_loras: How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
         :param pulumi.Input[_builtins.str] name: The model's public name, what requests ask for (vLLM's --served-model-name): default the Hub repository, else the last element of the source's path. A --served-model-name in the server's arguments wins.
         """
         pulumi.set(__self__, "source", source)
+        if adapter_splits is not None:
+            pulumi.set(__self__, "adapter_splits", adapter_splits)
+        if adapters is not None:
+            pulumi.set(__self__, "adapters", adapters)
         if cache is not None:
             pulumi.set(__self__, "cache", cache)
         if compile_cache is not None:
@@ -566,6 +741,10 @@ class ModelArgs:
             pulumi.set(__self__, "credentials_secret", credentials_secret)
         if load_format is not None:
             pulumi.set(__self__, "load_format", load_format)
+        if max_lora_rank is not None:
+            pulumi.set(__self__, "max_lora_rank", max_lora_rank)
+        if max_loras is not None:
+            pulumi.set(__self__, "max_loras", max_loras)
         if name is not None:
             pulumi.set(__self__, "name", name)
 
@@ -580,6 +759,30 @@ class ModelArgs:
     @source.setter
     def source(self, value: pulumi.Input[_builtins.str]):
         pulumi.set(self, "source", value)
+
+    @_builtins.property
+    @pulumi.getter(name="adapterSplits")
+    def adapter_splits(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['AdapterSplitArgs']]]]:
+        """
+        Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
+        """
+        return pulumi.get(self, "adapter_splits")
+
+    @adapter_splits.setter
+    def adapter_splits(self, value: pulumi.Input[Optional[Sequence[pulumi.Input['AdapterSplitArgs']]]]):
+        pulumi.set(self, "adapter_splits", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def adapters(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['LoRAAdapterArgs']]]]:
+        """
+        LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+        """
+        return pulumi.get(self, "adapters")
+
+    @adapters.setter
+    def adapters(self, value: pulumi.Input[Optional[Sequence[pulumi.Input['LoRAAdapterArgs']]]]):
+        pulumi.set(self, "adapters", value)
 
     @_builtins.property
     @pulumi.getter
@@ -628,6 +831,30 @@ class ModelArgs:
     @load_format.setter
     def load_format(self, value: pulumi.Input[Optional['ModelLoadFormat']]):
         pulumi.set(self, "load_format", value)
+
+    @_builtins.property
+    @pulumi.getter(name="maxLoraRank")
+    def max_lora_rank(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        The largest rank of the adapters (vLLM's --max-lora-rank): 1, 8, 16 (default), 32, 64, 128, 256, 320 or 512.
+        """
+        return pulumi.get(self, "max_lora_rank")
+
+    @max_lora_rank.setter
+    def max_lora_rank(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "max_lora_rank", value)
+
+    @_builtins.property
+    @pulumi.getter(name="maxLoras")
+    def max_loras(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        How many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
+        """
+        return pulumi.get(self, "max_loras")
+
+    @max_loras.setter
+    def max_loras(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "max_loras", value)
 
     @_builtins.property
     @pulumi.getter

@@ -1,0 +1,289 @@
+// Command fusioninfer-lora-loader keeps a vLLM server's LoRA adapters those of a list: the
+// sidecar of every server pod of a model with adapters (docs/lora.md,
+// docs/design/0027-lora-adapters.md). It reads the list from the model's adapters ConfigMap,
+// mounted as a file, every --interval, and reconciles the server in its pod with it through vLLM's
+// runtime LoRA API (VLLM_ALLOW_RUNTIME_LORA_UPDATING): loads what is missing or whose path
+// changed, unloads what the list no longer has. GET /ready answers 200 once every adapter of the
+// list is loaded (the container's readiness probe, so a new pod takes traffic only then), else 503
+// with each cause; GET /adapters is its state as JSON.
+//
+// GIE's lora-syncer (tools/dynamic-lora-sidecar/sidecar/sidecar.py, LoraReconciler.reconcile)
+// does the like from ensureExist/ensureNotExist lists; this one unloads what leaves the list and
+// reports readiness.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// version is stamped by the build (-X main.version), as the image's tag.
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "fusioninfer-lora-loader:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	flags := flag.NewFlagSet("fusioninfer-lora-loader", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	list := flags.String("adapters", "", "the adapter list: JSON {\"adapters\": [{\"name\", \"path\"}]}, the ConfigMap's file")
+	server := flags.String("server", "http://localhost:8000", "the vLLM server's base URL")
+	listen := flags.String("listen", ":8091", "the address of /ready and /adapters")
+	interval := flags.Duration("interval", 5*time.Second, "how often the list is read and the server reconciled")
+	probe := flags.Bool("probe", false, "ask the running loader at --listen whether it is ready: print why not and exit 1 "+
+		"(the container's readiness probe, whose output the kubelet's event carries)")
+	showVersion := flags.Bool("version", false, "print the version")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, version)
+		return nil
+	}
+	if *probe {
+		return probeReady(ctx, *listen, stderr)
+	}
+	if *list == "" {
+		return errors.New("give --adapters")
+	}
+	l := &loader{list: *list, server: strings.TrimRight(*server, "/"), client: &http.Client{Timeout: 5 * time.Minute},
+		log: log.New(stderr, "", log.LstdFlags|log.LUTC)}
+	httpServer := &http.Server{Addr: *listen, Handler: l, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.ListenAndServe() }()
+	defer httpServer.Close()
+	ticker := time.NewTicker(*interval)
+	defer ticker.Stop()
+	for {
+		l.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-serveErr:
+			return err
+		case <-ticker.C:
+		}
+	}
+}
+
+// probeReady asks the loader listening at addr for /ready; not ready is an error that says why.
+func probeReady(ctx context.Context, addr string, out io.Writer) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8192))
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(strings.TrimSpace(string(body)))
+	}
+	fmt.Fprint(out, string(body))
+	return nil
+}
+
+// loader reconciles one server with one list.
+type loader struct {
+	list, server string
+	client       *http.Client
+	log          *log.Logger
+
+	mu sync.Mutex
+	// problem is why the list is not all loaded ("" when it is); reconciled: at least once.
+	problem    string
+	reconciled bool
+	state      []adapterState
+}
+
+// adapterState is one adapter of the list as the loader last saw it.
+type adapterState struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Loaded bool   `json:"loaded"`
+	// Error is why it failed to load.
+	Error string `json:"error,omitempty"`
+}
+
+// reconcile loads and unloads until the server's adapters are the list's, and records the outcome.
+func (l *loader) reconcile(ctx context.Context) {
+	state, problem := l.sync(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if problem != l.problem || !l.reconciled {
+		if problem == "" {
+			l.log.Printf("all %d adapters loaded", len(state))
+		} else {
+			l.log.Print(problem)
+		}
+	}
+	l.state, l.problem, l.reconciled = state, problem, true
+}
+
+func (l *loader) sync(ctx context.Context) ([]adapterState, string) {
+	data, err := os.ReadFile(l.list)
+	if err != nil {
+		return nil, fmt.Sprintf("reading the adapter list: %v", err)
+	}
+	var want vllm.AdapterList
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&want); err != nil {
+		return nil, fmt.Sprintf("the adapter list %s: %v", l.list, err)
+	}
+	loaded, err := l.loadedAdapters(ctx)
+	if err != nil {
+		return nil, fmt.Sprintf("the model server is not answering yet: %v", err)
+	}
+	var state []adapterState
+	var problems []string
+	wanted := map[string]bool{}
+	for _, a := range want.Adapters {
+		wanted[a.Name] = true
+		s := adapterState{Name: a.Name, Path: a.Path}
+		path, isLoaded := loaded[a.Name]
+		if isLoaded && path != "" && path != a.Path {
+			// replaced: vLLM refuses to load a name it has, so the old one goes first
+			if err := l.post(ctx, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": a.Name}); err != nil {
+				s.Error = fmt.Sprintf("unloading its previous version (%s): %v", path, err)
+			}
+			isLoaded = false
+		}
+		if !isLoaded && s.Error == "" {
+			if err := l.post(ctx, vllm.PathLoadLoRAAdapter, map[string]string{"lora_name": a.Name, "lora_path": a.Path}); err != nil {
+				s.Error = err.Error()
+			} else {
+				l.log.Printf("loaded adapter %s from %s", a.Name, a.Path)
+			}
+		}
+		s.Loaded = s.Error == ""
+		if !s.Loaded {
+			problems = append(problems, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
+		}
+		state = append(state, s)
+	}
+	for name := range loaded {
+		if wanted[name] {
+			continue
+		}
+		if err := l.post(ctx, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": name}); err != nil {
+			problems = append(problems, fmt.Sprintf("adapter %s, no longer listed, failed to unload: %v", name, err))
+		} else {
+			l.log.Printf("unloaded adapter %s", name)
+		}
+	}
+	return state, strings.Join(problems, "\n")
+}
+
+// loadedAdapters are the server's adapters and their paths: the cards of /v1/models with a
+// parent (vllm/entrypoints/openai/serving_models.py, show_available_models: an adapter's card has
+// the base model as parent and its path as root).
+func (l *loader) loadedAdapters(ctx context.Context) (map[string]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.server+vllm.PathModels, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", vllm.PathModels, resp.Status)
+	}
+	var models struct {
+		Data []struct {
+			ID     string  `json:"id"`
+			Root   string  `json:"root"`
+			Parent *string `json:"parent"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&models); err != nil {
+		return nil, fmt.Errorf("%s: %w", vllm.PathModels, err)
+	}
+	out := map[string]string{}
+	for _, m := range models.Data {
+		if m.Parent != nil && *m.Parent != "" {
+			out[m.ID] = m.Root
+		}
+	}
+	return out, nil
+}
+
+// post sends a JSON body to the server; an answer other than 2xx is an error with vLLM's message.
+func (l *loader) post(ctx context.Context, path string, body map[string]string) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.server+path, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// ServeHTTP answers /ready and /adapters.
+func (l *loader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch r.URL.Path {
+	case "/ready":
+		switch {
+		case !l.reconciled:
+			http.Error(w, "not reconciled yet", http.StatusServiceUnavailable)
+		case l.problem != "":
+			http.Error(w, l.problem, http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintln(w, "ok")
+		}
+	case "/adapters":
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(l.state)
+	default:
+		http.NotFound(w, r)
+	}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// fakeServer is vLLM's OpenAI server as far as the loader uses it (vllm/entrypoints/openai:
+// /v1/models lists the base model and each adapter, whose card has its path as root and the base
+// as parent; loading a loaded name and unloading an unknown one are errors), with
+// VLLM_ALLOW_RUNTIME_LORA_UPDATING on.
+type fakeServer struct {
+	mu      sync.Mutex
+	loaded  map[string]string // name -> path
+	calls   []string
+	refuse  map[string]string // path -> the error a load of it gets
+	healthy bool
+}
+
+func newFakeServer() *fakeServer {
+	return &fakeServer{loaded: map[string]string{}, refuse: map[string]string{}, healthy: true}
+}
+
+func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.healthy {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	switch r.URL.Path {
+	case vllm.PathModels:
+		type card struct {
+			ID     string  `json:"id"`
+			Root   string  `json:"root"`
+			Parent *string `json:"parent"`
+		}
+		base := "meta-llama/Llama-3.1-8B-Instruct"
+		cards := []card{{ID: base, Root: "/models/base"}}
+		for name, path := range f.loaded {
+			cards = append(cards, card{ID: name, Root: path, Parent: &base})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": cards})
+	case vllm.PathLoadLoRAAdapter:
+		var req map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		name, path := req["lora_name"], req["lora_path"]
+		f.calls = append(f.calls, "load "+name+" "+path)
+		if msg, ok := f.refuse[path]; ok {
+			http.Error(w, msg, http.StatusBadRequest)
+			return
+		}
+		if _, ok := f.loaded[name]; ok {
+			http.Error(w, "The lora adapter '"+name+"' has already been loaded.", http.StatusBadRequest)
+			return
+		}
+		f.loaded[name] = path
+	case vllm.PathUnloadLoRAAdapter:
+		var raw map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&raw)
+		f.calls = append(f.calls, "unload "+raw["lora_name"])
+		if _, ok := f.loaded[raw["lora_name"]]; !ok {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		delete(f.loaded, raw["lora_name"])
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *fakeServer) takeCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	calls := f.calls
+	f.calls = nil
+	return calls
+}
+
+func writeList(t *testing.T, file string, adapters ...vllm.Adapter) {
+	t.Helper()
+	data, err := json.Marshal(vllm.AdapterList{Adapters: adapters})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+}
+
+func newTestLoader(t *testing.T) (*loader, *fakeServer, string) {
+	fake := newFakeServer()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "adapters.json")
+	return &loader{list: file, server: srv.URL, client: srv.Client(), log: log.New(io.Discard, "", 0)}, fake, file
+}
+
+func ready(t *testing.T, l *loader) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	l.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ready", nil))
+	return rec.Code, rec.Body.String()
+}
+
+func TestLoaderLoadsTheListAndFollowsItsChanges(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	ctx := context.Background()
+	code, _ := ready(t, l)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "not ready before the first reconcile")
+
+	writeList(t, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v1"})
+	l.reconcile(ctx)
+	assert.ElementsMatch(t, []string{"load sql /models/hf/org/sql/v1", "load support /models/s3/a/support/v1"}, fake.takeCalls())
+	code, _ = ready(t, l)
+	assert.Equal(t, http.StatusOK, code)
+
+	l.reconcile(ctx)
+	assert.Empty(t, fake.takeCalls(), "what is loaded stays loaded")
+
+	// support replaced, sql removed, legal added
+	writeList(t, file, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v2"}, vllm.Adapter{Name: "legal", Path: "/models/gs/a/legal"})
+	l.reconcile(ctx)
+	assert.Equal(t, []string{"unload support", "load support /models/s3/a/support/v2", "load legal /models/gs/a/legal", "unload sql"}, fake.takeCalls())
+	assert.Equal(t, map[string]string{"support": "/models/s3/a/support/v2", "legal": "/models/gs/a/legal"}, fake.loaded)
+
+	rec := httptest.NewRecorder()
+	l.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/adapters", nil))
+	var state []adapterState
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &state))
+	assert.Equal(t, []adapterState{{Name: "support", Path: "/models/s3/a/support/v2", Loaded: true}, {Name: "legal", Path: "/models/gs/a/legal", Loaded: true}}, state)
+}
+
+func TestLoaderNamesAnAdapterThatFailsToLoad(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	fake.refuse["/models/hf/org/big/v1"] = "LoRA rank 64 is greater than max_lora_rank 16."
+	writeList(t, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
+	l.reconcile(context.Background())
+	code, body := ready(t, l)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, `adapter big (/models/hf/org/big/v1) failed to load: 400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.`)
+	assert.Contains(t, fake.loaded, "sql", "one adapter's failure does not hold back the others")
+}
+
+func TestLoaderWaitsForTheServer(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	fake.healthy = false
+	writeList(t, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"})
+	l.reconcile(context.Background())
+	code, body := ready(t, l)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "the model server")
+	fake.healthy = true
+	l.reconcile(context.Background())
+	code, _ = ready(t, l)
+	assert.Equal(t, http.StatusOK, code)
+}
+
+func TestLoaderRefusesAListItCannotRead(t *testing.T) {
+	l, _, file := newTestLoader(t)
+	require.NoError(t, os.WriteFile(file, []byte("adapters: [sql]"), 0o644))
+	l.reconcile(context.Background())
+	code, body := ready(t, l)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "adapters.json")
+}
+
+// TestProbeSaysWhyNotReady: the exec readiness probe prints the loader's cause, which the
+// kubelet's event carries to fusioninfer status.
+func TestProbeSaysWhyNotReady(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	fake.refuse["/models/hf/org/big/v1"] = "LoRA rank 64 is greater than max_lora_rank 16."
+	writeList(t, file, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
+	l.reconcile(context.Background())
+	srv := httptest.NewServer(l)
+	defer srv.Close()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--adapters", file, "--probe", "--listen", strings.TrimPrefix(srv.URL, "http://")}, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "adapter big (/models/hf/org/big/v1) failed to load: 400 Bad Request: LoRA rank 64")
+
+	fake.refuse = map[string]string{}
+	l.reconcile(context.Background())
+	require.NoError(t, run(context.Background(), []string{"--adapters", file, "--probe", "--listen", strings.TrimPrefix(srv.URL, "http://")}, &out))
+}

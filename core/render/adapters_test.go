@@ -1,0 +1,160 @@
+package render_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+const loraStory = "llama-lora-adapters.yaml"
+
+// TestLoRAServiceRendersAdapters is the issue's "done when": the service renders LoRA-enabled
+// vLLM, both kinds of adapters fetched into the cache, and the adapters known to the loader and
+// the router.
+func TestLoRAServiceRendersAdapters(t *testing.T) {
+	tree := story(t, loraStory)
+	lws := objectOf[*lwsv1.LeaderWorkerSet](t, tree, "llama-lora-server-0")
+	pod := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	server := pod.Containers[0]
+	args := vllm.CommandLine(&server)
+	assert.Contains(t, args, vllm.FlagEnableLoRA)
+	for flag, want := range map[string]string{vllm.FlagMaxLoras: "4", vllm.FlagMaxLoraRank: "32"} {
+		got, found := vllm.FlagValue(args, flag)
+		assert.True(t, found, flag)
+		assert.Equal(t, want, got, flag)
+	}
+	_, found := vllm.FlagValue(args, vllm.FlagLoRAModules)
+	assert.False(t, found, "the adapters are the loader's: on the command line they would be in the LWS")
+	assert.Contains(t, server.Env, corev1.EnvVar{Name: vllm.EnvAllowRuntimeLoRAUpdating, Value: "True"})
+
+	require.Len(t, pod.Containers, 2, "the server and the adapters' loader")
+	loader := pod.Containers[1]
+	assert.Equal(t, render.LoRALoaderContainerName, loader.Name)
+	assert.Equal(t, render.DownloaderImage, loader.Image)
+	assert.Equal(t, []string{render.LoRALoaderCommand}, loader.Command)
+	assert.Equal(t, []string{"--adapters", "/etc/fusioninfer/adapters/adapters.json", "--server", "http://localhost:8000"}, loader.Args)
+	require.NotNil(t, loader.ReadinessProbe, "a pod takes traffic once its adapters are loaded")
+	var adaptersVolume *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].ConfigMap != nil {
+			adaptersVolume = &pod.Volumes[i]
+		}
+	}
+	require.NotNil(t, adaptersVolume)
+	assert.Equal(t, "llama-lora-adapters", adaptersVolume.ConfigMap.Name)
+
+	cm := objectOf[*corev1.ConfigMap](t, tree, "llama-lora-adapters")
+	var list vllm.AdapterList
+	require.NoError(t, json.Unmarshal([]byte(cm.Data[render.AdapterListFile]), &list))
+	assert.Equal(t, vllm.AdapterList{Adapters: []vllm.Adapter{
+		{Name: "sql", Path: "/models/hf/example-org/llama-3.1-8b-sql-lora/v1"},
+		{Name: "support-v1", Path: "/models/s3/adapters/llama-3.1-8b/support/v1"},
+		{Name: "support-v2", Path: "/models/s3/adapters/llama-3.1-8b/support/v2"},
+	}}, list)
+
+	job := objectOf[*batchv1.Job](t, tree, "llama-lora-model-download")
+	containers := job.Spec.Template.Spec.Containers
+	require.Len(t, containers, 4, "the base model and each adapter, fetched side by side into one cache")
+	assert.Equal(t, "adapter-support-v1", containers[2].Name)
+	assert.Equal(t, []string{"--source", "s3://adapters/llama-3.1-8b/support/v1", "--cache", api.ModelMountPath}, containers[2].Args)
+	assert.Equal(t, containers[0].EnvFrom, containers[2].EnvFrom, "the adapters' downloads have the model's credentials")
+	assert.Equal(t, containers[0].VolumeMounts, containers[2].VolumeMounts)
+
+	rewrite := objectOf[*render.InferenceModelRewrite](t, tree, "llama-lora-support")
+	assert.Equal(t, "llama-lora-pool", string(rewrite.Spec.PoolRef.Name))
+	require.Len(t, rewrite.Spec.Rules, 1)
+	assert.Equal(t, "support", rewrite.Spec.Rules[0].Matches[0].Model.Value)
+	targets := rewrite.Spec.Rules[0].Targets
+	require.Len(t, targets, 2)
+	assert.Equal(t, "support-v1", targets[0].ModelRewrite)
+	assert.EqualValues(t, 90, targets[0].Weight)
+	data, err := json.Marshal(rewrite)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"targets":[`, "GIE v1.5.0's field name, which the EPPs that read rewrites decode")
+}
+
+// TestAddingAnAdapterChangesNoLeaderWorkerSet: the adapter list is the ConfigMap's, so a new
+// adapter reaches running servers through the loader, and no replica restarts.
+func TestAddingAnAdapterChangesNoLeaderWorkerSet(t *testing.T) {
+	before := story(t, loraStory)
+	svc := story(t, loraStory).Service
+	svc.Spec.Model.Adapters = append(svc.Spec.Model.Adapters, api.LoRAAdapter{Name: "legal", Source: "gs://adapters/legal"})
+	after := build(t, svc)
+	assert.Equal(t, objectsOf[*lwsv1.LeaderWorkerSet](before), objectsOf[*lwsv1.LeaderWorkerSet](after))
+	assert.NotEqual(t, objectOf[*corev1.ConfigMap](t, before, "llama-lora-adapters").Data,
+		objectOf[*corev1.ConfigMap](t, after, "llama-lora-adapters").Data)
+	assert.Len(t, objectOf[*batchv1.Job](t, after, "llama-lora-model-download").Spec.Template.Spec.Containers, 5)
+}
+
+// TestAdaptersAreListedAfterTheyAreFetched: the ConfigMap waits for the download Job, so a loader
+// never reads an adapter whose files are not there; the servers wait for the ConfigMap they mount.
+func TestAdaptersAreListedAfterTheyAreFetched(t *testing.T) {
+	tree := story(t, loraStory)
+	refs := map[string]render.Ref{}
+	for _, o := range tree.Objects {
+		refs[o.Name] = o.Ref
+	}
+	adapters := refs["llama-lora-adapters"]
+	assert.Contains(t, adapters.DependsOn, refs["llama-lora-model-download"].Suffix)
+	assert.Contains(t, refs["llama-lora-server-0"].DependsOn, adapters.Suffix)
+	assert.Contains(t, refs["llama-lora-support"].DependsOn, refs["llama-lora-pool"].Suffix)
+}
+
+// TestTheInstalledRewriteCRDKeepsEveryField: the Platform's InferenceModelRewrite CRD has each
+// field a split's rewrite sets, or the API server would prune it (v1.2.0's CRD has "split" where
+// the rewrite, as the EPPs that read it decode it, has "targets").
+func TestTheInstalledRewriteCRDKeepsEveryField(t *testing.T) {
+	objects, err := platform.Render(&platform.Spec{})
+	require.NoError(t, err)
+	var schema map[string]any
+	for _, o := range objects {
+		if o.Object.GetKind() == "CustomResourceDefinition" && o.Object.GetName() == "inferencemodelrewrites.inference.networking.x-k8s.io" {
+			versions, _, _ := unstructured.NestedSlice(o.Object.Object, "spec", "versions")
+			schema, _, _ = unstructured.NestedMap(versions[0].(map[string]any), "schema", "openAPIV3Schema")
+		}
+	}
+	require.NotNil(t, schema, "the Platform installs the InferenceModelRewrite CRD")
+	rewrite := objectOf[*render.InferenceModelRewrite](t, story(t, loraStory), "llama-lora-support")
+	data, err := json.Marshal(rewrite)
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(data, &obj))
+	delete(obj, "metadata")
+	assertKnownFields(t, "", obj, schema)
+}
+
+// assertKnownFields fails on each field of value its structural schema does not declare.
+func assertKnownFields(t *testing.T, path string, value any, schema map[string]any) {
+	t.Helper()
+	switch v := value.(type) {
+	case map[string]any:
+		props, _ := schema["properties"].(map[string]any)
+		for k, child := range v {
+			if path == "" && (k == "apiVersion" || k == "kind") {
+				continue
+			}
+			sub, ok := props[k].(map[string]any)
+			if !assert.True(t, ok, "%s.%s is not in the installed CRD: the API server prunes it", path, k) {
+				continue
+			}
+			assertKnownFields(t, path+"."+k, child, sub)
+		}
+	case []any:
+		items, _ := schema["items"].(map[string]any)
+		for i, child := range v {
+			assertKnownFields(t, fmt.Sprintf("%s[%d]", path, i), child, items)
+		}
+	}
+}

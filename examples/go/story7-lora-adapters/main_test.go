@@ -1,0 +1,13 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+)
+
+// TestProgramDeploysTheManifestsObjects: this program registers exactly the objects the CLI
+// renders from the same story's manifest.
+func TestProgramDeploysTheManifestsObjects(t *testing.T) {
+	frontdoor.AssertProgramDeploysManifest(t, program, "../../manifests/llama-lora-adapters.yaml")
+}
