@@ -464,53 +464,142 @@ func (p *ContainerProcess) Stop(grace time.Duration) {
 
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
 // a gRPC health check or a TCP connection to its program; with none, until its declared ports
-// accept), then reports the pod Ready, as the kubelet's prober does. It probes until the first
-// pass only: the suite's programs do not become unready on their own.
+// accept), then reports the pod Ready, as the kubelet's prober does. It then goes on probing every
+// periodSeconds, as the kubelet's probe worker does (k8s.io/kubernetes pkg/kubelet/prober/
+// worker.go doProbe): failureThreshold failures in a row report the pod not Ready,
+// successThreshold passes Ready again; a container without a readiness probe stays ready. A pod
+// being deleted is no longer probed.
 func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, run := range runs {
-		if err := run.probe(ctx); err != nil {
+	checks := make([]func() error, len(runs))
+	for i, run := range runs {
+		check, err := run.readinessCheck()
+		if err == nil {
+			err = run.probe(ctx, check)
+		}
+		if err != nil {
 			k.logf("%s/%s %s: never ready: %v", pod.Namespace, pod.Name, run.container.Name, err)
 			return
 		}
+		checks[i] = check
+	}
+	if !k.reportReady(pod, true) {
+		return
+	}
+	now := time.Now()
+	for _, p := range processes {
+		p.mu.Lock()
+		p.ready = now
+		p.mu.Unlock()
+	}
+	k.keepProbing(pod, runs, checks)
+}
+
+// keepProbing probes the containers that have a readiness probe every periodSeconds (the
+// shortest of theirs) and reports the pod's readiness when it changes, until the pod is deleted.
+func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks []func() error) {
+	period := time.Duration(0)
+	for _, run := range runs {
+		if probe := run.container.ReadinessProbe; probe != nil {
+			p := time.Duration(max(probe.PeriodSeconds, 1)) * time.Second
+			if probe.PeriodSeconds == 0 {
+				p = 10 * time.Second // the API's default
+			}
+			if period == 0 || p < period {
+				period = p
+			}
+		}
+	}
+	if period == 0 {
+		return
+	}
+	failures, successes := make([]int32, len(runs)), make([]int32, len(runs))
+	ready := make([]bool, len(runs))
+	for i := range ready {
+		ready[i] = true
+	}
+	podReady := true
+	for {
+		time.Sleep(period)
+		k.mu.Lock()
+		run, known := k.pods[pod.UID]
+		stopping := !known || run.stopping
+		k.mu.Unlock()
+		if stopping {
+			return
+		}
+		for i, run := range runs {
+			probe := run.container.ReadinessProbe
+			if probe == nil {
+				continue
+			}
+			if checks[i]() != nil {
+				failures[i], successes[i] = failures[i]+1, 0
+				if ready[i] && failures[i] >= max(probe.FailureThreshold, 1) {
+					ready[i] = false
+				}
+			} else {
+				failures[i], successes[i] = 0, successes[i]+1
+				if !ready[i] && successes[i] >= max(probe.SuccessThreshold, 1) {
+					ready[i] = true
+				}
+			}
+		}
+		if all := !slices.Contains(ready, false); all != podReady {
+			if !k.reportReady(pod, all) {
+				return
+			}
+			podReady = all
+		}
+	}
+}
+
+// reportReady sets the pod's Ready and ContainersReady conditions and its containers' ready as
+// the kubelet's status manager does; false when the pod is gone or being deleted.
+func (k *containers) reportReady(pod *corev1.Pod, ready bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
 	}
 	pods := k.c.Clientset.CoreV1().Pods(pod.Namespace)
 	for {
 		current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil || current.UID != pod.UID || current.DeletionTimestamp != nil {
-			return
+			return false
 		}
 		now := metav1.Now()
 		for _, kind := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
 			for i := range current.Status.Conditions {
 				if c := &current.Status.Conditions[i]; c.Type == kind {
-					c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionTrue, "", now
+					c.Status, c.Reason, c.LastTransitionTime = status, "", now
 				}
 			}
 		}
 		for i := range current.Status.ContainerStatuses {
-			current.Status.ContainerStatuses[i].Ready = true
+			current.Status.ContainerStatuses[i].Ready = ready
 		}
 		_, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{})
 		if err == nil {
-			k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
-			for _, p := range processes {
-				p.mu.Lock()
-				p.ready = now.Time
-				p.mu.Unlock()
+			if ready {
+				k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
+			} else {
+				k.logf("%s/%s: not Ready (its readiness probe failed)", pod.Namespace, pod.Name)
 			}
-			return
+			return true
 		}
 		if !apierrors.IsConflict(err) {
-			k.logf("%s/%s: reporting it Ready: %v", pod.Namespace, pod.Name, err)
-			return
+			k.logf("%s/%s: reporting it Ready=%v: %v", pod.Namespace, pod.Name, ready, err)
+			return false
 		}
 	}
 }
 
-// probe waits until the container passes its readiness probe.
-func (run *containerRun) probe(ctx context.Context) error {
+// readinessCheck is one run of the container's readiness probe (with none: the program listens
+// on each declared port).
+func (run *containerRun) readinessCheck() (func() error, error) {
 	probe := run.container.ReadinessProbe
 	check := func() error { // no probe: the program listens on each declared port
 		for _, port := range run.ports {
@@ -527,7 +616,7 @@ func (run *containerRun) probe(ctx context.Context) error {
 	case probe.HTTPGet != nil:
 		port, err := run.probePort(probe.HTTPGet.Port)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		scheme := strings.ToLower(string(probe.HTTPGet.Scheme))
 		if scheme == "" {
@@ -549,14 +638,16 @@ func (run *containerRun) probe(ctx context.Context) error {
 	case probe.GRPC != nil:
 		port, ok := run.ports[probe.GRPC.Port]
 		if !ok {
-			return fmt.Errorf("the gRPC probe's port %d is not the container's", probe.GRPC.Port)
+			return nil, fmt.Errorf("the gRPC probe's port %d is not the container's", probe.GRPC.Port)
 		}
-		conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		check = func() error {
+		check = func() error { // a connection a probe, as the kubelet's gRPC prober dials each time
+			conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
 			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ptr.Deref(probe.GRPC.Service, "")})
 			if err != nil {
 				return err
@@ -569,7 +660,7 @@ func (run *containerRun) probe(ctx context.Context) error {
 	case probe.TCPSocket != nil:
 		port, err := run.probePort(probe.TCPSocket.Port)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		check = func() error {
 			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
@@ -579,6 +670,11 @@ func (run *containerRun) probe(ctx context.Context) error {
 			return err
 		}
 	}
+	return check, nil
+}
+
+// probe waits until check passes.
+func (run *containerRun) probe(ctx context.Context, check func() error) error {
 	for {
 		err := check()
 		if err == nil {
