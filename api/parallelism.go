@@ -136,8 +136,11 @@ func validateParallelismShape(spec *InferenceServiceSpec, role *Role, rolePath *
 // validateParallelismServer checks the model server of a role with parallelism: a command line
 // the launch can extend, none of the flags it renders, the GPUs its ranks take, and ports that do
 // not collide (the ranks' HTTP ports, the RPC port).
-func validateParallelismServer(role *Role, server *corev1.Container, serverPath *field.Path, servingPort int32, rolePath *field.Path) field.ErrorList {
+func validateParallelismServer(role *Role, podSpec *corev1.PodSpec, specPath *field.Path, servingPort int32, rolePath *field.Path) field.ErrorList {
 	p := role.Parallelism
+	serverIndex := ServingContainerIndex(podSpec)
+	server := &podSpec.Containers[serverIndex]
+	serverPath := specPath.Child("containers").Index(serverIndex)
 	path := rolePath.Child("parallelism")
 	var errs field.ErrorList
 	if vllm.IsShellScript(server) {
@@ -167,6 +170,33 @@ func validateParallelismServer(role *Role, server *corev1.Container, serverPath 
 		if rpc := p.RPCPort(); rpc >= servingPort && rpc <= last {
 			errs = append(errs, field.Invalid(path.Child("dataRPCPort"), rpc, fmt.Sprintf(
 				"is one of the ranks' HTTP ports, %s: choose another", portRange(servingPort, ranks))))
+		}
+		errs = append(errs, validatePortsOffRanks(podSpec, specPath, serverIndex, servingPort, ranks, p.RPCPort())...)
+	}
+	return errs
+}
+
+// validatePortsOffRanks: no port the pod's containers declare is a rank's (but the server's own
+// port, rank 0's) or the RPC port: the pod's containers share its network, and the launch
+// declares the ranks' ports itself.
+func validatePortsOffRanks(podSpec *corev1.PodSpec, specPath *field.Path, serverIndex int, servingPort, ranks, rpc int32) field.ErrorList {
+	var errs field.ErrorList
+	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
+		for i := range containers {
+			for j, port := range containers[i].Ports {
+				portPath := specPath.Child([]string{"initContainers", "containers"}[kind]).Index(i).Child("ports").Index(j).Child("containerPort")
+				n := port.ContainerPort
+				switch {
+				case n == rpc:
+					errs = append(errs, field.Invalid(portPath, n, "is the ranks' RPC port (parallelism.dataRPCPort): choose another"))
+				case n > servingPort && n < servingPort+ranks:
+					errs = append(errs, field.Invalid(portPath, n, fmt.Sprintf("is local rank %d's HTTP port (the server's port + %d): choose a port off %s",
+						n-servingPort, n-servingPort, portRange(servingPort, ranks))))
+				case n == servingPort && (kind == 0 || i != serverIndex):
+					errs = append(errs, field.Invalid(portPath, n, fmt.Sprintf("is local rank 0's HTTP port, the server's: choose a port off %s",
+						portRange(servingPort, ranks))))
+				}
+			}
 		}
 	}
 	return errs

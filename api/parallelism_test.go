@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -94,6 +95,18 @@ func TestParallelismRules(t *testing.T) {
 		}, "spec.roles[0].template.spec.containers[0].command: Invalid value: [\"sh\",\"-c\"]: parallelism launches one `vllm serve` a rank"},
 		{"rpc port off the ranks' ports", func(s *InferenceService) { s.Spec.Roles[0].Parallelism.DataRPCPort = 8003 },
 			"spec.roles[0].parallelism.dataRPCPort: Invalid value: 8003: is one of the ranks' HTTP ports, 8000-8007"},
+		{"no other port on the ranks'", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}, {Name: "metrics", ContainerPort: 8005}}
+		}, "spec.roles[0].template.spec.containers[0].ports[1].containerPort: Invalid value: 8005: is local rank 5's HTTP port (the server's port + 5): choose a port off 8000-8007"},
+		{"nor on the RPC port", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers = append(s.Spec.Roles[0].Template.Spec.Containers,
+				corev1.Container{Name: "exporter", Image: "exporter", Ports: []corev1.ContainerPort{{ContainerPort: 29550}}})
+		}, "spec.roles[0].template.spec.containers[1].ports[0].containerPort: Invalid value: 29550: is the ranks' RPC port (parallelism.dataRPCPort): choose another"},
+		{"the ranks' leader is not ready alone", func(s *InferenceService) {
+			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
+			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+		}, "spec.roles[0].startupPolicy: Invalid value: \"LeaderReady\": would never start: the leader's ranks become ready only once every rank of the replica has joined"},
 		{"ranks' ports fit", func(s *InferenceService) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--port", "65530")

@@ -88,7 +88,7 @@ type Monitoring struct {
 	// queries it for the metric of every autoscaled role.
 	PrometheusAddress string `json:"prometheusAddress,omitempty" pulumi:"prometheusAddress,optional"`
 	// PodMonitors adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving
-	// role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with
+	// role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with
 	// the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out:
 	// their servers run in pods FMA makes.
 	PodMonitors bool `json:"podMonitors,omitempty" pulumi:"podMonitors,optional"`

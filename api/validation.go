@@ -252,9 +252,8 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	if withTemplates {
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"), resolved)...)
 		if role.DataParallel() && role.Template != nil && len(role.Template.Spec.Containers) > 0 {
-			serverIndex := ServingContainerIndex(&role.Template.Spec)
-			errs = append(errs, validateParallelismServer(role, &role.Template.Spec.Containers[serverIndex],
-				rolePath.Child("template", "spec", "containers").Index(serverIndex), resolved.ServingPorts[role.Name], rolePath)...)
+			errs = append(errs, validateParallelismServer(role, &role.Template.Spec, rolePath.Child("template", "spec"),
+				resolved.ServingPorts[role.Name], rolePath)...)
 		}
 		errs = append(errs, validateDualPodsServer(role, rolePath.Child("template"), resolved)...)
 	}
@@ -684,11 +683,17 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 			errs = append(errs, field.Forbidden(rolePath.Child("startupPolicy"), "a single-node replica has no workers to start after its leader"))
 		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
 			role.Template.Spec.Containers[ServingContainerIndex(&role.Template.Spec)].ReadinessProbe != nil:
-			// The leader's server is ready only once the workers have joined its Ray cluster, and
-			// LeaderReady creates the workers only once the leader is ready.
+			// The leader's server is ready only once the workers have joined its Ray cluster (or,
+			// with parallelism, every rank its data parallel group), and LeaderReady creates the
+			// workers only once the leader is ready.
+			why := "the leader's server becomes ready only after the workers join its Ray cluster"
+			wait := "the workers wait for the Ray head themselves"
+			if role.DataParallel() {
+				why = "the leader's ranks become ready only once every rank of the replica has joined them"
+				wait = "the workers' ranks meet the leader's on the RPC port themselves"
+			}
 			errs = append(errs, field.Invalid(rolePath.Child("startupPolicy"), role.StartupPolicy,
-				"would never start: the leader's server becomes ready only after the workers join its Ray cluster, and LeaderReady "+
-					"creates the workers only after the leader is ready; keep LeaderCreated (the workers wait for the Ray head themselves)"))
+				"would never start: "+why+", and LeaderReady creates the workers only after the leader is ready; keep LeaderCreated ("+wait+")"))
 		}
 	default:
 		errs = append(errs, field.NotSupported(rolePath.Child("startupPolicy"), role.StartupPolicy, allowedValues[lwsv1.StartupPolicyType]()))

@@ -56,6 +56,26 @@ func TestSeedStory4Table(t *testing.T) {
 	}
 }
 
+// TestWideEPCountsEveryRank: a data parallel replica is nodeCount pods of dataLocal x tensor GPUs,
+// each pod on its own node, all placed together.
+func TestWideEPCountsEveryRank(t *testing.T) {
+	svc := manifest(t, "deepseek-wide-ep-pd.yaml")
+	for _, tc := range []struct {
+		nodes     int64
+		status    ServiceStatus
+		scheduled []string
+	}{{4, Full, []string{"prefill-0", "decode-0"}}, {3, Blocked, nil}} {
+		p, err := Predict(svc, Uniform(tc.nodes, 8))
+		require.NoError(t, err)
+		assert.Equal(t, tc.status, p.Status, "%d nodes", tc.nodes)
+		assert.Equal(t, tc.scheduled, scheduled(p), "%d nodes", tc.nodes)
+		assert.EqualValues(t, 32, p.GPUsFull, "2 roles x 2 pods x 8 ranks of 1 GPU")
+		for _, r := range p.Replicas {
+			assert.EqualValues(t, 2, r.Pods, r.Name())
+		}
+	}
+}
+
 func TestReplicasAreNeverPartlyPlaced(t *testing.T) {
 	p, err := Predict(manifest(t, "story4-disaggregated-multinode.yaml"), Uniform(9, 8))
 	require.NoError(t, err)

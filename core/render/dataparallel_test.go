@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
@@ -101,4 +105,44 @@ func TestWideEPRendersNoRayAndRoutesEveryRank(t *testing.T) {
 		targets = append(targets, int32(p.Number))
 	}
 	assert.Equal(t, api.RankPorts(8000, 8), targets)
+}
+
+func TestWideEPPodMonitorsScrapeEveryRank(t *testing.T) {
+	svc := story(t, wideEP).Service
+	svc.Spec.Monitoring = &api.Monitoring{PodMonitors: true}
+	tree := build(t, svc)
+	monitor := objectOf[*monitoringv1.PodMonitor](t, tree, "")
+	assert.NotContains(t, monitor.Spec.Selector.MatchLabels, lwsv1.WorkerIndexLabelKey, "every pod of a data parallel replica runs ranks")
+	var ports []int32
+	for _, e := range monitor.Spec.PodMetricsEndpoints {
+		ports = append(ports, *e.PortNumber)
+	}
+	assert.Equal(t, api.RankPorts(8000, 8), ports)
+}
+
+// TestDataParallelScriptPassesTERMToTheRanks: the shell is the container's PID 1, so a pod's stop
+// reaches the ranks only through it: each rank gets TERM, and the shell waits for them to drain.
+func TestDataParallelScriptPassesTERMToTheRanks(t *testing.T) {
+	bin, out := t.TempDir(), t.TempDir()
+	stub := "#!/bin/sh\ntrap 'sleep 0.2; echo drained > " + out + "/$$; exit 0' TERM\necho started > " + out + "/$$\nwhile :; do sleep 0.05; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "vllm"), []byte(stub), 0o755))
+	role := &api.Role{Parallelism: &api.Parallelism{Data: 2}}
+	cmd := exec.Command("/bin/sh", "-c", render.DataParallelScript(&corev1.Container{}, role, 8000))
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so a failed test leaves no rank behind
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	states := func() []string {
+		files, _ := os.ReadDir(out)
+		var s []string
+		for _, f := range files {
+			b, _ := os.ReadFile(filepath.Join(out, f.Name()))
+			s = append(s, strings.TrimSpace(string(b)))
+		}
+		return s
+	}
+	require.Eventually(t, func() bool { return len(states()) == 2 }, 5*time.Second, 20*time.Millisecond, "both ranks start")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "the shell ends once its ranks have")
+	assert.Equal(t, []string{"drained", "drained"}, states(), "each rank drained before the shell ended")
 }

@@ -50,7 +50,7 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 }
 
 // buildPodMonitor scrapes /metrics of a role's servers (the leader of each replica: workers only
-// join its Ray cluster) on their serving port, or of the router's Endpoint Picker on its metrics
+// join its Ray cluster; every pod and rank with parallelism) on their serving port, or of the router's Endpoint Picker on its metrics
 // port, and labels every series with the service, role and replica.
 func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing, servingPort int32) *monitoringv1.PodMonitor {
 	endpoint := monitoringv1.PodMetricsEndpoint{Path: "/metrics", RelabelConfigs: []monitoringv1.RelabelConfig{
@@ -59,12 +59,25 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 		fromPodLabel(LabelReplicaIndex, MetricLabelReplica),
 	}}
 	var selector map[string]string
-	if role.ComponentType == api.ComponentTypeRouter {
+	var endpoints []monitoringv1.PodMetricsEndpoint
+	switch {
+	case role.ComponentType == api.ComponentTypeRouter:
 		selector = routing.eppSelector()
 		endpoint.Port = ptr.To(eppMetricsPortName)
-	} else {
+		endpoints = append(endpoints, endpoint)
+	case role.DataParallel():
+		// Every pod runs ranks, each its own server with its own metrics, on port + local rank
+		// (docs/design/0026-wide-expert-parallelism.md); a series' instance says which.
+		selector = map[string]string{LabelService: svc.Name, LabelRoleName: role.Name}
+		for _, port := range api.RankPorts(servingPort, role.LocalRanks()) {
+			rank := *endpoint.DeepCopy()
+			rank.PortNumber = ptr.To(port)
+			endpoints = append(endpoints, rank)
+		}
+	default:
 		selector = map[string]string{LabelService: svc.Name, LabelRoleName: role.Name, lwsv1.WorkerIndexLabelKey: "0"}
 		endpoint.PortNumber = ptr.To(servingPort)
+		endpoints = append(endpoints, endpoint)
 	}
 	return &monitoringv1.PodMonitor{
 		TypeMeta: metav1.TypeMeta{APIVersion: KindPodMonitor.APIVersion, Kind: KindPodMonitor.Kind},
@@ -72,7 +85,7 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 			Labels: merged(serviceObjectLabels(svc), map[string]string{LabelRoleName: role.Name})},
 		Spec: monitoringv1.PodMonitorSpec{
 			Selector:            metav1.LabelSelector{MatchLabels: selector},
-			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{endpoint},
+			PodMetricsEndpoints: endpoints,
 		},
 	}
 }

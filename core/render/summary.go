@@ -57,8 +57,8 @@ type RouterSummary struct {
 	Pool, PoolAPIVersion string
 	// PoolPort is the first port the pool targets on a pod; PoolPorts how many, one a rank.
 	PoolPort, PoolPorts int32
-	EndpointPicker       string // the Deployment
-	Image                string
+	EndpointPicker      string // the Deployment
+	Image               string
 	// Strategy is the preset's name, "default", "custom" for a raw EndpointPickerConfig, or
 	// "round-robin" on lwepp.
 	Strategy  string

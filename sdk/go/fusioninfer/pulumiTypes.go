@@ -1763,7 +1763,7 @@ func (o ModelFlexibilityPtrOutput) RequesterImage() pulumi.StringPtrOutput {
 type Monitoring struct {
 	// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 	Dashboard *bool `pulumi:"dashboard"`
-	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 	PodMonitors *bool `pulumi:"podMonitors"`
 	// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress *string `pulumi:"prometheusAddress"`
@@ -1783,7 +1783,7 @@ type MonitoringInput interface {
 type MonitoringArgs struct {
 	// Adds a Grafana dashboard of the service: a ConfigMap with the grafana_dashboard label that the Grafana chart's dashboard sidecar loads. Its queries read the labels the PodMonitors add, so it needs podMonitors.
 	Dashboard pulumi.BoolPtrInput `pulumi:"dashboard"`
-	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+	// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 	PodMonitors pulumi.BoolPtrInput `pulumi:"podMonitors"`
 	// The URL of the Prometheus (or Thanos, Mimir: any server of Prometheus' query API) that scrapes the model servers, e.g. http://prometheus.monitoring:9090. KEDA queries it for the metric of every autoscaled role.
 	PrometheusAddress pulumi.StringPtrInput `pulumi:"prometheusAddress"`
@@ -1871,7 +1871,7 @@ func (o MonitoringOutput) Dashboard() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Monitoring) *bool { return v.Dashboard }).(pulumi.BoolPtrOutput)
 }
 
-// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 func (o MonitoringOutput) PodMonitors() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v Monitoring) *bool { return v.PodMonitors }).(pulumi.BoolPtrOutput)
 }
@@ -1915,7 +1915,7 @@ func (o MonitoringPtrOutput) Dashboard() pulumi.BoolPtrOutput {
 	}).(pulumi.BoolPtrOutput)
 }
 
-// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+// Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
 func (o MonitoringPtrOutput) PodMonitors() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *Monitoring) *bool {
 		if v == nil {

@@ -185,7 +185,7 @@ export interface MonitoringArgs {
      */
     dashboard?: pulumi.Input<boolean | undefined>;
     /**
-     * Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
+     * Adds prometheus-operator PodMonitors (monitoring.coreos.com/v1): one per serving role for its servers' /metrics (the leader pods; every pod and rank with parallelism), one for the router's Endpoint Picker, with the labels service, role and replica that a dashboard groups by. Dual-pods roles are left out: their servers run in pods FMA makes.
      */
     podMonitors?: pulumi.Input<boolean | undefined>;
     /**
