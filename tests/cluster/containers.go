@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -59,20 +61,31 @@ const containerFinalizer = "e2e.fusioninfer.io/containers"
 const ModelServerArgsAnnotation = "e2e.fusioninfer.io/model-server-args"
 
 // image is what a program stands for: an image repository (without its registry) at a tag, ""
-// for every tag, and how the program is run for a container of it.
+// for every tag, and the processes the program runs as for a container of it.
 type image struct {
 	repository, tag string
 	binary          binary
-	command         func(run *containerRun) (args, env []string, err error)
+	launches        func(run *containerRun) ([]launch, error)
 }
+
+// launch is one process of a container: its arguments and variables, the container ports it
+// serves, and the data parallel rank it is (vLLM's --data-parallel-rank; noRank for none).
+type launch struct {
+	args, env []string
+	ports     []int32
+	rank      int
+}
+
+// noRank is the rank of a process that serves no data parallel rank.
+const noRank = -1
 
 // images are the container images the suite has programs for. llm-d-inference-sim stands for
 // every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release.
 var images = []image{
-	{repository: "vllm/vllm-openai", binary: inferenceSim, command: modelServerCommand},
-	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, command: containerCommand},
+	{repository: "vllm/vllm-openai", binary: inferenceSim, launches: modelServerLaunches},
+	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, launches: containerLaunch},
 	{repository: "gateway-api-inference-extension/lwepp", tag: GIELightweightEndpointPickerVersion, binary: gieLightweightEndpointPicker,
-		command: containerCommand},
+		launches: containerLaunch},
 }
 
 // containerPrograms are the binaries of images.
@@ -158,8 +171,12 @@ type ContainerProcess struct {
 	// Program is the binary and its version; Args its arguments as run.
 	Program string
 	Args    []string
-	// Ports maps each of the container's ports to the loopback port its program listens on.
+	// Ports maps each of the container's ports the process serves to the loopback port its
+	// program listens on.
 	Ports map[int32]int
+	// Rank is the data parallel rank the process serves (a vLLM container runs one a local rank,
+	// vLLM's --data-parallel-rank), or -1: the container is one process.
+	Rank int
 	// Log is the file of the process's output.
 	Log     string
 	Started time.Time
@@ -311,17 +328,19 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 		if !ok {
 			continue
 		}
-		p, listeners, prepared, err := k.start(pod, container, im)
+		processes, listeners, prepared, err := k.start(pod, container, im)
 		run.listeners = append(run.listeners, listeners...)
+		run.processes = append(run.processes, processes...)
+		for _, p := range processes {
+			k.record(p)
+		}
 		if err != nil {
-			p.Err = err
+			p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP, Rank: noRank, Err: err}
 			Progress("pod %s/%s: container %s not run: %v", pod.Namespace, pod.Name, container.Name, err)
 			k.record(p)
 			return
 		}
-		run.processes = append(run.processes, p)
 		started = append(started, prepared)
-		k.record(p)
 	}
 	if pod.Annotations[NotReadyAnnotation] == "" {
 		go k.markReady(pod, run.processes, started)
@@ -342,44 +361,70 @@ func (k *containers) record(p *ContainerProcess) {
 	k.changed = make(chan struct{})
 }
 
-// start runs one container's program with its forwarders.
-func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im image) (*ContainerProcess, []net.Listener, *containerRun, error) {
-	p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP,
-		Program: im.binary.name + " " + im.binary.version, Ports: map[int32]int{}, exited: make(chan struct{})}
+// start runs one container's processes (one, or one a data parallel rank), each with forwarders
+// from the pod's address and each of its ports. A process that ends takes its forwarders with it:
+// its ports then refuse connections, as a pod's port nothing listens on does, while the
+// container's other processes go on serving.
+func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im image) ([]*ContainerProcess, []net.Listener, *containerRun, error) {
 	binary, err := im.binary.build()
 	if err != nil {
-		return p, nil, nil, err
+		return nil, nil, nil, err
 	}
-	run := &containerRun{k: k, pod: pod, container: container, ports: p.Ports, mounts: map[string]string{}}
+	run := &containerRun{k: k, pod: pod, container: container, ports: map[int32]int{}, mounts: map[string]string{}}
 	for _, port := range container.Ports {
 		if _, err := run.listen(port.ContainerPort); err != nil {
-			return p, nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	args, env, err := im.command(run)
+	launches, err := im.launches(run)
 	if err != nil {
-		return p, nil, nil, err
+		return nil, nil, nil, err
 	}
-	p.Args = args
-	listeners := make([]net.Listener, 0, len(p.Ports))
-	for containerPort, hostPort := range p.Ports {
-		l, err := net.Listen("tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(containerPort))))
+	var processes []*ContainerProcess
+	var listeners []net.Listener
+	for _, l := range launches {
+		p, own, err := k.startProcess(run, binary, im, l)
+		listeners = append(listeners, own...)
+		if err != nil {
+			stopProcesses(processes, 0)
+			closeAll(listeners)
+			return nil, nil, nil, err
+		}
+		processes = append(processes, p)
+	}
+	return processes, listeners, run, nil
+}
+
+// startProcess runs one process of a container, with the forwarders of its ports.
+func (k *containers) startProcess(run *containerRun, binary string, im image, l launch) (*ContainerProcess, []net.Listener, error) {
+	pod, container := run.pod, run.container
+	p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP,
+		Program: im.binary.name + " " + im.binary.version, Args: l.args, Ports: map[int32]int{}, Rank: l.rank, exited: make(chan struct{})}
+	listeners := make([]net.Listener, 0, len(l.ports))
+	for _, containerPort := range l.ports {
+		hostPort := run.ports[containerPort]
+		p.Ports[containerPort] = hostPort
+		ln, err := net.Listen("tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(containerPort))))
 		if err != nil {
 			closeAll(listeners)
-			return p, nil, nil, fmt.Errorf("the pod's address %s:%d: %w", pod.Status.PodIP, containerPort, err)
+			return nil, nil, fmt.Errorf("the pod's address %s:%d: %w", pod.Status.PodIP, containerPort, err)
 		}
-		listeners = append(listeners, l)
-		go forward(l, fmt.Sprintf("127.0.0.1:%d", hostPort))
+		listeners = append(listeners, ln)
+		go forward(ln, fmt.Sprintf("127.0.0.1:%d", hostPort))
 	}
-	p.Log = filepath.Join(k.c.Dir, "containers", pod.Namespace+"."+pod.Name+"."+container.Name+".log")
+	name := pod.Namespace + "." + pod.Name + "." + container.Name
+	if l.rank != noRank {
+		name += ".rank-" + strconv.Itoa(l.rank)
+	}
+	p.Log = filepath.Join(k.c.Dir, "containers", name+".log")
 	logFile, err := os.Create(p.Log)
 	if err != nil {
 		closeAll(listeners)
-		return p, nil, nil, err
+		return nil, nil, err
 	}
-	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(args, " "))
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(env, "PATH="+os.Getenv("PATH"), "HOME="+run.scratch("home"))
+	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(l.args, " "))
+	cmd := exec.Command(binary, l.args...)
+	cmd.Env = append(l.env, "PATH="+os.Getenv("PATH"), "HOME="+run.scratch("home"))
 	cmd.Dir = run.scratch("workdir")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -388,70 +433,173 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 	if err := <-started; err != nil {
 		_ = logFile.Close()
 		closeAll(listeners)
-		return p, nil, nil, err
+		return nil, nil, err
 	}
 	p.cmd, p.Started = cmd, time.Now()
-	k.logf("%s/%s %s: started %s (pid %d), ports %v", pod.Namespace, pod.Name, container.Name, p.Program, cmd.Process.Pid, p.Ports)
+	rank := ""
+	if l.rank != noRank {
+		rank = fmt.Sprintf(" rank %d", l.rank)
+	}
+	k.logf("%s/%s %s%s: started %s (pid %d), ports %v", pod.Namespace, pod.Name, container.Name, rank, p.Program, cmd.Process.Pid, p.Ports)
 	go func() {
 		err := cmd.Wait()
+		closeAll(listeners)
 		_ = logFile.Close()
 		p.mu.Lock()
 		p.ended, p.Err = time.Now(), err
 		p.mu.Unlock()
 		close(p.exited)
+		k.logf("%s/%s %s%s: ended (%v); its ports refuse connections", pod.Namespace, pod.Name, container.Name, rank, err)
 	}()
-	return p, listeners, run, nil
+	return p, listeners, nil
+}
+
+// Stop ends the process as its container's runtime would stop it: SIGTERM, then SIGKILL after
+// grace. Its ports refuse connections from then on; the pod's other processes go on.
+func (p *ContainerProcess) Stop(grace time.Duration) {
+	if p.cmd != nil {
+		stopProcesses([]*ContainerProcess{p}, grace)
+	}
 }
 
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
 // a gRPC health check or a TCP connection to its program; with none, until its declared ports
-// accept), then reports the pod Ready, as the kubelet's prober does. It probes until the first
-// pass only: the suite's programs do not become unready on their own.
+// accept), then reports the pod Ready, as the kubelet's prober does. It then goes on probing every
+// periodSeconds, as the kubelet's probe worker does (k8s.io/kubernetes pkg/kubelet/prober/
+// worker.go doProbe): failureThreshold failures in a row report the pod not Ready,
+// successThreshold passes Ready again; a container without a readiness probe stays ready. A pod
+// being deleted is no longer probed.
 func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, run := range runs {
-		if err := run.probe(ctx); err != nil {
+	checks := make([]func() error, len(runs))
+	for i, run := range runs {
+		check, err := run.readinessCheck()
+		if err == nil {
+			err = run.probe(ctx, check)
+		}
+		if err != nil {
 			k.logf("%s/%s %s: never ready: %v", pod.Namespace, pod.Name, run.container.Name, err)
 			return
 		}
+		checks[i] = check
+	}
+	if !k.reportReady(pod, true) {
+		return
+	}
+	now := time.Now()
+	for _, p := range processes {
+		p.mu.Lock()
+		p.ready = now
+		p.mu.Unlock()
+	}
+	k.keepProbing(pod, runs, checks)
+}
+
+// keepProbing probes the containers that have a readiness probe every periodSeconds (the
+// shortest of theirs) and reports the pod's readiness when it changes, until the pod is deleted.
+func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks []func() error) {
+	period := time.Duration(0)
+	for _, run := range runs {
+		if probe := run.container.ReadinessProbe; probe != nil {
+			p := time.Duration(max(probe.PeriodSeconds, 1)) * time.Second
+			if probe.PeriodSeconds == 0 {
+				p = 10 * time.Second // the API's default
+			}
+			if period == 0 || p < period {
+				period = p
+			}
+		}
+	}
+	if period == 0 {
+		return
+	}
+	failures, successes := make([]int32, len(runs)), make([]int32, len(runs))
+	ready := make([]bool, len(runs))
+	for i := range ready {
+		ready[i] = true
+	}
+	podReady := true
+	for {
+		time.Sleep(period)
+		k.mu.Lock()
+		run, known := k.pods[pod.UID]
+		stopping := !known || run.stopping
+		k.mu.Unlock()
+		if stopping {
+			return
+		}
+		for i, run := range runs {
+			probe := run.container.ReadinessProbe
+			if probe == nil {
+				continue
+			}
+			if checks[i]() != nil {
+				failures[i], successes[i] = failures[i]+1, 0
+				if ready[i] && failures[i] >= max(probe.FailureThreshold, 1) {
+					ready[i] = false
+				}
+			} else {
+				failures[i], successes[i] = 0, successes[i]+1
+				if !ready[i] && successes[i] >= max(probe.SuccessThreshold, 1) {
+					ready[i] = true
+				}
+			}
+		}
+		if all := !slices.Contains(ready, false); all != podReady {
+			if !k.reportReady(pod, all) {
+				return
+			}
+			podReady = all
+		}
+	}
+}
+
+// reportReady sets the pod's Ready and ContainersReady conditions and its containers' ready as
+// the kubelet's status manager does; false when the pod is gone or being deleted.
+func (k *containers) reportReady(pod *corev1.Pod, ready bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
 	}
 	pods := k.c.Clientset.CoreV1().Pods(pod.Namespace)
 	for {
 		current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil || current.UID != pod.UID || current.DeletionTimestamp != nil {
-			return
+			return false
 		}
 		now := metav1.Now()
 		for _, kind := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
 			for i := range current.Status.Conditions {
 				if c := &current.Status.Conditions[i]; c.Type == kind {
-					c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionTrue, "", now
+					c.Status, c.Reason, c.LastTransitionTime = status, "", now
 				}
 			}
 		}
 		for i := range current.Status.ContainerStatuses {
-			current.Status.ContainerStatuses[i].Ready = true
+			current.Status.ContainerStatuses[i].Ready = ready
 		}
 		_, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{})
 		if err == nil {
-			k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
-			for _, p := range processes {
-				p.mu.Lock()
-				p.ready = now.Time
-				p.mu.Unlock()
+			if ready {
+				k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
+			} else {
+				k.logf("%s/%s: not Ready (its readiness probe failed)", pod.Namespace, pod.Name)
 			}
-			return
+			return true
 		}
 		if !apierrors.IsConflict(err) {
-			k.logf("%s/%s: reporting it Ready: %v", pod.Namespace, pod.Name, err)
-			return
+			k.logf("%s/%s: reporting it Ready=%v: %v", pod.Namespace, pod.Name, ready, err)
+			return false
 		}
 	}
 }
 
-// probe waits until the container passes its readiness probe.
-func (run *containerRun) probe(ctx context.Context) error {
+// readinessCheck is one run of the container's readiness probe (with none: the program listens
+// on each declared port).
+func (run *containerRun) readinessCheck() (func() error, error) {
 	probe := run.container.ReadinessProbe
 	check := func() error { // no probe: the program listens on each declared port
 		for _, port := range run.ports {
@@ -468,7 +616,7 @@ func (run *containerRun) probe(ctx context.Context) error {
 	case probe.HTTPGet != nil:
 		port, err := run.probePort(probe.HTTPGet.Port)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		scheme := strings.ToLower(string(probe.HTTPGet.Scheme))
 		if scheme == "" {
@@ -490,14 +638,16 @@ func (run *containerRun) probe(ctx context.Context) error {
 	case probe.GRPC != nil:
 		port, ok := run.ports[probe.GRPC.Port]
 		if !ok {
-			return fmt.Errorf("the gRPC probe's port %d is not the container's", probe.GRPC.Port)
+			return nil, fmt.Errorf("the gRPC probe's port %d is not the container's", probe.GRPC.Port)
 		}
-		conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		check = func() error {
+		check = func() error { // a connection a probe, as the kubelet's gRPC prober dials each time
+			conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
 			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ptr.Deref(probe.GRPC.Service, "")})
 			if err != nil {
 				return err
@@ -510,7 +660,7 @@ func (run *containerRun) probe(ctx context.Context) error {
 	case probe.TCPSocket != nil:
 		port, err := run.probePort(probe.TCPSocket.Port)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		check = func() error {
 			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
@@ -520,6 +670,11 @@ func (run *containerRun) probe(ctx context.Context) error {
 			return err
 		}
 	}
+	return check, nil
+}
+
+// probe waits until check passes.
+func (run *containerRun) probe(ctx context.Context, check func() error) error {
 	for {
 		err := check()
 		if err == nil {
@@ -781,6 +936,15 @@ func (run *containerRun) environment(strict bool) ([]string, error) {
 	return env, nil
 }
 
+// containerLaunch is the container as one process: containerCommand, serving every port.
+func containerLaunch(run *containerRun) ([]launch, error) {
+	args, env, err := containerCommand(run)
+	if err != nil {
+		return nil, err
+	}
+	return []launch{{args: args, env: env, ports: slices.Sorted(maps.Keys(run.ports)), rank: noRank}}, nil
+}
+
 // containerCommand is the container's own command line (its command after the image's program,
 // which is ours, then its args) with what a container's namespaces give it mapped to this
 // machine: a path under a volume's mount path to the volume's directory, a container port given
@@ -843,33 +1007,119 @@ var (
 	sharedModelServerSwitches = []string{"--enable-sleep-mode"}
 )
 
-// modelServerCommand is llm-d-inference-sim's command line for a vLLM container: its model and
-// served names, its port (the container's, on a loopback port), the flags the two share, and the
-// sim's own from ModelServerArgsAnnotation; never the network: the sim's own tokenizer (it
-// otherwise asks huggingface.co whether the model exists, pkg/tokenizer/tokenizer.go modelExists)
-// and no KV-cache event publisher (pkg/kv-cache/block_cache.go dials --zmq-endpoint unless it is
-// empty). Its variables are the container's and the pod's name, namespace and address, which
-// llm-d's manifests give it through the downward API: it then names the pod that served each
-// response (x-inference-pod; docs/configuration.md, "Environment variables"). Its volumes are not
-// mounted: it reads no file.
-func modelServerCommand(run *containerRun) ([]string, []string, error) {
-	c := run.container
+// modelServerLaunches are llm-d-inference-sim's processes for a vLLM container: one for its
+// command line, or, when it runs a shell script (a data parallel pod's, core/render
+// DataParallelScript), one for each `vllm serve` the script starts. vLLM's external
+// load-balancing mode runs one server a data parallel rank, each on its own port (vLLM
+// docs/serving/data_parallel_deployment.md, "External Load Balancing"); so does the suite, each
+// rank a process of its own that can stop while the pod's other ranks serve on. (The sim's own
+// --data-parallel-size would serve every rank from one process, on --port + i: pkg/llm-d-inference-sim/
+// simulator.go Start.) Its variables are the container's and the pod's name, namespace and
+// address, which llm-d's manifests give it through the downward API: it then names the pod and
+// port that served each response (x-inference-pod, x-inference-port: pkg/communication/http.go
+// addResponseHeaders). Its volumes are not mounted: it reads no file.
+func modelServerLaunches(run *containerRun) ([]launch, error) {
+	env, err := run.environment(false) // what the sim does not read may be left out
+	if err != nil {
+		return nil, err
+	}
+	servers := []*corev1.Container{run.container}
+	if vllm.IsShellScript(run.container) {
+		if servers, err = run.scriptServers(env); err != nil {
+			return nil, err
+		}
+	}
+	env = append(env, "POD_NAME="+run.pod.Name, "POD_NAMESPACE="+run.pod.Namespace, "POD_IP="+run.pod.Status.PodIP)
+	var launches []launch
+	for _, server := range servers {
+		l, err := run.modelServerLaunch(server)
+		if err != nil {
+			return nil, err
+		}
+		l.env = env
+		launches = append(launches, l)
+	}
+	if len(launches) == 1 && launches[0].rank == noRank {
+		launches[0].ports = slices.Sorted(maps.Keys(run.ports)) // the container's one process
+	}
+	slices.SortFunc(launches, func(a, b launch) int { return a.rank - b.rank })
+	return launches, nil
+}
+
+// recordingVLLM is the `vllm` a shell script finds first on its PATH when the suite reads which
+// servers it starts: it writes its arguments (NUL-terminated) to a file named after its process
+// and exits.
+const recordingVLLM = "#!/bin/sh\nprintf '%s\\0' \"$@\" > \"$VLLM_ARGV_DIR/$$\"\n"
+
+// scriptServers runs the container's shell script once, with its variables, as the container's
+// shell would, but with recordingVLLM for vllm: the command lines of the servers it starts, each
+// rank's with what the script computed for it (its rank from LWS_WORKER_INDEX, its port).
+func (run *containerRun) scriptServers(env []string) ([]*corev1.Container, error) {
+	bin, argv := run.scratch("script-bin"), run.scratch("script-servers")
+	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(recordingVLLM), 0o755); err != nil {
+		return nil, err
+	}
+	words := vllm.CommandLine(run.container)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
+	cmd.Env = append(env, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"), "VLLM_ARGV_DIR="+argv)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("the server's shell script: %w: %s", err, bytes.TrimSpace(out))
+	}
+	files, err := os.ReadDir(argv)
+	if err != nil {
+		return nil, err
+	}
+	var servers []*corev1.Container
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(argv, f.Name()))
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, &corev1.Container{Command: []string{"vllm"}, Args: strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")})
+	}
+	if len(servers) == 0 {
+		return nil, errors.New("the server's shell script starts no vllm")
+	}
+	return servers, nil
+}
+
+// llmdSimMaxRank is the highest --data-parallel-rank llm-d-inference-sim takes (v0.10.2
+// pkg/common/config.go validate: "data parallel rank must be between 0 and 7"); the rank only
+// names its log lines (pkg/llm-d-inference-sim/simulator.go Start), so a higher one is left out.
+const llmdSimMaxRank = 7
+
+// modelServerLaunch is llm-d-inference-sim's command line for one vLLM command line: its model
+// and served names, its port (the container's, on a loopback port), its data parallel rank, the
+// flags the two share, and the sim's own from ModelServerArgsAnnotation; never the network: the
+// sim's own tokenizer (it otherwise asks huggingface.co whether the model exists,
+// pkg/tokenizer/tokenizer.go modelExists) and no KV-cache event publisher
+// (pkg/kv-cache/block_cache.go dials --zmq-endpoint unless it is empty). --data-parallel-size is
+// not passed on: each process is one rank.
+func (run *containerRun) modelServerLaunch(c *corev1.Container) (launch, error) {
 	words := vllm.CommandLine(c)
 	model, ok := vllm.Model(c)
 	if !ok {
-		return nil, nil, errors.New("vLLM's command line names no model")
+		return launch{}, errors.New("vLLM's command line names no model")
 	}
 	serving := int32(8000) // vLLM's default --port
 	if v, found := vllm.FlagValue(words, "--port"); found {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return nil, nil, fmt.Errorf("vLLM's --port %q", v)
+			return launch{}, fmt.Errorf("vLLM's --port %q", v)
 		}
 		serving = int32(n)
 	}
 	port, err := run.listen(serving)
 	if err != nil {
-		return nil, nil, err
+		return launch{}, err
+	}
+	l := launch{ports: []int32{serving}, rank: noRank}
+	if v, found := vllm.FlagValue(words, "--data-parallel-rank"); found {
+		if l.rank, err = strconv.Atoi(v); err != nil || l.rank < 0 {
+			return launch{}, fmt.Errorf("vLLM's --data-parallel-rank %q", v)
+		}
 	}
 	args := []string{"--model", model, "--port", strconv.Itoa(port), "--force-dummy-tokenizer", "--zmq-endpoint="}
 	if names := flagValues(words, "--served-model-name"); len(names) > 0 {
@@ -885,23 +1135,21 @@ func modelServerCommand(run *containerRun) ([]string, []string, error) {
 			args = append(args, flag)
 		}
 	}
+	if l.rank != noRank && l.rank <= llmdSimMaxRank {
+		args = append(args, "--data-parallel-rank", strconv.Itoa(l.rank))
+	}
 	if adapters := flagValues(words, "--lora-modules"); len(adapters) > 0 {
 		args = append(args, "--lora-modules")
 		for _, adapter := range adapters {
 			json, err := loraModuleJSON(adapter, model)
 			if err != nil {
-				return nil, nil, err
+				return launch{}, err
 			}
 			args = append(args, json)
 		}
 	}
-	args = append(args, strings.Fields(run.pod.Annotations[ModelServerArgsAnnotation])...)
-	env, err := run.environment(false) // what the sim does not read may be left out
-	if err != nil {
-		return nil, nil, err
-	}
-	env = append(env, "POD_NAME="+run.pod.Name, "POD_NAMESPACE="+run.pod.Namespace, "POD_IP="+run.pod.Status.PodIP)
-	return args, env, nil
+	l.args = append(args, strings.Fields(run.pod.Annotations[ModelServerArgsAnnotation])...)
+	return l, nil
 }
 
 // flagValues are the values of a flag that takes several (argparse's nargs="+"): the words after

@@ -127,8 +127,10 @@ func TestModelServerCommandFromVLLM(t *testing.T) {
 				Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0", Command: tc.command, Args: tc.args}}},
 				Status: corev1.PodStatus{PodIP: "127.20.0.6"}}
 			run := testRun(t, pod, &pod.Spec.Containers[0], nil)
-			args, env, err := modelServerCommand(run)
+			launches, err := modelServerLaunches(run)
 			require.NoError(t, err)
+			require.Len(t, launches, 1)
+			args, env := launches[0].args, launches[0].env
 			port, ok := run.ports[tc.port]
 			require.True(t, ok, "the server's port %d is forwarded", tc.port)
 			for i, w := range tc.want {
@@ -188,5 +190,32 @@ func TestPreStopSleep(t *testing.T) {
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Lifecycle: hook})
 		}
 		assert.Equal(t, tc.want, preStopSleep(pod), tc.name)
+	}
+}
+
+// A data parallel pod's shell script (render.DataParallelScript) runs one llm-d-inference-sim a
+// local rank: each with the rank the script gives it (from the pod's LWS_WORKER_INDEX) and on
+// the loopback port of the rank's own container port, as vLLM's external load-balancing mode
+// runs one `vllm serve` a rank.
+func TestModelServerLaunchesOneSimPerDataParallelRank(t *testing.T) {
+	role := &api.Role{Multinode: &api.Multinode{NodeCount: 2}, Parallelism: &api.Parallelism{Data: 4, Expert: true}}
+	server := &corev1.Container{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0", Args: []string{"--model", "Qwen/Qwen3-8B", "--max-num-seqs", "4", "--port", "8000"},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}, {Name: "http-rank-1", ContainerPort: 8001}}}
+	server.Args = []string{render.DataParallelScript(server, role, 8000)}
+	server.Command = []string{"/bin/sh", "-c"}
+	server.Env = []corev1.EnvVar{{Name: "LWS_WORKER_INDEX", Value: "1"}, {Name: "LWS_LEADER_ADDRESS", Value: "chat-server-0.chat-server.llm"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "chat-server-0-1", Namespace: "llm", UID: "u"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{*server}}, Status: corev1.PodStatus{PodIP: "127.20.0.7"}}
+	run := testRun(t, pod, &pod.Spec.Containers[0], nil)
+	launches, err := modelServerLaunches(run)
+	require.NoError(t, err)
+	require.Len(t, launches, 2, "one server a local rank")
+	for i, l := range launches {
+		port := int32(8000 + i)
+		assert.Equal(t, 2+i, l.rank, "global rank: worker index 1 x 2 local ranks + %d", i)
+		assert.Equal(t, []int32{port}, l.ports)
+		assert.Equal(t, []string{"--model", "Qwen/Qwen3-8B", "--port", strconv.Itoa(run.ports[port]), "--force-dummy-tokenizer", "--zmq-endpoint=",
+			"--max-num-seqs", "4", "--data-parallel-rank", strconv.Itoa(2 + i)}, l.args)
+		assert.Contains(t, l.env, "POD_NAME=chat-server-0-1")
 	}
 }

@@ -110,7 +110,12 @@ func post(url string, body map[string]any, stream bool) response {
 // serverMetrics are a model server's own Prometheus metrics (vLLM's names), read from its
 // process directly, not through the pod's address.
 func serverMetrics(p *testcluster.ContainerProcess) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(p.URL(8000) + "/metrics")
+	return serverMetricsAt(p.URL(8000))
+}
+
+// serverMetricsAt are the metrics of the model server at url (a process's own loopback port).
+func serverMetricsAt(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		return nil, err
 	}

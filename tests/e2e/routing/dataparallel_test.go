@@ -1,0 +1,296 @@
+//go:build e2e
+
+package routing
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+)
+
+// servingPort is the server template's port (server): local rank 0's, rank i's is servingPort + i.
+const servingPort = 8000
+
+// rank is one data parallel rank as the suite runs it: its process and the endpoint the pool
+// gives the Endpoint Picker for it (the pod's address and the rank's port).
+type rank struct {
+	process  *testcluster.ContainerProcess
+	pod      string
+	endpoint string
+	port     int32
+}
+
+// dataParallelRanks are the ranks the suite runs for the pods, by endpoint, each checked against
+// the rendered launch: a pod of worker index w runs global ranks w x local .. w x local + local-1,
+// local rank i on servingPort + i. The worker index is the real LWS's (its webhook gives the pod
+// LWS_WORKER_INDEX), so this proves the start rank the launch computes from it.
+func dataParallelRanks(t *testing.T, namespace string, pods []corev1.Pod, local int) map[string]rank {
+	t.Helper()
+	ranks := map[string]rank{}
+	for _, pod := range pods {
+		worker, err := strconv.Atoi(pod.Labels[lwsv1.WorkerIndexLabelKey])
+		require.NoError(t, err, "pod %s has its LWS worker index", pod.Name)
+		var got []int
+		for _, p := range harness.Cluster.ContainerProcesses(namespace) {
+			if p.Pod != pod.Name || p.Container != "vllm" {
+				continue
+			}
+			require.NoError(t, p.Err, "pod %s rank %d runs", pod.Name, p.Rank)
+			require.Len(t, p.Ports, 1, "a rank serves one port")
+			for port := range p.Ports {
+				assert.Equal(t, worker*local+int(port-servingPort), p.Rank, "pod %s (worker %d): the rank on port %d", pod.Name, worker, port)
+				endpoint := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port)))
+				ranks[endpoint] = rank{process: p, pod: pod.Name, endpoint: endpoint, port: port}
+			}
+			got = append(got, p.Rank)
+		}
+		assert.Len(t, got, local, "pod %s runs %d ranks: %v", pod.Name, local, got)
+	}
+	return ranks
+}
+
+// rankServed is how many requests a rank's own server has completed (vllm:request_success_total),
+// read from its process.
+func rankServed(t *testing.T, r rank) float64 {
+	t.Helper()
+	families, err := serverMetricsAt(r.process.URL(r.port))
+	require.NoError(t, err, "rank %d's metrics", r.process.Rank)
+	return metricSum(families, "vllm:request_success_total")
+}
+
+// A replica of vLLM's data parallel launch (issue 34, docs/design/0026): 2 pods of 2 ranks each,
+// DP=4, on the real LWS (its worker index giving each pod its start rank) and Volcano. Requests
+// through the real Endpoint Picker (GIE v1.5.0, which takes the pool's targetPorts as one
+// endpoint a port: pkg/epp/datastore/datastore.go podUpdateOrAddIfNotExist) reach every rank of
+// every pod, each a fair share, as the gateway and each rank's own server count them. When a
+// pod's rank 0, which its readiness probe checks, stops, the pod's ranks are taken out and the
+// other pod's ranks serve every request.
+func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
+	const namespace = "routing-data-parallel"
+	const local = 2
+	harness.AddNodes(t, testcluster.Nodes{Prefix: "dp", Count: 2, GPUs: 8})
+	args := service(namespace, 1, router("queue-size"))
+	args.Roles[0].Multinode = &api.Multinode{NodeCount: 2}
+	args.Roles[0].Parallelism = &api.Parallelism{Data: 4, DataLocal: local, Expert: true}
+	args.Roles[0].Template = serverWithGPUs(local)
+	r := deploy(t, "moe", args)
+
+	servers := pods(t, namespace, "moe", "server")
+	require.Len(t, servers, 2, "one replica of 2 pods")
+	ranks := dataParallelRanks(t, namespace, servers, local)
+	require.Len(t, ranks, 4, "DP=4: 4 ranks")
+	before := map[string]float64{}
+	for endpoint, rk := range ranks {
+		before[endpoint] = rankServed(t, rk)
+	}
+
+	// Every rank serves, a fair share each.
+	start := len(r.gateway.Records())
+	traffic := startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: tell me about experts.", i) })
+	time.Sleep(10 * time.Second)
+	requests := traffic.end()
+	records := r.gateway.Records()[start:]
+	require.Empty(t, failures(requests), "every request was served")
+	perRank := map[string]int{}
+	for _, rec := range records {
+		require.True(t, rec.Completed, "request %s: %s", rec.ID, rec.Err)
+		rk, ok := ranks[rec.Served]
+		require.True(t, ok, "request %s served by %s, a rank of the replica", rec.ID, rec.Served)
+		assert.Equal(t, rk.pod, rec.Pod, "the server of %s is a process of pod %s", rec.Served, rk.pod)
+		perRank[rec.Served]++
+	}
+	fair := float64(len(records)) / float64(len(ranks))
+	for _, endpoint := range sortedByRank(ranks) {
+		rk := ranks[endpoint]
+		var served float64
+		require.Eventually(t, func() bool {
+			served = rankServed(t, rk) - before[endpoint]
+			return served == float64(perRank[endpoint])
+		},
+			5*time.Second, 100*time.Millisecond, "rank %d's own server counts what the gateway sent it (%d): %v", rk.process.Rank, perRank[endpoint], &served)
+		testcluster.Progress("data parallel: rank %d (pod %s, %s): %d of %d requests (%.0f%% of a fair share)",
+			rk.process.Rank, rk.pod, endpoint, perRank[endpoint], len(records), 100*float64(perRank[endpoint])/fair)
+		assert.GreaterOrEqual(t, float64(perRank[endpoint]), fair/2, "rank %d got at least half a fair share", rk.process.Rank)
+	}
+
+	// The worker pod's local rank 0 (global rank 2) stops. Its port refuses connections; the
+	// pod's readiness probe (rank 0's port) fails, the prober reports the pod not Ready and the
+	// Endpoint Picker takes the pod's ranks out (GIE v1.5.0 keeps Ready pods only: pkg/epp/
+	// datastore/datastore.go podResyncAll); ranks 0 and 1 then serve every request.
+	stopped := ranks[sortedByRank(ranks)[2]]
+	require.Equal(t, 2, stopped.process.Rank)
+	start = len(r.gateway.Records())
+	traffic = startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: and now?", i) })
+	time.Sleep(2 * time.Second)
+	stoppedAt := time.Now()
+	stopped.process.Stop(5 * time.Second)
+	var unreadyAt time.Time
+	require.Eventually(t, func() bool {
+		if slices.Contains(readyPodNames(pods(t, namespace, "moe", "server")), stopped.pod) {
+			return false
+		}
+		unreadyAt = time.Now()
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "the pod of the stopped rank 0 is reported not Ready")
+	time.Sleep(8 * time.Second)
+	requests = traffic.end()
+	records = r.gateway.Records()[start:]
+	// The last pick of any rank of the stopped rank's pod: its other rank still serves until the
+	// pod is taken out.
+	var lastPickedPod time.Time
+	podEndpoints := map[string]bool{}
+	for endpoint, rk := range ranks {
+		podEndpoints[endpoint] = rk.pod == stopped.pod
+	}
+	window, windowFailed, after := 0, 0, map[string]int{}
+	for _, rec := range records {
+		assert.False(t, rec.Lost(), "request %s was not lost: %s", rec.ID, rec.Err)
+		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.Start.After(stoppedAt) {
+			lastPickedPod = rec.Start
+		}
+		switch {
+		case !rec.Start.After(stoppedAt):
+		case rec.Start.Before(unreadyAt):
+			window++
+			if !rec.Completed {
+				windowFailed++
+				assert.Equal(t, []string{stopped.endpoint}, rec.Picked, "request %s failed only for the stopped rank: %s", rec.ID, rec.Err)
+			}
+		default:
+			if rec.Completed {
+				after[rec.Served]++
+			}
+		}
+	}
+	require.False(t, lastPickedPod.IsZero(), "the pod's ranks were picked after the rank stopped (else their removal proves nothing)")
+	testcluster.Progress("data parallel: rank %d stopped at +0; its pod not Ready at +%s, its ranks last picked at +%s; before that %d requests, %d failed (picked for it); "+
+		"after, served by rank: %s", stopped.process.Rank, unreadyAt.Sub(stoppedAt).Round(time.Millisecond), lastPickedPod.Sub(stoppedAt).Round(time.Millisecond),
+		window, windowFailed, perRankFigures(ranks, after))
+	assert.Less(t, lastPickedPod.Sub(unreadyAt), time.Second, "the Endpoint Picker took the pod's ranks out within a second of it being not Ready")
+	for endpoint, rk := range ranks {
+		if rk.pod == stopped.pod {
+			assert.Zero(t, after[endpoint], "rank %d (pod %s, not Ready) gets nothing", rk.process.Rank, rk.pod)
+		} else {
+			assert.Positive(t, after[endpoint], "rank %d keeps serving", rk.process.Rank)
+		}
+	}
+	for _, s := range requests {
+		if s.at.After(unreadyAt.Add(time.Second)) {
+			assert.NoError(t, s.resp.err, "a request sent after the pod was taken out is served")
+			assert.Equal(t, 200, s.resp.status)
+		}
+	}
+
+	// Then the leader's local rank 1 stops: no probe checks its port, so its pod stays Ready and
+	// nothing takes the rank out; GIE v1.5.0's EPP keeps it among its candidates (pkg/epp/
+	// requestcontrol/candidates.go: every endpoint of the datastore) and picks it as its last
+	// scraped queue scores it. The figure of the requests it failed is logged; what is asserted is
+	// that they are the only failures and rank 0 serves the rest.
+	unprobed := ranks[sortedByRank(ranks)[1]]
+	require.Equal(t, 1, unprobed.process.Rank)
+	start = len(r.gateway.Records())
+	traffic = startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: and rank 1?", i) })
+	time.Sleep(2 * time.Second)
+	stoppedAt = time.Now()
+	unprobed.process.Stop(5 * time.Second)
+	time.Sleep(10 * time.Second)
+	traffic.end()
+	assert.Contains(t, readyPodNames(pods(t, namespace, "moe", "server")), unprobed.pod, "the pod of a stopped rank other than 0 stays Ready")
+	var total, failed, servedByRank0 int
+	for _, rec := range r.gateway.Records()[start:] {
+		if !rec.Start.After(stoppedAt.Add(time.Second)) { // the stop's own second: SIGTERM, then the port closes
+			continue
+		}
+		total++
+		switch {
+		case rec.Completed:
+			assert.NotEqual(t, unprobed.endpoint, rec.Served, "the stopped rank serves nothing")
+			if rec.Served == sortedByRank(ranks)[0] {
+				servedByRank0++
+			}
+		default:
+			failed++
+			assert.Equal(t, []string{unprobed.endpoint}, rec.Picked, "request %s failed only for the stopped rank: %s", rec.ID, rec.Err)
+		}
+	}
+	testcluster.Progress("data parallel: rank 1 stopped, its pod Ready (the probe is rank 0's): of %d requests after it, %d were picked for it and failed, rank 0 served %d",
+		total, failed, servedByRank0)
+	assert.Positive(t, servedByRank0, "rank 0 keeps serving")
+}
+
+// sortedByRank are the endpoints of ranks in the order of their ranks.
+func sortedByRank(ranks map[string]rank) []string {
+	var out []string
+	for endpoint := range ranks {
+		out = append(out, endpoint)
+	}
+	sort.Slice(out, func(i, j int) bool { return ranks[out[i]].process.Rank < ranks[out[j]].process.Rank })
+	return out
+}
+
+// perRankFigures are the counts of requests by rank, for the log.
+func perRankFigures(ranks map[string]rank, counts map[string]int) string {
+	var out []string
+	for _, endpoint := range sortedByRank(ranks) {
+		out = append(out, fmt.Sprintf("rank %d: %d", ranks[endpoint].process.Rank, counts[endpoint]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// serverWithGPUs is server's template with gpus GPUs: a data parallel pod's, one a local rank.
+func serverWithGPUs(gpus int) k8scorev1.PodTemplateSpecInput {
+	tpl := server(nil).(*k8scorev1.PodTemplateSpecArgs)
+	container := tpl.Spec.(*k8scorev1.PodSpecArgs).Containers.(k8scorev1.ContainerArray)[0].(*k8scorev1.ContainerArgs)
+	container.Resources = &k8scorev1.ResourceRequirementsArgs{Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String(strconv.Itoa(gpus))}}
+	return tpl
+}
+
+// The DeepSeek-R1 wide-EP prefill/decode example (examples/manifests/deepseek-wide-ep-pd.yaml)
+// runs as every example does (harness.AssertProgramRuns), here with its ranks' servers running:
+// each of its 2 roles' replica is 2 pods of 8 ranks, global ranks 0..15 once each.
+func TestDataParallelWideEPExampleRunsEveryRank(t *testing.T) {
+	file := filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "deepseek-wide-ep-pd.yaml")
+	harness.AddNodes(t, testcluster.Nodes{Prefix: "wide-ep", Count: 4, GPUs: 8})
+	services := harness.ManifestServices(t, file)
+	require.Len(t, services, 1)
+	svc := services[0]
+	harness.AssertProgramRuns(t, harness.ServicesProgram(services...), file)
+	byRole := map[string][]int{}
+	for _, p := range harness.Cluster.ContainerProcesses(svc.Namespace) {
+		if p.Container != "vllm" {
+			continue
+		}
+		require.NoError(t, p.Err, "pod %s rank %d ran", p.Pod, p.Rank)
+		for _, role := range []string{"prefill", "decode"} {
+			if strings.HasPrefix(p.Pod, svc.Name+"-"+role+"-") {
+				byRole[role] = append(byRole[role], p.Rank)
+			}
+		}
+	}
+	for _, role := range []string{"prefill", "decode"} {
+		slices.Sort(byRole[role])
+		want := make([]int, 16)
+		for i := range want {
+			want[i] = i
+		}
+		assert.Equal(t, want, byRole[role], "%s: ranks 0..15, each once", role)
+		testcluster.Progress("wide EP example: %s ran ranks %v", role, byRole[role])
+	}
+}
