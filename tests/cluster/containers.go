@@ -10,8 +10,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -34,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
@@ -59,20 +62,45 @@ const containerFinalizer = "e2e.fusioninfer.io/containers"
 const ModelServerArgsAnnotation = "e2e.fusioninfer.io/model-server-args"
 
 // image is what a program stands for: an image repository (without its registry) at a tag, ""
-// for every tag, and how the program is run for a container of it.
+// for every tag, and how the program is run for a container of it. An image that holds several
+// programs has an entry for each, told apart by the container's command.
 type image struct {
 	repository, tag string
-	binary          binary
-	command         func(run *containerRun) (args, env []string, err error)
+	// command is the program of the image the container runs (its command's first word, a path
+	// or a name on the image's PATH); "" for the image's entrypoint.
+	command string
+	binary  binary
+	run     func(run *containerRun) (args, env []string, err error)
 }
 
 // images are the container images the suite has programs for. llm-d-inference-sim stands for
-// every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release.
+// every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release; the LoRA
+// loader sidecar (the downloader's image at any tag: this project's release) is the loader of
+// this checkout.
 var images = []image{
-	{repository: "vllm/vllm-openai", binary: inferenceSim, command: modelServerCommand},
-	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, command: containerCommand},
+	{repository: "vllm/vllm-openai", binary: inferenceSim, run: modelServerCommand},
+	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, run: containerCommand},
 	{repository: "gateway-api-inference-extension/lwepp", tag: GIELightweightEndpointPickerVersion, binary: gieLightweightEndpointPicker,
-		command: containerCommand},
+		run: containerCommand},
+	{repository: imageRepository(render.DownloaderImage), command: render.LoRALoaderCommand, binary: loraLoader, run: loraLoaderCommand},
+}
+
+// imageRepository is an image reference's repository, without its registry, tag and digest.
+func imageRepository(ref string) string {
+	name, _ := splitImage(ref)
+	if first, rest, ok := strings.Cut(name, "/"); ok && strings.ContainsAny(first, ".:") {
+		return rest
+	}
+	return name
+}
+
+// splitImage is an image reference's name (registry/repository) and tag ("" for none).
+func splitImage(ref string) (name, tag string) {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, ""
 }
 
 // containerPrograms are the binaries of images.
@@ -84,15 +112,17 @@ func containerPrograms() []binary {
 	return out
 }
 
-// imageOf is the entry of images for an image reference (registry/repository:tag@digest).
-func imageOf(ref string) (image, bool) {
-	ref, _, _ = strings.Cut(ref, "@")
-	name, tag := ref, ""
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		name, tag = ref[:i], ref[i+1:]
+// programOf is the entry of images for a container: its image reference
+// (registry/repository:tag@digest) and, for an image of several programs, its command.
+func programOf(c *corev1.Container) (image, bool) {
+	name, tag := splitImage(c.Image)
+	command := ""
+	if len(c.Command) > 0 {
+		command = path.Base(c.Command[0])
 	}
 	for _, im := range images {
-		if (name == im.repository || strings.HasSuffix(name, "/"+im.repository)) && (im.tag == "" || tag == im.tag) {
+		if (name == im.repository || strings.HasSuffix(name, "/"+im.repository)) && (im.tag == "" || tag == im.tag) &&
+			(im.command == "" || command == im.command) {
 			return im, true
 		}
 	}
@@ -100,10 +130,15 @@ func imageOf(ref string) (image, bool) {
 }
 
 // programImagePattern is a regular expression an image reference matches when a program stands
-// for it, as imageOf decides.
+// for the image's entrypoint, as programOf decides. kwok's selector uses it: a pod of a program
+// that is another's sidecar (the LoRA loader) is picked by its server's image, and a pod of the
+// image's other programs (the download Job's) is left to kwok, which runs it to completion.
 func programImagePattern() string {
 	var alternatives []string
 	for _, im := range images {
+		if im.command != "" {
+			continue
+		}
 		tag := `(:[^/@]+)?`
 		if im.tag != "" {
 			tag = ":" + regexp.QuoteMeta(im.tag)
@@ -208,6 +243,8 @@ type containers struct {
 	pods      map[types.UID]*podRun
 	processes []*ContainerProcess
 	changed   chan struct{} // closed and replaced when processes changes
+	// configMapDirs are the directories of the ConfigMap volumes mounted, by namespace/name.
+	configMapDirs map[string][]string
 }
 
 // podRun is what runs for one pod.
@@ -258,9 +295,16 @@ func (c *Cluster) startContainers(ctx context.Context) error {
 		cancel()
 		return err
 	}
+	configMaps := factory.Core().V1().ConfigMaps().Informer()
+	if _, err := configMaps.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { k.configMapChanged(obj.(*corev1.ConfigMap)) },
+	}); err != nil {
+		cancel()
+		return err
+	}
 	factory.Start(ctx.Done())
 	c.containers = k
-	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp)",
+	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp; LoRA loader: this checkout's)",
 		InferenceSimVersion, GIEEndpointPickerVersion, GIELightweightEndpointPickerVersion)
 	return nil
 }
@@ -287,7 +331,7 @@ func (k *containers) reconcile(pod *corev1.Pod, deleted bool) {
 
 func hasProgram(pod *corev1.Pod) bool {
 	for _, c := range pod.Spec.Containers {
-		if _, ok := imageOf(c.Image); ok {
+		if _, ok := programOf(&c); ok {
 			return true
 		}
 	}
@@ -307,7 +351,7 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 	var started []*containerRun
 	for i := range pod.Spec.Containers {
 		container := &pod.Spec.Containers[i]
-		im, ok := imageOf(container.Image)
+		im, ok := programOf(container)
 		if !ok {
 			continue
 		}
@@ -356,7 +400,7 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 			return p, nil, nil, err
 		}
 	}
-	args, env, err := im.command(run)
+	args, env, err := im.run(run)
 	if err != nil {
 		return p, nil, nil, err
 	}
@@ -717,7 +761,8 @@ func (run *containerRun) scratch(name string) string {
 }
 
 // mountVolumes makes a directory for each volume the container mounts: a ConfigMap's keys as
-// files (read once, at start), an emptyDir empty. Other volume kinds are refused.
+// files, rewritten when the ConfigMap changes (configMapChanged), an emptyDir empty. Other volume
+// kinds are refused.
 func (run *containerRun) mountVolumes() error {
 	for _, mount := range run.container.VolumeMounts {
 		var volume *corev1.Volume
@@ -736,16 +781,52 @@ func (run *containerRun) mountVolumes() error {
 			if err != nil {
 				return fmt.Errorf("volume %s: %w", mount.Name, err)
 			}
-			for key, value := range cm.Data {
-				if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o644); err != nil {
-					return err
+			if err := writeConfigMap(dir, cm); err != nil {
+				return err
+			}
+			if mount.SubPath == "" { // the kubelet never refreshes a subPath mount
+				run.k.mu.Lock()
+				if run.k.configMapDirs == nil {
+					run.k.configMapDirs = map[string][]string{}
 				}
+				key := cm.Namespace + "/" + cm.Name
+				run.k.configMapDirs[key] = append(run.k.configMapDirs[key], dir)
+				run.k.mu.Unlock()
 			}
 		case volume.EmptyDir != nil:
 		default:
 			return fmt.Errorf("volume %s: the suite mounts ConfigMaps and emptyDirs only", mount.Name)
 		}
 		run.mounts[mount.MountPath] = filepath.Join(dir, mount.SubPath)
+	}
+	return nil
+}
+
+// configMapChanged rewrites the directories of a changed ConfigMap's volumes, as the kubelet
+// refreshes a mounted ConfigMap (here at the change, not within its sync period of about a
+// minute).
+func (k *containers) configMapChanged(cm *corev1.ConfigMap) {
+	k.mu.Lock()
+	dirs := slices.Clone(k.configMapDirs[cm.Namespace+"/"+cm.Name])
+	k.mu.Unlock()
+	for _, dir := range dirs {
+		if err := writeConfigMap(dir, cm); err != nil && k.log != nil {
+			k.logf("ConfigMap %s/%s into %s: %v", cm.Namespace, cm.Name, dir, err)
+		}
+	}
+}
+
+// writeConfigMap writes a ConfigMap's keys as files of dir, each replaced whole (a reader never
+// sees half a file, as the kubelet's atomic writer swaps the volume's files at once).
+func writeConfigMap(dir string, cm *corev1.ConfigMap) error {
+	for key, value := range cm.Data {
+		tmp := filepath.Join(dir, "."+key+".tmp")
+		if err := os.WriteFile(tmp, []byte(value), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, key)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -901,6 +982,35 @@ func modelServerCommand(run *containerRun) ([]string, []string, error) {
 		return nil, nil, err
 	}
 	env = append(env, "POD_NAME="+run.pod.Name, "POD_NAMESPACE="+run.pod.Namespace, "POD_IP="+run.pod.Status.PodIP)
+	return args, env, nil
+}
+
+// loraLoaderCommand is the LoRA loader sidecar's command line (containerCommand's) with what its
+// pod's network gives it mapped to this machine: its server at localhost, the pod's own network,
+// is the server's forwarder at the pod's address; its readiness endpoint (--listen, at the port
+// its readiness probe asks) listens on a loopback port of its own, which the probe then reaches.
+func loraLoaderCommand(run *containerRun) ([]string, []string, error) {
+	args, env, err := containerCommand(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	if server, found := vllm.FlagValue(args, "--server"); found {
+		u, err := url.Parse(server)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the loader's --server %q: %w", server, err)
+		}
+		if host := u.Hostname(); host == "localhost" || host == "127.0.0.1" {
+			u.Host = net.JoinHostPort(run.pod.Status.PodIP, u.Port())
+			args = append(args, "--server", u.String()) // the last of a flag's values counts (Go's flag)
+		}
+	}
+	if probe := run.container.ReadinessProbe; probe != nil && probe.HTTPGet != nil && probe.HTTPGet.Port.Type == intstr.Int {
+		port, err := run.listen(probe.HTTPGet.Port.IntVal)
+		if err != nil {
+			return nil, nil, err
+		}
+		args = append(args, "--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
 	return args, env, nil
 }
 
