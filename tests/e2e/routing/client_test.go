@@ -26,8 +26,8 @@ type response struct {
 	// pod is the server that answered: llm-d-inference-sim's x-inference-pod header, which the
 	// gateway passes back.
 	pod string
-	// model is the model the server answered as (the response's "model"): an adapter's name for
-	// a request the Endpoint Picker rewrote to it.
+	// model is the model the response names (its "model"): the name the client asked for, even
+	// when the Endpoint Picker rewrote it (the gateway's Record.Model has the target).
 	model       string
 	ttft, total time.Duration
 	// cachedTokens are the prompt tokens the server found in its KV cache (usage.prompt_tokens_details).
