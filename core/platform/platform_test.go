@@ -13,20 +13,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
-	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	lwsconfig "sigs.k8s.io/lws/api/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
-	coverender "github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden file from the current output")
@@ -234,8 +225,7 @@ func TestImagesPinned(t *testing.T) {
 	}
 	require.Equal(t, 8, count)
 	require.Equal(t, []string{"sigs.k8s.io/lws@v0.9.0", "volcano.sh/volcano@v1.14.1", "github.com/kedacore/keda/v2@v2.21.0",
-		"sigs.k8s.io/gateway-api-inference-extension@v1.2.0", "sigs.k8s.io/gateway-api-inference-extension@v1.5.0",
-		"github.com/prometheus-operator/prometheus-operator@v0.88.0"},
+		"sigs.k8s.io/gateway-api-inference-extension@v1.2.0", "github.com/prometheus-operator/prometheus-operator@v0.88.0"},
 		platform.Versions())
 }
 
@@ -289,37 +279,4 @@ func TestKeysUnique(t *testing.T) {
 		keys = append(keys, o.Key())
 	}
 	require.Equal(t, len(platform.Parts), len(slices.Compact(slices.Clone(platform.Parts))))
-}
-
-// The Platform's InferenceModelRewrite CRD declares every field of the rewrites the project
-// renders (core/render/adapters.go): the API server prunes an undeclared field at create and
-// refuses it at a server-side apply. GIE v1.2.0's CRD names a rule's targets "split"; the
-// rendered rewrite (GIE v1.5.0's) "targets".
-func TestInferenceModelRewriteCRDDeclaresTheRenderedFields(t *testing.T) {
-	crd := find(render(t, &platform.Spec{}), "CustomResourceDefinition/inferencemodelrewrites.inference.networking.x-k8s.io")
-	require.NotNil(t, crd)
-	var typed apiextensionsv1.CustomResourceDefinition
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(crd.Object, &typed))
-	var version *apiextensionsv1.CustomResourceValidation
-	for _, v := range typed.Spec.Versions {
-		if v.Name == inferencev1alpha2.GroupVersion.Version {
-			version = v.Schema
-		}
-	}
-	require.NotNil(t, version, "the CRD serves %s", inferencev1alpha2.GroupVersion)
-	var internal apiextensions.JSONSchemaProps
-	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(version.OpenAPIV3Schema, &internal, nil))
-	structural, err := structuralschema.NewStructural(&internal)
-	require.NoError(t, err)
-	rewrite := &coverender.InferenceModelRewrite{TypeMeta: metav1.TypeMeta{APIVersion: coverender.KindInferenceModelRewrite.APIVersion, Kind: coverender.KindInferenceModelRewrite.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "chat-support", Namespace: "llm"},
-		Spec: coverender.InferenceModelRewriteSpec{
-			PoolRef: &inferencev1alpha2.PoolObjectReference{Group: "inference.networking.k8s.io", Kind: "InferencePool", Name: "chat"},
-			Rules: []coverender.InferenceModelRewriteRule{{
-				Matches: []inferencev1alpha2.Match{{Model: &inferencev1alpha2.ModelMatch{Type: ptr.To(inferencev1alpha2.MatchExact), Value: "support"}}},
-				Targets: []inferencev1alpha2.TargetModel{{ModelRewrite: "support-v1", Weight: 90}, {ModelRewrite: "support-v2", Weight: 10}}}}}}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rewrite)
-	require.NoError(t, err)
-	pruned := pruning.PruneWithOptions(obj, structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	require.Empty(t, pruned, "fields of the rendered rewrite the Platform's CRD does not declare")
 }

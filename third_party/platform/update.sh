@@ -9,7 +9,6 @@ LWS=v0.9.0
 VOLCANO=v1.14.1
 KEDA=v2.21.0
 GIE=v1.2.0
-GIE_REWRITES=v1.5.0
 PROMETHEUS_OPERATOR=v0.88.0
 
 out=third_party/platform
@@ -36,18 +35,12 @@ kubectl kustomize "$tmp/keda/default" | sed "s|\(ghcr.io/kedacore/keda[a-z-]*\):
 
 # The InferencePool (inference.networking.k8s.io/v1, and v1alpha2 for poolApiVersion: v1alpha2 on
 # release gie-v1.2.0) and the router CRDs (InferenceObjective, InferenceModelRewrite:
-# inference.networking.x-k8s.io/v1alpha2), from GIE's module. InferenceModelRewrite is
-# $GIE_REWRITES's: it renamed a rule's "split" to "targets", the field the Endpoint Pickers that
-# read rewrites (GIE v1.5.0, llm-d-router v0.10.0) decode and core/render/adapters.go writes;
-# v1.2.0's schema drops it at create and refuses it at a server-side apply.
+# inference.networking.x-k8s.io/v1alpha2), from GIE's module.
 src=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE)
-rewrites=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE_REWRITES)
 for f in inference.networking.k8s.io_inferencepools inference.networking.x-k8s.io_inferencepools \
-	inference.networking.x-k8s.io_inferenceobjectives; do
+	inference.networking.x-k8s.io_inferenceobjectives inference.networking.x-k8s.io_inferencemodelrewrites; do
 	printf -- '---\n' && cat "$src/config/crd/bases/$f.yaml"
 done >"$out/inference-extension.yaml"
-printf -- '---\n' >>"$out/inference-extension.yaml"
-cat "$rewrites/config/crd/bases/inference.networking.x-k8s.io_inferencemodelrewrites.yaml" >>"$out/inference-extension.yaml"
 
 # prometheus-operator: the PodMonitor CRD, the one kind the project emits.
 src=$(dir github.com/prometheus-operator/prometheus-operator $PROMETHEUS_OPERATOR)
@@ -60,7 +53,6 @@ for f in lws volcano keda inference-extension prometheus-operator; do
 done
 
 for m in sigs.k8s.io/lws@$LWS volcano.sh/volcano@$VOLCANO github.com/kedacore/keda/v2@$KEDA \
-	sigs.k8s.io/gateway-api-inference-extension@$GIE sigs.k8s.io/gateway-api-inference-extension@$GIE_REWRITES \
-	github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
+	sigs.k8s.io/gateway-api-inference-extension@$GIE github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
 	echo "$m"
 done >"$out/versions.txt"
