@@ -29,6 +29,9 @@ const (
 	CompileCacheVolumeName = "fusioninfer-compile-cache"
 	// AdaptersVolumeName is the pod volume of the adapter list's ConfigMap, read by the loader.
 	AdaptersVolumeName = "fusioninfer-adapters"
+	// LoRALoaderContainerName is the adapters' loader sidecar in a server pod; a template may not
+	// have a container of this name.
+	LoRALoaderContainerName = "lora-loader"
 	// downloadRate is the rate a default download timeout assumes: 50 MiB/s, a slow Hub or bucket.
 	downloadRate = 50 << 20
 	// MinDownloadTimeout is the shortest default download timeout.
@@ -303,6 +306,14 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
 		}
 	}
+	if m.HasAdapters() {
+		for i, c := range role.Template.Spec.Containers {
+			if c.Name == LoRALoaderContainerName {
+				errs = append(errs, field.Invalid(tplPath.Child("spec", "containers").Index(i).Child("name"), c.Name,
+					"the adapters' loader sidecar has this name: rename yours"))
+			}
+		}
+	}
 	serverIndex := ServingContainerIndex(&role.Template.Spec)
 	server := &role.Template.Spec.Containers[serverIndex]
 	serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
@@ -456,17 +467,19 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 			errs = append(errs, field.Forbidden(rolePath.Child("modelFlexibility"), "the model's adapters are loaded by a sidecar beside the server, which dual pods run elsewhere"))
 		}
 	}
-	splitPaths := map[*Model]*field.Path{spec.Model: fldPath.Child("model", "adapterSplits")}
-	for i := range spec.Roles {
-		if m := spec.Roles[i].Model; m != nil {
-			splitPaths[m] = fldPath.Child("roles").Index(i).Child("model", "adapterSplits")
-		}
+	type modelAt struct {
+		model      *Model
+		splitsPath *field.Path
 	}
-	for _, m := range append([]*Model{spec.Model}, roleModels(spec)...) {
-		if m == nil || len(m.AdapterSplits) == 0 {
+	models := []modelAt{{spec.Model, fldPath.Child("model", "adapterSplits")}}
+	for i := range spec.Roles {
+		models = append(models, modelAt{spec.Roles[i].Model, fldPath.Child("roles").Index(i).Child("model", "adapterSplits")})
+	}
+	for _, at := range models {
+		if at.model == nil || len(at.model.AdapterSplits) == 0 {
 			continue
 		}
-		path := splitPaths[m]
+		path := at.splitsPath
 		switch {
 		case spec.Router() == nil:
 			errs = append(errs, field.Forbidden(path, "a split is the router's InferenceModelRewrite: add a router role"))
@@ -481,15 +494,4 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 		}
 	}
 	return errs
-}
-
-// roleModels are the models the roles set themselves, in role order.
-func roleModels(spec *InferenceServiceSpec) []*Model {
-	var models []*Model
-	for i := range spec.Roles {
-		if m := spec.Roles[i].Model; m != nil {
-			models = append(models, m)
-		}
-	}
-	return models
 }

@@ -219,6 +219,10 @@ func TestAdapterRules(t *testing.T) {
 			"spec.model.maxLoras: Invalid value: 0: must be at least 1"},
 		{"a server of adapters is single-node", func(s *InferenceService) { s.Spec.Roles[0].Multinode = &Multinode{NodeCount: 2} },
 			"spec.roles[0].multinode: Forbidden: the model's adapters are loaded by a sidecar beside a single-node server"},
+		{"the loader's container name is ours", func(s *InferenceService) {
+			tpl := &s.Spec.Roles[0].Template.Spec
+			tpl.Containers = append(tpl.Containers, corev1.Container{Name: LoRALoaderContainerName, Image: "busybox:1.37"})
+		}, `spec.roles[0].template.spec.containers[1].name: Invalid value: "lora-loader": the adapters' loader sidecar has this name: rename yours`},
 		{"a split's name is its own", func(s *InferenceService) { model(s).AdapterSplits[0].Name = "sql" },
 			`spec.model.adapterSplits[0].name: Duplicate value: "sql"`},
 		{"a split names adapters", func(s *InferenceService) { model(s).AdapterSplits[0].Targets[1].Adapter = "support-v3" },

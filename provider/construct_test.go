@@ -128,6 +128,13 @@ func TestErrorsNameTheInputs(t *testing.T) {
 		{role(map[string]property.Value{"replica": property.New(2.0)}), `unknown field "roles[0].replica" (did you mean "replicas"?)`},
 		{role(map[string]property.Value{"replicas": property.New("two")}), "roles[0].replicas: must be an integer, not string"},
 		{role(nil).Set("namespace", property.New("Not_A_Label")), `namespace: Invalid value: "Not_A_Label"`},
+		{role(nil).Set("model", property.New(property.NewMap(map[string]property.Value{
+			"source": property.New("hf://meta-llama/Llama-3.1-8B-Instruct"),
+			"cache":  property.New(property.NewMap(map[string]property.Value{"size": property.New("100Gi"), "storageClassName": property.New("rwx")})),
+			"adapters": property.New(property.NewArray([]property.Value{
+				property.New(property.NewMap(map[string]property.Value{"name": property.New("sql"), "source": property.New("hf://org/sql-v1")})),
+				property.New(property.NewMap(map[string]property.Value{"name": property.New("sql"), "source": property.New("s3://adapters/sql-v2")})),
+			}))}))), `model.adapters[1].name: Duplicate value: "sql"`},
 		// A quantity's parser refuses it with a regular expression, and no field: in words, at its input.
 		{role(map[string]property.Value{"template": property.New(container(map[string]property.Value{
 			"resources": property.New(property.NewMap(map[string]property.Value{"limits": property.New(property.NewMap(map[string]property.Value{

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -51,6 +52,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	server := flags.String("server", "http://localhost:8000", "the vLLM server's base URL")
 	listen := flags.String("listen", ":8091", "the address of /ready and /adapters")
 	interval := flags.Duration("interval", 5*time.Second, "how often the list is read and the server reconciled")
+	probe := flags.Bool("probe", false, "ask the running loader at --listen whether it is ready: print why not and exit 1 "+
+		"(the container's readiness probe, whose output the kubelet's event carries)")
 	showVersion := flags.Bool("version", false, "print the version")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -58,6 +61,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *showVersion {
 		fmt.Fprintln(stderr, version)
 		return nil
+	}
+	if *probe {
+		return probeReady(ctx, *listen, stderr)
 	}
 	if *list == "" {
 		return errors.New("give --adapters")
@@ -80,6 +86,34 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+// probeReady asks the loader listening at addr for /ready; not ready is an error that says why.
+func probeReady(ctx context.Context, addr string, out io.Writer) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8192))
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(strings.TrimSpace(string(body)))
+	}
+	fmt.Fprint(out, string(body))
+	return nil
 }
 
 // loader reconciles one server with one list.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,21 +57,19 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": cards})
 	case vllm.PathLoadLoRAAdapter:
-		var req struct{ LoraName, LoraPath string }
-		body, _ := io.ReadAll(r.Body)
-		var raw map[string]string
-		_ = json.Unmarshal(body, &raw)
-		req.LoraName, req.LoraPath = raw["lora_name"], raw["lora_path"]
-		f.calls = append(f.calls, "load "+req.LoraName+" "+req.LoraPath)
-		if msg, ok := f.refuse[req.LoraPath]; ok {
+		var req map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		name, path := req["lora_name"], req["lora_path"]
+		f.calls = append(f.calls, "load "+name+" "+path)
+		if msg, ok := f.refuse[path]; ok {
 			http.Error(w, msg, http.StatusBadRequest)
 			return
 		}
-		if _, ok := f.loaded[req.LoraName]; ok {
-			http.Error(w, "The lora adapter '"+req.LoraName+"' has already been loaded.", http.StatusBadRequest)
+		if _, ok := f.loaded[name]; ok {
+			http.Error(w, "The lora adapter '"+name+"' has already been loaded.", http.StatusBadRequest)
 			return
 		}
-		f.loaded[req.LoraName] = req.LoraPath
+		f.loaded[name] = path
 	case vllm.PathUnloadLoRAAdapter:
 		var raw map[string]string
 		_ = json.NewDecoder(r.Body).Decode(&raw)
@@ -174,4 +174,23 @@ func TestLoaderRefusesAListItCannotRead(t *testing.T) {
 	code, body := ready(t, l)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "adapters.json")
+}
+
+// TestProbeSaysWhyNotReady: the exec readiness probe prints the loader's cause, which the
+// kubelet's event carries to fusioninfer status.
+func TestProbeSaysWhyNotReady(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	fake.refuse["/models/hf/org/big/v1"] = "LoRA rank 64 is greater than max_lora_rank 16."
+	writeList(t, file, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
+	l.reconcile(context.Background())
+	srv := httptest.NewServer(l)
+	defer srv.Close()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--adapters", file, "--probe", "--listen", strings.TrimPrefix(srv.URL, "http://")}, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "adapter big (/models/hf/org/big/v1) failed to load: 400 Bad Request: LoRA rank 64")
+
+	fake.refuse = map[string]string{}
+	l.reconcile(context.Background())
+	require.NoError(t, run(context.Background(), []string{"--adapters", file, "--probe", "--listen", strings.TrimPrefix(srv.URL, "http://")}, &out))
 }

@@ -553,6 +553,11 @@ func TestSummaryAndPlanShowWhereWeightsComeFrom(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, stdout, "# model: chat: s3://models/qwen/Qwen3-32B, streamed by vLLM's Run:ai streamer, no cache, served as "+
 		"Qwen/Qwen3-32B; compile cache qwen3-32b-streamed-compile-cache\n")
+	stdout, _, err = run(t, "", "render", "-f", "../../examples/manifests/llama-lora-adapters.yaml", "--summary")
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "served as meta-llama/Llama-3.1-8B-Instruct; LoRA adapters sql, support-v1, support-v2 "+
+		"(fetched by the same Job, listed in ConfigMap llama-lora-adapters, loaded by each server's lora-loader); "+
+		"split support: support-v1 90, support-v2 10\n")
 	stdout, _, err = run(t, "", "render", "-f", story4, "--summary")
 	require.NoError(t, err)
 	assert.NotContains(t, stdout, "# model:", "a service without spec.model: its servers fetch their own")

@@ -267,6 +267,15 @@ func TestBadInputRegistersNothing(t *testing.T) {
 			want: []string{"spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to",
 				"spec.roles: Required value: a prefiller role needs a decoder role"},
 		},
+		"two adapters of one name": {
+			args: func() *Args {
+				a := story4Args()
+				a.Model = &api.Model{Source: "hf://deepseek-ai/DeepSeek-R1", Cache: &api.ModelCache{Size: "1500Gi", StorageClassName: "rwx"},
+					Adapters: []api.LoRAAdapter{{Name: "sql", Source: "hf://org/sql-v1"}, {Name: "sql", Source: "hf://org/sql-v2"}}}
+				return a
+			},
+			want: []string{`spec.model.adapters[1].name: Duplicate value: "sql"`},
+		},
 		"router: an unknown strategy": {
 			args: func() *Args {
 				a := story4Args()

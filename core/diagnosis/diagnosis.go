@@ -375,6 +375,21 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		}
 		return cause, ReplicaPending
 	}
+	var server *corev1.ContainerStatus
+	if len(pod.Spec.Containers) > 0 {
+		server = containerStatus(pod, pod.Spec.Containers[api.ServingContainerIndex(&pod.Spec)].Name)
+	}
+	if loader := containerStatus(pod, render.LoRALoaderContainerName); loader != nil && !loader.Ready && loader.State.Running != nil &&
+		server != nil && server.Ready { // a server still loading its model is the generic cause below
+		// the loader's exec probe prints why (cmd/fusioninfer-lora-loader, --probe), and the
+		// kubelet's event carries it (pkg/probe/exec: the command's output is the probe's message)
+		msg := "the server runs; its LoRA adapters are not all loaded"
+		if e := d.lastContainerWarning(pod.Name, render.LoRALoaderContainerName); e != nil {
+			msg += ": " + strings.TrimSpace(strings.TrimPrefix(e.Message, "Readiness probe failed: "))
+		}
+		return &Cause{Object: object, Reason: "AdaptersNotLoaded", Message: msg,
+			Fix: "kubectl logs " + pod.Name + " -c " + render.LoRALoaderContainerName}, ReplicaStarting
+	}
 	if !rolestatus.PodReady(pod) {
 		return &Cause{Object: object, Reason: "NotReady", Message: fmt.Sprintf("running on %s, not ready yet: the server loads its model "+
 			"or fails its readiness probe", pod.Spec.NodeName), Fix: "kubectl logs " + pod.Name}, ReplicaStarting
@@ -590,6 +605,29 @@ func (d *diagnoser) lastWarning(kind, name string) *corev1.Event {
 		}
 	}
 	return last
+}
+
+// lastContainerWarning is the latest warning event about one container of a pod (a probe's).
+func (d *diagnoser) lastContainerWarning(pod, container string) *corev1.Event {
+	var last *corev1.Event
+	for i := range d.o.Events {
+		e := &d.o.Events[i]
+		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod && e.InvolvedObject.FieldPath == "spec.containers{"+container+"}" &&
+			e.Type == corev1.EventTypeWarning && (last == nil || eventTime(e).After(eventTime(last).Time)) {
+			last = e
+		}
+	}
+	return last
+}
+
+// containerStatus is the status of a pod's container by name, nil when it has none yet.
+func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
 }
 
 func eventTime(e *corev1.Event) metav1.Time {

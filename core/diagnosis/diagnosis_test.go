@@ -189,6 +189,42 @@ func TestDiagnosis(t *testing.T) {
 					}
 				}
 			}, phase: diagnosis.Pending, exit: 2, want: []string{"Starting", "not ready yet: the server loads its model"}},
+		{name: "an adapter that fails to load, named with its cause", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				notAvailable(o)
+				pod := &o.Pods[0]
+				for i := range pod.Status.Conditions {
+					if pod.Status.Conditions[i].Type == corev1.PodReady {
+						pod.Status.Conditions[i].Status = corev1.ConditionFalse
+					}
+				}
+				running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: render.LoRALoaderContainerName, State: running})
+				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
+					FieldPath: "spec.containers{" + render.LoRALoaderContainerName + "}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(), Message: "Readiness probe failed: adapter sql (/models/hf/org/sql/v1) failed to load: " +
+					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n"})
+			}, phase: diagnosis.Pending, exit: 2, want: []string{
+				"Pod/qwen-inference-inference-0-0: the server runs; its LoRA adapters are not all loaded: adapter sql (/models/hf/org/sql/v1) failed to load: " +
+					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.",
+				"fix: kubectl logs qwen-inference-inference-0-0 -c lora-loader",
+			}},
+		{name: "a server still loading its model, beside the adapters' loader", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				notAvailable(o)
+				pod := &o.Pods[0]
+				for i := range pod.Status.Conditions {
+					if pod.Status.Conditions[i].Type == corev1.PodReady {
+						pod.Status.Conditions[i].Status = corev1.ConditionFalse
+					}
+				}
+				pod.Status.ContainerStatuses[0].Ready = false
+				running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: render.LoRALoaderContainerName, State: running})
+				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
+					FieldPath: "spec.containers{" + render.LoRALoaderContainerName + "}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(), Message: "Readiness probe failed: adapter sql (/models/hf/org/sql/v1) failed to load: " +
+					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n"})
+			}, phase: diagnosis.Pending, exit: 2, want: []string{"not ready yet: the server loads its model"},
+			absent: []string{"LoRA adapters"}},
 		{name: "a failed model download holds every replica", svc: func(t *testing.T) *api.InferenceService {
 			svc := story1(t, "status-healthy")
 			svc.Spec.Roles[0].Replicas = ptr.To(2)

@@ -225,7 +225,8 @@ func TestImagesPinned(t *testing.T) {
 	}
 	require.Equal(t, 8, count)
 	require.Equal(t, []string{"sigs.k8s.io/lws@v0.9.0", "volcano.sh/volcano@v1.14.1", "github.com/kedacore/keda/v2@v2.21.0",
-		"sigs.k8s.io/gateway-api-inference-extension@v1.2.0", "github.com/prometheus-operator/prometheus-operator@v0.88.0"},
+		"sigs.k8s.io/gateway-api-inference-extension@v1.2.0", "sigs.k8s.io/gateway-api-inference-extension@v1.5.0",
+		"github.com/prometheus-operator/prometheus-operator@v0.88.0"},
 		platform.Versions())
 }
 

@@ -30,7 +30,8 @@ type Spec struct {
 	// and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's
 	// Endpoint Picker reads when its own llm-d.ai group is not installed: its
 	// pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference
-	// Extension v1.2.0.
+	// Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read
+	// rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
 	InferenceExtension *Part `json:"inferenceExtension,omitempty" pulumi:"inferenceExtension,optional"`
 	// KEDA: the autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks)
 	// in keda.

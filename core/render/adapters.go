@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 
@@ -23,7 +22,7 @@ import (
 // the LeaderWorkerSet, holds the list, so changing adapters restarts no server.
 const (
 	// LoRALoaderContainerName is the loader sidecar's container.
-	LoRALoaderContainerName = "lora-loader"
+	LoRALoaderContainerName = api.LoRALoaderContainerName
 	// LoRALoaderCommand is the loader's command in the downloader's image (cmd/fusioninfer-lora-loader).
 	LoRALoaderCommand = "fusioninfer-lora-loader"
 	// AdapterListFile is the ConfigMap's key, the file the loader reads.
@@ -31,8 +30,6 @@ const (
 	// adaptersMountPath is where the loader mounts the ConfigMap: the whole volume, not a subPath,
 	// or kubelet would never refresh the file when the ConfigMap changes.
 	adaptersMountPath = "/etc/fusioninfer/adapters"
-	// loraLoaderPort is the loader's readiness endpoint's port (the loader's --listen).
-	loraLoaderPort = 8091
 )
 
 // KindInferenceModelRewrite is a split's object: requests for one name spread over adapters.
@@ -75,10 +72,13 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 			"--server", fmt.Sprintf("http://localhost:%d", port)},
 		Resources:    *loraLoaderResources.DeepCopy(),
 		VolumeMounts: []corev1.VolumeMount{{Name: api.AdaptersVolumeName, MountPath: adaptersMountPath, ReadOnly: true}},
-		// ready once the list it read is loaded: a new pod takes no request for an adapter it lacks
+		// ready once the list it read is loaded: a new pod takes no request for an adapter it lacks.
+		// An exec probe, not an HTTP one: the kubelet's event carries an exec probe's output (the
+		// adapter that failed and vLLM's reason), and fusioninfer status reads it.
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(loraLoaderPort)}},
-			PeriodSeconds: 5,
+			ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{LoRALoaderCommand, "--probe"}}},
+			PeriodSeconds:  5,
+			TimeoutSeconds: 5,
 		},
 	})
 }

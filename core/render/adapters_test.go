@@ -2,15 +2,18 @@ package render_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
@@ -107,4 +110,51 @@ func TestAdaptersAreListedAfterTheyAreFetched(t *testing.T) {
 	assert.Contains(t, adapters.DependsOn, refs["llama-lora-model-download"].Suffix)
 	assert.Contains(t, refs["llama-lora-server-0"].DependsOn, adapters.Suffix)
 	assert.Contains(t, refs["llama-lora-support"].DependsOn, refs["llama-lora-pool"].Suffix)
+}
+
+// TestTheInstalledRewriteCRDKeepsEveryField: the Platform's InferenceModelRewrite CRD has each
+// field a split's rewrite sets, or the API server would prune it (v1.2.0's CRD has "split" where
+// the rewrite, as the EPPs that read it decode it, has "targets").
+func TestTheInstalledRewriteCRDKeepsEveryField(t *testing.T) {
+	objects, err := platform.Render(&platform.Spec{})
+	require.NoError(t, err)
+	var schema map[string]any
+	for _, o := range objects {
+		if o.Object.GetKind() == "CustomResourceDefinition" && o.Object.GetName() == "inferencemodelrewrites.inference.networking.x-k8s.io" {
+			versions, _, _ := unstructured.NestedSlice(o.Object.Object, "spec", "versions")
+			schema, _, _ = unstructured.NestedMap(versions[0].(map[string]any), "schema", "openAPIV3Schema")
+		}
+	}
+	require.NotNil(t, schema, "the Platform installs the InferenceModelRewrite CRD")
+	rewrite := objectOf[*render.InferenceModelRewrite](t, story(t, loraStory), "llama-lora-support")
+	data, err := json.Marshal(rewrite)
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(data, &obj))
+	delete(obj, "metadata")
+	assertKnownFields(t, "", obj, schema)
+}
+
+// assertKnownFields fails on each field of value its structural schema does not declare.
+func assertKnownFields(t *testing.T, path string, value any, schema map[string]any) {
+	t.Helper()
+	switch v := value.(type) {
+	case map[string]any:
+		props, _ := schema["properties"].(map[string]any)
+		for k, child := range v {
+			if path == "" && (k == "apiVersion" || k == "kind") {
+				continue
+			}
+			sub, ok := props[k].(map[string]any)
+			if !assert.True(t, ok, "%s.%s is not in the installed CRD: the API server prunes it", path, k) {
+				continue
+			}
+			assertKnownFields(t, path+"."+k, child, sub)
+		}
+	case []any:
+		items, _ := schema["items"].(map[string]any)
+		for i, child := range v {
+			assertKnownFields(t, fmt.Sprintf("%s[%d]", path, i), child, items)
+		}
+	}
 }

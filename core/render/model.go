@@ -279,6 +279,11 @@ type ModelSummary struct {
 	Streamed bool
 	// CompileCache is the compile cache's claim, "" for none.
 	CompileCache string
+	// Adapters are the model's LoRA adapters by name, AdapterList their ConfigMap ("" for none),
+	// Splits its adapter splits.
+	Adapters    []string
+	AdapterList string
+	Splits      []api.AdapterSplit
 }
 
 func summarizeModels(t *Tree) []ModelSummary {
@@ -300,6 +305,12 @@ func summarizeModels(t *Tree) []ModelSummary {
 		}
 		if m.CompileCache != nil {
 			ms.CompileCache = api.CompileCacheName(t.Service.Name, owner)
+		}
+		if m.HasAdapters() {
+			for _, a := range m.Adapters {
+				ms.Adapters = append(ms.Adapters, a.Name)
+			}
+			ms.AdapterList, ms.Splits = api.AdaptersConfigMapName(t.Service.Name, owner), m.AdapterSplits
 		}
 		out = append(out, ms)
 	}
@@ -329,6 +340,17 @@ func DescribeModel(m ModelSummary) string {
 	line := fmt.Sprintf("%s: %s, %s, served as %s", strings.Join(m.Roles, ", "), from, where, m.ServedName)
 	if m.CompileCache != "" {
 		line += "; compile cache " + m.CompileCache
+	}
+	if len(m.Adapters) > 0 {
+		line += fmt.Sprintf("; LoRA adapters %s (fetched by the same Job, listed in ConfigMap %s, loaded by each server's %s)",
+			strings.Join(m.Adapters, ", "), m.AdapterList, api.LoRALoaderContainerName)
+	}
+	for _, split := range m.Splits {
+		targets := make([]string, len(split.Targets))
+		for i, t := range split.Targets {
+			targets[i] = fmt.Sprintf("%s %d", t.Adapter, t.Weight)
+		}
+		line += fmt.Sprintf("; split %s: %s", split.Name, strings.Join(targets, ", "))
 	}
 	return line
 }

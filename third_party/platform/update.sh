@@ -9,6 +9,9 @@ LWS=v0.9.0
 VOLCANO=v1.14.1
 KEDA=v2.21.0
 GIE=v1.2.0
+# the router CRDs of the Endpoint Pickers that read them (GIE v1.5.0, llm-d-router v0.10.0):
+# v1.5.0 renamed an InferenceModelRewrite rule's "split" to "targets", which v1.2.0's CRD prunes
+GIE_ROUTER_CRDS=v1.5.0
 PROMETHEUS_OPERATOR=v0.88.0
 
 out=third_party/platform
@@ -37,10 +40,15 @@ kubectl kustomize "$tmp/keda/default" | sed "s|\(ghcr.io/kedacore/keda[a-z-]*\):
 # release gie-v1.2.0) and the router CRDs (InferenceObjective, InferenceModelRewrite:
 # inference.networking.x-k8s.io/v1alpha2), from GIE's module.
 src=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE)
-for f in inference.networking.k8s.io_inferencepools inference.networking.x-k8s.io_inferencepools \
-	inference.networking.x-k8s.io_inferenceobjectives inference.networking.x-k8s.io_inferencemodelrewrites; do
-	printf -- '---\n' && cat "$src/config/crd/bases/$f.yaml"
-done >"$out/inference-extension.yaml"
+routersrc=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE_ROUTER_CRDS)
+{
+	for f in inference.networking.k8s.io_inferencepools inference.networking.x-k8s.io_inferencepools; do
+		printf -- '---\n' && cat "$src/config/crd/bases/$f.yaml"
+	done
+	for f in inference.networking.x-k8s.io_inferenceobjectives inference.networking.x-k8s.io_inferencemodelrewrites; do
+		printf -- '---\n' && cat "$routersrc/config/crd/bases/$f.yaml"
+	done
+} >"$out/inference-extension.yaml"
 
 # prometheus-operator: the PodMonitor CRD, the one kind the project emits.
 src=$(dir github.com/prometheus-operator/prometheus-operator $PROMETHEUS_OPERATOR)
@@ -53,6 +61,7 @@ for f in lws volcano keda inference-extension prometheus-operator; do
 done
 
 for m in sigs.k8s.io/lws@$LWS volcano.sh/volcano@$VOLCANO github.com/kedacore/keda/v2@$KEDA \
-	sigs.k8s.io/gateway-api-inference-extension@$GIE github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
+	sigs.k8s.io/gateway-api-inference-extension@$GIE sigs.k8s.io/gateway-api-inference-extension@$GIE_ROUTER_CRDS \
+	github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
 	echo "$m"
 done >"$out/versions.txt"
