@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -71,6 +72,9 @@ type image struct {
 	command string
 	binary  binary
 	run     func(run *containerRun) (args, env []string, err error)
+	// execArgs maps the arguments of an exec probe that runs the program itself, as run maps the
+	// container's; nil: the suite runs no exec probe of the image.
+	execArgs func(run *containerRun, words []string) ([]string, error)
 }
 
 // images are the container images the suite has programs for. llm-d-inference-sim stands for
@@ -82,7 +86,8 @@ var images = []image{
 	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, run: containerCommand},
 	{repository: "gateway-api-inference-extension/lwepp", tag: GIELightweightEndpointPickerVersion, binary: gieLightweightEndpointPicker,
 		run: containerCommand},
-	{repository: imageRepository(render.DownloaderImage), command: render.LoRALoaderCommand, binary: loraLoader, run: loraLoaderCommand},
+	{repository: imageRepository(render.DownloaderImage), command: render.LoRALoaderCommand, binary: loraLoader, run: loraLoaderCommand,
+		execArgs: loraLoaderArgs},
 }
 
 // imageRepository is an image reference's repository, without its registry, tag and digest.
@@ -394,7 +399,7 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 	if err != nil {
 		return p, nil, nil, err
 	}
-	run := &containerRun{k: k, pod: pod, container: container, ports: p.Ports, mounts: map[string]string{}}
+	run := &containerRun{k: k, pod: pod, container: container, image: im, binary: binary, ports: p.Ports, mounts: map[string]string{}}
 	for _, port := range container.Ports {
 		if _, err := run.listen(port.ContainerPort); err != nil {
 			return p, nil, nil, err
@@ -448,8 +453,8 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 }
 
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
-// a gRPC health check or a TCP connection to its program; with none, until its declared ports
-// accept), then reports the pod Ready, as the kubelet's prober does. It probes until the first
+// a gRPC health check or a TCP connection to its program, or an exec of the program itself; with
+// none, until its declared ports accept), then reports the pod Ready, as the kubelet's prober does. It probes until the first
 // pass only: the suite's programs do not become unready on their own.
 func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -548,6 +553,22 @@ func (run *containerRun) probe(ctx context.Context) error {
 			}
 			if resp.Status != healthpb.HealthCheckResponse_SERVING {
 				return fmt.Errorf("gRPC health: %s", resp.Status)
+			}
+			return nil
+		}
+	case probe.Exec != nil:
+		words := probe.Exec.Command
+		if len(words) == 0 || run.image.execArgs == nil || path.Base(words[0]) != run.image.command {
+			return fmt.Errorf("the exec probe %q: the suite runs exec probes of the container's own program only", words)
+		}
+		args, err := run.image.execArgs(run, words[1:])
+		if err != nil {
+			return err
+		}
+		check = func() error {
+			out, err := exec.CommandContext(ctx, run.binary, args...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
 			}
 			return nil
 		}
@@ -737,6 +758,8 @@ type containerRun struct {
 	k         *containers
 	pod       *corev1.Pod
 	container *corev1.Container
+	image     image
+	binary    string            // the program's file
 	ports     map[int32]int     // container port -> loopback port
 	mounts    map[string]string // mount path -> directory
 }
@@ -986,32 +1009,52 @@ func modelServerCommand(run *containerRun) ([]string, []string, error) {
 }
 
 // loraLoaderCommand is the LoRA loader sidecar's command line (containerCommand's) with what its
-// pod's network gives it mapped to this machine: its server at localhost, the pod's own network,
-// is the server's forwarder at the pod's address; its readiness endpoint (--listen, at the port
-// its readiness probe asks) listens on a loopback port of its own, which the probe then reaches.
+// pod's network gives it mapped to this machine (loraLoaderArgs).
 func loraLoaderCommand(run *containerRun) ([]string, []string, error) {
 	args, env, err := containerCommand(run)
 	if err != nil {
 		return nil, nil, err
 	}
+	args, err = loraLoaderArgs(run, args)
+	return args, env, err
+}
+
+// loraLoaderDefaultListen is the loader's --listen default (cmd/fusioninfer-lora-loader).
+const loraLoaderDefaultListen = ":8091"
+
+// loraLoaderArgs maps the loader's arguments, its container's or its exec readiness probe's
+// (`fusioninfer-lora-loader --probe`, which asks the running loader at --listen): its server at
+// localhost, the pod's own network, is the server's forwarder at the pod's address; its --listen
+// port is a loopback port of the container's own, the same for the loader and its probe.
+func loraLoaderArgs(run *containerRun, args []string) ([]string, error) {
+	args = slices.Clone(args)
 	if server, found := vllm.FlagValue(args, "--server"); found {
 		u, err := url.Parse(server)
 		if err != nil {
-			return nil, nil, fmt.Errorf("the loader's --server %q: %w", server, err)
+			return nil, fmt.Errorf("the loader's --server %q: %w", server, err)
 		}
 		if host := u.Hostname(); host == "localhost" || host == "127.0.0.1" {
 			u.Host = net.JoinHostPort(run.pod.Status.PodIP, u.Port())
 			args = append(args, "--server", u.String()) // the last of a flag's values counts (Go's flag)
 		}
 	}
-	if probe := run.container.ReadinessProbe; probe != nil && probe.HTTPGet != nil && probe.HTTPGet.Port.Type == intstr.Int {
-		port, err := run.listen(probe.HTTPGet.Port.IntVal)
-		if err != nil {
-			return nil, nil, err
-		}
-		args = append(args, "--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	listen, found := vllm.FlagValue(args, "--listen")
+	if !found {
+		listen = loraLoaderDefaultListen
 	}
-	return args, env, nil
+	_, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("the loader's --listen %q: %w", listen, err)
+	}
+	containerPort, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("the loader's --listen %q: %w", listen, err)
+	}
+	port, err := run.listen(int32(containerPort))
+	if err != nil {
+		return nil, err
+	}
+	return append(args, "--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))), nil
 }
 
 // flagValues are the values of a flag that takes several (argparse's nargs="+"): the words after

@@ -113,10 +113,15 @@ func TestLoRALoaderRunsWithTheRenderedArguments(t *testing.T) {
 	assert.Equal(t, config.Data[render.AdapterListFile], string(data))
 	server, _ := vllm.FlagValue(args, "--server")
 	assert.Equal(t, "http://127.20.0.7:8000", server, "the server of its own pod")
-	port, err := run.probePort(loader.ReadinessProbe.HTTPGet.Port)
-	require.NoError(t, err, "the readiness probe's port is the loader's")
 	listen, _ := vllm.FlagValue(args, "--listen")
-	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(port), listen)
+	assert.Regexp(t, `^127\.0\.0\.1:[0-9]+$`, listen, "it listens on a loopback port of its own")
+	probe := loader.ReadinessProbe.Exec
+	require.NotNil(t, probe, "its readiness probe runs the loader")
+	probeArgs, err := im.execArgs(run, probe.Command[1:])
+	require.NoError(t, err)
+	asked, _ := vllm.FlagValue(probeArgs, "--listen")
+	assert.Equal(t, listen, asked, "the probe asks the loader where it listens")
+	assert.Contains(t, probeArgs, "--probe")
 }
 
 // A ConfigMap volume follows its ConfigMap, as the kubelet refreshes a mounted ConfigMap (not
