@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -301,5 +302,32 @@ func TestPreStopSleep(t *testing.T) {
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Lifecycle: hook})
 		}
 		assert.Equal(t, tc.want, preStopSleep(pod), tc.name)
+	}
+}
+
+// An exec readiness probe runs the container's own program (the LoRA loader's `--probe`) and
+// passes when it exits 0; a probe of another program is refused, not taken for a pass.
+func TestExecProbeRunsTheContainersProgram(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u"}}
+	for _, tc := range []struct {
+		name, binary string
+		command      []string
+		ready        bool
+	}{
+		{"the program says ready", "/bin/true", []string{"loader", "--probe"}, true},
+		{"the program says not ready", "/bin/false", []string{"/usr/local/bin/loader", "--probe"}, false},
+		{"another program", "/bin/true", []string{"sh", "-c", "true"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			container := &corev1.Container{Name: "c", ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				Exec: &corev1.ExecAction{Command: tc.command}}}}
+			run := testRun(t, pod, container, nil)
+			run.image = image{command: "loader", execArgs: func(_ *containerRun, words []string) ([]string, error) { return words, nil }}
+			run.binary = tc.binary
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err := run.probe(ctx)
+			assert.Equal(t, tc.ready, err == nil, "%v", err)
+		})
 	}
 }
