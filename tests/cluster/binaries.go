@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// A binary is a program built from one of the wrapper modules in modules/.
+// A binary is a program built from one of the wrapper modules in modules/, or from this checkout.
 type binary struct {
 	name    string // the cached file's name
-	module  string // the folder in modules/
+	module  string // the folder in modules/; "" for this checkout's own module
 	pkg     string // the Go package of its main
 	version string
 }
@@ -41,6 +41,7 @@ var (
 	inferenceSim                 = binary{"llm-d-inference-sim", "inference-sim", "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim", InferenceSimVersion}
 	gieEndpointPicker            = binary{"gie-epp", "gie-epp-v1.5.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
 	gieLightweightEndpointPicker = binary{"gie-lwepp", "gie-lwepp-v1.6.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/lwepp", GIELightweightEndpointPickerVersion}
+	loraLoader                   = binary{"fusioninfer-lora-loader", "", "./cmd/fusioninfer-lora-loader", "checkout"}
 )
 
 // buildEnvironment is what a wrapper module's build adds to this process's environment:
@@ -71,6 +72,9 @@ func moduleDir(module string) string {
 // build builds the binary once: it is kept in the user cache under the hash of its module's
 // go.sum, and the Go build cache makes a rebuild after a change cheap.
 func (b binary) build() (string, error) {
+	if b.module == "" {
+		return b.buildFromCheckout()
+	}
 	dir := moduleDir(b.module)
 	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
 	if err != nil {
@@ -117,12 +121,50 @@ func (b binary) build() (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
+// checkoutPrograms is where this process keeps the programs it built from this checkout (which
+// changes under it, so no go.sum names a build), removed when its cluster stops.
+var checkoutPrograms = struct {
+	sync.Mutex
+	dir string
+}{dir: filepath.Join(os.TempDir(), fmt.Sprintf("fusioninfer-checkout-programs-%d", os.Getpid()))}
+
+// buildFromCheckout builds a program of this checkout once for this process (the Go build cache
+// makes it seconds).
+func (b binary) buildFromCheckout() (string, error) {
+	checkoutPrograms.Lock()
+	defer checkoutPrograms.Unlock()
+	path := filepath.Join(checkoutPrograms.dir, b.name)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	_, here, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", path, b.pkg)
+	cmd.Dir = filepath.Join(filepath.Dir(here), "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
+	}
+	return path, nil
+}
+
+// removeCheckoutPrograms removes what buildFromCheckout built.
+func removeCheckoutPrograms() {
+	checkoutPrograms.Lock()
+	defer checkoutPrograms.Unlock()
+	_ = os.RemoveAll(checkoutPrograms.dir)
+}
+
 // programs are every program the suites run, in the order make conformance and make e2e first
-// need them (BuildPrograms).
+// need them (BuildPrograms), but those of this checkout, which each suite's process builds.
 func programs() []binary {
-	return append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
+	var out []binary
+	for _, b := range append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
 		volcanoScheduler, volcanoControllers, kwok, kedaOperator, kedaAdapter, karpenterKwok},
-		append(containerPrograms(), lwsControllers["v0.8.0"])...)
+		append(containerPrograms(), lwsControllers["v0.8.0"])...) {
+		if b.module != "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // BuildPrograms builds every program the suites run into the user cache, at most parallel at

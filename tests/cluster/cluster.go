@@ -325,6 +325,7 @@ func (c *Cluster) Stop(keepLogs bool) {
 		}
 	}
 	c.removePodNetwork()
+	removeCheckoutPrograms()
 	if keepLogs {
 		Progress("stopped %v; logs kept in %s", c.names, c.Dir)
 		return

@@ -12,8 +12,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -36,6 +38,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
@@ -61,11 +64,18 @@ const containerFinalizer = "e2e.fusioninfer.io/containers"
 const ModelServerArgsAnnotation = "e2e.fusioninfer.io/model-server-args"
 
 // image is what a program stands for: an image repository (without its registry) at a tag, ""
-// for every tag, and the processes the program runs as for a container of it.
+// for every tag, and the processes the program runs as for a container of it. An image that
+// holds several programs has an entry for each, told apart by the container's command.
 type image struct {
 	repository, tag string
-	binary          binary
-	launches        func(run *containerRun) ([]launch, error)
+	// command is the program of the image the container runs (its command's first word, a path
+	// or a name on the image's PATH); "" for the image's entrypoint.
+	command  string
+	binary   binary
+	launches func(run *containerRun) ([]launch, error)
+	// execArgs maps the arguments of an exec probe that runs the program itself, as launches maps
+	// the container's; nil: the suite runs no exec probe of the image.
+	execArgs func(run *containerRun, words []string) ([]string, error)
 }
 
 // launch is one process of a container: its arguments and variables, the container ports it
@@ -80,12 +90,34 @@ type launch struct {
 const noRank = -1
 
 // images are the container images the suite has programs for. llm-d-inference-sim stands for
-// every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release.
+// every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release; the LoRA
+// loader sidecar (the downloader's image at any tag: this project's release) is the loader of
+// this checkout.
 var images = []image{
 	{repository: "vllm/vllm-openai", binary: inferenceSim, launches: modelServerLaunches},
 	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, launches: containerLaunch},
 	{repository: "gateway-api-inference-extension/lwepp", tag: GIELightweightEndpointPickerVersion, binary: gieLightweightEndpointPicker,
 		launches: containerLaunch},
+	{repository: imageRepository(render.DownloaderImage), command: render.LoRALoaderCommand, binary: loraLoader, launches: loraLoaderLaunch,
+		execArgs: loraLoaderArgs},
+}
+
+// imageRepository is an image reference's repository, without its registry, tag and digest.
+func imageRepository(ref string) string {
+	name, _ := splitImage(ref)
+	if first, rest, ok := strings.Cut(name, "/"); ok && strings.ContainsAny(first, ".:") {
+		return rest
+	}
+	return name
+}
+
+// splitImage is an image reference's name (registry/repository) and tag ("" for none).
+func splitImage(ref string) (name, tag string) {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, ""
 }
 
 // containerPrograms are the binaries of images.
@@ -97,15 +129,17 @@ func containerPrograms() []binary {
 	return out
 }
 
-// imageOf is the entry of images for an image reference (registry/repository:tag@digest).
-func imageOf(ref string) (image, bool) {
-	ref, _, _ = strings.Cut(ref, "@")
-	name, tag := ref, ""
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		name, tag = ref[:i], ref[i+1:]
+// programOf is the entry of images for a container: its image reference
+// (registry/repository:tag@digest) and, for an image of several programs, its command.
+func programOf(c *corev1.Container) (image, bool) {
+	name, tag := splitImage(c.Image)
+	command := ""
+	if len(c.Command) > 0 {
+		command = path.Base(c.Command[0])
 	}
 	for _, im := range images {
-		if (name == im.repository || strings.HasSuffix(name, "/"+im.repository)) && (im.tag == "" || tag == im.tag) {
+		if (name == im.repository || strings.HasSuffix(name, "/"+im.repository)) && (im.tag == "" || tag == im.tag) &&
+			(im.command == "" || command == im.command) {
 			return im, true
 		}
 	}
@@ -113,10 +147,15 @@ func imageOf(ref string) (image, bool) {
 }
 
 // programImagePattern is a regular expression an image reference matches when a program stands
-// for it, as imageOf decides.
+// for the image's entrypoint, as programOf decides. kwok's selector uses it: a pod of a program
+// that is another's sidecar (the LoRA loader) is picked by its server's image, and a pod of the
+// image's other programs (the download Job's) is left to kwok, which runs it to completion.
 func programImagePattern() string {
 	var alternatives []string
 	for _, im := range images {
+		if im.command != "" {
+			continue
+		}
 		tag := `(:[^/@]+)?`
 		if im.tag != "" {
 			tag = ":" + regexp.QuoteMeta(im.tag)
@@ -225,6 +264,8 @@ type containers struct {
 	pods      map[types.UID]*podRun
 	processes []*ContainerProcess
 	changed   chan struct{} // closed and replaced when processes changes
+	// configMapDirs are the directories of the ConfigMap volumes mounted, by namespace/name.
+	configMapDirs map[string][]string
 }
 
 // podRun is what runs for one pod.
@@ -275,9 +316,16 @@ func (c *Cluster) startContainers(ctx context.Context) error {
 		cancel()
 		return err
 	}
+	configMaps := factory.Core().V1().ConfigMaps().Informer()
+	if _, err := configMaps.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { k.configMapChanged(obj.(*corev1.ConfigMap)) },
+	}); err != nil {
+		cancel()
+		return err
+	}
 	factory.Start(ctx.Done())
 	c.containers = k
-	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp)",
+	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp; LoRA loader: this checkout's)",
 		InferenceSimVersion, GIEEndpointPickerVersion, GIELightweightEndpointPickerVersion)
 	return nil
 }
@@ -304,7 +352,7 @@ func (k *containers) reconcile(pod *corev1.Pod, deleted bool) {
 
 func hasProgram(pod *corev1.Pod) bool {
 	for _, c := range pod.Spec.Containers {
-		if _, ok := imageOf(c.Image); ok {
+		if _, ok := programOf(&c); ok {
 			return true
 		}
 	}
@@ -324,7 +372,7 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 	var started []*containerRun
 	for i := range pod.Spec.Containers {
 		container := &pod.Spec.Containers[i]
-		im, ok := imageOf(container.Image)
+		im, ok := programOf(container)
 		if !ok {
 			continue
 		}
@@ -370,7 +418,7 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	run := &containerRun{k: k, pod: pod, container: container, ports: map[int32]int{}, mounts: map[string]string{}}
+	run := &containerRun{k: k, pod: pod, container: container, image: im, binary: binary, ports: map[int32]int{}, mounts: map[string]string{}}
 	for _, port := range container.Ports {
 		if _, err := run.listen(port.ContainerPort); err != nil {
 			return nil, nil, nil, err
@@ -463,12 +511,12 @@ func (p *ContainerProcess) Stop(grace time.Duration) {
 }
 
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
-// a gRPC health check or a TCP connection to its program; with none, until its declared ports
-// accept), then reports the pod Ready, as the kubelet's prober does. It then goes on probing every
-// periodSeconds, as the kubelet's probe worker does (k8s.io/kubernetes pkg/kubelet/prober/
-// worker.go doProbe): failureThreshold failures in a row report the pod not Ready,
-// successThreshold passes Ready again; a container without a readiness probe stays ready. A pod
-// being deleted is no longer probed.
+// a gRPC health check, a TCP connection to its program, or an exec of the program itself; with
+// none, until its declared ports accept), then reports the pod Ready, as the kubelet's prober does.
+// It then goes on probing every periodSeconds, as the kubelet's probe worker does
+// (k8s.io/kubernetes pkg/kubelet/prober/worker.go doProbe): failureThreshold failures in a row
+// report the pod not Ready, successThreshold passes Ready again; a container without a readiness
+// probe stays ready. A pod being deleted is no longer probed.
 func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -654,6 +702,25 @@ func (run *containerRun) readinessCheck() (func() error, error) {
 			}
 			if resp.Status != healthpb.HealthCheckResponse_SERVING {
 				return fmt.Errorf("gRPC health: %s", resp.Status)
+			}
+			return nil
+		}
+	case probe.Exec != nil:
+		words := probe.Exec.Command
+		if len(words) == 0 || run.image.execArgs == nil || path.Base(words[0]) != run.image.command {
+			return nil, fmt.Errorf("the exec probe %q: the suite runs exec probes of the container's own program only", words)
+		}
+		args, err := run.image.execArgs(run, words[1:])
+		if err != nil {
+			return nil, err
+		}
+		timeout := time.Duration(max(probe.TimeoutSeconds, 1)) * time.Second // the kubelet's default: 1 s
+		check = func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, run.binary, args...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
 			}
 			return nil
 		}
@@ -848,6 +915,8 @@ type containerRun struct {
 	k         *containers
 	pod       *corev1.Pod
 	container *corev1.Container
+	image     image
+	binary    string            // the program's file
 	ports     map[int32]int     // container port -> loopback port
 	mounts    map[string]string // mount path -> directory
 }
@@ -872,7 +941,8 @@ func (run *containerRun) scratch(name string) string {
 }
 
 // mountVolumes makes a directory for each volume the container mounts: a ConfigMap's keys as
-// files (read once, at start), an emptyDir empty. Other volume kinds are refused.
+// files, rewritten when the ConfigMap changes (configMapChanged), an emptyDir empty. Other volume
+// kinds are refused.
 func (run *containerRun) mountVolumes() error {
 	for _, mount := range run.container.VolumeMounts {
 		var volume *corev1.Volume
@@ -891,16 +961,52 @@ func (run *containerRun) mountVolumes() error {
 			if err != nil {
 				return fmt.Errorf("volume %s: %w", mount.Name, err)
 			}
-			for key, value := range cm.Data {
-				if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o644); err != nil {
-					return err
+			if err := writeConfigMap(dir, cm); err != nil {
+				return err
+			}
+			if mount.SubPath == "" { // the kubelet never refreshes a subPath mount
+				run.k.mu.Lock()
+				if run.k.configMapDirs == nil {
+					run.k.configMapDirs = map[string][]string{}
 				}
+				key := cm.Namespace + "/" + cm.Name
+				run.k.configMapDirs[key] = append(run.k.configMapDirs[key], dir)
+				run.k.mu.Unlock()
 			}
 		case volume.EmptyDir != nil:
 		default:
 			return fmt.Errorf("volume %s: the suite mounts ConfigMaps and emptyDirs only", mount.Name)
 		}
 		run.mounts[mount.MountPath] = filepath.Join(dir, mount.SubPath)
+	}
+	return nil
+}
+
+// configMapChanged rewrites the directories of a changed ConfigMap's volumes, as the kubelet
+// refreshes a mounted ConfigMap (here at the change, not within its sync period of about a
+// minute).
+func (k *containers) configMapChanged(cm *corev1.ConfigMap) {
+	k.mu.Lock()
+	dirs := slices.Clone(k.configMapDirs[cm.Namespace+"/"+cm.Name])
+	k.mu.Unlock()
+	for _, dir := range dirs {
+		if err := writeConfigMap(dir, cm); err != nil && k.log != nil {
+			k.logf("ConfigMap %s/%s into %s: %v", cm.Namespace, cm.Name, dir, err)
+		}
+	}
+}
+
+// writeConfigMap writes a ConfigMap's keys as files of dir, each replaced whole (a reader never
+// sees half a file, as the kubelet's atomic writer swaps the volume's files at once).
+func writeConfigMap(dir string, cm *corev1.ConfigMap) error {
+	for key, value := range cm.Data {
+		tmp := filepath.Join(dir, "."+key+".tmp")
+		if err := os.WriteFile(tmp, []byte(value), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, key)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -1150,6 +1256,57 @@ func (run *containerRun) modelServerLaunch(c *corev1.Container) (launch, error) 
 	}
 	l.args = append(args, strings.Fields(run.pod.Annotations[ModelServerArgsAnnotation])...)
 	return l, nil
+}
+
+// loraLoaderLaunch is the LoRA loader sidecar's one process: its command line (containerCommand's)
+// with what its pod's network gives it mapped to this machine (loraLoaderArgs).
+func loraLoaderLaunch(run *containerRun) ([]launch, error) {
+	args, env, err := containerCommand(run)
+	if err != nil {
+		return nil, err
+	}
+	if args, err = loraLoaderArgs(run, args); err != nil {
+		return nil, err
+	}
+	return []launch{{args: args, env: env, ports: slices.Sorted(maps.Keys(run.ports)), rank: noRank}}, nil
+}
+
+// loraLoaderDefaultListen is the loader's --listen default (cmd/fusioninfer-lora-loader).
+const loraLoaderDefaultListen = ":8091"
+
+// loraLoaderArgs maps the loader's arguments, its container's or its exec readiness probe's
+// (`fusioninfer-lora-loader --probe`, which asks the running loader at --listen): its server at
+// localhost, the pod's own network, is the server's forwarder at the pod's address; its --listen
+// port is a loopback port of the container's own, the same for the loader and its probe.
+func loraLoaderArgs(run *containerRun, args []string) ([]string, error) {
+	args = slices.Clone(args)
+	if server, found := vllm.FlagValue(args, "--server"); found {
+		u, err := url.Parse(server)
+		if err != nil {
+			return nil, fmt.Errorf("the loader's --server %q: %w", server, err)
+		}
+		if host := u.Hostname(); host == "localhost" || host == "127.0.0.1" {
+			u.Host = net.JoinHostPort(run.pod.Status.PodIP, u.Port())
+			args = append(args, "--server", u.String()) // the last of a flag's values counts (Go's flag)
+		}
+	}
+	listen, found := vllm.FlagValue(args, "--listen")
+	if !found {
+		listen = loraLoaderDefaultListen
+	}
+	_, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("the loader's --listen %q: %w", listen, err)
+	}
+	containerPort, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("the loader's --listen %q: %w", listen, err)
+	}
+	port, err := run.listen(int32(containerPort))
+	if err != nil {
+		return nil, err
+	}
+	return append(args, "--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))), nil
 }
 
 // flagValues are the values of a flag that takes several (argparse's nargs="+"): the words after

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // The programs that stand for images, and the command lines they are run with.
@@ -35,13 +38,120 @@ func TestImagesHavePrograms(t *testing.T) {
 		{"ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0", ""},
 		{"ghcr.io/llm-d-incubation/llm-d-fast-model-actuation/requester:v0.6.4", ""},
 	} {
-		im, ok := imageOf(tc.image)
+		im, ok := programOf(&corev1.Container{Image: tc.image})
 		assert.Equal(t, tc.program != "", ok, tc.image)
 		assert.Equal(t, tc.program, im.binary.name, tc.image)
 		matched, err := regexp.MatchString(programImagePattern(), tc.image)
 		require.NoError(t, err)
 		assert.Equal(t, ok, matched, "kwok's selector of the pods with programs agrees: %s", tc.image)
 	}
+	// The downloader's image holds two programs: the LoRA loader sidecar runs as the loader
+	// built from this checkout; the download Job's container is no program (kwok completes its pod),
+	// and kwok's selector picks neither (a loader's pod is picked by its server's image).
+	for _, tc := range []struct {
+		command []string
+		program string
+	}{
+		{[]string{render.LoRALoaderCommand}, "fusioninfer-lora-loader"},
+		{[]string{"/usr/local/bin/" + render.LoRALoaderCommand}, "fusioninfer-lora-loader"},
+		{[]string{render.DownloaderCommand}, ""},
+		{nil, ""},
+	} {
+		c := &corev1.Container{Image: render.DownloaderImage, Command: tc.command}
+		im, ok := programOf(c)
+		assert.Equal(t, tc.program != "", ok, tc.command)
+		assert.Equal(t, tc.program, im.binary.name, tc.command)
+		matched, err := regexp.MatchString(programImagePattern(), c.Image)
+		require.NoError(t, err)
+		assert.False(t, matched, "kwok's selector leaves the downloader's pods to kwok")
+	}
+}
+
+// The LoRA loader runs with the rendered sidecar's arguments: the adapter list under the
+// ConfigMap's directory, the server at its pod's address (localhost in a pod is the pod's
+// network), its readiness endpoint on a loopback port of its own that the probe reaches.
+func TestLoRALoaderRunsWithTheRenderedArguments(t *testing.T) {
+	svc := render.WithDefaults(&api.InferenceService{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: "llm"},
+		Spec: api.InferenceServiceSpec{
+			Model: &api.Model{Source: "hf://Qwen/Qwen3-8B", Cache: &api.ModelCache{Size: "20Gi", StorageClassName: "shared"},
+				Adapters: []api.LoRAAdapter{{Name: "sql", Source: "hf://org/sql-lora"}}},
+			Roles: []api.Role{{Name: "server", ComponentType: api.ComponentTypeWorker, Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "vllm", Image: "vllm/vllm-openai:v0.33.0", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}}}}}}}}})
+	tree, errs := render.Build(svc)
+	require.Empty(t, errs)
+	var template *corev1.PodSpec
+	var config *corev1.ConfigMap
+	for _, o := range tree.Objects {
+		switch obj := o.Object.(type) {
+		case *lwsv1.LeaderWorkerSet:
+			template = &obj.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+		case *corev1.ConfigMap:
+			if _, ok := obj.Data[render.AdapterListFile]; ok {
+				config = obj
+			}
+		}
+	}
+	require.NotNil(t, template)
+	require.NotNil(t, config)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "chat-server-0", Namespace: "llm", UID: "uid"}, Spec: *template,
+		Status: corev1.PodStatus{PodIP: "127.20.0.7"}}
+	var loader *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == render.LoRALoaderContainerName {
+			loader = &pod.Spec.Containers[i]
+		}
+	}
+	require.NotNil(t, loader)
+	im, ok := programOf(loader)
+	require.True(t, ok, "the loader's container has a program")
+	run := testRun(t, pod, loader, config)
+	launches, err := im.launches(run)
+	require.NoError(t, err)
+	require.Len(t, launches, 1, "the loader is one process")
+	args := launches[0].args
+	list, found := vllm.FlagValue(args, "--adapters")
+	require.True(t, found, "%v", args)
+	data, err := os.ReadFile(list)
+	require.NoError(t, err, "the adapter list is there")
+	assert.Equal(t, config.Data[render.AdapterListFile], string(data))
+	server, _ := vllm.FlagValue(args, "--server")
+	assert.Equal(t, "http://127.20.0.7:8000", server, "the server of its own pod")
+	listen, _ := vllm.FlagValue(args, "--listen")
+	assert.Regexp(t, `^127\.0\.0\.1:[0-9]+$`, listen, "it listens on a loopback port of its own")
+	probe := loader.ReadinessProbe.Exec
+	require.NotNil(t, probe, "its readiness probe runs the loader")
+	probeArgs, err := im.execArgs(run, probe.Command[1:])
+	require.NoError(t, err)
+	asked, _ := vllm.FlagValue(probeArgs, "--listen")
+	assert.Equal(t, listen, asked, "the probe asks the loader where it listens")
+	assert.Contains(t, probeArgs, "--probe")
+}
+
+// A ConfigMap volume follows its ConfigMap, as the kubelet refreshes a mounted ConfigMap (not
+// one mounted with subPath): a loader sees an adapter added by pulumi up.
+func TestConfigMapVolumesFollowTheirConfigMap(t *testing.T) {
+	config := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adapters"}, Data: map[string]string{"adapters.json": `{"adapters": []}`}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u"}, Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "list", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "adapters"}}}}},
+		Containers: []corev1.Container{{Name: "c", VolumeMounts: []corev1.VolumeMount{{Name: "list", MountPath: "/etc/list"}}}}}}
+	run := testRun(t, pod, &pod.Spec.Containers[0], config)
+	require.NoError(t, run.mountVolumes())
+	file := filepath.Join(run.mounts["/etc/list"], "adapters.json")
+	changed := config.DeepCopy()
+	changed.Namespace = "n"
+	changed.Data["adapters.json"] = `{"adapters": [{"name": "sql", "path": "/models/sql"}]}`
+	run.k.configMapChanged(changed)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, changed.Data["adapters.json"], string(data))
+	other := changed.DeepCopy()
+	other.Namespace = "elsewhere"
+	other.Data["adapters.json"] = "{}"
+	run.k.configMapChanged(other)
+	data, err = os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, changed.Data["adapters.json"], string(data), "another namespace's ConfigMap of the name is not this pod's")
 }
 
 // The Endpoint Picker runs with the rendered Deployment's arguments, its configuration file's path
@@ -120,6 +230,12 @@ func TestModelServerCommandFromVLLM(t *testing.T) {
 		annotation: "--time-to-first-token=10ms --enable-kvcache",
 		want: append(append([]string{"--model", "m", "--port", "PORT"}, base...), "--served-model-name", "a", "b",
 			"--lora-modules", `{"base_model_name":"m","name":"sql","path":"/adapters/sql"}`, "--time-to-first-token=10ms", "--enable-kvcache"),
+	}, {
+		// the sim serves LoRA always (its load and unload endpoints, pkg/communication/http.go) and
+		// has no rank: --max-loras, its adapters a batch may mix, is what it reads
+		name: "LoRA on, as the adapters' servers are rendered",
+		args: []string{"--model", "m", "--enable-lora", "--max-loras", "2", "--max-lora-rank", "16"}, port: 8000,
+		want: append(append([]string{"--model", "m", "--port", "PORT"}, base...), "--max-loras", "2"),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u",
@@ -217,5 +333,35 @@ func TestModelServerLaunchesOneSimPerDataParallelRank(t *testing.T) {
 		assert.Equal(t, []string{"--model", "Qwen/Qwen3-8B", "--port", strconv.Itoa(run.ports[port]), "--force-dummy-tokenizer", "--zmq-endpoint=",
 			"--max-num-seqs", "4", "--data-parallel-rank", strconv.Itoa(2 + i)}, l.args)
 		assert.Contains(t, l.env, "POD_NAME=chat-server-0-1")
+	}
+}
+
+// An exec readiness probe runs the container's own program (the LoRA loader's `--probe`) and
+// passes when it exits 0; a probe of another program is refused, not taken for a pass.
+func TestExecProbeRunsTheContainersProgram(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u"}}
+	for _, tc := range []struct {
+		name, binary string
+		command      []string
+		ready        bool
+	}{
+		{"the program says ready", "/bin/true", []string{"loader", "--probe"}, true},
+		{"the program says not ready", "/bin/false", []string{"/usr/local/bin/loader", "--probe"}, false},
+		{"another program", "/bin/true", []string{"sh", "-c", "true"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			container := &corev1.Container{Name: "c", ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				Exec: &corev1.ExecAction{Command: tc.command}}}}
+			run := testRun(t, pod, container, nil)
+			run.image = image{command: "loader", execArgs: func(_ *containerRun, words []string) ([]string, error) { return words, nil }}
+			run.binary = tc.binary
+			check, err := run.readinessCheck()
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				err = run.probe(ctx, check)
+			}
+			assert.Equal(t, tc.ready, err == nil, "%v", err)
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,11 @@ type Record struct {
 	// model server's own name for itself (llm-d-inference-sim's x-inference-pod header).
 	Picked      []string
 	Served, Pod string
+	// Model is the model the request named as it reached the model server: its body's "model"
+	// after the EPP's rewrite (an InferenceModelRewrite's target). The EPP puts the name the
+	// client asked for back into the response (GIE v1.5.0 pkg/epp/handlers/server.go
+	// rewriteModelName), so the client never sees it.
+	Model       string
 	PickLatency time.Duration
 	// EPP is the address of the Endpoint Picker that decided, ip:port.
 	EPP string
@@ -264,6 +270,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	rec.Accepted, rec.Served, rec.Pod = true, endpoint, resp.Header.Get("x-inference-pod")
+	var sent struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(body, &sent) == nil {
+		rec.Model = sent.Model
+	}
 	if err := g.respond(w, resp, ex, endpoint); err != nil {
 		rec.Err = err.Error()
 		panic(http.ErrAbortHandler) // the client sees the connection reset, as from Envoy

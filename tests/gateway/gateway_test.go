@@ -53,6 +53,7 @@ func TestGatewayFollowsTheEndpointPickerProtocol(t *testing.T) {
 		wantStatus: 200, wantServed: 1,
 		check: func(t *testing.T, rec Record, got *upstreamRequest, response http.Header) {
 			assert.Equal(t, `{"model":"rewritten"}`, got.body, "the body the EPP sent back")
+			assert.Equal(t, "rewritten", rec.Model, "the model the server was asked for, recorded")
 			assert.Equal(t, "true", response.Get("x-epp-saw-response"), "the EPP's change of the response headers")
 			assert.Equal(t, got.server, got.header.Get(metadata.DestinationEndpointKey), "the destination header reaches the server")
 			assert.True(t, rec.Completed)

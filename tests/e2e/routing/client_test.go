@@ -25,7 +25,10 @@ type response struct {
 	status int
 	// pod is the server that answered: llm-d-inference-sim's x-inference-pod header, which the
 	// gateway passes back.
-	pod         string
+	pod string
+	// model is the model the response names (its "model"): the name the client asked for, even
+	// when the Endpoint Picker rewrote it (the gateway's Record.Model has the target).
+	model       string
 	ttft, total time.Duration
 	// cachedTokens are the prompt tokens the server found in its KV cache (usage.prompt_tokens_details).
 	cachedTokens, promptTokens int
@@ -65,6 +68,7 @@ func post(url string, body map[string]any, stream bool) response {
 		} `json:"prompt_tokens_details"`
 	}
 	var chunk struct {
+		Model   string            `json:"model"`
 		Choices []json.RawMessage `json:"choices"`
 		Usage   *usage            `json:"usage"`
 	}
@@ -80,6 +84,7 @@ func post(url string, body map[string]any, stream bool) response {
 			out.err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
 		} else if err == nil {
 			out.err = json.Unmarshal(data, &chunk)
+			out.model = chunk.Model
 			record(chunk.Usage)
 		}
 		return out
@@ -94,6 +99,9 @@ func post(url string, body map[string]any, stream bool) response {
 		if err := json.Unmarshal([]byte(line), &chunk); err != nil {
 			out.err = err
 			break
+		}
+		if chunk.Model != "" {
+			out.model = chunk.Model
 		}
 		if len(chunk.Choices) > 0 && out.ttft == 0 {
 			out.ttft = time.Since(start)

@@ -41,6 +41,11 @@ const simulatedGPU = "--latency-calculator=per-token --prefill-overhead=20ms --p
 // server is a vLLM pod template of one GPU serving model on its "http" port 8000, with
 // simulatedGPU; annotations are added to the pod's.
 func server(annotations map[string]string, args ...string) k8scorev1.PodTemplateSpecInput {
+	return serverOf(annotations, append([]string{"--model", model}, args...)...)
+}
+
+// serverOf is server with vLLM's arguments as given: a service with spec.model names the model.
+func serverOf(annotations map[string]string, args ...string) k8scorev1.PodTemplateSpecInput {
 	podAnnotations := pulumi.StringMap{testcluster.ModelServerArgsAnnotation: pulumi.String(simulatedGPU)}
 	for k, v := range annotations {
 		podAnnotations[k] = pulumi.String(v)
@@ -49,7 +54,7 @@ func server(annotations map[string]string, args ...string) k8scorev1.PodTemplate
 		Metadata: &k8smetav1.ObjectMetaArgs{Annotations: podAnnotations},
 		Spec: &k8scorev1.PodSpecArgs{Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
 			Name: pulumi.String("vllm"), Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
-			Args: pulumi.ToStringArray(append([]string{"--model", model, "--max-model-len", "8192"}, args...)),
+			Args: pulumi.ToStringArray(append([]string{"--max-model-len", "8192"}, args...)),
 			// GIE's reference vLLM Deployment (config/manifests/vllm/gpu-deployment.yaml) sleeps 30 s
 			// before SIGTERM, at which vLLM stops accepting connections, so that gateways take the pod
 			// out of rotation first; the suite's EPP does so in milliseconds.
