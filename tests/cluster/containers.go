@@ -1051,9 +1051,17 @@ func modelServerLaunches(run *containerRun) ([]launch, error) {
 // and exits.
 const recordingVLLM = "#!/bin/sh\nprintf '%s\\0' \"$@\" > \"$VLLM_ARGV_DIR/$$\"\n"
 
+// ignoringStop runs a command with TERM and INT ignored, for it and what it starts: a
+// non-interactive shell cannot trap a signal ignored on entry (POSIX, Shell Command Language,
+// "trap"), and an ignored signal stays ignored across fork and exec.
+const ignoringStop = `trap '' TERM INT; exec "$@"`
+
 // scriptServers runs the container's shell script once, with its variables, as the container's
 // shell would, but with recordingVLLM for vllm: the command lines of the servers it starts, each
-// rank's with what the script computed for it (its rank from LWS_WORKER_INDEX, its port).
+// rank's with what the script computed for it (its rank from LWS_WORKER_INDEX, its port). A data
+// parallel script ends its container when a rank ends (core/render DataParallelScript): the first
+// recorder to exit has the script TERM the others, perhaps before they have written; so the script
+// runs with TERM ignored, every recorder writes, and the script's non-zero end is expected then.
 func (run *containerRun) scriptServers(env []string) ([]*corev1.Container, error) {
 	bin, argv := run.scratch("script-bin"), run.scratch("script-servers")
 	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(recordingVLLM), 0o755); err != nil {
@@ -1062,14 +1070,15 @@ func (run *containerRun) scriptServers(env []string) ([]*corev1.Container, error
 	words := vllm.CommandLine(run.container)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", ignoringStop, "sh"}, words...)...)
 	cmd.Env = append(env, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"), "VLLM_ARGV_DIR="+argv)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("the server's shell script: %w: %s", err, bytes.TrimSpace(out))
-	}
+	out, scriptErr := cmd.CombinedOutput()
 	files, err := os.ReadDir(argv)
 	if err != nil {
 		return nil, err
+	}
+	if scriptErr != nil && (len(files) == 0 || ctx.Err() != nil) {
+		return nil, fmt.Errorf("the server's shell script: %w: %s", scriptErr, bytes.TrimSpace(out))
 	}
 	var servers []*corev1.Container
 	for _, f := range files {
