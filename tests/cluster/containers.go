@@ -231,6 +231,7 @@ type containers struct {
 type podRun struct {
 	started   chan struct{} // closed once its processes and forwarders are up (or failed)
 	stopping  bool
+	ended     bool // a container of the pod has ended (endWithAnyRank); the suite restarts none
 	listeners []net.Listener
 	processes []*ContainerProcess
 }
@@ -334,6 +335,9 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 		for _, p := range processes {
 			k.record(p)
 		}
+		if len(processes) > 0 && processes[0].Rank != noRank {
+			go k.endWithAnyRank(pod, run, container.Name, processes)
+		}
 		if err != nil {
 			p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP, Rank: noRank, Err: err}
 			Progress("pod %s/%s: container %s not run: %v", pod.Namespace, pod.Name, container.Name, err)
@@ -343,7 +347,7 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 		started = append(started, prepared)
 	}
 	if pod.Annotations[NotReadyAnnotation] == "" {
-		go k.markReady(pod, run.processes, started)
+		go k.markReady(pod, run, started)
 	}
 }
 
@@ -469,7 +473,7 @@ func (p *ContainerProcess) Stop(grace time.Duration) {
 // worker.go doProbe): failureThreshold failures in a row report the pod not Ready,
 // successThreshold passes Ready again; a container without a readiness probe stays ready. A pod
 // being deleted is no longer probed.
-func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
+func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	checks := make([]func() error, len(runs))
@@ -484,11 +488,14 @@ func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, r
 		}
 		checks[i] = check
 	}
-	if !k.reportReady(pod, true) {
+	k.mu.Lock()
+	ended := run.ended
+	k.mu.Unlock()
+	if ended || !k.reportReady(pod, true, "") {
 		return
 	}
 	now := time.Now()
-	for _, p := range processes {
+	for _, p := range run.processes {
 		p.mu.Lock()
 		p.ready = now
 		p.mu.Unlock()
@@ -524,7 +531,7 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 		time.Sleep(period)
 		k.mu.Lock()
 		run, known := k.pods[pod.UID]
-		stopping := !known || run.stopping
+		stopping := !known || run.stopping || run.ended
 		k.mu.Unlock()
 		if stopping {
 			return
@@ -547,7 +554,7 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 			}
 		}
 		if all := !slices.Contains(ready, false); all != podReady {
-			if !k.reportReady(pod, all) {
+			if !k.reportReady(pod, all, "its readiness probe failed") {
 				return
 			}
 			podReady = all
@@ -556,8 +563,9 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 }
 
 // reportReady sets the pod's Ready and ContainersReady conditions and its containers' ready as
-// the kubelet's status manager does; false when the pod is gone or being deleted.
-func (k *containers) reportReady(pod *corev1.Pod, ready bool) bool {
+// the kubelet's status manager does (why: why it is not ready); false when the pod is gone or
+// being deleted.
+func (k *containers) reportReady(pod *corev1.Pod, ready bool, why string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	status := corev1.ConditionFalse
@@ -586,7 +594,7 @@ func (k *containers) reportReady(pod *corev1.Pod, ready bool) bool {
 			if ready {
 				k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
 			} else {
-				k.logf("%s/%s: not Ready (its readiness probe failed)", pod.Namespace, pod.Name)
+				k.logf("%s/%s: not Ready (%s)", pod.Namespace, pod.Name, why)
 			}
 			return true
 		}
@@ -704,6 +712,45 @@ func (run *containerRun) probePort(port intstr.IntOrString) (int, error) {
 	return 0, fmt.Errorf("the probe's port %s is not one of the container's", port.String())
 }
 
+// endWithAnyRank does as a data parallel pod's launch script (core/render DataParallelScript),
+// which ends its container when any rank's server ends: it TERMs the other ranks, waits for them
+// and exits non-zero. So when one of a container's rank processes ends while its pod is not being
+// deleted, the suite stops the container's other ranks (SIGTERM, SIGKILL after the pod's grace
+// period) and reports the pod not Ready, as the kubelet does for a container that is not running.
+// The suite restarts no container (the kubelet would, and LWS, by RecreateGroupOnPodRestart,
+// would then recreate the replica's pods): the pod stays not Ready.
+func (k *containers) endWithAnyRank(pod *corev1.Pod, run *podRun, container string, ranks []*ContainerProcess) {
+	first := make(chan *ContainerProcess, len(ranks))
+	for _, p := range ranks {
+		go func() {
+			<-p.exited
+			first <- p
+		}()
+	}
+	ended := <-first
+	k.mu.Lock()
+	stopping := run.stopping
+	if !stopping {
+		run.ended = true
+	}
+	k.mu.Unlock()
+	if stopping { // the pod is being deleted, or the cluster stopped: terminate or stopAll stops them all
+		return
+	}
+	k.logf("%s/%s %s: rank %d ended, so the container ends: SIGTERM to its other ranks", pod.Namespace, pod.Name, container, ended.Rank)
+	stopProcesses(ranks, gracePeriod(pod))
+	k.logf("%s/%s %s: ended", pod.Namespace, pod.Name, container)
+	k.reportReady(pod, false, "its container "+container+" ended")
+}
+
+// gracePeriod is the pod's termination grace period (the API's default: 30 s).
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
 // terminate stops a deleted pod's processes as the kubelet does, within the pod's grace period:
 // the containers' preStop sleeps first (their servers still serving), then SIGTERM, at which a
 // server stops accepting connections (vLLM does, GIE's config/manifests/vllm/gpu-deployment.yaml
@@ -711,10 +758,7 @@ func (run *containerRun) probePort(port intstr.IntOrString) (int, error) {
 // SIGKILL for what still runs when the grace period ends; then it lets the pod go.
 func (k *containers) terminate(pod *corev1.Pod, run *podRun) {
 	<-run.started
-	grace := 30 * time.Second
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		grace = time.Duration(*g) * time.Second
-	}
+	grace := gracePeriod(pod)
 	preStop := min(preStopSleep(pod), grace)
 	k.logf("%s/%s: deleted; preStop %s, grace %s", pod.Namespace, pod.Name, preStop, grace)
 	time.Sleep(preStop)
@@ -780,6 +824,7 @@ func (k *containers) stopAll() {
 	k.mu.Lock()
 	var processes []*ContainerProcess
 	for _, run := range k.pods {
+		run.stopping = true
 		closeAll(run.listeners)
 		processes = append(processes, run.processes...)
 	}
