@@ -48,15 +48,38 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 	command := shellescape.QuoteCommand(words)
 	lines := []string{
 		fmt.Sprintf("start=$(( ${%s:-0} * %d ))", lwsv1.LwsWorkerIndex, ranks),
-		`trap 'kill -TERM $ranks 2>/dev/null' TERM INT`,
+		`trap 'stopping=1; kill -TERM $ranks 2>/dev/null' TERM INT`,
 	}
 	for i := range ranks {
 		lines = append(lines, fmt.Sprintf(`CUDA_VISIBLE_DEVICES=%s %s --data-parallel-address "$%s" --data-parallel-rank $((start + %d)) --port %d & ranks="$ranks $!"`,
 			rankDevices(i, p.RankGPUs()), command, lwsv1.LwsLeaderAddress, i, port+i))
 	}
-	// The first wait returns when every rank has ended, or when a trapped signal arrives; the
-	// second then waits for the ranks to finish draining.
-	return strings.Join(append(lines, "wait", "wait"), "\n")
+	return strings.Join(append(lines, rankWatch...), "\n")
+}
+
+// rankWatch ends the script's lines: until the pod stops, it looks every second for a rank that
+// has ended, and then ends the container: the other ranks get TERM and are waited for, and the
+// shell exits non-zero (the rank's status, or 1), so the kubelet restarts the container and LWS
+// (RecreateGroupOnPodRestart) the replica's pods, as for any failed server. The other ranks could
+// not serve on (docs/design/0026-wide-expert-parallelism.md), and the router takes a pod's ranks
+// out only when the pod is not Ready, which a rank other than the probed one never makes it.
+// POSIX sh has no `wait -n` and `kill -0` succeeds on a zombie, so a rank has ended when it has
+// no /proc entry (reaped by a wait) or is a zombie there. The watch's sleep runs in the
+// background so that a trapped TERM or INT interrupts its wait at once; the last wait lets the
+// ranks drain.
+var rankWatch = []string{
+	`ended() { state=; { while read -r key value _; do [ "$key" = State: ] && state=$value; done < "/proc/$1/status"; } 2>/dev/null; [ -z "$state" ] || [ "$state" = Z ]; }`,
+	`while [ -z "$stopping" ]; do`,
+	`  for rank in $ranks; do`,
+	`    if [ -z "$stopping" ] && ended "$rank"; then`,
+	`      wait "$rank"; status=$?`,
+	`      echo "data parallel rank process $rank ended (status $status): stopping the pod's other ranks" >&2`,
+	`      kill -TERM $ranks 2>/dev/null; wait; [ "$status" -ne 0 ] || status=1; exit "$status"`,
+	`    fi`,
+	`  done`,
+	`  sleep 1 & wait $!`,
+	`done`,
+	`wait`,
 }
 
 // rankDevices are local rank i's GPUs, as the container numbers the devices it was given.

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,23 +25,32 @@ import (
 const wideEP = "deepseek-wide-ep-pd.yaml"
 
 // runRanks runs a data parallel script in a real /bin/sh with a fake `vllm` that writes, per
-// process, its visible GPUs and every argument it received: what each rank was started with,
-// ordered by rank.
-func runRanks(t *testing.T, script string, env ...string) []string {
+// process, its visible GPUs and every argument it received, then serves until stopped; once the
+// n ranks have written, the shell gets TERM (as a pod's stop). It returns what each rank was
+// started with, ordered by rank.
+func runRanks(t *testing.T, n int, script string, env ...string) []string {
 	t.Helper()
 	bin, out := t.TempDir(), t.TempDir()
 	stub := "#!/bin/sh\n{ printf 'CUDA_VISIBLE_DEVICES=%s\\n' \"$CUDA_VISIBLE_DEVICES\"; for a in \"$@\"; do printf '[%s]\\n' \"$a\"; done; } > " +
-		out + "/$$\n"
+		out + "/$$.tmp && mv " + out + "/$$.tmp " + out + "/$$.argv\nexec sleep 60\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "vllm"), []byte(stub), 0o755))
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = append([]string{"PATH=" + bin + ":/usr/bin:/bin"}, env...)
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(b))
-	files, err := os.ReadDir(out)
-	require.NoError(t, err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so a failed test leaves no rank behind
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	var files []string
+	require.Eventually(t, func() bool {
+		files, _ = filepath.Glob(filepath.Join(out, "*.argv"))
+		return len(files) == n
+	}, 5*time.Second, 20*time.Millisecond, "%d ranks start", n)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), output.String())
 	var ranks []string
 	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(out, f.Name()))
+		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		ranks = append(ranks, string(b))
 	}
@@ -58,7 +68,7 @@ func TestDataParallelScriptStartsEveryLocalRank(t *testing.T) {
 	role := &api.Role{Multinode: &api.Multinode{NodeCount: 2}, Parallelism: &api.Parallelism{Data: 4, Tensor: 2, Expert: true, DataRPCPort: 5555}}
 	server := &corev1.Container{Args: []string{"--model", "deepseek-ai/DeepSeek-R1", "--served-model-name", "it's $HOME `id`", "--port", "9000"}}
 	script := render.DataParallelScript(server, role, 9000)
-	ranks := runRanks(t, script, "LWS_WORKER_INDEX=1", "LWS_LEADER_ADDRESS=r-0.r.llm")
+	ranks := runRanks(t, 2, script, "LWS_WORKER_INDEX=1", "LWS_LEADER_ADDRESS=r-0.r.llm")
 	require.Len(t, ranks, 2, script)
 	for i, want := range []struct{ gpus, rank, port string }{{"0,1", "2", "9000"}, {"2,3", "3", "9001"}} {
 		assert.Equal(t, "CUDA_VISIBLE_DEVICES="+want.gpus+"\n"+
@@ -66,7 +76,7 @@ func TestDataParallelScriptStartsEveryLocalRank(t *testing.T) {
 			"[--data-parallel-size]\n[4]\n[--data-parallel-rpc-port]\n[5555]\n[--tensor-parallel-size]\n[2]\n[--enable-expert-parallel]\n"+
 			"[--data-parallel-address]\n[r-0.r.llm]\n[--data-parallel-rank]\n["+want.rank+"]\n[--port]\n["+want.port+"]\n", ranks[i])
 	}
-	leader := runRanks(t, script, "LWS_LEADER_ADDRESS=r-0.r.llm") // the leader has index 0
+	leader := runRanks(t, 2, script, "LWS_LEADER_ADDRESS=r-0.r.llm") // the leader has index 0
 	assert.Equal(t, []string{"0", "1"}, []string{rankOf(leader[0]), rankOf(leader[1])})
 }
 
@@ -145,4 +155,53 @@ func TestDataParallelScriptPassesTERMToTheRanks(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "the shell ends once its ranks have")
 	assert.Equal(t, []string{"drained", "drained"}, states(), "each rank drained before the shell ended")
+}
+
+// TestDataParallelScriptEndsWhenARankEnds: a rank whose server ends (here killed, as a crash or
+// the OOM killer would) takes the container with it: the shell stops the other ranks (TERM, and
+// waits for them) and ends non-zero, so the kubelet restarts the container and LWS recreates the
+// group; the pod is not Ready meanwhile, and the router takes all its ranks out.
+func TestDataParallelScriptEndsWhenARankEnds(t *testing.T) {
+	bin, out := t.TempDir(), t.TempDir()
+	stub := "#!/bin/sh\ntrap 'echo stopped > " + out + "/$$; exit 0' TERM\necho started > " + out + "/$$\nwhile :; do sleep 0.05; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "vllm"), []byte(stub), 0o755))
+	role := &api.Role{Parallelism: &api.Parallelism{Data: 3}}
+	cmd := exec.Command("/bin/sh", "-c", render.DataParallelScript(&corev1.Container{}, role, 8000))
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so a failed test leaves no rank behind
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	var pids []int
+	require.Eventually(t, func() bool {
+		files, _ := os.ReadDir(out)
+		pids = pids[:0]
+		for _, f := range files {
+			pid, err := strconv.Atoi(f.Name())
+			require.NoError(t, err)
+			pids = append(pids, pid)
+		}
+		return len(pids) == 3
+	}, 5*time.Second, 20*time.Millisecond, "the 3 ranks start")
+	sort.Ints(pids)
+	crashed := pids[1] // not local rank 0's: the one no readiness probe watches
+	require.NoError(t, syscall.Kill(crashed, syscall.SIGKILL))
+
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	select {
+	case err := <-ended:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "the shell ends non-zero")
+		assert.NotZero(t, exit.ExitCode())
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shell still runs 10 s after one of its ranks ended")
+	}
+	for _, pid := range pids {
+		assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "rank process %d is gone", pid)
+		if pid != crashed {
+			b, err := os.ReadFile(filepath.Join(out, strconv.Itoa(pid)))
+			require.NoError(t, err)
+			assert.Equal(t, "stopped", strings.TrimSpace(string(b)), "rank process %d got TERM", pid)
+		}
+	}
 }

@@ -272,6 +272,7 @@ type containers struct {
 type podRun struct {
 	started   chan struct{} // closed once its processes and forwarders are up (or failed)
 	stopping  bool
+	ended     bool // a container of the pod has ended (endWithAnyRank); the suite restarts none
 	listeners []net.Listener
 	processes []*ContainerProcess
 }
@@ -382,6 +383,9 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 		for _, p := range processes {
 			k.record(p)
 		}
+		if len(processes) > 0 && processes[0].Rank != noRank {
+			go k.endWithAnyRank(pod, run, container.Name, processes)
+		}
 		if err != nil {
 			p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP, Rank: noRank, Err: err}
 			Progress("pod %s/%s: container %s not run: %v", pod.Namespace, pod.Name, container.Name, err)
@@ -391,7 +395,7 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 		started = append(started, prepared)
 	}
 	if pod.Annotations[NotReadyAnnotation] == "" {
-		go k.markReady(pod, run.processes, started)
+		go k.markReady(pod, run, started)
 	}
 }
 
@@ -517,7 +521,7 @@ func (p *ContainerProcess) Stop(grace time.Duration) {
 // (k8s.io/kubernetes pkg/kubelet/prober/worker.go doProbe): failureThreshold failures in a row
 // report the pod not Ready, successThreshold passes Ready again; a container without a readiness
 // probe stays ready. A pod being deleted is no longer probed.
-func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, runs []*containerRun) {
+func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	checks := make([]func() error, len(runs))
@@ -532,11 +536,14 @@ func (k *containers) markReady(pod *corev1.Pod, processes []*ContainerProcess, r
 		}
 		checks[i] = check
 	}
-	if !k.reportReady(pod, true) {
+	k.mu.Lock()
+	ended := run.ended
+	k.mu.Unlock()
+	if ended || !k.reportReady(pod, true, "") {
 		return
 	}
 	now := time.Now()
-	for _, p := range processes {
+	for _, p := range run.processes {
 		p.mu.Lock()
 		p.ready = now
 		p.mu.Unlock()
@@ -572,7 +579,7 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 		time.Sleep(period)
 		k.mu.Lock()
 		run, known := k.pods[pod.UID]
-		stopping := !known || run.stopping
+		stopping := !known || run.stopping || run.ended
 		k.mu.Unlock()
 		if stopping {
 			return
@@ -595,7 +602,7 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 			}
 		}
 		if all := !slices.Contains(ready, false); all != podReady {
-			if !k.reportReady(pod, all) {
+			if !k.reportReady(pod, all, "its readiness probe failed") {
 				return
 			}
 			podReady = all
@@ -604,8 +611,9 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 }
 
 // reportReady sets the pod's Ready and ContainersReady conditions and its containers' ready as
-// the kubelet's status manager does; false when the pod is gone or being deleted.
-func (k *containers) reportReady(pod *corev1.Pod, ready bool) bool {
+// the kubelet's status manager does (why: why it is not ready); false when the pod is gone or
+// being deleted.
+func (k *containers) reportReady(pod *corev1.Pod, ready bool, why string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	status := corev1.ConditionFalse
@@ -634,7 +642,7 @@ func (k *containers) reportReady(pod *corev1.Pod, ready bool) bool {
 			if ready {
 				k.logf("%s/%s: Ready", pod.Namespace, pod.Name)
 			} else {
-				k.logf("%s/%s: not Ready (its readiness probe failed)", pod.Namespace, pod.Name)
+				k.logf("%s/%s: not Ready (%s)", pod.Namespace, pod.Name, why)
 			}
 			return true
 		}
@@ -771,6 +779,45 @@ func (run *containerRun) probePort(port intstr.IntOrString) (int, error) {
 	return 0, fmt.Errorf("the probe's port %s is not one of the container's", port.String())
 }
 
+// endWithAnyRank does as a data parallel pod's launch script (core/render DataParallelScript),
+// which ends its container when any rank's server ends: it TERMs the other ranks, waits for them
+// and exits non-zero. So when one of a container's rank processes ends while its pod is not being
+// deleted, the suite stops the container's other ranks (SIGTERM, SIGKILL after the pod's grace
+// period) and reports the pod not Ready, as the kubelet does for a container that is not running.
+// The suite restarts no container (the kubelet would, and LWS, by RecreateGroupOnPodRestart,
+// would then recreate the replica's pods): the pod stays not Ready.
+func (k *containers) endWithAnyRank(pod *corev1.Pod, run *podRun, container string, ranks []*ContainerProcess) {
+	first := make(chan *ContainerProcess, len(ranks))
+	for _, p := range ranks {
+		go func() {
+			<-p.exited
+			first <- p
+		}()
+	}
+	ended := <-first
+	k.mu.Lock()
+	stopping := run.stopping
+	if !stopping {
+		run.ended = true
+	}
+	k.mu.Unlock()
+	if stopping { // the pod is being deleted, or the cluster stopped: terminate or stopAll stops them all
+		return
+	}
+	k.logf("%s/%s %s: rank %d ended, so the container ends: SIGTERM to its other ranks", pod.Namespace, pod.Name, container, ended.Rank)
+	stopProcesses(ranks, gracePeriod(pod))
+	k.logf("%s/%s %s: ended", pod.Namespace, pod.Name, container)
+	k.reportReady(pod, false, "its container "+container+" ended")
+}
+
+// gracePeriod is the pod's termination grace period (the API's default: 30 s).
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
 // terminate stops a deleted pod's processes as the kubelet does, within the pod's grace period:
 // the containers' preStop sleeps first (their servers still serving), then SIGTERM, at which a
 // server stops accepting connections (vLLM does, GIE's config/manifests/vllm/gpu-deployment.yaml
@@ -778,10 +825,7 @@ func (run *containerRun) probePort(port intstr.IntOrString) (int, error) {
 // SIGKILL for what still runs when the grace period ends; then it lets the pod go.
 func (k *containers) terminate(pod *corev1.Pod, run *podRun) {
 	<-run.started
-	grace := 30 * time.Second
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		grace = time.Duration(*g) * time.Second
-	}
+	grace := gracePeriod(pod)
 	preStop := min(preStopSleep(pod), grace)
 	k.logf("%s/%s: deleted; preStop %s, grace %s", pod.Namespace, pod.Name, preStop, grace)
 	time.Sleep(preStop)
@@ -847,6 +891,7 @@ func (k *containers) stopAll() {
 	k.mu.Lock()
 	var processes []*ContainerProcess
 	for _, run := range k.pods {
+		run.stopping = true
 		closeAll(run.listeners)
 		processes = append(processes, run.processes...)
 	}
@@ -1157,9 +1202,17 @@ func modelServerLaunches(run *containerRun) ([]launch, error) {
 // and exits.
 const recordingVLLM = "#!/bin/sh\nprintf '%s\\0' \"$@\" > \"$VLLM_ARGV_DIR/$$\"\n"
 
+// ignoringStop runs a command with TERM and INT ignored, for it and what it starts: a
+// non-interactive shell cannot trap a signal ignored on entry (POSIX, Shell Command Language,
+// "trap"), and an ignored signal stays ignored across fork and exec.
+const ignoringStop = `trap '' TERM INT; exec "$@"`
+
 // scriptServers runs the container's shell script once, with its variables, as the container's
 // shell would, but with recordingVLLM for vllm: the command lines of the servers it starts, each
-// rank's with what the script computed for it (its rank from LWS_WORKER_INDEX, its port).
+// rank's with what the script computed for it (its rank from LWS_WORKER_INDEX, its port). A data
+// parallel script ends its container when a rank ends (core/render DataParallelScript): the first
+// recorder to exit has the script TERM the others, perhaps before they have written; so the script
+// runs with TERM ignored, every recorder writes, and the script's non-zero end is expected then.
 func (run *containerRun) scriptServers(env []string) ([]*corev1.Container, error) {
 	bin, argv := run.scratch("script-bin"), run.scratch("script-servers")
 	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(recordingVLLM), 0o755); err != nil {
@@ -1168,14 +1221,15 @@ func (run *containerRun) scriptServers(env []string) ([]*corev1.Container, error
 	words := vllm.CommandLine(run.container)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", ignoringStop, "sh"}, words...)...)
 	cmd.Env = append(env, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"), "VLLM_ARGV_DIR="+argv)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("the server's shell script: %w: %s", err, bytes.TrimSpace(out))
-	}
+	out, scriptErr := cmd.CombinedOutput()
 	files, err := os.ReadDir(argv)
 	if err != nil {
 		return nil, err
+	}
+	if scriptErr != nil && (len(files) == 0 || ctx.Err() != nil) {
+		return nil, fmt.Errorf("the server's shell script: %w: %s", scriptErr, bytes.TrimSpace(out))
 	}
 	var servers []*corev1.Container
 	for _, f := range files {

@@ -80,8 +80,8 @@ func rankServed(t *testing.T, r rank) float64 {
 // through the real Endpoint Picker (GIE v1.5.0, which takes the pool's targetPorts as one
 // endpoint a port: pkg/epp/datastore/datastore.go podUpdateOrAddIfNotExist) reach every rank of
 // every pod, each a fair share, as the gateway and each rank's own server count them. When a
-// pod's rank 0, which its readiness probe checks, stops, the pod's ranks are taken out and the
-// other pod's ranks serve every request.
+// pod's rank stops, one its readiness probe does not check, the pod's ranks are taken out and
+// the other pod's ranks serve every request.
 func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 	const namespace = "routing-data-parallel"
 	const local = 2
@@ -130,12 +130,17 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 		assert.GreaterOrEqual(t, float64(perRank[endpoint]), fair/2, "rank %d got at least half a fair share", rk.process.Rank)
 	}
 
-	// The worker pod's local rank 0 (global rank 2) stops. Its port refuses connections; the
-	// pod's readiness probe (rank 0's port) fails, the prober reports the pod not Ready and the
-	// Endpoint Picker takes the pod's ranks out (GIE v1.5.0 keeps Ready pods only: pkg/epp/
-	// datastore/datastore.go podResyncAll); ranks 0 and 1 then serve every request.
-	stopped := ranks[sortedByRank(ranks)[2]]
-	require.Equal(t, 2, stopped.process.Rank)
+	// The worker pod's local rank 1 (global rank 3) stops. No readiness probe checks its port (the
+	// template's probe is local rank 0's), but the pod's launch script ends the container when any
+	// rank ends, stopping the others (core/render DataParallelScript), and the suite does as the
+	// script: rank 2 gets TERM and the pod is reported not Ready. The Endpoint Picker then takes
+	// the pod's ranks out (GIE v1.5.0 keeps Ready pods only: pkg/epp/datastore/datastore.go
+	// podResyncAll); ranks 0 and 1 serve every request. Before the script did so, the pod stayed
+	// Ready and about half the requests failed for as long as the rank was down.
+	stopped := ranks[sortedByRank(ranks)[3]]
+	require.Equal(t, 3, stopped.process.Rank)
+	sibling := ranks[sortedByRank(ranks)[2]]
+	require.Equal(t, stopped.pod, sibling.pod)
 	start = len(r.gateway.Records())
 	traffic = startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: and now?", i) })
 	time.Sleep(2 * time.Second)
@@ -148,12 +153,14 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 		}
 		unreadyAt = time.Now()
 		return true
-	}, 30*time.Second, 100*time.Millisecond, "the pod of the stopped rank 0 is reported not Ready")
+	}, 30*time.Second, 100*time.Millisecond, "the pod of the stopped rank 3 is reported not Ready")
+	siblingEnded, ok := sibling.process.Ended()
+	require.True(t, ok, "rank 2, of the same container, was stopped with it")
 	time.Sleep(8 * time.Second)
 	requests = traffic.end()
 	records = r.gateway.Records()[start:]
-	// The last pick of any rank of the stopped rank's pod: its other rank still serves until the
-	// pod is taken out.
+	// The last pick of any rank of the stopped rank's pod: its other rank serves until the
+	// container ends.
 	var lastPickedPod time.Time
 	podEndpoints := map[string]bool{}
 	for endpoint, rk := range ranks {
@@ -171,7 +178,8 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 			window++
 			if !rec.Completed {
 				windowFailed++
-				assert.Equal(t, []string{stopped.endpoint}, rec.Picked, "request %s failed only for the stopped rank: %s", rec.ID, rec.Err)
+				require.NotEmpty(t, rec.Picked, "request %s: %s", rec.ID, rec.Err)
+				assert.True(t, podEndpoints[rec.Picked[len(rec.Picked)-1]], "request %s failed only for a rank of the stopped pod, not %v: %s", rec.ID, rec.Picked, rec.Err)
 			}
 		default:
 			if rec.Completed {
@@ -180,9 +188,12 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 		}
 	}
 	require.False(t, lastPickedPod.IsZero(), "the pod's ranks were picked after the rank stopped (else their removal proves nothing)")
-	testcluster.Progress("data parallel: rank %d stopped at +0; its pod not Ready at +%s, its ranks last picked at +%s; before that %d requests, %d failed (picked for it); "+
-		"after, served by rank: %s", stopped.process.Rank, unreadyAt.Sub(stoppedAt).Round(time.Millisecond), lastPickedPod.Sub(stoppedAt).Round(time.Millisecond),
+	testcluster.Progress("data parallel: rank %d stopped at +0; rank %d (its container's) ended at +%s; the pod not Ready at +%s, its ranks last picked at +%s; "+
+		"before that %d requests, %d failed (picked for its ranks); after, served by rank: %s", stopped.process.Rank, sibling.process.Rank,
+		siblingEnded.Sub(stoppedAt).Round(time.Millisecond), unreadyAt.Sub(stoppedAt).Round(time.Millisecond), lastPickedPod.Sub(stoppedAt).Round(time.Millisecond),
 		window, windowFailed, perRankFigures(ranks, after))
+	// The script looks at its ranks every second; the stand-in reports the pod when the container ends.
+	assert.Less(t, unreadyAt.Sub(stoppedAt), 5*time.Second, "the pod of a stopped rank other than 0 is taken out within seconds")
 	assert.Less(t, lastPickedPod.Sub(unreadyAt), time.Second, "the Endpoint Picker took the pod's ranks out within a second of it being not Ready")
 	for endpoint, rk := range ranks {
 		if rk.pod == stopped.pod {
@@ -197,42 +208,6 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 			assert.Equal(t, 200, s.resp.status)
 		}
 	}
-
-	// Then the leader's local rank 1 stops: no probe checks its port, so its pod stays Ready and
-	// nothing takes the rank out; GIE v1.5.0's EPP keeps it among its candidates (pkg/epp/
-	// requestcontrol/candidates.go: every endpoint of the datastore) and picks it as its last
-	// scraped queue scores it. The figure of the requests it failed is logged; what is asserted is
-	// that they are the only failures and rank 0 serves the rest.
-	unprobed := ranks[sortedByRank(ranks)[1]]
-	require.Equal(t, 1, unprobed.process.Rank)
-	start = len(r.gateway.Records())
-	traffic = startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: and rank 1?", i) })
-	time.Sleep(2 * time.Second)
-	stoppedAt = time.Now()
-	unprobed.process.Stop(5 * time.Second)
-	time.Sleep(10 * time.Second)
-	traffic.end()
-	assert.Contains(t, readyPodNames(pods(t, namespace, "moe", "server")), unprobed.pod, "the pod of a stopped rank other than 0 stays Ready")
-	var total, failed, servedByRank0 int
-	for _, rec := range r.gateway.Records()[start:] {
-		if !rec.Start.After(stoppedAt.Add(time.Second)) { // the stop's own second: SIGTERM, then the port closes
-			continue
-		}
-		total++
-		switch {
-		case rec.Completed:
-			assert.NotEqual(t, unprobed.endpoint, rec.Served, "the stopped rank serves nothing")
-			if rec.Served == sortedByRank(ranks)[0] {
-				servedByRank0++
-			}
-		default:
-			failed++
-			assert.Equal(t, []string{unprobed.endpoint}, rec.Picked, "request %s failed only for the stopped rank: %s", rec.ID, rec.Err)
-		}
-	}
-	testcluster.Progress("data parallel: rank 1 stopped, its pod Ready (the probe is rank 0's): of %d requests after it, %d were picked for it and failed, rank 0 served %d",
-		total, failed, servedByRank0)
-	assert.Positive(t, servedByRank0, "rank 0 keeps serving")
 }
 
 // sortedByRank are the endpoints of ranks in the order of their ranks.
