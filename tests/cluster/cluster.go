@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -334,13 +335,32 @@ func (c *Cluster) Stop(keepLogs bool) {
 	Progress("stopped %v", c.names)
 }
 
+// givenPorts are the loopback ports freePort has handed out in this process.
+var (
+	givenPorts   = map[int]bool{}
+	givenPortsMu sync.Mutex
+)
+
+// freePort is a loopback port nothing listens on and that no earlier call handed out: the port is
+// free only until its program binds it, and the kernel may pick a port it just closed again for
+// the next bind to port 0 (two ranks of one pod got the same port once, and one of them could not
+// listen).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	givenPortsMu.Lock()
+	defer givenPortsMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !givenPorts[port] {
+			givenPorts[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no loopback port that was not handed out already, in 100 tries")
 }
 
 func httpOK(client *http.Client, url, token string) error {
