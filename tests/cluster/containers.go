@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -462,7 +463,7 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 			return nil, nil, fmt.Errorf("the pod's address %s:%d: %w", pod.Status.PodIP, containerPort, err)
 		}
 		listeners = append(listeners, ln)
-		go forward(ln, fmt.Sprintf("127.0.0.1:%d", hostPort))
+		go forward(ln, fmt.Sprintf("127.0.0.1:%d", hostPort), p.exited)
 	}
 	name := pod.Namespace + "." + pod.Name + "." + container.Name
 	if l.rank != noRank {
@@ -1398,8 +1399,11 @@ func loraModuleJSON(adapter, model string) (string, error) {
 // forward accepts connections to a pod's address and port and copies each to and from the
 // program's loopback port. kwok reports a pod Ready as it makes it Running (it runs no probes), a
 // moment before its program listens; a connection waits for the program then, as no connection
-// would have been sent before a readiness probe passed.
-func forward(l net.Listener, backend string) {
+// would have been sent before a readiness probe passed. Once the program has taken a connection,
+// or has ended, a connection it does not take ends at once, as a stopped program's port refuses
+// one: a client waiting 30 s there would see a hang no pod shows.
+func forward(l net.Listener, backend string, exited <-chan struct{}) {
+	var listened atomic.Bool
 	for {
 		conn, err := l.Accept()
 		if err != nil {
@@ -1409,13 +1413,19 @@ func forward(l net.Listener, backend string) {
 			defer conn.Close()
 			var upstream net.Conn
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				if upstream, err = net.Dial("tcp", backend); err == nil || time.Now().After(deadline) {
+				if upstream, err = net.Dial("tcp", backend); err == nil || listened.Load() || time.Now().After(deadline) {
 					break
+				}
+				select {
+				case <-exited:
+					return
+				default:
 				}
 			}
 			if err != nil {
 				return
 			}
+			listened.Store(true)
 			// HTTP and gRPC need no half-closed connection: the first side to end ends both.
 			go func() { _, _ = io.Copy(upstream, conn); _ = upstream.Close(); _ = conn.Close() }()
 			_, _ = io.Copy(conn, upstream)
