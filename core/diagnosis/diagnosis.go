@@ -390,7 +390,7 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		return &Cause{Object: object, Reason: "AdaptersNotLoaded", Message: msg,
 			Fix: "kubectl logs " + pod.Name + " -c " + render.LoRALoaderContainerName}, ReplicaStarting
 	}
-	if server != nil && !server.Ready && server.State.Running != nil {
+	if server != nil && server.State.Running != nil && !rolestatus.PodReady(pod) {
 		// A data parallel server's readiness probe names the first rank that did not answer
 		// (core/render RankReadinessProbe), and the kubelet's event carries its output.
 		if e := d.lastContainerWarning(pod.Name, server.Name); e != nil {

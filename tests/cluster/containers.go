@@ -519,6 +519,16 @@ func (p *ContainerProcess) Stop(grace time.Duration) {
 	}
 }
 
+// Signal sends sig to the process (its group: the program and what it started), as `kill` in the
+// container would: SIGSTOP makes a hung server, which keeps its port open and answers nothing,
+// and SIGCONT brings it back.
+func (p *ContainerProcess) Signal(sig syscall.Signal) error {
+	if p.cmd == nil {
+		return p.startError()
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
 // a gRPC health check, a TCP connection to its program, or an exec of the program itself; with
 // none, until its declared ports accept), then reports the pod Ready, as the kubelet's prober does.
