@@ -63,7 +63,8 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 // shell exits non-zero (the rank's status, or 1), so the kubelet restarts the container and LWS
 // (RecreateGroupOnPodRestart) the replica's pods, as for any failed server. The other ranks could
 // not serve on (docs/design/0026-wide-expert-parallelism.md), and the router takes a pod's ranks
-// out only when the pod is not Ready, which a rank other than the probed one never makes it.
+// out only when the pod is not Ready, which the readiness probe (RankReadinessProbe) would make it
+// only failureThreshold periods later, and without restarting the replica.
 // POSIX sh has no `wait -n` and `kill -0` succeeds on a zombie, so a rank has ended when it has
 // no /proc entry (reaped by a wait) or is a zombie there. The watch's sleep runs in the
 // background so that a trapped TERM or INT interrupts its wait at once; the last wait lets the
