@@ -171,16 +171,10 @@ func DualPodsReadinessPort(server *corev1.Container) (int32, error) {
 	if probe.HTTPGet == nil {
 		return 0, fmt.Errorf("FMA reads the server's port from an httpGet readiness probe; use httpGet (vLLM serves /health)")
 	}
-	port := probe.HTTPGet.Port
-	if port.StrVal == "" {
-		return port.IntVal, nil
+	if port, ok := ProbePort(server, probe.HTTPGet.Port); ok {
+		return port, nil
 	}
-	for _, p := range server.Ports {
-		if p.Name == port.StrVal {
-			return p.ContainerPort, nil
-		}
-	}
-	return 0, fmt.Errorf("the probe's port %q is not a port of the container", port.StrVal)
+	return 0, fmt.Errorf("the probe's port %q is not a port of the container", probe.HTTPGet.Port.StrVal)
 }
 
 // validateDualPodsController checks spec.dualPodsController.

@@ -69,6 +69,25 @@ func RankPorts(base, ranks int32) []int32 {
 	return ports
 }
 
+// VLLMHealthPath is vLLM's health endpoint (vllm/entrypoints/openai/api_server.py, GET /health:
+// 200 while the engine runs): what a data parallel pod's ranks are asked without a readiness probe.
+const VLLMHealthPath = "/health"
+
+// PodIPVariable is the variable a data parallel server gets the pod's address in (the downward
+// API's status.podIP): its readiness probe asks each rank at the pod's address, on which vLLM
+// listens, as the kubelet's HTTP prober does.
+const PodIPVariable = "POD_IP"
+
+// RankHealthGet is the HTTP GET a data parallel pod's readiness probe sends each of its ranks:
+// the server's readiness probe's (validateRankReadiness allows only an httpGet on the server's
+// port), or vLLM's GET /health without one.
+func RankHealthGet(server *corev1.Container) corev1.HTTPGetAction {
+	if p := server.ReadinessProbe; p != nil && p.HTTPGet != nil {
+		return *p.HTTPGet.DeepCopy()
+	}
+	return corev1.HTTPGetAction{Path: VLLMHealthPath}
+}
+
 // RenderedParallelFlags are the vLLM flags the data parallel launch gives every rank
 // (render's dataParallelScript), with their short aliases (vLLM's vllm/engine/arg_utils.py
 // add_cli_args): a role with parallelism does not give them itself, so each is said once.
@@ -172,6 +191,49 @@ func validateParallelismServer(role *Role, podSpec *corev1.PodSpec, specPath *fi
 				"is one of the ranks' HTTP ports, %s: choose another", portRange(servingPort, ranks))))
 		}
 		errs = append(errs, validatePortsOffRanks(podSpec, specPath, serverIndex, servingPort, ranks, p.RPCPort())...)
+		errs = append(errs, validateRankReadiness(server, serverPath, servingPort, ranks)...)
+	}
+	return errs
+}
+
+// validateRankReadiness: a data parallel pod is ready when every rank answers, so the launch
+// sends the server's readiness probe's HTTP GET to every rank's port (render's
+// RankReadinessProbe). A probe it cannot send to each rank is refused rather than kept on rank 0
+// or dropped: a platform engineer who wrote a probe expects it to decide readiness, and one
+// rank's answer must not stand for the others' (docs/design/0026-wide-expert-parallelism.md). The
+// probe reads the pod's address from POD_IP, so the server does not give that variable another
+// value.
+func validateRankReadiness(server *corev1.Container, serverPath *field.Path, servingPort, ranks int32) field.ErrorList {
+	var errs field.ErrorList
+	path := serverPath.Child("readinessProbe")
+	ports := portRange(servingPort, ranks)
+	if probe := server.ReadinessProbe; probe != nil {
+		kind := ""
+		switch {
+		case probe.Exec != nil:
+			kind = "exec"
+		case probe.TCPSocket != nil:
+			kind = "tcpSocket"
+		case probe.GRPC != nil:
+			kind = "grpc"
+		}
+		switch {
+		case kind != "": // a probe of no kind is refused as any container's (validateProbesAndLifecycle)
+			errs = append(errs, field.Invalid(path.Child(kind), "(the probe)", fmt.Sprintf(
+				"a data parallel pod is ready when every rank answers: the launch sends the readiness probe's HTTP GET to each rank's port (%s); "+
+					"give an httpGet on the server's port %d (vLLM serves /health), or no readiness probe for GET /health", ports, servingPort)))
+		case probe.HTTPGet != nil:
+			if port, ok := ProbePort(server, probe.HTTPGet.Port); !ok || port != servingPort {
+				errs = append(errs, field.Invalid(path.Child("httpGet", "port"), probe.HTTPGet.Port.String(), fmt.Sprintf(
+					"must be the server's port, %d (local rank 0's): the launch sends the probe's GET to every rank's port, %s", servingPort, ports)))
+			}
+		}
+	}
+	for i, v := range server.Env {
+		if v.Name == PodIPVariable && (v.ValueFrom == nil || v.ValueFrom.FieldRef == nil || v.ValueFrom.FieldRef.FieldPath != "status.podIP") {
+			errs = append(errs, field.Invalid(serverPath.Child("env").Index(i), v.Name, fmt.Sprintf(
+				"the ranks' readiness probe reads the pod's address from %s: remove it, or give it the pod's address (valueFrom.fieldRef.fieldPath status.podIP)", PodIPVariable)))
+		}
 	}
 	return errs
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -33,6 +34,12 @@ func TestWideEPServicePasses(t *testing.T) {
 	svc.Spec.Roles[0].Parallelism.DataLocal = 0 // data / nodeCount
 	assert.Empty(t, Validate(svc))
 	assert.Equal(t, int32(8), svc.Spec.Roles[0].LocalRanks())
+	decode := &svc.Spec.Roles[1].Template.Spec.Containers[0]
+	decode.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}
+	decode.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{ // the server's port by name
+		HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http")}}}
+	decode.Env = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	assert.Empty(t, Validate(svc))
 }
 
 func TestParallelismRules(t *testing.T) {
@@ -107,6 +114,30 @@ func TestParallelismRules(t *testing.T) {
 			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
 			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
 		}, "spec.roles[0].startupPolicy: Invalid value: \"LeaderReady\": would never start: the leader's ranks become ready only once every rank of the replica has joined"},
+		{"the ranks' leader is not ready alone, without a probe of the template's either", func(s *InferenceService) {
+			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
+			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = nil // the ranks get GET /health
+		}, "spec.roles[0].startupPolicy: Invalid value: \"LeaderReady\": would never start: the leader's ranks become ready only once every rank of the replica has joined"},
+		{"a readiness probe every rank can answer", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8000)}}}
+		}, "spec.roles[0].template.spec.containers[0].readinessProbe.tcpSocket: Invalid value: \"(the probe)\": a data parallel pod is ready when every rank answers: " +
+			"the launch sends the readiness probe's HTTP GET to each rank's port (8000-8007); give an httpGet on the server's port 8000 (vLLM serves /health), " +
+			"or no readiness probe for GET /health"},
+		{"nor an exec probe", func(s *InferenceService) {
+			s.Spec.Roles[1].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				Exec: &corev1.ExecAction{Command: []string{"curl", "-f", "localhost:8000/health"}}}}
+		}, "spec.roles[1].template.spec.containers[0].readinessProbe.exec: Invalid value: \"(the probe)\""},
+		{"the probe's GET on the server's port", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8001)}}}
+		}, "spec.roles[0].template.spec.containers[0].readinessProbe.httpGet.port: Invalid value: \"8001\": must be the server's port, 8000 (local rank 0's): " +
+			"the launch sends the probe's GET to every rank's port, 8000-8007"},
+		{"POD_IP is the pod's address", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Env = append(c.Env, corev1.EnvVar{Name: "POD_IP", Value: "10.0.0.1"})
+		}, "spec.roles[0].template.spec.containers[0].env[0]: Invalid value: \"POD_IP\": the ranks' readiness probe reads the pod's address from POD_IP: " +
+			"remove it, or give it the pod's address (valueFrom.fieldRef.fieldPath status.podIP)"},
 		{"ranks' ports fit", func(s *InferenceService) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--port", "65530")

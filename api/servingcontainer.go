@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
@@ -114,4 +115,20 @@ func ContainerGPUs(c *corev1.Container) int64 {
 		return q.Value()
 	}
 	return 0
+}
+
+// ProbePort is the number of a probe's port of the container: the number itself, or the port the
+// container declares by that name (the kubelet's prober resolves a named port so:
+// k8s.io/kubernetes pkg/probe/util.go ResolveContainerPort, findPortByName). False for a
+// name the container does not declare.
+func ProbePort(c *corev1.Container, port intstr.IntOrString) (int32, bool) {
+	if port.Type == intstr.Int {
+		return port.IntVal, true
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
 }

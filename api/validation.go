@@ -682,11 +682,12 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 		switch {
 		case !role.MultiNode():
 			errs = append(errs, field.Forbidden(rolePath.Child("startupPolicy"), "a single-node replica has no workers to start after its leader"))
-		case withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
+		case role.DataParallel() || withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
 			role.Template.Spec.Containers[ServingContainerIndex(&role.Template.Spec)].ReadinessProbe != nil:
 			// The leader's server is ready only once the workers have joined its Ray cluster (or,
-			// with parallelism, every rank its data parallel group), and LeaderReady creates the
-			// workers only once the leader is ready.
+			// with parallelism, every rank its data parallel group: its ranks are probed, with the
+			// template's probe or GET /health), and LeaderReady creates the workers only once the
+			// leader is ready.
 			why := "the leader's server becomes ready only after the workers join its Ray cluster"
 			wait := "the workers wait for the Ray head themselves"
 			if role.DataParallel() {

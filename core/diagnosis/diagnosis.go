@@ -390,6 +390,17 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 		return &Cause{Object: object, Reason: "AdaptersNotLoaded", Message: msg,
 			Fix: "kubectl logs " + pod.Name + " -c " + render.LoRALoaderContainerName}, ReplicaStarting
 	}
+	if server != nil && server.State.Running != nil && !rolestatus.PodReady(pod) {
+		// A data parallel server's readiness probe names the first rank that did not answer
+		// (core/render RankReadinessProbe), and the kubelet's event carries its output.
+		if e := d.lastContainerWarning(pod.Name, server.Name); e != nil {
+			if msg := strings.TrimSpace(strings.TrimPrefix(e.Message, "Readiness probe failed: ")); strings.HasPrefix(msg, render.RankNotAnsweringPrefix) {
+				return &Cause{Object: object, Reason: "RankNotAnswering",
+					Message: "runs, but " + msg + " (the pod is Ready, and its ranks routed, only when every rank answers)",
+					Fix:     "kubectl logs " + pod.Name + " -c " + server.Name + " (every rank's server logs there)"}, ReplicaStarting
+			}
+		}
+	}
 	if !rolestatus.PodReady(pod) {
 		return &Cause{Object: object, Reason: "NotReady", Message: fmt.Sprintf("running on %s, not ready yet: the server loads its model "+
 			"or fails its readiness probe", pod.Spec.NodeName), Fix: "kubectl logs " + pod.Name}, ReplicaStarting

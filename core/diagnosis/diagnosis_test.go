@@ -225,6 +225,38 @@ func TestDiagnosis(t *testing.T) {
 					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n"})
 			}, phase: diagnosis.Pending, exit: 2, want: []string{"not ready yet: the server loads its model"},
 			absent: []string{"LoRA adapters"}},
+		{name: "a data parallel rank that does not answer, named", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				notAvailable(o)
+				pod := &o.Pods[0]
+				for i := range pod.Status.Conditions {
+					if pod.Status.Conditions[i].Type == corev1.PodReady {
+						pod.Status.Conditions[i].Status = corev1.ConditionFalse
+					}
+				}
+				pod.Status.ContainerStatuses[0].Ready = false
+				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
+					FieldPath: "spec.containers{vllm}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(),
+					Message: "Readiness probe failed: data parallel rank 3 (local rank 1, port 8001) did not answer GET /health: timed out\n"})
+			}, phase: diagnosis.Pending, exit: 2, want: []string{
+				"Pod/qwen-inference-inference-0-0: runs, but data parallel rank 3 (local rank 1, port 8001) did not answer GET /health: timed out " +
+					"(the pod is Ready, and its ranks routed, only when every rank answers)",
+				"fix: kubectl logs qwen-inference-inference-0-0 -c vllm (every rank's server logs there)",
+			}, absent: []string{"the server loads its model"}},
+		{name: "a server's other probe failure stays the generic cause", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
+			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
+				notAvailable(o)
+				pod := &o.Pods[0]
+				for i := range pod.Status.Conditions {
+					if pod.Status.Conditions[i].Type == corev1.PodReady {
+						pod.Status.Conditions[i].Status = corev1.ConditionFalse
+					}
+				}
+				pod.Status.ContainerStatuses[0].Ready = false
+				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
+					FieldPath: "spec.containers{vllm}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(),
+					Message: "Readiness probe failed: HTTP probe failed with statuscode: 503"})
+			}, phase: diagnosis.Pending, exit: 2, want: []string{"not ready yet: the server loads its model"}, absent: []string{"data parallel"}},
 		{name: "a failed model download holds every replica", svc: func(t *testing.T) *api.InferenceService {
 			svc := story1(t, "status-healthy")
 			svc.Spec.Roles[0].Replicas = ptr.To(2)

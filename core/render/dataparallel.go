@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,7 +63,8 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 // shell exits non-zero (the rank's status, or 1), so the kubelet restarts the container and LWS
 // (RecreateGroupOnPodRestart) the replica's pods, as for any failed server. The other ranks could
 // not serve on (docs/design/0026-wide-expert-parallelism.md), and the router takes a pod's ranks
-// out only when the pod is not Ready, which a rank other than the probed one never makes it.
+// out only when the pod is not Ready, which the readiness probe (RankReadinessProbe) would make it
+// only failureThreshold periods later, and without restarting the replica.
 // POSIX sh has no `wait -n` and `kill -0` succeeds on a zombie, so a rank has ended when it has
 // no /proc entry (reaped by a wait) or is a zombie there. The watch's sleep runs in the
 // background so that a trapped TERM or INT interrupts its wait at once; the last wait lets the
@@ -100,10 +102,90 @@ func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role) error {
 		return err // validation refused it first
 	}
 	script := DataParallelScript(server, role, port)
+	server.ReadinessProbe = RankReadinessProbe(server, port, role.LocalRanks())
+	if !slices.ContainsFunc(server.Env, func(v corev1.EnvVar) bool { return v.Name == api.PodIPVariable }) { // else it is the pod's address: validation
+		server.Env = append(server.Env, corev1.EnvVar{Name: api.PodIPVariable,
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	}
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
 	for i := int32(1); i < role.LocalRanks(); i++ {
 		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(i), ContainerPort: port + i, Protocol: corev1.ProtocolTCP})
 	}
 	return nil
+}
+
+// RankNotAnsweringPrefix begins what a data parallel pod's readiness probe prints when a rank
+// does not answer (rankHealthScript); the kubelet's event for the failed probe carries it
+// (pkg/probe/exec: the command's output is the probe's message), and the diagnosis reads it.
+const RankNotAnsweringPrefix = "data parallel rank "
+
+// rankHealthScript is the Python of a data parallel pod's readiness probe: it sends the probe's
+// HTTP GET to each local rank at the pod's address (POD_IP; vLLM listens on every address, as
+// the kubelet's HTTP prober reaches it there) and exits non-zero at the first rank that does not
+// answer 2xx or 3xx (the kubelet's HTTP prober's success, pkg/probe/http), naming it, its global
+// rank (LWS_WORKER_INDEX x local ranks + i, as the launch computes it) and its port. Every GET
+// shares a budget below the probe's timeoutSeconds, so a hung rank is named by the probe rather
+// than cut short by the kubelet's timeout. http.client takes an IPv6 address bare and brackets
+// it in the Host header itself. Its arguments: scheme, host ("" for POD_IP), path, the GETs'
+// seconds, rank 0's port, the local ranks, then the probe's headers as "Name: value".
+const rankHealthScript = `import http.client, os, sys, time
+scheme, host, path, budget, base, ranks = sys.argv[1:7]
+headers = dict(h.split(": ", 1) for h in sys.argv[7:])
+host = host or os.environ["` + api.PodIPVariable + `"]
+deadline = time.monotonic() + float(budget)
+first = int(os.environ.get("` + lwsv1.LwsWorkerIndex + `") or 0) * int(ranks)
+for i in range(int(ranks)):
+    port = int(base) + i
+    try:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        if scheme == "HTTPS":
+            import ssl
+            conn = http.client.HTTPSConnection(host, port, timeout=left, context=ssl._create_unverified_context())
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=left)
+        conn.request("GET", path, headers=headers)
+        status = conn.getresponse().status
+        conn.close()
+        if not 200 <= status < 400:
+            raise OSError("HTTP %d" % status)
+    except Exception as e:
+        sys.exit("` + RankNotAnsweringPrefix + `%d (local rank %d, port %d) did not answer GET %s: %s" % (first + i, i, port, path, e))
+`
+
+// rankProbeMargin is what a data parallel pod's readiness probe leaves of its timeoutSeconds for
+// the interpreter's start and exit (-I -S: no site packages, which a vLLM image has many of).
+const rankProbeMargin = 0.4
+
+// RankReadinessProbe is a data parallel server's readiness probe: the template's (or vLLM's GET
+// /health, Kubernetes' default timings) with its HTTP GET sent to every local rank, ports
+// port..port+ranks-1, by the image's python3 (every vLLM image has it; not bash or curl). A pod
+// is ready, and its ranks in the pool, only when every rank answers: one probe a container is
+// all Kubernetes gives, and the Endpoint Picker keeps every rank of a Ready pod
+// (docs/design/0026-wide-expert-parallelism.md). Validation allows only an httpGet on the
+// server's port, or none (api's validateRankReadiness).
+func RankReadinessProbe(server *corev1.Container, port, ranks int32) *corev1.Probe {
+	probe := &corev1.Probe{}
+	if server.ReadinessProbe != nil {
+		probe = server.ReadinessProbe.DeepCopy()
+	}
+	get := api.RankHealthGet(server)
+	scheme := get.Scheme
+	if scheme == "" {
+		scheme = corev1.URISchemeHTTP
+	}
+	timeout := probe.TimeoutSeconds
+	if timeout == 0 {
+		timeout = 1 // the API's default
+	}
+	budget := strconv.FormatFloat(float64(timeout)-rankProbeMargin, 'f', -1, 64)
+	command := []string{"python3", "-I", "-S", "-c", rankHealthScript, string(scheme), get.Host, get.Path, budget,
+		strconv.Itoa(int(port)), strconv.Itoa(int(ranks))}
+	for _, h := range get.HTTPHeaders {
+		command = append(command, h.Name+": "+h.Value)
+	}
+	probe.ProbeHandler = corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: command}}
+	return probe
 }

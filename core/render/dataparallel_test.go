@@ -1,6 +1,9 @@
 package render_test
 
 import (
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -202,6 +206,172 @@ func TestDataParallelScriptEndsWhenARankEnds(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(out, strconv.Itoa(pid)))
 			require.NoError(t, err)
 			assert.Equal(t, "stopped", strings.TrimSpace(string(b)), "rank process %d got TERM", pid)
+		}
+	}
+}
+
+// TestDataParallelReadinessProbeChecksEveryRank: a data parallel server's readiness probe is the
+// HTTP GET of the template's probe (GET /health without one) sent to every local rank's port, by
+// the image's python3, with the probe's timings kept; the pod's address comes from POD_IP.
+func TestDataParallelReadinessProbeChecksEveryRank(t *testing.T) {
+	cases := []struct {
+		name  string
+		probe *corev1.Probe
+		// args are the script's: scheme, host, path, seconds for the GETs, first port, ranks, headers
+		prefill, decode []string
+		timings         corev1.Probe
+	}{{
+		name:    "the example's GET /health on the server's port",
+		probe:   &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8000)}}},
+		prefill: []string{"HTTP", "", "/health", "0.6", "8000", "8"},
+		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
+	}, {
+		name:    "no probe: vLLM's GET /health",
+		prefill: []string{"HTTP", "", "/health", "0.6", "8000", "8"},
+		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
+	}, {
+		name: "the port by name, HTTPS, a header and the probe's timings",
+		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http"),
+			Scheme: corev1.URISchemeHTTPS, HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "a: b"}}}},
+			InitialDelaySeconds: 7, PeriodSeconds: 2, TimeoutSeconds: 3, FailureThreshold: 4, SuccessThreshold: 1},
+		prefill: []string{"HTTPS", "", "/ready", "2.6", "8000", "8", "X-Probe: a: b"},
+		decode:  []string{"HTTPS", "", "/ready", "2.6", "8200", "8", "X-Probe: a: b"},
+		timings: corev1.Probe{InitialDelaySeconds: 7, PeriodSeconds: 2, TimeoutSeconds: 3, FailureThreshold: 4, SuccessThreshold: 1},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := story(t, wideEP).Service
+			for i := range svc.Spec.Roles {
+				if tpl := svc.Spec.Roles[i].Template; tpl != nil {
+					tpl.Spec.Containers[0].ReadinessProbe = tc.probe.DeepCopy()
+				}
+			}
+			lwss := leaderWorkerSets(build(t, svc))
+			require.Len(t, lwss, 2)
+			for _, lws := range lwss {
+				want := tc.prefill
+				if strings.Contains(lws.Name, "decode") {
+					want = tc.decode
+				}
+				for _, tpl := range podTemplates(lws) {
+					server := tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
+					probe := server.ReadinessProbe
+					require.NotNil(t, probe, lws.Name)
+					require.NotNil(t, probe.Exec, "%s: an exec probe, not %+v", lws.Name, probe.ProbeHandler)
+					assert.Nil(t, probe.HTTPGet)
+					require.Greater(t, len(probe.Exec.Command), 5)
+					assert.Equal(t, []string{"python3", "-I", "-S", "-c"}, probe.Exec.Command[:4])
+					assert.Equal(t, want, probe.Exec.Command[5:], lws.Name)
+					timings := *probe
+					timings.ProbeHandler = corev1.ProbeHandler{}
+					assert.Equal(t, tc.timings, timings, "the probe's timings are the template's")
+					var podIP []corev1.EnvVar
+					for _, v := range server.Env {
+						if v.Name == "POD_IP" {
+							podIP = append(podIP, v)
+						}
+					}
+					assert.Equal(t, []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+						podIP, "the pod's address, once")
+				}
+			}
+		})
+	}
+}
+
+// rankServers are n HTTP servers on consecutive ports of host, the ranks of a pod: rank i answers
+// GET path with 200 unless hang[i], when its port takes connections and never answers, as a
+// stopped (SIGSTOPped) server's does.
+func rankServers(t *testing.T, host string, n int, hang map[int]bool) int32 {
+	t.Helper()
+	for attempt := 0; attempt < 50; attempt++ {
+		first, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		require.NoError(t, err)
+		base := first.Addr().(*net.TCPAddr).Port
+		listeners := []net.Listener{first}
+		for i := 1; i < n; i++ {
+			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(base+i)))
+			if err != nil {
+				break
+			}
+			listeners = append(listeners, l)
+		}
+		if len(listeners) < n {
+			closeListeners(listeners)
+			continue
+		}
+		t.Cleanup(func() { closeListeners(listeners) })
+		for i, l := range listeners {
+			if hang[i] {
+				continue // the kernel completes the connections; nothing reads them
+			}
+			go func() {
+				_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path != "/health" {
+						w.WriteHeader(http.StatusNotFound)
+					}
+				}))
+			}()
+		}
+		return int32(base)
+	}
+	t.Fatal("no run of free ports")
+	return 0
+}
+
+func closeListeners(listeners []net.Listener) {
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+}
+
+// TestRankReadinessProbeNamesTheRankThatDoesNotAnswer runs the rendered probe's command with this
+// machine's python3 in place of the image's: it passes when every rank answers, and otherwise
+// fails within the probe's timeout, naming the first rank that did not (its output is the
+// kubelet's event message).
+func TestRankReadinessProbeNamesTheRankThatDoesNotAnswer(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 here to run the probe with")
+	}
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		if l, err := net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+			continue // no IPv6 here
+		} else {
+			_ = l.Close()
+		}
+		for _, tc := range []struct {
+			name string
+			hang map[int]bool
+			path string
+			want string // "" for a pass
+		}{
+			{name: "every rank answers", path: "/health"},
+			{name: "local rank 1 hangs", path: "/health", hang: map[int]bool{1: true, 2: true}, want: "data parallel rank 4 (local rank 1, port %d) did not answer GET /health: timed out"},
+			{name: "a path no rank serves", path: "/nope", want: "data parallel rank 3 (local rank 0, port %d) did not answer GET /nope: HTTP 404"},
+		} {
+			t.Run(host+" "+tc.name, func(t *testing.T) {
+				base := rankServers(t, host, 3, tc.hang)
+				server := &corev1.Container{ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: tc.path, Port: intstr.FromInt32(base)}}}}
+				probe := render.RankReadinessProbe(server, base, 3)
+				cmd := exec.Command(python, probe.Exec.Command[1:]...)
+				cmd.Env = []string{"POD_IP=" + host, "LWS_WORKER_INDEX=1"}
+				began := time.Now()
+				out, err := cmd.CombinedOutput()
+				took := time.Since(began)
+				if tc.want == "" {
+					require.NoError(t, err, "%s", out)
+					return
+				}
+				require.Error(t, err)
+				failed := base
+				if tc.hang[1] {
+					failed = base + 1
+				}
+				assert.Equal(t, fmt.Sprintf(tc.want, failed), strings.TrimSpace(string(out)))
+				assert.Less(t, took, time.Second, "within the probe's timeout (the default 1 s)")
+			})
 		}
 	}
 }

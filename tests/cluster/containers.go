@@ -75,8 +75,12 @@ type image struct {
 	binary   binary
 	launches func(run *containerRun) ([]launch, error)
 	// execArgs maps the arguments of an exec probe that runs the program itself, as launches maps
-	// the container's; nil: the suite runs no exec probe of the image.
+	// the container's; nil: the suite runs no exec probe of the image's program.
 	execArgs func(run *containerRun, words []string) ([]string, error)
+	// python: the image has python3 (every vLLM image: vLLM is a Python program), so the suite runs
+	// an exec probe of python3 with this machine's (a data parallel server's,
+	// render.RankReadinessProbe).
+	python bool
 }
 
 // launch is one process of a container: its arguments and variables, the container ports it
@@ -95,7 +99,7 @@ const noRank = -1
 // loader sidecar (the downloader's image at any tag: this project's release) is the loader of
 // this checkout.
 var images = []image{
-	{repository: "vllm/vllm-openai", binary: inferenceSim, launches: modelServerLaunches},
+	{repository: "vllm/vllm-openai", binary: inferenceSim, launches: modelServerLaunches, python: true},
 	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, launches: containerLaunch},
 	{repository: "gateway-api-inference-extension/lwepp", tag: GIELightweightEndpointPickerVersion, binary: gieLightweightEndpointPicker,
 		launches: containerLaunch},
@@ -515,6 +519,16 @@ func (p *ContainerProcess) Stop(grace time.Duration) {
 	}
 }
 
+// Signal sends sig to the process (its group: the program and what it started), as `kill` in the
+// container would: SIGSTOP makes a hung server, which keeps its port open and answers nothing,
+// and SIGCONT brings it back.
+func (p *ContainerProcess) Signal(sig syscall.Signal) error {
+	if p.cmd == nil {
+		return p.startError()
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
 // a gRPC health check, a TCP connection to its program, or an exec of the program itself; with
 // none, until its declared ports accept), then reports the pod Ready, as the kubelet's prober does.
@@ -553,7 +567,9 @@ func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRu
 }
 
 // keepProbing probes the containers that have a readiness probe every periodSeconds (the
-// shortest of theirs) and reports the pod's readiness when it changes, until the pod is deleted.
+// shortest of theirs; a probe that takes longer delays the next, as the kubelet's worker's ticker
+// does, pkg/kubelet/prober/worker.go run) and reports the pod's readiness when it changes, until
+// the pod is deleted. Each failed probe is an event, as the kubelet's (probeFailed).
 func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks []func() error) {
 	period := time.Duration(0)
 	for _, run := range runs {
@@ -576,8 +592,11 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 		ready[i] = true
 	}
 	podReady := true
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	why := ""
 	for {
-		time.Sleep(period)
+		<-ticker.C
 		k.mu.Lock()
 		run, known := k.pods[pod.UID]
 		stopping := !known || run.stopping || run.ended
@@ -590,7 +609,9 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 			if probe == nil {
 				continue
 			}
-			if checks[i]() != nil {
+			if err := checks[i](); err != nil {
+				k.probeFailed(pod, run.container.Name, err)
+				why = fmt.Sprintf("container %s: readiness probe failed: %v", run.container.Name, err)
 				failures[i], successes[i] = failures[i]+1, 0
 				if ready[i] && failures[i] >= max(probe.FailureThreshold, 1) {
 					ready[i] = false
@@ -603,11 +624,30 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 			}
 		}
 		if all := !slices.Contains(ready, false); all != podReady {
-			if !k.reportReady(pod, all, "its readiness probe failed") {
+			if !k.reportReady(pod, all, why) {
 				return
 			}
 			podReady = all
 		}
+	}
+}
+
+// probeFailed records a failed readiness probe as the kubelet does (k8s.io/kubernetes
+// pkg/kubelet/prober/prober.go probe, recordContainerEvent): a Warning event Unhealthy on the
+// pod's container, "Readiness probe failed: " and the probe's message (an exec probe's output).
+func (k *containers) probeFailed(pod *corev1.Pod, container string, err error) {
+	now := metav1.Now()
+	event := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			FieldPath: "spec.containers{" + container + "}"},
+		Reason: "Unhealthy", Message: "Readiness probe failed: " + err.Error(), Type: corev1.EventTypeWarning,
+		Source: corev1.EventSource{Component: "kubelet", Host: pod.Spec.NodeName}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := k.c.Clientset.CoreV1().Events(pod.Namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
+		k.logf("%s/%s: recording a failed probe: %v", pod.Namespace, pod.Name, err)
 	}
 }
 
@@ -715,23 +755,25 @@ func (run *containerRun) readinessCheck() (func() error, error) {
 			return nil
 		}
 	case probe.Exec != nil:
-		words := probe.Exec.Command
-		if len(words) == 0 || run.image.execArgs == nil || path.Base(words[0]) != run.image.command {
-			return nil, fmt.Errorf("the exec probe %q: the suite runs exec probes of the container's own program only", words)
-		}
-		args, err := run.image.execArgs(run, words[1:])
+		command, err := run.execProbeCommand(probe.Exec.Command)
 		if err != nil {
 			return nil, err
 		}
 		timeout := time.Duration(max(probe.TimeoutSeconds, 1)) * time.Second // the kubelet's default: 1 s
+		// As the kubelet's exec prober (k8s.io/kubernetes pkg/probe/exec/exec.go Probe): exit 0 is
+		// a pass; otherwise the command's output (stdout and stderr) is the failure's message, and
+		// a command still running at the probe's timeout fails it.
 		check = func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, run.binary, args...).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+			out, err := command(ctx).CombinedOutput()
+			switch {
+			case ctx.Err() != nil:
+				return fmt.Errorf("command %q timed out", probe.Exec.Command[0])
+			case err != nil && len(bytes.TrimSpace(out)) > 0:
+				return errors.New(string(bytes.TrimSpace(out)))
 			}
-			return nil
+			return err
 		}
 	case probe.TCPSocket != nil:
 		port, err := run.probePort(probe.TCPSocket.Port)
@@ -747,6 +789,40 @@ func (run *containerRun) readinessCheck() (func() error, error) {
 		}
 	}
 	return check, nil
+}
+
+// execProbeCommand is how the suite runs an exec probe's command: the container's own program
+// (image.execArgs), or, for an image with python3, this machine's python3 with the container's
+// variables (its POD_IP the pod's address), as the kubelet runs the command in the container.
+func (run *containerRun) execProbeCommand(words []string) (func(ctx context.Context) *exec.Cmd, error) {
+	switch {
+	case len(words) > 0 && run.image.execArgs != nil && path.Base(words[0]) == run.image.command:
+		args, err := run.image.execArgs(run, words[1:])
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) *exec.Cmd { return exec.CommandContext(ctx, run.binary, args...) }, nil
+	case len(words) > 0 && run.image.python && path.Base(words[0]) == "python3":
+		python, err := exec.LookPath("python3")
+		if err != nil {
+			return nil, fmt.Errorf("the exec probe runs python3, which this machine does not have: %w", err)
+		}
+		env, err := run.environment(false)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "PATH="+os.Getenv("PATH"), "HOME="+run.scratch("home"))
+		return func(ctx context.Context) *exec.Cmd {
+			cmd := exec.CommandContext(ctx, python, words[1:]...)
+			cmd.Env = env
+			return cmd
+		}, nil
+	}
+	first := ""
+	if len(words) > 0 {
+		first = words[0]
+	}
+	return nil, fmt.Errorf("the exec probe of %q: the suite runs exec probes of the container's own program (or of python3 in a vLLM image) only", first)
 }
 
 // probe waits until check passes.

@@ -2,7 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -362,6 +366,71 @@ func TestExecProbeRunsTheContainersProgram(t *testing.T) {
 				err = run.probe(ctx, check)
 			}
 			assert.Equal(t, tc.ready, err == nil, "%v", err)
+		})
+	}
+}
+
+// A data parallel server's readiness probe (render.RankReadinessProbe) is an exec of the vLLM
+// image's python3: the suite runs this machine's python3 with the container's environment (its
+// POD_IP the pod's address), within the probe's timeout, as the kubelet runs it in the container.
+// It passes when every rank answers at the pod's address; when one hangs, it fails within the
+// timeout, and its output, naming the rank, is the failure's message (the kubelet's event's).
+func TestDataParallelReadinessProbeRunsPython(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	const podIP = "127.20.0.9"
+	for _, tc := range []struct {
+		name string
+		hang bool
+		want string
+	}{
+		{name: "every rank answers"},
+		{name: "local rank 1 hangs", hang: true, want: "data parallel rank 3 (local rank 1, port %d) did not answer GET /health: timed out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var listeners []net.Listener
+			base := 0
+			for attempt := 0; len(listeners) < 2 && attempt < 50; attempt++ {
+				closeAll(listeners)
+				listeners = nil
+				first, err := net.Listen("tcp", podIP+":0")
+				require.NoError(t, err)
+				base = first.Addr().(*net.TCPAddr).Port
+				listeners = append(listeners, first)
+				if second, err := net.Listen("tcp", net.JoinHostPort(podIP, strconv.Itoa(base+1))); err == nil {
+					listeners = append(listeners, second)
+				}
+			}
+			require.Len(t, listeners, 2)
+			t.Cleanup(func() { closeAll(listeners) })
+			for i, l := range listeners {
+				if i == 1 && tc.hang {
+					continue // its connections are taken by the kernel and never answered, as a SIGSTOPped server's
+				}
+				go func() { _ = http.Serve(l, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) }()
+			}
+			server := &corev1.Container{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0",
+				Env: []corev1.EnvVar{{Name: "LWS_WORKER_INDEX", Value: "1"}, {Name: api.PodIPVariable,
+					ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}}
+			server.ReadinessProbe = render.RankReadinessProbe(server, int32(base), 2)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "moe-0-1", Namespace: "llm", UID: "u"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{*server}}, Status: corev1.PodStatus{PodIP: podIP}}
+			run := testRun(t, pod, &pod.Spec.Containers[0], nil)
+			im, ok := programOf(server)
+			require.True(t, ok)
+			run.image = im
+			check, err := run.readinessCheck()
+			require.NoError(t, err)
+			began := time.Now()
+			err = check()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, fmt.Sprintf(tc.want, base+1), err.Error())
+			assert.Less(t, time.Since(began), 1500*time.Millisecond, "within the probe's timeout (1 s) and the interpreter's start")
 		})
 	}
 }

@@ -3,6 +3,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +23,8 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -131,13 +135,15 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 		assert.GreaterOrEqual(t, float64(perRank[endpoint]), fair/2, "rank %d got at least half a fair share", rk.process.Rank)
 	}
 
-	// The worker pod's local rank 1 (global rank 3) stops. No readiness probe checks its port (the
-	// template's probe is local rank 0's), but the pod's launch script ends the container when any
-	// rank ends, stopping the others (core/render DataParallelScript), and the suite does as the
-	// script: rank 2 gets TERM and the pod is reported not Ready. The Endpoint Picker then takes
-	// the pod's ranks out (GIE v1.5.0 keeps Ready pods only: pkg/epp/datastore/datastore.go
-	// podResyncAll); ranks 0 and 1 serve every request. Before the script did so, the pod stayed
-	// Ready and about half the requests failed for as long as the rank was down.
+	hangRank(t, r, namespace, ranks)
+
+	// The worker pod's local rank 1 (global rank 3) stops. The pod's launch script ends the
+	// container when any rank ends, stopping the others (core/render DataParallelScript), and the
+	// suite does as the script: rank 2 gets TERM and the pod is reported not Ready at once, without
+	// waiting for the readiness probe. The Endpoint Picker then takes the pod's ranks out (GIE
+	// v1.5.0 keeps Ready pods only: pkg/epp/datastore/datastore.go podResyncAll); ranks 0 and 1
+	// serve every request. Before the script did so, the pod stayed Ready and about half the
+	// requests failed for as long as the rank was down.
 	stopped := ranks[sortedByRank(ranks)[3]]
 	require.Equal(t, 3, stopped.process.Rank)
 	sibling := ranks[sortedByRank(ranks)[2]]
@@ -216,6 +222,148 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 	// so no client hangs on one: the clients go on at least half as fast as when all ranks served.
 	lateRate := float64(late) / endedAt.Sub(unreadyAt.Add(time.Second)).Seconds()
 	assert.GreaterOrEqual(t, lateRate, allRanksRate/2, "requests a second after the pod was taken out: %.0f/s (%.0f/s before the rank stopped)", lateRate, allRanksRate)
+}
+
+// hangRank: the leader pod's local rank 1 (global rank 1) hangs (SIGSTOP: its port still takes
+// connections, nothing answers, and the launch script sees nothing, for the process lives). The
+// pod's readiness probe asks every rank (core/render RankReadinessProbe), so after
+// failureThreshold (3) failed probes, a period (1 s) apart, the pod is not Ready; the Endpoint
+// Picker takes both its ranks out, the other pod's ranks serve every new request, the service is
+// not Running, and `fusioninfer status` names the rank. SIGCONT brings it back: the pod is Ready
+// at the next probe and its ranks are picked again. Requests the Endpoint Picker sent the rank
+// before the pod left wait for it and are served once it resumes (the suite's gateway sets no
+// response timeout; Envoy's default route timeout, 15 s, would fail one held longer). Before the probe asked every rank, the
+// pod stayed Ready, as its probe asked local rank 0 only.
+func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) {
+	t.Helper()
+	hung := ranks[sortedByRank(ranks)[1]]
+	require.Equal(t, 1, hung.process.Rank)
+	podEndpoints := map[string]bool{}
+	for endpoint, rk := range ranks {
+		podEndpoints[endpoint] = rk.pod == hung.pod
+	}
+	const period, failureThreshold, timeout = time.Second, 3, time.Second // the fixture's probe (server), and the API's defaults
+	start := len(r.gateway.Records())
+	traffic := startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: are you stuck?", i) })
+	time.Sleep(2 * time.Second)
+	hungAt := time.Now()
+	require.NoError(t, hung.process.Signal(syscall.SIGSTOP))
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = hung.process.Signal(syscall.SIGCONT)
+		}
+	}()
+	var unreadyAt time.Time
+	require.Eventually(t, func() bool {
+		if slices.Contains(readyPodNames(pods(t, namespace, "moe", "server")), hung.pod) {
+			return false
+		}
+		unreadyAt = time.Now()
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "the pod of the hung rank 1 is reported not Ready")
+	_, ended := hung.process.Ended()
+	require.False(t, ended, "the hung rank's process lives: its container was not ended")
+
+	// New requests go to the other pod's ranks only, and are served.
+	during := startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: anyone else?", i) })
+	time.Sleep(4 * time.Second)
+	duringRequests := during.end()
+	require.Empty(t, failures(duringRequests), "requests sent while the rank hangs and its pod is out are served")
+	afterUnready := map[string]int{}
+	var lastPicked time.Time
+	for _, rec := range r.gateway.Records()[start:] {
+		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.Start.After(lastPicked) {
+			lastPicked = rec.Start
+		}
+		if rec.Start.After(unreadyAt.Add(time.Second)) && rec.Completed {
+			afterUnready[rec.Served]++
+		}
+	}
+	assert.Less(t, lastPicked.Sub(unreadyAt), time.Second, "the Endpoint Picker took the pod's ranks out within a second of it being not Ready")
+	for endpoint, rk := range ranks {
+		if rk.pod == hung.pod {
+			assert.Zero(t, afterUnready[endpoint], "rank %d (pod %s, not Ready) gets nothing", rk.process.Rank, rk.pod)
+		} else {
+			assert.Positive(t, afterUnready[endpoint], "rank %d keeps serving", rk.process.Rank)
+		}
+	}
+
+	// The status: the role is not Running, and the diagnosis names the rank.
+	observed, err := observe.NewClients(harness.Cluster.Kubeconfig, "", 30*time.Second)
+	require.NoError(t, err)
+	var report *diagnosis.Report
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		o, err := observed.Service(context.Background(), "moe", namespace, nil)
+		require.NoError(t, err)
+		report = diagnosis.Diagnose("moe", namespace, nil, o)
+		if report.Phase != diagnosis.Running || time.Now().After(deadline) {
+			break
+		}
+	}
+	assert.NotEqual(t, diagnosis.Running, report.Phase, report.Text())
+	require.Len(t, report.Roles, 1, report.Text())
+	require.Len(t, report.Roles[0].Replicas, 1, report.Text())
+	cause := report.Roles[0].Replicas[0].Cause
+	require.NotNil(t, cause, report.Text())
+	assert.Equal(t, "RankNotAnswering", cause.Reason, report.Text())
+	assert.Equal(t, "Pod/"+hung.pod, cause.Object)
+	assert.Contains(t, cause.Message, "data parallel rank 1 (local rank 1, port 8001) did not answer GET /health: timed out")
+	phases := r.stack.RefreshedStatus("moe")
+	assert.NotEqual(t, "Running", phases["server"], "the component's status while a rank hangs: %v", phases)
+	testcluster.Progress("data parallel: while rank 1 hangs, the component's status says %v; the diagnosis (fusioninfer status): %s %s: %s", phases, cause.Object, cause.Reason, cause.Message)
+
+	// SIGCONT: the pod is Ready again at the next probe, and its ranks are picked again.
+	resumedAt := time.Now()
+	require.NoError(t, hung.process.Signal(syscall.SIGCONT))
+	resumed = true
+	var readyAt time.Time
+	require.Eventually(t, func() bool {
+		if !slices.Contains(readyPodNames(pods(t, namespace, "moe", "server")), hung.pod) {
+			return false
+		}
+		readyAt = time.Now()
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "the pod of the resumed rank 1 is Ready again")
+	requests := traffic.end()
+	records := r.gateway.Records()[start:]
+	held, failed := 0, 0
+	var longest time.Duration
+	for _, rec := range records {
+		assert.False(t, rec.Lost(), "request %s was not lost: %s", rec.ID, rec.Err)
+		if len(rec.Picked) > 0 && rec.Picked[len(rec.Picked)-1] == hung.endpoint && rec.Start.After(hungAt) && rec.Start.Before(resumedAt) {
+			held++
+			longest = max(longest, rec.End.Sub(rec.Start))
+		}
+		if rec.Start.After(hungAt) && !rec.Completed {
+			failed++
+		}
+	}
+	assert.Empty(t, failures(requests), "requests the hung rank held are served once it resumes")
+	back := len(r.gateway.Records())
+	again := startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: back?", i) })
+	time.Sleep(4 * time.Second)
+	require.Empty(t, failures(again.end()), "every request after the rank resumed was served")
+	servedAgain := map[string]int{}
+	for _, rec := range r.gateway.Records()[back:] {
+		if rec.Completed {
+			servedAgain[rec.Served]++
+		}
+	}
+	for endpoint, rk := range ranks {
+		assert.Positive(t, servedAgain[endpoint], "rank %d (pod %s) serves again", rk.process.Rank, rk.pod)
+	}
+	phases = r.stack.RefreshedStatus("moe")
+	assert.Equal(t, "Running", phases["server"], "the component's status once every rank answers again: %v", phases)
+	testcluster.Progress("data parallel: rank 1 hung (SIGSTOP) at +0; its pod not Ready at +%s (failureThreshold %d x period %s); %d requests went to "+
+		"the hung rank meanwhile and were held (the longest %s) until it resumed, then served; %d failed; after: served by rank: %s; "+
+		"SIGCONT at +%s, Ready again %s later; then served by rank: %s",
+		unreadyAt.Sub(hungAt).Round(time.Millisecond), failureThreshold, period, held, longest.Round(time.Millisecond), failed,
+		perRankFigures(ranks, afterUnready), resumedAt.Sub(hungAt).Round(time.Millisecond), readyAt.Sub(resumedAt).Round(time.Millisecond),
+		perRankFigures(ranks, servedAgain))
+	assert.Less(t, unreadyAt.Sub(hungAt), failureThreshold*period+period+timeout+time.Second,
+		"the pod of a hung rank is out within failureThreshold x period (and a probe's timeout)")
+	assert.Less(t, readyAt.Sub(resumedAt), period+timeout+time.Second, "the pod is Ready at the next probe after the rank resumes")
 }
 
 // sortedByRank are the endpoints of ranks in the order of their ranks.
