@@ -71,7 +71,10 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 		Args: []string{"--adapters", adaptersMountPath + "/" + AdapterListFile,
 			"--server", fmt.Sprintf("http://localhost:%d", port)},
 		Resources:    *loraLoaderResources.DeepCopy(),
-		VolumeMounts: []corev1.VolumeMount{{Name: api.AdaptersVolumeName, MountPath: adaptersMountPath, ReadOnly: true}},
+		// the cache too, read-only where the server has it: the list's paths are the server's, and
+		// the loader checks an adapter's files are there before asking the server to load it
+		VolumeMounts: []corev1.VolumeMount{{Name: api.AdaptersVolumeName, MountPath: adaptersMountPath, ReadOnly: true},
+			{Name: api.ModelVolumeName, MountPath: api.ModelMountPath, ReadOnly: true}},
 		// ready once the list it read is loaded: a new pod takes no request for an adapter it lacks.
 		// An exec probe, not an HTTP one: the kubelet's event carries an exec probe's output (the
 		// adapter that failed and vLLM's reason), and fusioninfer status reads it.

@@ -46,6 +46,8 @@ func TestLoRAServiceRendersAdapters(t *testing.T) {
 	assert.Equal(t, []string{render.LoRALoaderCommand}, loader.Command)
 	assert.Equal(t, []string{"--adapters", "/etc/fusioninfer/adapters/adapters.json", "--server", "http://localhost:8000"}, loader.Args)
 	require.NotNil(t, loader.ReadinessProbe, "a pod takes traffic once its adapters are loaded")
+	assert.Contains(t, loader.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: api.ModelMountPath, ReadOnly: true},
+		"the loader sees the adapters' files where the server does, to name one that is not there")
 	var adaptersVolume *corev1.Volume
 	for i := range pod.Volumes {
 		if pod.Volumes[i].ConfigMap != nil {
