@@ -70,7 +70,7 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 		Command: []string{LoRALoaderCommand},
 		Args: []string{"--adapters", adaptersMountPath + "/" + AdapterListFile,
 			"--server", fmt.Sprintf("http://localhost:%d", port)},
-		Resources:    *loraLoaderResources.DeepCopy(),
+		Resources: *loraLoaderResources.DeepCopy(),
 		// the cache too, read-only where the server has it: the list's paths are the server's, and
 		// the loader checks an adapter's files are there before asking the server to load it
 		VolumeMounts: []corev1.VolumeMount{{Name: api.AdaptersVolumeName, MountPath: adaptersMountPath, ReadOnly: true},
