@@ -3,9 +3,11 @@
 // docs/design/0027-lora-adapters.md). It reads the list from the model's adapters ConfigMap,
 // mounted as a file, every --interval, and reconciles the server in its pod with it through vLLM's
 // runtime LoRA API (VLLM_ALLOW_RUNTIME_LORA_UPDATING): loads what is missing or whose path
-// changed, unloads what the list no longer has. GET /ready answers 200 once every adapter of the
-// list is loaded (the container's readiness probe, so a new pod takes traffic only then), else 503
-// with each cause; GET /adapters is its state as JSON.
+// changed, unloads what the list no longer has; an adapter whose directory has no
+// adapter_config.json is not sent to the server, and named. GET /ready answers 200 once every
+// adapter of the list is loaded (the container's readiness probe, so a new pod takes traffic only
+// then), else 503 with each cause; GET /adapters is its state as JSON (vllm.LoaderState), which
+// `fusioninfer status` reads through the API server's pod proxy.
 //
 // GIE's lora-syncer (tools/dynamic-lora-sidecar/sidecar/sidecar.py, LoraReconciler.reconcile)
 // does the like from ensureExist/ensureNotExist lists; this one unloads what leaves the list and
@@ -229,8 +231,8 @@ func (l *loader) checkFiles(path string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("no %s in %s: the adapter's files are not there (did its download complete? "+
-			"is its source a LoRA adapter?)", vllm.AdapterConfigFile, path)
+		return fmt.Errorf("no %s in %s: the adapter's files are not there: its download has not completed, "+
+			"or its source holds no LoRA adapter", vllm.AdapterConfigFile, path)
 	}
 	return fmt.Errorf("reading %s: %v", filepath.Join(path, vllm.AdapterConfigFile), errors.Unwrap(err))
 }
