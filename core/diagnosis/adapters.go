@@ -33,8 +33,9 @@ type FailedAdapter struct {
 	Cause string `json:"cause"`
 }
 
-// hasLoRALoader reports whether a pod runs the adapters' loader beside its server.
-func hasLoRALoader(pod *corev1.Pod) bool {
+// RunsLoRALoader reports whether a pod runs the adapters' loader beside its server: the pods whose
+// loaders Observed.LoRALoaders holds.
+func RunsLoRALoader(pod *corev1.Pod) bool {
 	for _, c := range pod.Spec.Containers {
 		if c.Name == render.LoRALoaderContainerName {
 			return true
@@ -48,7 +49,7 @@ func (d *diagnoser) adapters(lws string) []PodAdapters {
 	var out []PodAdapters
 	for i := range d.pods[lws] {
 		pod := &d.pods[lws][i]
-		if !hasLoRALoader(pod) {
+		if !RunsLoRALoader(pod) {
 			continue
 		}
 		var said *LoRALoader

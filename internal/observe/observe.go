@@ -321,7 +321,7 @@ const (
 func (c *Clients) addLoRALoaders(ctx context.Context, o *diagnosis.Observed, service string) {
 	var asked []corev1.Pod
 	for _, p := range o.Pods {
-		if p.Labels[render.LabelService] == service && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && runsLoRALoader(&p) {
+		if p.Labels[render.LabelService] == service && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && diagnosis.RunsLoRALoader(&p) {
 			asked = append(asked, p)
 		}
 	}
@@ -366,16 +366,6 @@ func (c *Clients) loRALoader(ctx context.Context, pod *corev1.Pod) diagnosis.LoR
 		return diagnosis.LoRALoader{Err: fmt.Sprintf("its answer on port %s is not the loader's state: %v", port, err)}
 	}
 	return diagnosis.LoRALoader{State: &state}
-}
-
-// runsLoRALoader reports whether a pod runs the LoRA loader.
-func runsLoRALoader(pod *corev1.Pod) bool {
-	for _, ctr := range pod.Spec.Containers {
-		if ctr.Name == render.LoRALoaderContainerName {
-			return true
-		}
-	}
-	return false
 }
 
 // needed reports whether the service uses an API: always LWS; the PodGroup when gang scheduled
