@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,8 +41,12 @@ const (
 	maxModelNameLength = 256
 	// MaxDownloadTimeout bounds cache.downloadTimeout.
 	MaxDownloadTimeout = 7 * 24 * time.Hour
-	// AdapterContainerPrefix begins the name of an adapter's container in the download Job.
+	// AdapterContainerPrefix begins the name of an adapter's container in the download Job, and
+	// of a mounted adapter's volume in a server pod (AdapterVolumeName).
 	AdapterContainerPrefix = "adapter-"
+	// AdaptersMountRoot is where a server pod mounts the adapters whose volumes are mounted as
+	// they are (pvc://, oci://): each at a directory of its name.
+	AdaptersMountRoot = "/adapters"
 	// maxSplitWeight bounds a split's weight, as the InferenceModelRewrite CRD's weight does
 	// (GIE apix/v1alpha2 inferencemodelrewrite_types.go, TargetModel.Weight).
 	maxSplitWeight = 1000000
@@ -301,8 +306,14 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 		return nil
 	}
 	var errs field.ErrorList
+	ours := []string{ModelVolumeName, CompileCacheVolumeName, AdaptersVolumeName}
+	for _, a := range m.Adapters {
+		if a.Mounted() {
+			ours = append(ours, AdapterVolumeName(a.Name))
+		}
+	}
 	for i, v := range role.Template.Spec.Volumes {
-		if v.Name == ModelVolumeName || v.Name == CompileCacheVolumeName || v.Name == AdaptersVolumeName {
+		if slices.Contains(ours, v.Name) {
 			errs = append(errs, field.Invalid(tplPath.Child("spec", "volumes").Index(i).Child("name"), v.Name, "the model's volumes have this name: rename yours"))
 		}
 	}
@@ -318,7 +329,8 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 	server := &role.Template.Spec.Containers[serverIndex]
 	serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
 	for i, mount := range server.VolumeMounts {
-		if mount.MountPath == ModelMountPath || mount.MountPath == CompileCacheMountPath {
+		underAdapters := m.MountsAdapters() && (path.Clean(mount.MountPath) == AdaptersMountRoot || strings.HasPrefix(mount.MountPath, AdaptersMountRoot+"/"))
+		if mount.MountPath == ModelMountPath || mount.MountPath == CompileCacheMountPath || underAdapters {
 			errs = append(errs, field.Invalid(serverPath.Child("volumeMounts").Index(i).Child("mountPath"), mount.MountPath,
 				"the model's volumes are mounted here: mount yours elsewhere"))
 		}
@@ -366,8 +378,34 @@ type ResolvedAdapter struct {
 	Parsed modelsource.Source
 }
 
-// ServerPath is where the servers find the adapter: its source's directory in the model's cache.
-func (a *ResolvedAdapter) ServerPath() string { return ModelMountPath + "/" + a.Parsed.CacheDir() }
+// ServerPath is where the servers find the adapter: its source's directory in the model's cache,
+// or, mounted, the directory on its claim or its image volume's root, under its mount path.
+func (a *ResolvedAdapter) ServerPath() string {
+	if a.Mounted() {
+		return path.Join(a.MountPath(), a.Parsed.Path) // an image volume's Path is ""
+	}
+	return ModelMountPath + "/" + a.Parsed.CacheDir()
+}
+
+// Mounted reports whether the adapter's volume is mounted as it is (pvc://, oci://), read-only
+// as the base model's is, not fetched into the model's cache.
+func (a *ResolvedAdapter) Mounted() bool { return !a.Parsed.Downloaded() }
+
+// MountPath is where a mounted adapter's volume is in the server's pod.
+func (a *ResolvedAdapter) MountPath() string { return AdaptersMountRoot + "/" + a.Name }
+
+// AdapterVolumeName is the server pod's volume of a mounted adapter.
+func AdapterVolumeName(adapter string) string { return AdapterContainerPrefix + adapter }
+
+// MountsAdapters reports whether any of the model's adapters is mounted as it is.
+func (m *ResolvedModel) MountsAdapters() bool {
+	return slices.ContainsFunc(m.Adapters, func(a ResolvedAdapter) bool { return a.Mounted() })
+}
+
+// FetchesAdapters reports whether any of the model's adapters is fetched into its cache.
+func (m *ResolvedModel) FetchesAdapters() bool {
+	return slices.ContainsFunc(m.Adapters, func(a ResolvedAdapter) bool { return !a.Mounted() })
+}
 
 // validateAdapters checks a model's adapters and splits, and resolves the adapters into rm.
 func validateAdapters(rm *ResolvedModel, path *field.Path) field.ErrorList {
@@ -383,10 +421,6 @@ func validateAdapters(rm *ResolvedModel, path *field.Path) field.ErrorList {
 		}
 		errs = append(errs, field.NotSupported(path.Child("maxLoraRank"), *m.MaxLoraRank, ranks))
 	}
-	if len(m.Adapters) > 0 && m.Source != "" && !rm.Downloads() {
-		errs = append(errs, field.Forbidden(path.Child("adapters"),
-			"adapters are fetched into the model's cache: the model needs a cache (an hf://, s3:// or gs:// source with cache)"))
-	}
 	names := map[string]bool{}
 	var adapterNames []string
 	for i, a := range m.Adapters {
@@ -399,12 +433,13 @@ func validateAdapters(rm *ResolvedModel, path *field.Path) field.ErrorList {
 		src, err := modelsource.Parse(a.Source)
 		switch {
 		case a.Source == "":
-			errs = append(errs, field.Required(p.Child("source"), "hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix"))
+			errs = append(errs, field.Required(p.Child("source"), "hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image"))
 		case err != nil:
 			errs = append(errs, field.Invalid(p.Child("source"), a.Source, err.Error()))
-		case !src.Downloaded():
-			errs = append(errs, field.Invalid(p.Child("source"), a.Source, fmt.Sprintf(
-				"an adapter is fetched into the model's cache: hf://, s3:// or gs://, not %s://", src.Scheme)))
+		case src.Downloaded() && m.Source != "" && !rm.Downloads():
+			errs = append(errs, field.Forbidden(p.Child("source"), fmt.Sprintf("an %s:// adapter is fetched into the model's cache: "+
+				"the model needs a cache (an hf://, s3:// or gs:// source with cache), or give the adapter a pvc:// or oci:// source, mounted as it is",
+				src.Scheme)))
 		default:
 			rm.Adapters = append(rm.Adapters, ResolvedAdapter{LoRAAdapter: a, Parsed: src})
 		}

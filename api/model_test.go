@@ -188,6 +188,30 @@ func TestAdapterServicePasses(t *testing.T) {
 	assert.Empty(t, Validate(s), "adapters need no router; only a split does")
 }
 
+// TestMountedAdapters: an adapter from a claim or an image is mounted read-only, as the base
+// model's pvc:// and oci:// are, at a directory of its own; it needs no cache.
+func TestMountedAdapters(t *testing.T) {
+	s := adapterService()
+	s.Spec.Model.Adapters[0].Source = "pvc://adapters/llama/sql"
+	s.Spec.Model.Adapters = append(s.Spec.Model.Adapters, LoRAAdapter{Name: "legal", Source: "oci://registry.example.com/adapters/legal:v1"})
+	resolved, errs := Resolve(s)
+	require.Empty(t, errs)
+	m := resolved.Models[""]
+	require.Len(t, m.Adapters, 4)
+	assert.Equal(t, "/adapters/sql/llama/sql", m.Adapters[0].ServerPath())
+	assert.True(t, m.Adapters[0].Mounted())
+	assert.Equal(t, "/models/s3/adapters/support/v1", m.Adapters[1].ServerPath())
+	assert.False(t, m.Adapters[1].Mounted())
+	assert.Equal(t, "/adapters/legal", m.Adapters[3].ServerPath())
+
+	s = adapterService()
+	s.Spec.Model.Source, s.Spec.Model.Cache = "pvc://weights/llama", nil
+	for i, source := range []string{"pvc://adapters", "pvc://adapters/support/v1", "oci://registry.example.com/adapters/support:v2"} {
+		s.Spec.Model.Adapters[i].Source = source
+	}
+	assert.Empty(t, Validate(s), "mounted adapters need no cache")
+}
+
 func TestAdapterRules(t *testing.T) {
 	model := func(s *InferenceService) *Model { return s.Spec.Model }
 	cases := []struct {
@@ -206,13 +230,23 @@ func TestAdapterRules(t *testing.T) {
 		{"an adapter is not the base model", func(s *InferenceService) { model(s).Name = "sql" },
 			`spec.model.adapters[0].name: Invalid value: "sql": the base model is served as "sql": give the adapter another name`},
 		{"an adapter's source", func(s *InferenceService) { model(s).Adapters[0].Source = "" },
-			"spec.model.adapters[0].source: Required value: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix"},
+			"spec.model.adapters[0].source: Required value: hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image"},
 		{"an adapter's source parses", func(s *InferenceService) { model(s).Adapters[0].Source = "ftp://x/y" },
 			`spec.model.adapters[0].source: Invalid value: "ftp://x/y": "ftp://x/y": unknown scheme "ftp"`},
-		{"an adapter is fetched into the cache", func(s *InferenceService) { model(s).Adapters[0].Source = "pvc://adapters/sql" },
-			`spec.model.adapters[0].source: Invalid value: "pvc://adapters/sql": an adapter is fetched into the model's cache: hf://, s3:// or gs://, not pvc://`},
-		{"adapters need the model's cache", func(s *InferenceService) { model(s).Source, model(s).Cache = "pvc://weights/llama", nil },
-			"spec.model.adapters: Forbidden: adapters are fetched into the model's cache: the model needs a cache (an hf://, s3:// or gs:// source with cache)"},
+		{"a fetched adapter needs the model's cache", func(s *InferenceService) { model(s).Source, model(s).Cache = "pvc://weights/llama", nil },
+			"spec.model.adapters[0].source: Forbidden: an hf:// adapter is fetched into the model's cache: the model needs a cache " +
+				"(an hf://, s3:// or gs:// source with cache), or give the adapter a pvc:// or oci:// source, mounted as it is"},
+		{"a mounted adapter's volume name is ours", func(s *InferenceService) {
+			model(s).Adapters[0].Source = "pvc://adapters/sql"
+			s.Spec.Roles[0].Template.Spec.Volumes = append(s.Spec.Roles[0].Template.Spec.Volumes, corev1.Volume{Name: "adapter-sql",
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		}, `spec.roles[0].template.spec.volumes[0].name: Invalid value: "adapter-sql": the model's volumes have this name: rename yours`},
+		{"the mounted adapters' directory is ours", func(s *InferenceService) {
+			model(s).Adapters[0].Source = "oci://registry.example.com/adapters/sql:v1"
+			tpl := &s.Spec.Roles[0].Template.Spec
+			tpl.Volumes = append(tpl.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			tpl.Containers[0].VolumeMounts = append(tpl.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/adapters/tmp"})
+		}, `spec.roles[0].template.spec.containers[0].volumeMounts[0].mountPath: Invalid value: "/adapters/tmp": the model's volumes are mounted here: mount yours elsewhere`},
 		{"a rank vLLM has", func(s *InferenceService) { model(s).MaxLoraRank = ptr.To(24) },
 			`spec.model.maxLoraRank: Unsupported value: 24: supported values: "1", "8", "16", "32", "64", "128", "256", "320", "512"`},
 		{"at least one adapter a batch", func(s *InferenceService) { model(s).MaxLoras = ptr.To(0) },

@@ -381,8 +381,10 @@ type Model struct {
 	// server's second start of the same model skips compilation.
 	CompileCache *CompileCache `json:"compileCache,omitempty" pulumi:"compileCache,optional"`
 	// Adapters are LoRA adapters of the model, each served under its own name beside the base
-	// model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into
-	// the running servers without a restart, so adding one changes no server.
+	// model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://,
+	// gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a
+	// restart, so adding a fetched one changes no server (a mounted one is a volume of the pods:
+	// they roll).
 	Adapters []LoRAAdapter `json:"adapters,omitempty" pulumi:"adapters,optional"`
 	// MaxLoras is how many adapters one batch of a server may mix (vLLM's --max-loras), default 4.
 	MaxLoras *int `json:"maxLoras,omitempty" pulumi:"maxLoras,optional" default:"4"`
@@ -400,7 +402,9 @@ type LoRAAdapter struct {
 	// digits and '-'), unique among the model's adapters and splits.
 	Name string `json:"name" pulumi:"name"`
 	// Source is where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or
-	// gs://bucket/prefix, fetched into the model's cache beside the base model.
+	// gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a
+	// cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image
+	// volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
 	Source string `json:"source" pulumi:"source"`
 }
 

@@ -3,9 +3,11 @@
 // docs/design/0027-lora-adapters.md). It reads the list from the model's adapters ConfigMap,
 // mounted as a file, every --interval, and reconciles the server in its pod with it through vLLM's
 // runtime LoRA API (VLLM_ALLOW_RUNTIME_LORA_UPDATING): loads what is missing or whose path
-// changed, unloads what the list no longer has. GET /ready answers 200 once every adapter of the
-// list is loaded (the container's readiness probe, so a new pod takes traffic only then), else 503
-// with each cause; GET /adapters is its state as JSON.
+// changed, unloads what the list no longer has; an adapter whose directory has no
+// adapter_config.json is not sent to the server, and named. GET /ready answers 200 once every
+// adapter of the list is loaded (the container's readiness probe, so a new pod takes traffic only
+// then), else 503 with each cause; GET /adapters is its state as JSON (vllm.LoaderState), which
+// `fusioninfer status` reads through the API server's pod proxy.
 //
 // GIE's lora-syncer (tools/dynamic-lora-sidecar/sidecar/sidecar.py, LoraReconciler.reconcile)
 // does the like from ensureExist/ensureNotExist lists; this one unloads what leaves the list and
@@ -20,11 +22,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,7 +55,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	flags.SetOutput(stderr)
 	list := flags.String("adapters", "", "the adapter list: JSON {\"adapters\": [{\"name\", \"path\"}]}, the ConfigMap's file")
 	server := flags.String("server", "http://localhost:8000", "the vLLM server's base URL")
-	listen := flags.String("listen", ":8091", "the address of /ready and /adapters")
+	listen := flags.String("listen", ":"+strconv.Itoa(vllm.LoRALoaderPort), "the address of /ready and /adapters")
+	root := flags.String("root", "/", "the directory the list's paths are in (the pod's file system, where the adapters' volumes are "+
+		"mounted at the server's paths; another for a loader run outside its pod)")
 	interval := flags.Duration("interval", 5*time.Second, "how often the list is read and the server reconciled")
 	probe := flags.Bool("probe", false, "ask the running loader at --listen whether it is ready: print why not and exit 1 "+
 		"(the container's readiness probe, whose output the kubelet's event carries)")
@@ -68,7 +75,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *list == "" {
 		return errors.New("give --adapters")
 	}
-	l := &loader{list: *list, server: strings.TrimRight(*server, "/"), client: &http.Client{Timeout: 5 * time.Minute},
+	l := &loader{list: *list, root: *root, server: strings.TrimRight(*server, "/"), client: &http.Client{Timeout: 5 * time.Minute},
 		log: log.New(stderr, "", log.LstdFlags|log.LUTC)}
 	httpServer := &http.Server{Addr: *listen, Handler: l, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
@@ -99,7 +106,7 @@ func probeReady(ctx context.Context, addr string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/ready", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+vllm.PathLoaderReady, nil)
 	if err != nil {
 		return err
 	}
@@ -119,23 +126,17 @@ func probeReady(ctx context.Context, addr string, out io.Writer) error {
 // loader reconciles one server with one list.
 type loader struct {
 	list, server string
-	client       *http.Client
-	log          *log.Logger
+	// root is the directory the list's paths are in: "/" in the loader's pod, where the adapters'
+	// volumes are mounted as the server's are.
+	root   string
+	client *http.Client
+	log    *log.Logger
 
 	mu sync.Mutex
 	// problem is why the list is not all loaded ("" when it is); reconciled: at least once.
 	problem    string
 	reconciled bool
-	state      []adapterState
-}
-
-// adapterState is one adapter of the list as the loader last saw it.
-type adapterState struct {
-	Name   string `json:"name"`
-	Path   string `json:"path"`
-	Loaded bool   `json:"loaded"`
-	// Error is why it failed to load.
-	Error string `json:"error,omitempty"`
+	state      []vllm.AdapterState
 }
 
 // reconcile loads and unloads until the server's adapters are the list's, and records the outcome.
@@ -153,7 +154,7 @@ func (l *loader) reconcile(ctx context.Context) {
 	l.state, l.problem, l.reconciled = state, problem, true
 }
 
-func (l *loader) sync(ctx context.Context) ([]adapterState, string) {
+func (l *loader) sync(ctx context.Context) ([]vllm.AdapterState, string) {
 	data, err := os.ReadFile(l.list)
 	if err != nil {
 		return nil, fmt.Sprintf("reading the adapter list: %v", err)
@@ -168,13 +169,26 @@ func (l *loader) sync(ctx context.Context) ([]adapterState, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("the model server is not answering yet: %v", err)
 	}
-	var state []adapterState
+	var state []vllm.AdapterState
 	var problems []string
 	wanted := map[string]bool{}
 	for _, a := range want.Adapters {
 		wanted[a.Name] = true
-		s := adapterState{Name: a.Name, Path: a.Path}
+		s := vllm.AdapterState{Name: a.Name, Path: a.Path}
 		path, isLoaded := loaded[a.Name]
+		if isLoaded && path == a.Path {
+			s.Loaded = true
+			state = append(state, s)
+			continue
+		}
+		if err := l.checkFiles(a.Path); err != nil {
+			// not sent to the server, which would refuse it the same way with a less plain cause;
+			// a previous version stays loaded
+			s.Error = err.Error()
+			problems = append(problems, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
+			state = append(state, s)
+			continue
+		}
 		if isLoaded && path != "" && path != a.Path {
 			// replaced: vLLM refuses to load a name it has, so the old one goes first
 			if err := l.post(ctx, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": a.Name}); err != nil {
@@ -206,6 +220,21 @@ func (l *loader) sync(ctx context.Context) ([]adapterState, string) {
 		}
 	}
 	return state, strings.Join(problems, "\n")
+}
+
+// checkFiles says why the adapter at path cannot load when its directory lacks the file vLLM reads
+// first (vllm/lora/peft_helper.py, PEFTHelper.from_local_dir reads adapter_config.json;
+// vllm/lora/worker_manager.py, WorkerLoRAManager._load_adapter refuses the adapter without it).
+func (l *loader) checkFiles(path string) error {
+	_, err := os.Stat(filepath.Join(l.root, path, vllm.AdapterConfigFile))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no %s in %s: the adapter's files are not there: its download has not completed, "+
+			"or its source holds no LoRA adapter", vllm.AdapterConfigFile, path)
+	}
+	return fmt.Errorf("reading %s: %v", filepath.Join(path, vllm.AdapterConfigFile), errors.Unwrap(err))
 }
 
 // loadedAdapters are the server's adapters and their paths: the cards of /v1/models with a
@@ -266,23 +295,33 @@ func (l *loader) post(ctx context.Context, path string, body map[string]string) 
 	return nil
 }
 
+// notReconciled is the loader's state before its first reconcile.
+const notReconciled = "not reconciled yet"
+
 // ServeHTTP answers /ready and /adapters.
 func (l *loader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch r.URL.Path {
-	case "/ready":
+	case vllm.PathLoaderReady:
 		switch {
 		case !l.reconciled:
-			http.Error(w, "not reconciled yet", http.StatusServiceUnavailable)
+			http.Error(w, notReconciled, http.StatusServiceUnavailable)
 		case l.problem != "":
 			http.Error(w, l.problem, http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintln(w, "ok")
 		}
-	case "/adapters":
+	case vllm.PathLoaderState:
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(l.state)
+		state := vllm.LoaderState{Adapters: l.state, Problem: l.problem}
+		if !l.reconciled {
+			state.Problem = notReconciled
+		}
+		if state.Adapters == nil {
+			state.Adapters = []vllm.AdapterState{}
+		}
+		_ = json.NewEncoder(w).Encode(state)
 	default:
 		http.NotFound(w, r)
 	}

@@ -92,19 +92,32 @@ func (f *fakeServer) takeCalls() []string {
 	return calls
 }
 
-func writeList(t *testing.T, file string, adapters ...vllm.Adapter) {
+// writeList writes the adapter list; each adapter's files are in the cache (its download done:
+// its adapter_config.json under the loader's root) unless its path is in missing.
+func writeList(t *testing.T, l *loader, file string, adapters ...vllm.Adapter) {
 	t.Helper()
+	for _, a := range adapters {
+		if missing[a.Path] {
+			continue
+		}
+		dir := filepath.Join(l.root, a.Path)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, vllm.AdapterConfigFile), []byte(`{"peft_type": "LORA", "r": 8}`), 0o644))
+	}
 	data, err := json.Marshal(vllm.AdapterList{Adapters: adapters})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, data, 0o644))
 }
+
+// missing are adapter paths whose files writeList leaves out of the cache.
+var missing = map[string]bool{"/models/hf/org/gone/v1": true}
 
 func newTestLoader(t *testing.T) (*loader, *fakeServer, string) {
 	fake := newFakeServer()
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	file := filepath.Join(t.TempDir(), "adapters.json")
-	return &loader{list: file, server: srv.URL, client: srv.Client(), log: log.New(io.Discard, "", 0)}, fake, file
+	return &loader{list: file, root: t.TempDir(), server: srv.URL, client: srv.Client(), log: log.New(io.Discard, "", 0)}, fake, file
 }
 
 func ready(t *testing.T, l *loader) (int, string) {
@@ -120,7 +133,7 @@ func TestLoaderLoadsTheListAndFollowsItsChanges(t *testing.T) {
 	code, _ := ready(t, l)
 	assert.Equal(t, http.StatusServiceUnavailable, code, "not ready before the first reconcile")
 
-	writeList(t, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v1"})
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v1"})
 	l.reconcile(ctx)
 	assert.ElementsMatch(t, []string{"load sql /models/hf/org/sql/v1", "load support /models/s3/a/support/v1"}, fake.takeCalls())
 	code, _ = ready(t, l)
@@ -130,22 +143,64 @@ func TestLoaderLoadsTheListAndFollowsItsChanges(t *testing.T) {
 	assert.Empty(t, fake.takeCalls(), "what is loaded stays loaded")
 
 	// support replaced, sql removed, legal added
-	writeList(t, file, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v2"}, vllm.Adapter{Name: "legal", Path: "/models/gs/a/legal"})
+	writeList(t, l, file, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v2"}, vllm.Adapter{Name: "legal", Path: "/models/gs/a/legal"})
 	l.reconcile(ctx)
 	assert.Equal(t, []string{"unload support", "load support /models/s3/a/support/v2", "load legal /models/gs/a/legal", "unload sql"}, fake.takeCalls())
 	assert.Equal(t, map[string]string{"support": "/models/s3/a/support/v2", "legal": "/models/gs/a/legal"}, fake.loaded)
 
 	rec := httptest.NewRecorder()
 	l.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/adapters", nil))
-	var state []adapterState
+	var state vllm.LoaderState
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &state))
-	assert.Equal(t, []adapterState{{Name: "support", Path: "/models/s3/a/support/v2", Loaded: true}, {Name: "legal", Path: "/models/gs/a/legal", Loaded: true}}, state)
+	assert.Equal(t, vllm.LoaderState{Adapters: []vllm.AdapterState{{Name: "support", Path: "/models/s3/a/support/v2", Loaded: true},
+		{Name: "legal", Path: "/models/gs/a/legal", Loaded: true}}}, state)
+}
+
+// TestLoaderRefusesAnAdapterWithoutItsFiles: an adapter whose directory has no
+// adapter_config.json (its download failed, or its source holds no adapter) is not sent to the
+// server, which would refuse it the same way; its state and the readiness name it and the cause,
+// and the other adapters load.
+func TestLoaderRefusesAnAdapterWithoutItsFiles(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "gone", Path: "/models/hf/org/gone/v1"})
+	l.reconcile(context.Background())
+	assert.Equal(t, []string{"load sql /models/hf/org/sql/v1"}, fake.takeCalls())
+	code, body := ready(t, l)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "adapter gone (/models/hf/org/gone/v1) failed to load: no adapter_config.json in /models/hf/org/gone/v1")
+
+	rec := httptest.NewRecorder()
+	l.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, vllm.PathLoaderState, nil))
+	var state vllm.LoaderState
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &state))
+	require.Len(t, state.Adapters, 2)
+	assert.Equal(t, vllm.AdapterState{Name: "sql", Path: "/models/hf/org/sql/v1", Loaded: true}, state.Adapters[0])
+	assert.False(t, state.Adapters[1].Loaded)
+	assert.Contains(t, state.Adapters[1].Error, "no adapter_config.json in /models/hf/org/gone/v1")
+	assert.Contains(t, state.Problem, "adapter gone")
+}
+
+// TestLoaderStateSaysWhatHoldsTheListBack: before any adapter is tried, the state says why.
+func TestLoaderStateSaysWhatHoldsTheListBack(t *testing.T) {
+	l, fake, file := newTestLoader(t)
+	state := func() vllm.LoaderState {
+		rec := httptest.NewRecorder()
+		l.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, vllm.PathLoaderState, nil))
+		var s vllm.LoaderState
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &s))
+		return s
+	}
+	assert.Equal(t, vllm.LoaderState{Adapters: []vllm.AdapterState{}, Problem: "not reconciled yet"}, state())
+	fake.healthy = false
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"})
+	l.reconcile(context.Background())
+	assert.Contains(t, state().Problem, "the model server is not answering yet")
 }
 
 func TestLoaderNamesAnAdapterThatFailsToLoad(t *testing.T) {
 	l, fake, file := newTestLoader(t)
 	fake.refuse["/models/hf/org/big/v1"] = "LoRA rank 64 is greater than max_lora_rank 16."
-	writeList(t, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
 	l.reconcile(context.Background())
 	code, body := ready(t, l)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -156,7 +211,7 @@ func TestLoaderNamesAnAdapterThatFailsToLoad(t *testing.T) {
 func TestLoaderWaitsForTheServer(t *testing.T) {
 	l, fake, file := newTestLoader(t)
 	fake.healthy = false
-	writeList(t, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"})
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"})
 	l.reconcile(context.Background())
 	code, body := ready(t, l)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -181,7 +236,7 @@ func TestLoaderRefusesAListItCannotRead(t *testing.T) {
 func TestProbeSaysWhyNotReady(t *testing.T) {
 	l, fake, file := newTestLoader(t)
 	fake.refuse["/models/hf/org/big/v1"] = "LoRA rank 64 is greater than max_lora_rank 16."
-	writeList(t, file, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
+	writeList(t, l, file, vllm.Adapter{Name: "big", Path: "/models/hf/org/big/v1"})
 	l.reconcile(context.Background())
 	srv := httptest.NewServer(l)
 	defer srv.Close()

@@ -37,7 +37,9 @@ func newStatusCommand() *cobra.Command {
 phase and the first cause that holds it back, with the object to look at and a fix: a gang Volcano
 cannot place (the PodGroup's condition and events), pods pending, crashing, killed or unable to pull
 their image (the container's last message), the model's download Job, an Endpoint Picker not
-available, an HTTPRoute no Gateway accepted.
+available, an HTTPRoute no Gateway accepted. For a model with LoRA adapters it lists, per server pod,
+the adapters loaded and each that failed with its cause, asked of the pod's loader through the API
+server's pod proxy.
 
 With -f it knows the replicas the spec asks for, also those not created yet; with --name it reports
 what it finds. It reads; it changes nothing.

@@ -60,6 +60,8 @@ type Replica struct {
 	Phase    string `json:"phase"`
 	Revision string `json:"revision,omitempty"`
 	Cause    *Cause `json:"cause,omitempty"`
+	// Adapters are the LoRA adapters of each of its pods that runs the loader, leader first.
+	Adapters []PodAdapters `json:"adapters,omitempty"`
 }
 
 // Role is one serving role.
@@ -127,6 +129,7 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 		for _, lwsName := range role.lwss {
 			lws := rolestatus.OfLeaderWorkerSet(lwsByName[lwsName])
 			rep := d.replica(lwsName, lwsByName[lwsName], lws, r.Causes)
+			rep.Adapters = d.adapters(lwsName)
 			if rep.Phase == ReplicaRunning {
 				rr.ReadyReplicas++
 			}
@@ -381,10 +384,13 @@ func (d *diagnoser) podCause(pod *corev1.Pod) (*Cause, string) {
 	}
 	if loader := containerStatus(pod, render.LoRALoaderContainerName); loader != nil && !loader.Ready && loader.State.Running != nil &&
 		server != nil && server.Ready { // a server still loading its model is the generic cause below
-		// the loader's exec probe prints why (cmd/fusioninfer-lora-loader, --probe), and the
-		// kubelet's event carries it (pkg/probe/exec: the command's output is the probe's message)
+		// the loader says why: its own state, read now, else its exec probe's output
+		// (cmd/fusioninfer-lora-loader, --probe), which the kubelet's event carries (pkg/probe/exec:
+		// the command's output is the probe's message)
 		msg := "the server runs; its LoRA adapters are not all loaded"
-		if e := d.lastContainerWarning(pod.Name, render.LoRALoaderContainerName); e != nil {
+		if problem := d.loaderProblem(pod.Name); problem != "" {
+			msg += ": " + strings.ReplaceAll(strings.TrimSpace(problem), "\n", "; ")
+		} else if e := d.lastContainerWarning(pod.Name, render.LoRALoaderContainerName); e != nil {
 			msg += ": " + strings.TrimSpace(strings.TrimPrefix(e.Message, "Readiness probe failed: "))
 		}
 		return &Cause{Object: object, Reason: "AdaptersNotLoaded", Message: msg,

@@ -43,6 +43,9 @@ type Observed struct {
 	// NodeClaims are Karpenter's claims for them.
 	NodePools  []karpenter.NodePool
 	NodeClaims []karpenter.NodeClaim
+	// LoRALoaders are what the LoRA loader of each running server pod said, by pod name: read
+	// from the loaders, not objects of the cluster, so fixtures do not record them.
+	LoRALoaders map[string]LoRALoader
 }
 
 // Empty reports whether nothing of the service was found.

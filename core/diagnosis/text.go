@@ -3,6 +3,7 @@ package diagnosis
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -43,6 +44,7 @@ func (r *Report) Text() string {
 		}
 	}
 	tw.Flush()
+	writeAdapters(&b, r.Roles)
 	for _, fix := range fixList {
 		fmt.Fprintf(&b, "fix: %s\n", fix)
 	}
@@ -58,4 +60,34 @@ func (r *Report) ExitCode() int {
 		return 3
 	}
 	return 2
+}
+
+// writeAdapters lists, for each pod that runs the LoRA loader, the adapters its server has loaded
+// and each that failed with its cause, one line each; nothing when no pod runs a loader.
+func writeAdapters(b *bytes.Buffer, roles []Role) {
+	var pods []PodAdapters
+	for _, role := range roles {
+		for _, rep := range role.Replicas {
+			pods = append(pods, rep.Adapters...)
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tLORA ADAPTERS")
+	for _, p := range pods {
+		switch {
+		case p.Unknown != "":
+			fmt.Fprintf(tw, "%s\tnot known: %s\n", p.Pod, p.Unknown)
+		case len(p.Loaded) == 0:
+			fmt.Fprintf(tw, "%s\tloaded: none\n", p.Pod)
+		default:
+			fmt.Fprintf(tw, "%s\tloaded: %s\n", p.Pod, strings.Join(p.Loaded, ", "))
+		}
+		for _, f := range p.Failed {
+			fmt.Fprintf(tw, "\tfailed: %s (%s): %s\n", f.Name, f.Path, f.Cause)
+		}
+	}
+	tw.Flush()
 }

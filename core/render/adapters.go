@@ -64,6 +64,23 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 	}
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: api.AdaptersVolumeName, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: api.AdaptersConfigMapName(serviceName, owner)}}}})
+	// the loader reads the list, and checks each adapter's files are there before asking the
+	// server to load it: it sees the adapters' volumes, read-only, where the server does
+	loaderMounts := []corev1.VolumeMount{{Name: api.AdaptersVolumeName, MountPath: adaptersMountPath, ReadOnly: true}}
+	if m.FetchesAdapters() {
+		loaderMounts = append(loaderMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: api.ModelMountPath, ReadOnly: true})
+	}
+	for _, a := range m.Adapters {
+		if !a.Mounted() {
+			continue
+		}
+		// mounted as the base model's pvc:// and oci:// are (modelVolume); a volume of the
+		// template, so adding one rolls the replicas, unlike an adapter fetched into the cache
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: api.AdapterVolumeName(a.Name), VolumeSource: mountedVolume(a.Parsed)})
+		mount := corev1.VolumeMount{Name: api.AdapterVolumeName(a.Name), MountPath: a.MountPath(), ReadOnly: true}
+		server.VolumeMounts = append(server.VolumeMounts, mount)
+		loaderMounts = append(loaderMounts, mount)
+	}
 	pod.Containers = append(pod.Containers, corev1.Container{
 		Name:    LoRALoaderContainerName,
 		Image:   image,
@@ -71,7 +88,7 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 		Args: []string{"--adapters", adaptersMountPath + "/" + AdapterListFile,
 			"--server", fmt.Sprintf("http://localhost:%d", port)},
 		Resources:    *loraLoaderResources.DeepCopy(),
-		VolumeMounts: []corev1.VolumeMount{{Name: api.AdaptersVolumeName, MountPath: adaptersMountPath, ReadOnly: true}},
+		VolumeMounts: loaderMounts,
 		// ready once the list it read is loaded: a new pod takes no request for an adapter it lacks.
 		// An exec probe, not an HTTP one: the kubelet's event carries an exec probe's output (the
 		// adapter that failed and vLLM's reason), and fusioninfer status reads it.

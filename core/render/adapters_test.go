@@ -46,6 +46,8 @@ func TestLoRAServiceRendersAdapters(t *testing.T) {
 	assert.Equal(t, []string{render.LoRALoaderCommand}, loader.Command)
 	assert.Equal(t, []string{"--adapters", "/etc/fusioninfer/adapters/adapters.json", "--server", "http://localhost:8000"}, loader.Args)
 	require.NotNil(t, loader.ReadinessProbe, "a pod takes traffic once its adapters are loaded")
+	assert.Contains(t, loader.VolumeMounts, corev1.VolumeMount{Name: api.ModelVolumeName, MountPath: api.ModelMountPath, ReadOnly: true},
+		"the loader sees the adapters' files where the server does, to name one that is not there")
 	var adaptersVolume *corev1.Volume
 	for i := range pod.Volumes {
 		if pod.Volumes[i].ConfigMap != nil {
@@ -156,5 +158,61 @@ func assertKnownFields(t *testing.T, path string, value any, schema map[string]a
 		for i, child := range v {
 			assertKnownFields(t, fmt.Sprintf("%s[%d]", path, i), child, items)
 		}
+	}
+}
+
+// TestMountedAdapters: an adapter from a claim or an image is a read-only volume of the server's
+// pod, mounted where the server and the loader both find it, as the base model's pvc:// and oci://
+// are; the download Job fetches only the others, and a model with no fetched adapter and no cache
+// still gets its adapter list.
+func TestMountedAdapters(t *testing.T) {
+	svc := story(t, loraStory).Service
+	svc.Spec.Model.Adapters[0].Source = "pvc://adapters/llama/sql"
+	svc.Spec.Model.Adapters = append(svc.Spec.Model.Adapters, api.LoRAAdapter{Name: "legal", Source: "oci://registry.example.com/adapters/legal:v1"})
+	tree := build(t, svc)
+	pod := objectOf[*lwsv1.LeaderWorkerSet](t, tree, "llama-lora-server-0").Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	volumes := map[string]corev1.VolumeSource{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v.VolumeSource
+	}
+	assert.Equal(t, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "adapters", ReadOnly: true}},
+		volumes["adapter-sql"])
+	assert.Equal(t, corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example.com/adapters/legal:v1",
+		PullPolicy: corev1.PullIfNotPresent}}, volumes["adapter-legal"])
+	for _, c := range pod.Containers { // the server and the loader
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "adapter-sql", MountPath: "/adapters/sql", ReadOnly: true}, c.Name)
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "adapter-legal", MountPath: "/adapters/legal", ReadOnly: true}, c.Name)
+	}
+	var list vllm.AdapterList
+	require.NoError(t, json.Unmarshal([]byte(objectOf[*corev1.ConfigMap](t, tree, "llama-lora-adapters").Data[render.AdapterListFile]), &list))
+	assert.Equal(t, vllm.Adapter{Name: "sql", Path: "/adapters/sql/llama/sql"}, list.Adapters[0])
+	assert.Equal(t, vllm.Adapter{Name: "legal", Path: "/adapters/legal"}, list.Adapters[3])
+	var fetched []string
+	for _, c := range objectOf[*batchv1.Job](t, tree, "llama-lora-model-download").Spec.Template.Spec.Containers {
+		fetched = append(fetched, c.Name)
+	}
+	assert.Equal(t, []string{"download", "adapter-support-v1", "adapter-support-v2"}, fetched, "a mounted adapter is not fetched")
+	assert.Contains(t, render.DescribeModel(render.Summarize(tree).Models[0]), "LoRA adapters sql, support-v1, support-v2, legal "+
+		"(sql, legal mounted read-only from their claims or images, the others fetched by the same Job, listed in ConfigMap llama-lora-adapters")
+
+	// the base model on a claim, every adapter mounted: no cache, no Job, the list all the same
+	svc.Spec.Model.Source, svc.Spec.Model.Cache, svc.Spec.Model.CredentialsSecret = "pvc://weights/llama", nil, nil
+	svc.Spec.Model.Adapters = svc.Spec.Model.Adapters[:1]
+	svc.Spec.Model.AdapterSplits = nil
+	tree = build(t, svc)
+	for _, o := range tree.Objects {
+		assert.NotEqual(t, render.KindJob, o.TypeMeta, "nothing to fetch")
+	}
+	refs := map[string]render.Ref{}
+	for _, o := range tree.Objects {
+		refs[o.Name] = o.Ref
+	}
+	require.Contains(t, refs, "llama-lora-adapters")
+	assert.Contains(t, refs["llama-lora-server-0"].DependsOn, refs["llama-lora-adapters"].Suffix)
+	pod = objectOf[*lwsv1.LeaderWorkerSet](t, tree, "llama-lora-server-0").Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	loader := pod.Containers[1]
+	assert.Equal(t, render.LoRALoaderContainerName, loader.Name)
+	for _, m := range loader.VolumeMounts {
+		assert.NotEqual(t, api.ModelMountPath, m.MountPath, "no adapter in the model's volume: the loader does not mount it")
 	}
 }

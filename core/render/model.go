@@ -76,12 +76,15 @@ func modelRefs(svc *api.InferenceService, models map[string]*api.ResolvedModel) 
 			job.Awaited = true
 			refs = append(refs, cache, job)
 			serversAfter[owner] = append(serversAfter[owner], job.Suffix)
-			if m.HasAdapters() {
-				// listed once fetched: a loader never reads an adapter whose files are not there
-				adapters := ref(KindConfigMap, api.AdaptersConfigMapName(svc.Name, owner), job.Suffix)
-				refs = append(refs, adapters)
-				serversAfter[owner] = append(serversAfter[owner], adapters.Suffix)
+		}
+		if m.HasAdapters() {
+			var fetched []string
+			if m.Downloads() { // listed once fetched: a loader never reads an adapter whose files are not there
+				fetched = append(fetched, modelSuffix(svc.Name, api.ModelDownloadJobName(svc.Name, owner)))
 			}
+			adapters := ref(KindConfigMap, api.AdaptersConfigMapName(svc.Name, owner), fetched...)
+			refs = append(refs, adapters)
+			serversAfter[owner] = append(serversAfter[owner], adapters.Suffix)
 		}
 		if m.CompileCache != nil {
 			compile := ref(KindPersistentVolumeClaim, api.CompileCacheName(svc.Name, owner))
@@ -165,6 +168,9 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) 
 	containers := []corev1.Container{container}
 	// each adapter beside the base model, in parallel: the Job completes when every one has
 	for _, a := range m.Adapters {
+		if a.Mounted() {
+			continue // mounted in the servers' pods as it is
+		}
 		c := *container.DeepCopy()
 		c.Name = api.AdapterContainerPrefix + a.Name
 		c.Args = []string{"--source", a.Source, "--cache", api.ModelMountPath}
@@ -237,17 +243,24 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 
 // modelVolume is the volume that holds a model's files, nil when the servers stream them.
 func modelVolume(serviceName, owner string, m *api.ResolvedModel) *corev1.VolumeSource {
-	src := m.Parsed
 	switch {
 	case m.LoadFormat == api.RunaiStreamer:
 		return nil
-	case src.Scheme == modelsource.PVC:
-		return &corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.Location, ReadOnly: true}}
-	case src.Scheme == modelsource.OCI:
-		return &corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: src.Location, PullPolicy: corev1.PullIfNotPresent}}
+	case !m.Parsed.Downloaded():
+		v := mountedVolume(m.Parsed)
+		return &v
 	}
 	return &corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 		ClaimName: api.ModelCacheName(serviceName, owner), ReadOnly: true}}
+}
+
+// mountedVolume is the read-only volume of a source mounted as it is: a pvc:// source's claim, an
+// oci:// source's image volume (always read-only).
+func mountedVolume(src modelsource.Source) corev1.VolumeSource {
+	if src.Scheme == modelsource.OCI {
+		return corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: src.Location, PullPolicy: corev1.PullIfNotPresent}}
+	}
+	return corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.Location, ReadOnly: true}}
 }
 
 // setEnv sets a variable, replacing the template's own value: the model's paths must win.
@@ -279,11 +292,11 @@ type ModelSummary struct {
 	Streamed bool
 	// CompileCache is the compile cache's claim, "" for none.
 	CompileCache string
-	// Adapters are the model's LoRA adapters by name, AdapterList their ConfigMap ("" for none),
-	// Splits its adapter splits.
-	Adapters    []string
-	AdapterList string
-	Splits      []api.AdapterSplit
+	// Adapters are the model's LoRA adapters by name, Mounted those of them mounted as they are
+	// (pvc://, oci://), AdapterList their ConfigMap ("" for none), Splits its adapter splits.
+	Adapters, Mounted []string
+	AdapterList       string
+	Splits            []api.AdapterSplit
 }
 
 func summarizeModels(t *Tree) []ModelSummary {
@@ -309,6 +322,9 @@ func summarizeModels(t *Tree) []ModelSummary {
 		if m.HasAdapters() {
 			for _, a := range m.Adapters {
 				ms.Adapters = append(ms.Adapters, a.Name)
+				if a.Mounted() {
+					ms.Mounted = append(ms.Mounted, a.Name)
+				}
 			}
 			ms.AdapterList, ms.Splits = api.AdaptersConfigMapName(t.Service.Name, owner), m.AdapterSplits
 		}
@@ -342,8 +358,15 @@ func DescribeModel(m ModelSummary) string {
 		line += "; compile cache " + m.CompileCache
 	}
 	if len(m.Adapters) > 0 {
-		line += fmt.Sprintf("; LoRA adapters %s (fetched by the same Job, listed in ConfigMap %s, loaded by each server's %s)",
-			strings.Join(m.Adapters, ", "), m.AdapterList, api.LoRALoaderContainerName)
+		how := "fetched by the same Job"
+		switch {
+		case len(m.Mounted) == len(m.Adapters):
+			how = "mounted read-only from their claims or images"
+		case len(m.Mounted) > 0:
+			how = fmt.Sprintf("%s mounted read-only from their claims or images, the others fetched by the same Job", strings.Join(m.Mounted, ", "))
+		}
+		line += fmt.Sprintf("; LoRA adapters %s (%s, listed in ConfigMap %s, loaded by each server's %s)",
+			strings.Join(m.Adapters, ", "), how, m.AdapterList, api.LoRALoaderContainerName)
 	}
 	for _, split := range m.Splits {
 		targets := make([]string, len(split.Targets))

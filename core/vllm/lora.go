@@ -36,3 +36,34 @@ type Adapter struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
 }
+
+// The loader's own endpoints (cmd/fusioninfer-lora-loader), on LoRALoaderPort of its pod:
+// PathLoaderReady answers 200 once the list is loaded (its readiness), PathLoaderState its state,
+// a LoaderState as JSON, which `fusioninfer status` reads through the API server's pod proxy.
+const (
+	LoRALoaderPort  = 8091
+	PathLoaderReady = "/ready"
+	PathLoaderState = "/adapters"
+)
+
+// AdapterConfigFile is the file vLLM reads first from an adapter's directory (vllm/lora/peft_helper.py,
+// PEFTHelper.from_local_dir): without it, vLLM refuses to load the adapter
+// (vllm/lora/worker_manager.py, WorkerLoRAManager._load_adapter).
+const AdapterConfigFile = "adapter_config.json"
+
+// LoaderState is what the loader last saw of its server: each adapter of the list, and what keeps
+// the list from being loaded ("" when nothing does), including what is wrong before any adapter
+// is tried (the list unreadable, the server not answering yet).
+type LoaderState struct {
+	Adapters []AdapterState `json:"adapters"`
+	Problem  string         `json:"problem,omitempty"`
+}
+
+// AdapterState is one adapter of the list as the loader last saw it: loaded, or why it failed to.
+type AdapterState struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Loaded bool   `json:"loaded"`
+	// Error is why it failed to load: the server's answer, or the loader's own check of its files.
+	Error string `json:"error,omitempty"`
+}

@@ -5,13 +5,16 @@ package observe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,8 +24,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -31,6 +37,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 )
 
@@ -38,7 +45,10 @@ import (
 // diagnosis reads: client-go's typed clientset would link every Kubernetes API group into the CLI.
 type Clients struct {
 	dynamic dynamic.Interface
-	server  string
+	// core is a REST client of the core API group, for what the dynamic client cannot read: a
+	// pod's proxy (the LoRA loaders' state).
+	core   rest.Interface
+	server string
 }
 
 // NewClients are clients of the cluster a kubeconfig names, found as kubectl finds it when
@@ -81,7 +91,20 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{dynamic: dyn, server: config.Host}, nil
+	// the core group's REST client as client-go's typed one configures it
+	// (kubernetes/typed/core/v1/core_client.go, setConfigDefaults), with a codec of the API
+	// server's Status alone (its errors' messages): it reads raw bytes, and links no API group
+	statusOnly := runtime.NewScheme()
+	metav1.AddToGroupVersion(statusOnly, corev1.SchemeGroupVersion)
+	coreConfig := rest.CopyConfig(config)
+	coreConfig.APIPath = "/api"
+	coreConfig.GroupVersion = &corev1.SchemeGroupVersion
+	coreConfig.NegotiatedSerializer = serializer.NewCodecFactory(statusOnly).WithoutConversion()
+	core, err := rest.RESTClientFor(coreConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{dynamic: dyn, core: core, server: config.Host}, nil
 }
 
 // resource is a kind the status reads: its API resource and the typed object it is read into.
@@ -134,6 +157,7 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 		return nil, fmt.Errorf("no InferenceService %q in namespace %q: nothing there carries the label %s=%s (deploy it, or give the right --namespace)",
 			name, namespace, render.LabelService, name)
 	}
+	c.addLoRALoaders(ctx, o, name)
 	if err := c.addNodes(ctx, o); err != nil {
 		return nil, err
 	}
@@ -280,6 +304,68 @@ func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name 
 		}
 	}
 	return nil
+}
+
+// loaderTimeout bounds the wait for one pod's loader; loaderQueries is how many are asked at once.
+const (
+	loaderTimeout = 5 * time.Second
+	loaderQueries = 8
+)
+
+// addLoRALoaders asks the LoRA loader of each of the service's running server pods for its state
+// (vllm.PathLoaderState), through the API server's pod proxy, as client-go's ProxyGet does
+// (kubernetes/typed/core/v1/pod_expansion.go): the API server dials the pod's address, so this
+// works from wherever the kubeconfig does, with the pods/proxy permission kubectl port-forward's
+// users have. vLLM's own vllm:lora_requests_info lists only adapters with requests running or
+// waiting, not those loaded. A loader that cannot be asked is recorded with why; it fails nothing.
+func (c *Clients) addLoRALoaders(ctx context.Context, o *diagnosis.Observed, service string) {
+	var asked []corev1.Pod
+	for _, p := range o.Pods {
+		if p.Labels[render.LabelService] == service && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && diagnosis.RunsLoRALoader(&p) {
+			asked = append(asked, p)
+		}
+	}
+	if len(asked) == 0 {
+		return
+	}
+	said := make([]diagnosis.LoRALoader, len(asked))
+	queries := make(chan struct{}, loaderQueries)
+	var wg sync.WaitGroup
+	for i := range asked {
+		wg.Go(func() {
+			queries <- struct{}{}
+			defer func() { <-queries }()
+			said[i] = c.loRALoader(ctx, &asked[i])
+		})
+	}
+	wg.Wait()
+	o.LoRALoaders = map[string]diagnosis.LoRALoader{}
+	for i, p := range asked {
+		o.LoRALoaders[p.Name] = said[i]
+	}
+}
+
+// loRALoader is what one pod's loader says of itself, or why it could not be asked.
+func (c *Clients) loRALoader(ctx context.Context, pod *corev1.Pod) diagnosis.LoRALoader {
+	ctx, cancel := context.WithTimeout(ctx, loaderTimeout)
+	defer cancel()
+	port := strconv.Itoa(vllm.LoRALoaderPort)
+	result := c.core.Get().Namespace(pod.Namespace).Resource("pods").SubResource("proxy").
+		Name(utilnet.JoinSchemeNamePort("", pod.Name, port)).Suffix(vllm.PathLoaderState).Do(ctx)
+	body, _ := result.Raw()
+	err := result.Error() // the API server's Status, with its message (Raw's error has none)
+	switch {
+	case apierrors.IsForbidden(err):
+		return diagnosis.LoRALoader{Err: fmt.Sprintf("not allowed to get pods/proxy in namespace %q (kubectl auth can-i get pods/proxy -n %s)",
+			pod.Namespace, pod.Namespace)}
+	case err != nil:
+		return diagnosis.LoRALoader{Err: fmt.Sprintf("GET %s on port %s through the API server: %s", vllm.PathLoaderState, port, firstLine(err.Error()))}
+	}
+	var state vllm.LoaderState
+	if err := json.Unmarshal(body, &state); err != nil {
+		return diagnosis.LoRALoader{Err: fmt.Sprintf("its answer on port %s is not the loader's state: %v", port, err)}
+	}
+	return diagnosis.LoRALoader{State: &state}
 }
 
 // needed reports whether the service uses an API: always LWS; the PodGroup when gang scheduled

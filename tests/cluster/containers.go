@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -554,7 +555,7 @@ func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRu
 	k.mu.Lock()
 	ended := run.ended
 	k.mu.Unlock()
-	if ended || !k.reportReady(pod, true, "") {
+	if ended || !k.reportReady(pod, nil, "") {
 		return
 	}
 	now := time.Now()
@@ -595,6 +596,7 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	why := ""
+	var reported []string // the containers last reported not ready
 	for {
 		<-ticker.C
 		k.mu.Lock()
@@ -623,11 +625,17 @@ func (k *containers) keepProbing(pod *corev1.Pod, runs []*containerRun, checks [
 				}
 			}
 		}
-		if all := !slices.Contains(ready, false); all != podReady {
-			if !k.reportReady(pod, all, why) {
+		var notReady []string
+		for i, run := range runs {
+			if !ready[i] {
+				notReady = append(notReady, run.container.Name)
+			}
+		}
+		if all := len(notReady) == 0; all != podReady || !slices.Equal(notReady, reported) {
+			if !k.reportReady(pod, notReady, why) {
 				return
 			}
-			podReady = all
+			podReady, reported = all, notReady
 		}
 	}
 }
@@ -652,11 +660,12 @@ func (k *containers) probeFailed(pod *corev1.Pod, container string, err error) {
 }
 
 // reportReady sets the pod's Ready and ContainersReady conditions and its containers' ready as
-// the kubelet's status manager does (why: why it is not ready); false when the pod is gone or
-// being deleted.
-func (k *containers) reportReady(pod *corev1.Pod, ready bool, why string) bool {
+// the kubelet's status manager does: each container ready but those of notReady, the pod ready
+// when none is not (why: why it is not ready); false when the pod is gone or being deleted.
+func (k *containers) reportReady(pod *corev1.Pod, notReady []string, why string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	ready := len(notReady) == 0
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -676,7 +685,7 @@ func (k *containers) reportReady(pod *corev1.Pod, ready bool, why string) bool {
 			}
 		}
 		for i := range current.Status.ContainerStatuses {
-			current.Status.ContainerStatuses[i].Ready = ready
+			current.Status.ContainerStatuses[i].Ready = !slices.Contains(notReady, current.Status.ContainerStatuses[i].Name)
 		}
 		_, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{})
 		if err == nil {
@@ -884,7 +893,7 @@ func (k *containers) endWithAnyRank(pod *corev1.Pod, run *podRun, container stri
 	k.logf("%s/%s %s: rank %d ended, so the container ends: SIGTERM to its other ranks", pod.Namespace, pod.Name, container, ended.Rank)
 	stopProcesses(ranks, gracePeriod(pod))
 	k.logf("%s/%s %s: ended", pod.Namespace, pod.Name, container)
-	k.reportReady(pod, false, "its container "+container+" ended")
+	k.reportReady(pod, []string{container}, "its container "+container+" ended")
 }
 
 // gracePeriod is the pod's termination grace period (the API's default: 30 s).
@@ -1062,9 +1071,35 @@ func (run *containerRun) scratch(name string) string {
 	return dir
 }
 
+// ClaimDir is the directory that stands for a PersistentVolumeClaim's volume: one for the claim,
+// shared by every container that mounts it, as a ReadWriteMany volume is. Nothing fills it (kwok
+// completes a download Job's pod without running it): a test writes what the download would have.
+func (c *Cluster) ClaimDir(namespace, claim string) string {
+	dir := filepath.Join(c.Dir, "claims", namespace, claim)
+	_ = os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+// root is a directory that stands for the container's file system as far as its mounts go: each
+// mount path a link to its volume's directory (after mountVolumes), for a program given absolute
+// paths in a file, which containerCommand cannot map.
+func (run *containerRun) root() (string, error) {
+	root := run.scratch("root")
+	for mount, dir := range run.mounts {
+		link := filepath.Join(root, mount)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Symlink(dir, link); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return root, nil
+}
+
 // mountVolumes makes a directory for each volume the container mounts: a ConfigMap's keys as
-// files, rewritten when the ConfigMap changes (configMapChanged), an emptyDir empty. Other volume
-// kinds are refused.
+// files, rewritten when the ConfigMap changes (configMapChanged), an emptyDir empty, a claim's
+// the claim's own (ClaimDir). Other volume kinds are refused.
 func (run *containerRun) mountVolumes() error {
 	for _, mount := range run.container.VolumeMounts {
 		var volume *corev1.Volume
@@ -1096,8 +1131,10 @@ func (run *containerRun) mountVolumes() error {
 				run.k.mu.Unlock()
 			}
 		case volume.EmptyDir != nil:
+		case volume.PersistentVolumeClaim != nil:
+			dir = run.k.c.ClaimDir(run.pod.Namespace, volume.PersistentVolumeClaim.ClaimName)
 		default:
-			return fmt.Errorf("volume %s: the suite mounts ConfigMaps and emptyDirs only", mount.Name)
+			return fmt.Errorf("volume %s: the suite mounts ConfigMaps, emptyDirs and claims only", mount.Name)
 		}
 		run.mounts[mount.MountPath] = filepath.Join(dir, mount.SubPath)
 	}
@@ -1399,6 +1436,12 @@ func loraLoaderLaunch(run *containerRun) ([]launch, error) {
 	if args, err = loraLoaderArgs(run, args); err != nil {
 		return nil, err
 	}
+	// the list's paths are the pod's: the loader finds the adapters' files under its mounts
+	root, err := run.root()
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "--root", root)
 	return []launch{{args: args, env: env, ports: slices.Sorted(maps.Keys(run.ports)), rank: noRank}}, nil
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -120,6 +121,18 @@ func TestLoRALoaderRunsWithTheRenderedArguments(t *testing.T) {
 	assert.Equal(t, config.Data[render.AdapterListFile], string(data))
 	server, _ := vllm.FlagValue(args, "--server")
 	assert.Equal(t, "http://127.20.0.7:8000", server, "the server of its own pod")
+	// the cache claim is a directory of the suite's, shared by the pods that mount it; the loader
+	// finds an adapter's files at the list's path under its --root, as in its pod
+	root, found := vllm.FlagValue(args, "--root")
+	require.True(t, found, "%v", args)
+	var adapters vllm.AdapterList
+	require.NoError(t, json.Unmarshal(data, &adapters))
+	claim := run.k.c.ClaimDir("llm", "chat-model")
+	cached := filepath.Join(claim, strings.TrimPrefix(adapters.Adapters[0].Path, api.ModelMountPath), vllm.AdapterConfigFile)
+	require.NoError(t, os.MkdirAll(filepath.Dir(cached), 0o755))
+	require.NoError(t, os.WriteFile(cached, []byte("{}"), 0o644))
+	_, err = os.Stat(filepath.Join(root, adapters.Adapters[0].Path, vllm.AdapterConfigFile))
+	assert.NoError(t, err, "the adapter's files, written into the claim, are at its path under the loader's root")
 	listen, _ := vllm.FlagValue(args, "--listen")
 	assert.Regexp(t, `^127\.0\.0\.1:[0-9]+$`, listen, "it listens on a loopback port of its own")
 	probe := loader.ReadinessProbe.Exec

@@ -1317,7 +1317,7 @@ func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
 type LoRAAdapter struct {
 	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
 	Name string `pulumi:"name"`
-	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
 	Source string `pulumi:"source"`
 }
 
@@ -1335,7 +1335,7 @@ type LoRAAdapterInput interface {
 type LoRAAdapterArgs struct {
 	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
 	Name pulumi.StringInput `pulumi:"name"`
-	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
 	Source pulumi.StringInput `pulumi:"source"`
 }
 
@@ -1395,7 +1395,7 @@ func (o LoRAAdapterOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v LoRAAdapter) string { return v.Name }).(pulumi.StringOutput)
 }
 
-// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
 func (o LoRAAdapterOutput) Source() pulumi.StringOutput {
 	return o.ApplyT(func(v LoRAAdapter) string { return v.Source }).(pulumi.StringOutput)
 }
@@ -1423,7 +1423,7 @@ func (o LoRAAdapterArrayOutput) Index(i pulumi.IntInput) LoRAAdapterOutput {
 type Model struct {
 	// Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
 	AdapterSplits []AdapterSplit `pulumi:"adapterSplits"`
-	// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+	// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
 	Adapters []LoRAAdapter `pulumi:"adapters"`
 	// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache *ModelCache `pulumi:"cache"`
@@ -1457,7 +1457,7 @@ type ModelInput interface {
 type ModelArgs struct {
 	// Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
 	AdapterSplits AdapterSplitArrayInput `pulumi:"adapterSplits"`
-	// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+	// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
 	Adapters LoRAAdapterArrayInput `pulumi:"adapters"`
 	// The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
 	Cache ModelCachePtrInput `pulumi:"cache"`
@@ -1559,7 +1559,7 @@ func (o ModelOutput) AdapterSplits() AdapterSplitArrayOutput {
 	return o.ApplyT(func(v Model) []AdapterSplit { return v.AdapterSplits }).(AdapterSplitArrayOutput)
 }
 
-// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
 func (o ModelOutput) Adapters() LoRAAdapterArrayOutput {
 	return o.ApplyT(func(v Model) []LoRAAdapter { return v.Adapters }).(LoRAAdapterArrayOutput)
 }
@@ -1638,7 +1638,7 @@ func (o ModelPtrOutput) AdapterSplits() AdapterSplitArrayOutput {
 	}).(AdapterSplitArrayOutput)
 }
 
-// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+// LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
 func (o ModelPtrOutput) Adapters() LoRAAdapterArrayOutput {
 	return o.ApplyT(func(v *Model) []LoRAAdapter {
 		if v == nil {

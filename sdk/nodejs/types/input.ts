@@ -134,7 +134,7 @@ export interface LoRAAdapterArgs {
      */
     name: pulumi.Input<string>;
     /**
-     * Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+     * Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
      */
     source: pulumi.Input<string>;
 }
@@ -145,7 +145,7 @@ export interface ModelArgs {
      */
     adapterSplits?: pulumi.Input<pulumi.Input<inputs.AdapterSplitArgs>[] | undefined>;
     /**
-     * LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+     * LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
      */
     adapters?: pulumi.Input<pulumi.Input<inputs.LoRAAdapterArgs>[] | undefined>;
     /**

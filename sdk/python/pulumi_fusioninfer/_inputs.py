@@ -621,7 +621,7 @@ class LoRAAdapterArgsDict(TypedDict):
     """
     source: pulumi.Input[_builtins.str]
     """
-    Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+    Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
     """
 
 @pulumi.input_type
@@ -631,7 +631,7 @@ class LoRAAdapterArgs:
                  source: pulumi.Input[_builtins.str]):
         """
         :param pulumi.Input[_builtins.str] name: The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
-        :param pulumi.Input[_builtins.str] source: Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+        :param pulumi.Input[_builtins.str] source: Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
         """
         pulumi.set(__self__, "name", name)
         pulumi.set(__self__, "source", source)
@@ -652,7 +652,7 @@ class LoRAAdapterArgs:
     @pulumi.getter
     def source(self) -> pulumi.Input[_builtins.str]:
         """
-        Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model.
+        Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
         """
         return pulumi.get(self, "source")
 
@@ -672,7 +672,7 @@ class ModelArgsDict(TypedDict):
     """
     adapters: NotRequired[pulumi.Input[Optional[Sequence[pulumi.Input['LoRAAdapterArgsDict']]]]]
     """
-    LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+    LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
     """
     cache: NotRequired[pulumi.Input[Optional['ModelCacheArgsDict']]]
     """
@@ -719,7 +719,7 @@ class ModelArgs:
         """
         :param pulumi.Input[_builtins.str] source: Where the weights are: hf://org/name[@revision] (the Hugging Face Hub; pin a commit, main moves), s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path (a volume that already holds them) or oci://registry/repository:tag (an image mounted as a Kubernetes image volume, Kubernetes 1.33+ with the ImageVolume feature).
         :param pulumi.Input[Sequence[pulumi.Input['AdapterSplitArgs']]] adapter_splits: Give a public name whose requests the router spreads over adapters by weight (a canary between two versions of an adapter): an InferenceModelRewrite of the router's pool.
-        :param pulumi.Input[Sequence[pulumi.Input['LoRAAdapterArgs']]] adapters: LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+        :param pulumi.Input[Sequence[pulumi.Input['LoRAAdapterArgs']]] adapters: LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
         :param pulumi.Input['ModelCacheArgs'] cache: The volume the weights are downloaded to once, by the Job "{service}-model-download", before any server starts; every server mounts it read-only. Required for hf://, s3:// and gs:// sources unless loadFormat is runai_streamer.
         :param pulumi.Input['CompileCacheArgs'] compile_cache: Keeps vLLM's torch.compile and Triton kernels on a shared volume, so that a server's second start of the same model skips compilation.
         :param pulumi.Input['pulumi_kubernetes.core.v1.LocalObjectReferenceArgs'] credentials_secret: Names a Secret in the service's namespace whose keys become the downloader's (and, for the Run:ai streamer, the servers') environment: HF_TOKEN for the Hub; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_REGION, AWS_ENDPOINT_URL for S3 and GCS (its HMAC keys). Never inline.
@@ -776,7 +776,7 @@ class ModelArgs:
     @pulumi.getter
     def adapters(self) -> pulumi.Input[Optional[Sequence[pulumi.Input['LoRAAdapterArgs']]]]:
         """
-        LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job, and loaded into the running servers without a restart, so adding one changes no server.
+        LoRA adapters of the model, each served under its own name beside the base model (docs/lora.md): fetched into the model's cache by the download Job (hf://, s3://, gs://) or mounted read-only (pvc://, oci://), and loaded into the running servers without a restart, so adding a fetched one changes no server (a mounted one is a volume of the pods: they roll).
         """
         return pulumi.get(self, "adapters")
 

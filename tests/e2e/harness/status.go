@@ -31,16 +31,44 @@ func Status(t *testing.T, svc *api.InferenceService, args ...string) (string, in
 	require.NoError(t, err)
 	manifest := filepath.Join(t.TempDir(), svc.Name+".yaml")
 	require.NoError(t, os.WriteFile(manifest, data, 0o600))
-	cmd := exec.Command(testcli.Binary(t), append([]string{"status", "-f", manifest, "--kubeconfig", Cluster.Kubeconfig}, args...)...)
+	stdout, stderr, code := runStatus(t, append([]string{"-f", manifest}, args...))
+	t.Logf("fusioninfer status (exit %d):\n%s%s", code, stdout, stderr)
+	return stdout + stderr, code
+}
+
+// StatusOf runs `fusioninfer status --name name -n namespace` against the cluster, quietly (a
+// test that polls logs what it settles on), and returns its stdout, its stderr and its exit
+// status.
+func StatusOf(t testing.TB, name, namespace string, args ...string) (string, string, int) {
+	t.Helper()
+	return runStatus(t, append([]string{"--name", name, "-n", namespace}, args...))
+}
+
+func runStatus(t testing.TB, args []string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(testcli.Binary(t), append([]string{"status", "--kubeconfig", Cluster.Kubeconfig}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)
 	}
-	t.Logf("fusioninfer status (exit %d):\n%s%s", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
-	return stdout.String() + stderr.String(), cmd.ProcessState.ExitCode()
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// RunStatus runs the CLI at binary (testcli.Binary) as `fusioninfer status` with args against the
+// cluster, from any goroutine; an exit status other than 0 is no error.
+func RunStatus(binary string, args []string) (string, string, error) {
+	cmd := exec.Command(binary, append([]string{"status", "--kubeconfig", Cluster.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		err = nil
+	}
+	return stdout.String(), stderr.String(), err
 }
 
 // RecordFixture writes the service's observed state as the diagnosis fixture name, with

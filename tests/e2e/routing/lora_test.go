@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +24,10 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -65,6 +71,11 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 	harness.PreparePlatform(t, &api.InferenceService{ObjectMeta: metav1.ObjectMeta{Name: "lora", Namespace: namespace},
 		Spec: api.InferenceServiceSpec{Model: args.Model, Roles: []api.Role{{Name: "server", ComponentType: api.ComponentTypeWorker,
 			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0"}}}}}}}})
+	// the download Job's pod is completed by kwok, which fetches nothing: the adapters' files go
+	// into the cache claim as the download would have put them
+	for _, a := range args.Model.Adapters {
+		inCache(t, namespace, a)
+	}
 	r := deploy(t, "lora", args)
 	servers := pods(t, namespace, "lora", "server")
 	require.Len(t, servers, 4)
@@ -72,6 +83,13 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 		loaded := loadedAdapters(t, namespace, pod.Name)
 		assert.Subset(t, loaded, append(fineTunes, "support-v1", "support-v2"), "%s: the loader loaded every adapter before the pod was Ready", pod.Name)
 	}
+	// fusioninfer status lists them per replica, from each pod's loader through the API server
+	report := loraStatus(t, namespace)
+	for pod, adapters := range adaptersByPod(report) {
+		assert.ElementsMatch(t, append(fineTunes, "support-v1", "support-v2"), adapters.Loaded, "%s: fusioninfer status lists its adapters", pod)
+		assert.Empty(t, adapters.Failed, pod)
+	}
+	assert.Len(t, adaptersByPod(report), 4, "every server pod's adapters")
 
 	// Affinity, against round-robin first (GIE's lightweight EPP reads no rewrites: the split
 	// comes with the lora-affinity router).
@@ -118,7 +136,9 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 		uids[pod.Name] = pod.UID
 	}
 	generations := leaderWorkerSetGenerations(t, namespace)
-	args.Model.Adapters = append(args.Model.Adapters, api.LoRAAdapter{Name: "legal", Source: "hf://example-org/qwen3-8b-legal-lora"})
+	legal := api.LoRAAdapter{Name: "legal", Source: "hf://example-org/qwen3-8b-legal-lora"}
+	inCache(t, namespace, legal)
+	args.Model.Adapters = append(args.Model.Adapters, legal)
 	r.stack.Up()
 	upDone := time.Now()
 	served := map[string]time.Duration{}
@@ -145,6 +165,101 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 	resp := post(r.gateway.URL+"/v1/completions", map[string]any{"model": "legal", "prompt": "Through the gateway?", "max_tokens": 2}, false)
 	assert.Equal(t, 200, resp.status, "the added adapter through the gateway: %v", resp.err)
 	assert.Equal(t, "legal", resp.model)
+
+	// An adapter whose files are not in the cache (its source holds no adapter, or its download
+	// failed): every loader names it with its cause, which fusioninfer status shows per pod beside
+	// the adapters loaded.
+	args.Model.Adapters = append(args.Model.Adapters, api.LoRAAdapter{Name: "broken", Source: "hf://example-org/qwen3-8b-broken-lora"})
+	r.stack.Up()
+	upDone = time.Now()
+	loaded := append(fineTunes, "support-v1", "support-v2", "legal")
+	var named, heldBack time.Duration
+	var last string
+	cli := testcli.Binary(t)
+	ok := assert.Eventually(t, func() bool {
+		var err error
+		if report, err = readLoRAStatus(cli, namespace); err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("%+v", report)
+		byPod := adaptersByPod(report)
+		failed := len(byPod) == len(uids)
+		for _, adapters := range byPod {
+			failed = failed && len(adapters.Failed) == 1 && adapters.Failed[0].Name == "broken"
+		}
+		if failed && named == 0 {
+			named = time.Since(upDone)
+		}
+		// the loaders' readiness then holds every pod back (0027: a pod is ready once its list is loaded)
+		for _, role := range report.Roles {
+			for _, rep := range role.Replicas {
+				if rep.Cause == nil || rep.Cause.Reason != "AdaptersNotLoaded" {
+					return false
+				}
+			}
+		}
+		heldBack = time.Since(upDone)
+		return failed
+	}, 2*time.Minute, time.Second)
+	require.True(t, ok, "fusioninfer status names the adapter that failed on every pod: last %s", last)
+	text, _, _ := harness.StatusOf(t, "lora", namespace)
+	t.Logf("fusioninfer status:\n%s", text)
+	testcluster.Progress("an adapter without its files: named by fusioninfer status on every pod %v after pulumi up returned; every pod held back "+
+		"(not ready) after %v", named.Round(time.Second), heldBack.Round(time.Second))
+	for pod, adapters := range adaptersByPod(report) {
+		assert.ElementsMatch(t, loaded, adapters.Loaded, "%s: the other adapters stay loaded", pod)
+		assert.Contains(t, adapters.Failed[0].Cause, "no adapter_config.json in /models/hf/example-org/qwen3-8b-broken-lora/", pod)
+		assert.Contains(t, text, pod+"  loaded: ")
+	}
+	assert.Contains(t, text, "failed: broken (/models/hf/example-org/qwen3-8b-broken-lora/main): no adapter_config.json in ")
+	assert.Contains(t, text, "its LoRA adapters are not all loaded: adapter broken", "the replicas' cause")
+}
+
+// inCache writes an adapter's adapter_config.json into the model's cache claim, at the path the
+// servers and the loaders read it from (api.ResolvedAdapter.ServerPath), as its download would.
+func inCache(t testing.TB, namespace string, a api.LoRAAdapter) {
+	t.Helper()
+	source, err := modelsource.Parse(a.Source)
+	require.NoError(t, err)
+	dir := filepath.Join(harness.Cluster.ClaimDir(namespace, api.ModelCacheName("lora", "")), source.CacheDir())
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, vllm.AdapterConfigFile), []byte(`{"peft_type": "LORA", "r": 8}`), 0o644))
+}
+
+// loraStatus is `fusioninfer status -o json` of the service (its exit status is 2 at best: the
+// suite runs no Gateway, so the HTTPRoute has no parent status).
+func loraStatus(t testing.TB, namespace string) diagnosis.Report {
+	t.Helper()
+	report, err := readLoRAStatus(testcli.Binary(t), namespace)
+	require.NoError(t, err)
+	return report
+}
+
+// readLoRAStatus is loraStatus, by the CLI at cli, for a goroutine other than the test's.
+func readLoRAStatus(cli, namespace string) (diagnosis.Report, error) {
+	stdout, stderr, err := harness.RunStatus(cli, []string{"--name", "lora", "-n", namespace, "-o", "json"})
+	var report diagnosis.Report
+	if err != nil {
+		return report, err
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		return report, fmt.Errorf("%v: %s%s", err, stdout, stderr)
+	}
+	return report, nil
+}
+
+// adaptersByPod are the adapters a status report lists, by pod.
+func adaptersByPod(report diagnosis.Report) map[string]diagnosis.PodAdapters {
+	out := map[string]diagnosis.PodAdapters{}
+	for _, role := range report.Roles {
+		for _, rep := range role.Replicas {
+			for _, p := range rep.Adapters {
+				out[p.Pod] = p
+			}
+		}
+	}
+	return out
 }
 
 // eppStrategyLoRAAffinity is the router's strategy under test.
