@@ -20,10 +20,11 @@ import (
 // KubernetesVersion is the pulumi-kubernetes version the engine believes it loads.
 var KubernetesVersion = semver.MustParse("4.33.0")
 
-// Plan is a plan that runs program against kubernetes; what the program and the engine log goes
-// to the returned Log; the plan's Config is the stack's configuration the program reads. Updates run with the parallelism `pulumi up` has by default, so nothing but
+// Plan is a plan that runs program against kubernetes (given the address of the engine's host
+// service, which a plugin process logs to); what the program and the engine log goes to the
+// returned Log; the plan's Config is the stack's configuration the program reads. Updates run with the parallelism `pulumi up` has by default, so nothing but
 // the component's dependencies holds a step back.
-func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
+func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
 	var mu sync.Mutex
 	var engineAddr string // the plugin host's engine service, which takes the program's log
 	language := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
@@ -41,7 +42,10 @@ func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*
 		return pulumi.RunWithContext(ctx, program)
 	})
 	loader := deploytest.NewProviderLoader("kubernetes", KubernetesVersion, func() (plugin.Provider, error) {
-		return kubernetes(), nil
+		mu.Lock()
+		engine := engineAddr
+		mu.Unlock()
+		return kubernetes(engine), nil
 	})
 	log := &Log{}
 	sink := diag.DefaultSink(log, log, diag.FormatOptions{Color: colors.Never})
