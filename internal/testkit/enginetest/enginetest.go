@@ -6,6 +6,7 @@ package enginetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/blang/semver"
@@ -41,11 +42,13 @@ func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulum
 		}
 		return pulumi.RunWithContext(ctx, program)
 	})
+	var loaded []plugin.Provider // this operation's providers, closed with its host
 	loader := deploytest.NewProviderLoader("kubernetes", KubernetesVersion, func() (plugin.Provider, error) {
 		mu.Lock()
-		engine := engineAddr
-		mu.Unlock()
-		return kubernetes(engine), nil
+		defer mu.Unlock()
+		p := kubernetes(engineAddr)
+		loaded = append(loaded, p)
+		return p, nil
 	})
 	log := &Log{}
 	sink := diag.DefaultSink(log, log, diag.FormatOptions{Color: colors.Never})
@@ -55,10 +58,32 @@ func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulum
 		mu.Lock()
 		engineAddr = host.ServerAddr()
 		mu.Unlock()
-		return host
+		return &closingHost{Host: host, closeProviders: func() error {
+			mu.Lock()
+			providers := loaded
+			loaded = nil
+			mu.Unlock()
+			var errs []error
+			for _, p := range providers {
+				errs = append(errs, p.Close())
+			}
+			return errors.Join(errs...)
+		}}
 	}}}
 	plan.Options.Parallel = 64
 	return plan, log
+}
+
+// closingHost closes the providers an operation loaded when the operation's host closes, as the
+// real engine's host closes its plugins (pkg/v3 host/host.go defaultHost.Close); deploytest's
+// host leaves a provider its loader made open, and a plugin process would outlive the operation.
+type closingHost struct {
+	plugin.Host
+	closeProviders func() error
+}
+
+func (h *closingHost) Close() error {
+	return errors.Join(h.closeProviders(), h.Host.Close())
 }
 
 // Log is what the program logged through the engine (ctx.Log) and the engine's diagnostics, as
