@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test check test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-routing golden record-state gen clean
+.PHONY: image release demo test check test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-cluster bench-routing golden record-state gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -158,6 +158,11 @@ fuzz:
 bench:
 	$(GO) test ./core/render ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
 	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
+
+## bench-cluster: preview and up through the real kubernetes provider and the wire on the
+## simulated cluster (docs/performance.md).
+bench-cluster:
+	$(GO) test -tags e2e -count=1 -run '^$$' -bench 'Preview|Up' -benchtime 1x -timeout 45m ./tests/e2e
 
 ## bench-routing: the request path on the simulated cluster (docs/performance.md): the Endpoint
 ## Picker's pick and the time to first token at a fixed offered load, its scorers against round-robin.

@@ -64,7 +64,7 @@ const recordedProviderID = "0e3f719a-be56-4215-ad94-d6bec2e928a4"
 // kubernetes provider stand-in whose states are the real provider's (enginetest.Clusterless).
 func statePlan(t *testing.T, example string) (*lt.TestPlan, *enginetest.Log) {
 	t.Helper()
-	plan, log := enginetest.Plan(t, func() plugin.Provider { return enginetest.Clusterless() }, program)
+	plan, log := enginetest.Plan(t, func(string) plugin.Provider { return enginetest.Clusterless() }, program)
 	plan.Project, plan.Stack = stateProject, stateStack
 	plan.Config = config.Map{config.MustMakeKey(stateProject, "manifest"): config.NewValue("examples/manifests/" + example + ".yaml")}
 	return plan, log

@@ -42,6 +42,8 @@ var (
 	gieEndpointPicker            = binary{"gie-epp", "gie-epp-v1.5.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
 	gieLightweightEndpointPicker = binary{"gie-lwepp", "gie-lwepp-v1.6.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/lwepp", GIELightweightEndpointPickerVersion}
 	loraLoader                   = binary{"fusioninfer-lora-loader", "", "./cmd/fusioninfer-lora-loader", "checkout"}
+	// The engine's plugin (provider.go).
+	kubernetesProvider = binary{"pulumi-resource-kubernetes", "pulumi-kubernetes", ".", KubernetesProviderVersion}
 )
 
 // buildEnvironment is what a wrapper module's build adds to this process's environment:
@@ -61,6 +63,9 @@ const (
 	InferenceSimVersion                 = "v0.10.2"
 	GIEEndpointPickerVersion            = "v1.5.0"
 	GIELightweightEndpointPickerVersion = "v1.6.0"
+	// The module proxy serves pulumi-kubernetes' provider module at its v4.25.0 tag's
+	// pseudo-version (v4.0.0-20260115033456-f47bc2d6f199) and no tagged version.
+	KubernetesProviderVersion = "v4.25.0"
 )
 
 // moduleDir is the folder of a wrapper module.
@@ -159,7 +164,7 @@ func programs() []binary {
 	var out []binary
 	for _, b := range append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
 		volcanoScheduler, volcanoControllers, kwok, kedaOperator, kedaAdapter, karpenterKwok},
-		append(containerPrograms(), lwsControllers["v0.8.0"])...) {
+		append(containerPrograms(), lwsControllers["v0.8.0"], kubernetesProvider)...) {
 		if b.module != "" {
 			out = append(out, b)
 		}

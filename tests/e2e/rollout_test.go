@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -19,27 +20,32 @@ import (
 
 // A template change to a 6-replica role with maxUnavailable 2, on the real LWS controller: three
 // batches in order, never more than 2 replicas unavailable; with a partition, the replicas below
-// it keep their template.
+// it keep their template; a second `pulumi up` changes nothing. The same through the real
+// pulumi-kubernetes provider as the engine's plugin, not the wire.
 func TestRolloutOnTheCluster(t *testing.T) {
 	harness.AddGPUNodes(t, "rollout", 6)
+	sixInPairs := [][]string{{"chat-chat-0", "chat-chat-1"}, {"chat-chat-2", "chat-chat-3"}, {"chat-chat-4", "chat-chat-5"}}
 	cases := []struct {
 		name      string
 		partition *int
 		batches   [][]string
 		kept      []string
+		stack     func(testing.TB, func(*pulumi.Context) error) *harness.Stack
 	}{
-		{name: "maxUnavailable 2", batches: [][]string{{"chat-chat-0", "chat-chat-1"}, {"chat-chat-2", "chat-chat-3"}, {"chat-chat-4", "chat-chat-5"}}},
+		{name: "maxUnavailable 2", batches: sixInPairs, stack: harness.NewStack},
 		{name: "partition 2", partition: ptr.To(2), batches: [][]string{{"chat-chat-2", "chat-chat-3"}, {"chat-chat-4", "chat-chat-5"}},
-			kept: []string{"chat-chat-0", "chat-chat-1"}},
+			kept: []string{"chat-chat-0", "chat-chat-1"}, stack: harness.NewStack},
+		{name: "maxUnavailable 2, the real provider", batches: sixInPairs, stack: harness.NewStackOnTheRealProvider},
 	}
-	for _, tc := range cases {
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			namespace := fmt.Sprintf("rollout-%d", ptr.Deref(tc.partition, 0))
+			namespace := fmt.Sprintf("rollout-%d", i)
 			harness.EnsureNamespace(t, namespace)
 			image := "vllm/vllm-openai:v0.33.0"
-			s := harness.NewStack(t, harness.Chat(namespace, 6,
+			s := tc.stack(t, harness.Chat(namespace, 6,
 				&api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Partition: tc.partition}, 3*time.Second, &image))
 			s.Up()
+			assert.Empty(t, s.Preview(), "a preview of the program just deployed changes nothing")
 			before := harness.Revisions(t, namespace)
 			watch := harness.WatchLeaderWorkerSets(t, namespace)
 			image = "vllm/vllm-openai:v0.33.1"
@@ -65,6 +71,7 @@ func TestRolloutOnTheCluster(t *testing.T) {
 			for name, phase := range s.Phases("chat") {
 				assert.Equal(t, inferenceservice.PhaseRunning, phase, name)
 			}
+			assert.Empty(t, s.Preview(), "a preview after the rollout changes nothing")
 			s.Destroy()
 		})
 	}

@@ -26,8 +26,8 @@ import (
 // the live object and the reason, partialError), which the engine's client of a provider plugin
 // turns into a partial failure with an InitError (pkg/resource/plugin provider_plugin.go
 // parseError). Every other object is created as given.
-func timesOut(lws string) func() plugin.Provider {
-	return func() plugin.Provider {
+func timesOut(lws string) func(string) plugin.Provider {
+	return func(string) plugin.Provider {
 		return &deploytest.Provider{
 			CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
 				if !req.Preview && req.URN.Name() == lws {

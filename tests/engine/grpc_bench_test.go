@@ -38,7 +38,7 @@ func targetProgram(b *testing.B) pulumi.RunFunc {
 // preview for each of the 2,503 resources), answering with the provider's rules
 // (mirror/kubeprovider).
 func BenchmarkEnginePreviewOverGRPC(b *testing.B) {
-	plan, log := enginetest.Plan(b, func() plugin.Provider { return pluginProvider(b) }, targetProgram(b))
+	plan, log := enginetest.Plan(b, func(string) plugin.Provider { return pluginProvider(b) }, targetProgram(b))
 	for b.Loop() {
 		if _, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(b, nil), plan.Options, true, nil, nil, "preview"); err != nil {
 			b.Fatal(err, log)

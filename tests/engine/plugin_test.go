@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 )
@@ -57,38 +55,5 @@ func pluginProvider(tb testing.TB) plugin.Provider {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), pluginEnv+"=1")
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		tb.Fatalf("the plugin process said no port: %v", err)
-	}
-	conn, err := grpc.NewClient("127.0.0.1:"+strings.TrimSpace(line),
-		grpc.WithTransportCredentials(insecure.NewCredentials()), rpcutil.GrpcChannelOptions())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &pluginProcess{Provider: plugin.NewProviderWithClient(nil, pulumirpc.NewResourceProviderClient(conn), false),
-		stop: func() { _ = stdin.Close(); _ = conn.Close(); _ = cmd.Wait() }}
-}
-
-// pluginProcess is the engine's client of a plugin process, which it stops on Close.
-type pluginProcess struct {
-	plugin.Provider
-	stop func()
-}
-
-func (p *pluginProcess) Close() error {
-	err := p.Provider.Close()
-	p.stop()
-	return err
+	return enginetest.LaunchPlugin(tb, cmd)
 }

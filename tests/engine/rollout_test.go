@@ -167,7 +167,7 @@ func testPlan(t *testing.T, fake *cluster, args func() *inferenceservice.Args) (
 // programPlan runs the program against the fake cluster.
 func programPlan(t testing.TB, fake *cluster, program pulumi.RunFunc) (*lt.TestPlan, *enginetest.Log) {
 	t.Helper()
-	return enginetest.Plan(t, func() plugin.Provider { return fake.provider() }, program)
+	return enginetest.Plan(t, func(string) plugin.Provider { return fake.provider() }, program)
 }
 
 // A preview says how the change it shows will roll, and that a renamed role is replaced.

@@ -6,6 +6,7 @@ package enginetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/blang/semver"
@@ -20,10 +21,11 @@ import (
 // KubernetesVersion is the pulumi-kubernetes version the engine believes it loads.
 var KubernetesVersion = semver.MustParse("4.33.0")
 
-// Plan is a plan that runs program against kubernetes; what the program and the engine log goes
-// to the returned Log; the plan's Config is the stack's configuration the program reads. Updates run with the parallelism `pulumi up` has by default, so nothing but
+// Plan is a plan that runs program against kubernetes (given the address of the engine's host
+// service, which a plugin process logs to); what the program and the engine log goes to the
+// returned Log; the plan's Config is the stack's configuration the program reads. Updates run with the parallelism `pulumi up` has by default, so nothing but
 // the component's dependencies holds a step back.
-func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
+func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
 	var mu sync.Mutex
 	var engineAddr string // the plugin host's engine service, which takes the program's log
 	language := deploytest.NewLanguageRuntimeF(func(info plugin.RunInfo, monitor *deploytest.ResourceMonitor) error {
@@ -40,8 +42,13 @@ func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*
 		}
 		return pulumi.RunWithContext(ctx, program)
 	})
+	var loaded []plugin.Provider // this operation's providers, closed with its host
 	loader := deploytest.NewProviderLoader("kubernetes", KubernetesVersion, func() (plugin.Provider, error) {
-		return kubernetes(), nil
+		mu.Lock()
+		defer mu.Unlock()
+		p := kubernetes(engineAddr)
+		loaded = append(loaded, p)
+		return p, nil
 	})
 	log := &Log{}
 	sink := diag.DefaultSink(log, log, diag.FormatOptions{Color: colors.Never})
@@ -51,10 +58,32 @@ func Plan(t lt.TB, kubernetes func() plugin.Provider, program pulumi.RunFunc) (*
 		mu.Lock()
 		engineAddr = host.ServerAddr()
 		mu.Unlock()
-		return host
+		return &closingHost{Host: host, closeProviders: func() error {
+			mu.Lock()
+			providers := loaded
+			loaded = nil
+			mu.Unlock()
+			var errs []error
+			for _, p := range providers {
+				errs = append(errs, p.Close())
+			}
+			return errors.Join(errs...)
+		}}
 	}}}
 	plan.Options.Parallel = 64
 	return plan, log
+}
+
+// closingHost closes the providers an operation loaded when the operation's host closes, as the
+// real engine's host closes its plugins (pkg/v3 host/host.go defaultHost.Close); deploytest's
+// host leaves a provider its loader made open, and a plugin process would outlive the operation.
+type closingHost struct {
+	plugin.Host
+	closeProviders func() error
+}
+
+func (h *closingHost) Close() error {
+	return errors.Join(h.closeProviders(), h.Host.Close())
 }
 
 // Log is what the program logged through the engine (ctx.Log) and the engine's diagnostics, as

@@ -20,7 +20,7 @@ import (
 
 // ManifestServices are the services of a manifest file, in api.DefaultNamespace where they name
 // none (as the CLI renders them).
-func ManifestServices(t *testing.T, path string) []*api.InferenceService {
+func ManifestServices(t testing.TB, path string) []*api.InferenceService {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -46,18 +46,19 @@ func ServicesProgram(services ...*api.InferenceService) pulumi.RunFunc {
 }
 
 // AssertProgramRuns deploys program, which deploys the services of manifest, onto the cluster
-// with what a platform has in place for them (PreparePlatform): `pulumi up` returns (with await
-// minimal once the minimal set runs; `pulumi up --refresh` then reads the rest), the component's
-// status says Running for every role (from the real LWSs' status), a second `pulumi up` takes no
-// step and three previews after it find no change (the provider's Diff, mirrored, against the
-// state its Create returned), and `pulumi destroy` leaves nothing of the services behind.
+// with what a platform has in place for them (PreparePlatform), through the real kubernetes
+// provider: `pulumi up` returns (with await minimal once the minimal set runs; `pulumi up
+// --refresh` then reads the rest), the component's status says Running for every role (from the
+// real LWSs' status), a second `pulumi up` takes no step and three previews after it find no
+// change (the provider's Diff against the state its Create returned), and `pulumi destroy` leaves
+// nothing of the services behind.
 func AssertProgramRuns(t *testing.T, program pulumi.RunFunc, manifest string) {
 	t.Helper()
 	services := ManifestServices(t, manifest)
 	for _, svc := range services {
 		PreparePlatform(t, svc)
 	}
-	s := NewStack(t, program)
+	s := NewStackOnTheRealProvider(t, program)
 	s.Up()
 	for _, svc := range services {
 		if svc.Spec.AwaitMode() != api.AwaitAll {

@@ -34,8 +34,24 @@ func NewStack(t testing.TB, program func(ctx *pulumi.Context) error) *Stack {
 	t.Helper()
 	w, err := newWire(Cluster.Config)
 	require.NoError(t, err)
+	return newStack(t, program, func(string) plugin.Provider { return w.provider() })
+}
+
+// NewStackOnTheRealProvider is a stack of the program whose engine launches the real
+// pulumi-kubernetes provider (testcluster.KubernetesProviderVersion) as its plugin process, in
+// place of the wire.
+func NewStackOnTheRealProvider(t testing.TB, program func(ctx *pulumi.Context) error) *Stack {
+	t.Helper()
+	return newStack(t, program, func(engine string) plugin.Provider {
+		cmd, err := Cluster.KubernetesProvider(engine)
+		require.NoError(t, err)
+		return enginetest.LaunchPlugin(t, cmd)
+	})
+}
+
+func newStack(t testing.TB, program func(ctx *pulumi.Context) error, kubernetes func(engine string) plugin.Provider) *Stack {
 	s := &Stack{t: t}
-	s.plan, s.log = enginetest.Plan(t, func() plugin.Provider { return w.provider() }, program)
+	s.plan, s.log = enginetest.Plan(t, kubernetes, program)
 	return s
 }
 

@@ -1,0 +1,86 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+)
+
+// BenchmarkPreview is `pulumi preview` of a new stack on the simulated cluster, through the real
+// pulumi-kubernetes provider and through the wire: a worker role of 10, 100 and 1,000 replicas (an
+// LWS and its rollout each), and the issue's target service (1,000 decode x 4 nodes + 250
+// prefill x 2 nodes: 2,503 resources). The real provider checks each object against the
+// cluster's OpenAPI schema and, for a create whose inputs are known, previews it by a server-side
+// dry run. Run it with -run '^$' -bench BenchmarkPreview -benchtime 1x (docs/performance.md).
+func BenchmarkPreview(b *testing.B) {
+	image := "vllm/vllm-openai:v0.33.0"
+	target := harness.ManifestServices(b, filepath.Join(cluster.RepositoryRoot(), "tests", "perf", "testdata", "pd-1000-decode-250-prefill.yaml"))
+	programs := []struct {
+		name    string
+		program func(namespace string) pulumi.RunFunc
+	}{
+		{"replicas=10", func(ns string) pulumi.RunFunc { return harness.Chat(ns, 10, nil, time.Second, &image) }},
+		{"replicas=100", func(ns string) pulumi.RunFunc { return harness.Chat(ns, 100, nil, time.Second, &image) }},
+		{"replicas=1000", func(ns string) pulumi.RunFunc { return harness.Chat(ns, 1000, nil, time.Second, &image) }},
+		{"target", func(ns string) pulumi.RunFunc {
+			for _, svc := range target {
+				svc.Namespace = ns
+			}
+			return harness.ServicesProgram(target...)
+		}},
+	}
+	stacks := []struct {
+		name  string
+		stack func(testing.TB, func(*pulumi.Context) error) *harness.Stack
+	}{{"provider=real", harness.NewStackOnTheRealProvider}, {"provider=wire", harness.NewStack}}
+	for _, st := range stacks {
+		for i, p := range programs {
+			b.Run(st.name+"/"+p.name, func(b *testing.B) {
+				namespace := fmt.Sprintf("preview-%d", i)
+				harness.EnsureNamespace(b, namespace)
+				s := st.stack(b, p.program(namespace))
+				for b.Loop() {
+					if steps := s.Preview(); len(steps) == 0 {
+						b.Fatal("the preview of a new stack creates nothing")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkUp is `pulumi up` of a new stack on the simulated cluster until every replica is
+// Available (the real LWS controller and scheduler, kwok's nodes), through the real provider and
+// through the wire: a worker role of 10 and 100 replicas of 8 GPUs, one node each. Each
+// deployment is destroyed, untimed, before the next.
+func BenchmarkUp(b *testing.B) {
+	image := "vllm/vllm-openai:v0.33.0"
+	harness.AddNodes(b, cluster.Nodes{Prefix: "bench-up", Count: 100, GPUs: 8})
+	stacks := []struct {
+		name  string
+		stack func(testing.TB, func(*pulumi.Context) error) *harness.Stack
+	}{{"provider=real", harness.NewStackOnTheRealProvider}, {"provider=wire", harness.NewStack}}
+	for _, st := range stacks {
+		for i, replicas := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s/replicas=%d", st.name, replicas), func(b *testing.B) {
+				namespace := fmt.Sprintf("up-%d", i)
+				harness.EnsureNamespace(b, namespace)
+				s := st.stack(b, harness.Chat(namespace, replicas, nil, time.Second, &image))
+				for b.Loop() {
+					s.Up()
+					b.StopTimer()
+					s.Destroy()
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}
