@@ -182,27 +182,15 @@ func TestDiagnosis(t *testing.T) {
 		}},
 		{name: "a server loading its model", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
-				notAvailable(o)
-				for i := range o.Pods[0].Status.Conditions {
-					if o.Pods[0].Status.Conditions[i].Type == corev1.PodReady {
-						o.Pods[0].Status.Conditions[i].Status = corev1.ConditionFalse
-					}
-				}
+				unreadyPod(o)
 			}, phase: diagnosis.Pending, exit: 2, want: []string{"Starting", "not ready yet: the server loads its model"}},
 		{name: "an adapter that fails to load, named with its cause", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
-				notAvailable(o)
-				pod := &o.Pods[0]
-				for i := range pod.Status.Conditions {
-					if pod.Status.Conditions[i].Type == corev1.PodReady {
-						pod.Status.Conditions[i].Status = corev1.ConditionFalse
-					}
-				}
-				running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: render.LoRALoaderContainerName, State: running})
-				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
-					FieldPath: "spec.containers{" + render.LoRALoaderContainerName + "}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(), Message: "Readiness probe failed: adapter sql (/models/hf/org/sql/v1) failed to load: " +
-					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n"})
+				pod := unreadyPod(o)
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: render.LoRALoaderContainerName,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+				probeFailed(o, pod, render.LoRALoaderContainerName, "adapter sql (/models/hf/org/sql/v1) failed to load: "+
+					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n")
 			}, phase: diagnosis.Pending, exit: 2, want: []string{
 				"Pod/qwen-inference-inference-0-0: the server runs; its LoRA adapters are not all loaded: adapter sql (/models/hf/org/sql/v1) failed to load: " +
 					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.",
@@ -210,34 +198,19 @@ func TestDiagnosis(t *testing.T) {
 			}},
 		{name: "a server still loading its model, beside the adapters' loader", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
-				notAvailable(o)
-				pod := &o.Pods[0]
-				for i := range pod.Status.Conditions {
-					if pod.Status.Conditions[i].Type == corev1.PodReady {
-						pod.Status.Conditions[i].Status = corev1.ConditionFalse
-					}
-				}
+				pod := unreadyPod(o)
 				pod.Status.ContainerStatuses[0].Ready = false
-				running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: render.LoRALoaderContainerName, State: running})
-				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
-					FieldPath: "spec.containers{" + render.LoRALoaderContainerName + "}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(), Message: "Readiness probe failed: adapter sql (/models/hf/org/sql/v1) failed to load: " +
-					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n"})
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: render.LoRALoaderContainerName,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+				probeFailed(o, pod, render.LoRALoaderContainerName, "adapter sql (/models/hf/org/sql/v1) failed to load: "+
+					"400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.\n")
 			}, phase: diagnosis.Pending, exit: 2, want: []string{"not ready yet: the server loads its model"},
 			absent: []string{"LoRA adapters"}},
 		{name: "a data parallel rank that does not answer, named", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
-				notAvailable(o)
-				pod := &o.Pods[0]
-				for i := range pod.Status.Conditions {
-					if pod.Status.Conditions[i].Type == corev1.PodReady {
-						pod.Status.Conditions[i].Status = corev1.ConditionFalse
-					}
-				}
+				pod := unreadyPod(o)
 				pod.Status.ContainerStatuses[0].Ready = false
-				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
-					FieldPath: "spec.containers{vllm}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(),
-					Message: "Readiness probe failed: data parallel rank 3 (local rank 1, port 8001) did not answer GET /health: timed out\n"})
+				probeFailed(o, pod, "vllm", "data parallel rank 3 (local rank 1, port 8001) did not answer GET /health: timed out\n")
 			}, phase: diagnosis.Pending, exit: 2, want: []string{
 				"Pod/qwen-inference-inference-0-0: runs, but data parallel rank 3 (local rank 1, port 8001) did not answer GET /health: timed out " +
 					"(the pod is Ready, and its ranks routed, only when every rank answers)",
@@ -245,17 +218,9 @@ func TestDiagnosis(t *testing.T) {
 			}, absent: []string{"the server loads its model"}},
 		{name: "a server's other probe failure stays the generic cause", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
-				notAvailable(o)
-				pod := &o.Pods[0]
-				for i := range pod.Status.Conditions {
-					if pod.Status.Conditions[i].Type == corev1.PodReady {
-						pod.Status.Conditions[i].Status = corev1.ConditionFalse
-					}
-				}
+				pod := unreadyPod(o)
 				pod.Status.ContainerStatuses[0].Ready = false
-				o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
-					FieldPath: "spec.containers{vllm}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(),
-					Message: "Readiness probe failed: HTTP probe failed with statuscode: 503"})
+				probeFailed(o, pod, "vllm", "HTTP probe failed with statuscode: 503")
 			}, phase: diagnosis.Pending, exit: 2, want: []string{"not ready yet: the server loads its model"}, absent: []string{"data parallel"}},
 		{name: "a failed model download holds every replica", svc: func(t *testing.T) *api.InferenceService {
 			svc := story1(t, "status-healthy")
@@ -382,6 +347,25 @@ func TestDiagnosis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unreadyPod makes the first pod running but not Ready (the service not available) and returns it.
+func unreadyPod(o *diagnosis.Observed) *corev1.Pod {
+	notAvailable(o)
+	pod := &o.Pods[0]
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			pod.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	return pod
+}
+
+// probeFailed adds the kubelet's event for a failed readiness probe of the pod's container.
+func probeFailed(o *diagnosis.Observed, pod *corev1.Pod, container, message string) {
+	o.Events = append(o.Events, corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name,
+		FieldPath: "spec.containers{" + container + "}"}, Type: corev1.EventTypeWarning, Reason: "Unhealthy", LastTimestamp: metav1.Now(),
+		Message: "Readiness probe failed: " + message})
 }
 
 // notAvailable makes the fixture's LWS not Available, as when its pod stopped being ready.
