@@ -153,14 +153,7 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	stoppedAt := time.Now()
 	stopped.process.Stop(5 * time.Second)
-	var unreadyAt time.Time
-	require.Eventually(t, func() bool {
-		if slices.Contains(readyPodNames(pods(t, namespace, "moe", "server")), stopped.pod) {
-			return false
-		}
-		unreadyAt = time.Now()
-		return true
-	}, 30*time.Second, 100*time.Millisecond, "the pod of the stopped rank 3 is reported not Ready")
+	unreadyAt := whenNotReady(t, namespace, stopped.pod, "the pod of the stopped rank 3 is reported not Ready")
 	siblingEnded, ok := sibling.process.Ended()
 	require.True(t, ok, "rank 2, of the same container, was stopped with it")
 	time.Sleep(8 * time.Second)
@@ -254,14 +247,7 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 			_ = hung.process.Signal(syscall.SIGCONT)
 		}
 	}()
-	var unreadyAt time.Time
-	require.Eventually(t, func() bool {
-		if slices.Contains(readyPodNames(pods(t, namespace, "moe", "server")), hung.pod) {
-			return false
-		}
-		unreadyAt = time.Now()
-		return true
-	}, 30*time.Second, 100*time.Millisecond, "the pod of the hung rank 1 is reported not Ready")
+	unreadyAt := whenNotReady(t, namespace, hung.pod, "the pod of the hung rank 1 is reported not Ready")
 	_, ended := hung.process.Ended()
 	require.False(t, ended, "the hung rank's process lives: its container was not ended")
 
@@ -364,6 +350,20 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 	assert.Less(t, unreadyAt.Sub(hungAt), failureThreshold*period+period+timeout+time.Second,
 		"the pod of a hung rank is out within failureThreshold x period (and a probe's timeout)")
 	assert.Less(t, readyAt.Sub(resumedAt), period+timeout+time.Second, "the pod is Ready at the next probe after the rank resumes")
+}
+
+// whenNotReady waits until the moe service's server pod is not Ready, and is when it saw it.
+func whenNotReady(t *testing.T, namespace, pod, what string) time.Time {
+	t.Helper()
+	var at time.Time
+	require.Eventually(t, func() bool {
+		if slices.Contains(readyPodNames(pods(t, namespace, "moe", "server")), pod) {
+			return false
+		}
+		at = time.Now()
+		return true
+	}, 30*time.Second, 100*time.Millisecond, what)
+	return at
 }
 
 // sortedByRank are the endpoints of ranks in the order of their ranks.
