@@ -4,9 +4,11 @@
 // mounted as a file, every --interval, and reconciles the server in its pod with it through vLLM's
 // runtime LoRA API (VLLM_ALLOW_RUNTIME_LORA_UPDATING): loads what is missing or whose path
 // changed, unloads what the list no longer has; an adapter whose directory has no
-// adapter_config.json is not sent to the server, and named. GET /ready answers 200 once every
-// adapter of the list is loaded (the container's readiness probe, so a new pod takes traffic only
-// then), else 503 with each cause; GET /adapters is its state as JSON (vllm.LoaderState), which
+// adapter_config.json is not sent to the server, and named. GET /ready answers 200 once the list
+// has been read and every adapter of it tried against the answering server (the container's
+// readiness probe, so a new pod takes traffic only after its adapters loaded), else 503 with the
+// cause; an adapter that failed is named in its answer but holds nothing back: the pod's base
+// model and its other adapters serve (docs/design/0027-lora-adapters.md). GET /adapters is its state as JSON (vllm.LoaderState), which
 // `fusioninfer status` reads through the API server's pod proxy.
 //
 // GIE's lora-syncer (tools/dynamic-lora-sidecar/sidecar/sidecar.py, LoraReconciler.reconcile)
@@ -133,15 +135,21 @@ type loader struct {
 	log    *log.Logger
 
 	mu sync.Mutex
-	// problem is why the list is not all loaded ("" when it is); reconciled: at least once.
-	problem    string
-	reconciled bool
-	state      []vllm.AdapterState
+	// problem is why the list is not all loaded ("" when it is); blocking, the part of it that
+	// keeps the pod not ready (the list unreadable, the server not answering); reconciled: at
+	// least once.
+	problem, blocking string
+	reconciled        bool
+	state             []vllm.AdapterState
 }
 
 // reconcile loads and unloads until the server's adapters are the list's, and records the outcome.
 func (l *loader) reconcile(ctx context.Context) {
-	state, problem := l.sync(ctx)
+	state, blocking, failed := l.sync(ctx)
+	problem := strings.Join(failed, "\n")
+	if blocking != "" {
+		problem = blocking // no adapter was tried
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if problem != l.problem || !l.reconciled {
@@ -151,26 +159,26 @@ func (l *loader) reconcile(ctx context.Context) {
 			l.log.Print(problem)
 		}
 	}
-	l.state, l.problem, l.reconciled = state, problem, true
+	l.state, l.problem, l.blocking, l.reconciled = state, problem, blocking, true
 }
 
-func (l *loader) sync(ctx context.Context) ([]vllm.AdapterState, string) {
+// sync is one pass over the list: each adapter's state, what kept the pass from trying them
+// (blocking), and a line for each adapter that failed.
+func (l *loader) sync(ctx context.Context) (state []vllm.AdapterState, blocking string, failed []string) {
 	data, err := os.ReadFile(l.list)
 	if err != nil {
-		return nil, fmt.Sprintf("reading the adapter list: %v", err)
+		return nil, fmt.Sprintf("reading the adapter list: %v", err), nil
 	}
 	var want vllm.AdapterList
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&want); err != nil {
-		return nil, fmt.Sprintf("the adapter list %s: %v", l.list, err)
+		return nil, fmt.Sprintf("the adapter list %s: %v", l.list, err), nil
 	}
 	loaded, err := l.loadedAdapters(ctx)
 	if err != nil {
-		return nil, fmt.Sprintf("the model server is not answering yet: %v", err)
+		return nil, fmt.Sprintf("the model server is not answering yet: %v", err), nil
 	}
-	var state []vllm.AdapterState
-	var problems []string
 	wanted := map[string]bool{}
 	for _, a := range want.Adapters {
 		wanted[a.Name] = true
@@ -185,7 +193,7 @@ func (l *loader) sync(ctx context.Context) ([]vllm.AdapterState, string) {
 			// not sent to the server, which would refuse it the same way with a less plain cause;
 			// a previous version stays loaded
 			s.Error = err.Error()
-			problems = append(problems, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
+			failed = append(failed, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
 			state = append(state, s)
 			continue
 		}
@@ -205,7 +213,7 @@ func (l *loader) sync(ctx context.Context) ([]vllm.AdapterState, string) {
 		}
 		s.Loaded = s.Error == ""
 		if !s.Loaded {
-			problems = append(problems, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
+			failed = append(failed, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
 		}
 		state = append(state, s)
 	}
@@ -214,12 +222,12 @@ func (l *loader) sync(ctx context.Context) ([]vllm.AdapterState, string) {
 			continue
 		}
 		if err := l.post(ctx, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": name}); err != nil {
-			problems = append(problems, fmt.Sprintf("adapter %s, no longer listed, failed to unload: %v", name, err))
+			failed = append(failed, fmt.Sprintf("adapter %s, no longer listed, failed to unload: %v", name, err))
 		} else {
 			l.log.Printf("unloaded adapter %s", name)
 		}
 	}
-	return state, strings.Join(problems, "\n")
+	return state, "", failed
 }
 
 // checkFiles says why the adapter at path cannot load when its directory lacks the file vLLM reads
@@ -307,8 +315,10 @@ func (l *loader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !l.reconciled:
 			http.Error(w, notReconciled, http.StatusServiceUnavailable)
+		case l.blocking != "":
+			http.Error(w, l.blocking, http.StatusServiceUnavailable)
 		case l.problem != "":
-			http.Error(w, l.problem, http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "ok, but:\n"+l.problem)
 		default:
 			fmt.Fprintln(w, "ok")
 		}

@@ -168,12 +168,12 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 
 	// An adapter whose files are not in the cache (its source holds no adapter, or its download
 	// failed): every loader names it with its cause, which fusioninfer status shows per pod beside
-	// the adapters loaded.
+	// the adapters loaded; the pods stay ready and serve the base model and the other adapters.
 	args.Model.Adapters = append(args.Model.Adapters, api.LoRAAdapter{Name: "broken", Source: "hf://example-org/qwen3-8b-broken-lora"})
 	r.stack.Up()
 	upDone = time.Now()
 	loaded := append(fineTunes, "support-v1", "support-v2", "legal")
-	var named, heldBack time.Duration
+	var named time.Duration
 	var last string
 	cli := testcli.Binary(t)
 	ok := assert.Eventually(t, func() bool {
@@ -191,29 +191,27 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 		if failed && named == 0 {
 			named = time.Since(upDone)
 		}
-		// the loaders' readiness then holds every pod back (0027: a pod is ready once its list is loaded)
-		for _, role := range report.Roles {
-			for _, rep := range role.Replicas {
-				if rep.Cause == nil || rep.Cause.Reason != "AdaptersNotLoaded" {
-					return false
-				}
-			}
-		}
-		heldBack = time.Since(upDone)
 		return failed
 	}, 2*time.Minute, time.Second)
 	require.True(t, ok, "fusioninfer status names the adapter that failed on every pod: last %s", last)
+	testcluster.Progress("an adapter without its files: named by fusioninfer status on every pod %v after pulumi up returned", named.Round(time.Second))
+	// Several of the loaders' probe periods later the pods are all still ready (0027: a failed
+	// adapter holds no pod back) and requests for the other adapters are served.
+	time.Sleep(5 * time.Second)
+	assert.Len(t, readyPodNames(pods(t, namespace, "lora", "server")), len(uids), "every pod stays ready")
+	for range 20 {
+		resp := post(r.gateway.URL+"/v1/completions", map[string]any{"model": "legal", "prompt": "Still there?", "max_tokens": 2}, false)
+		require.Equal(t, 200, resp.status, "another adapter through the gateway while one fails: %v", resp.err)
+	}
 	text, _, _ := harness.StatusOf(t, "lora", namespace)
 	t.Logf("fusioninfer status:\n%s", text)
-	testcluster.Progress("an adapter without its files: named by fusioninfer status on every pod %v after pulumi up returned; every pod held back "+
-		"(not ready) after %v", named.Round(time.Second), heldBack.Round(time.Second))
 	for pod, adapters := range adaptersByPod(report) {
 		assert.ElementsMatch(t, loaded, adapters.Loaded, "%s: the other adapters stay loaded", pod)
 		assert.Contains(t, adapters.Failed[0].Cause, "no adapter_config.json in /models/hf/example-org/qwen3-8b-broken-lora/", pod)
 		assert.Contains(t, text, pod+"  loaded: ")
 	}
 	assert.Contains(t, text, "failed: broken (/models/hf/example-org/qwen3-8b-broken-lora/main): no adapter_config.json in ")
-	assert.Contains(t, text, "its LoRA adapters are not all loaded: adapter broken", "the replicas' cause")
+	assert.NotContains(t, text, "its LoRA adapters are not all loaded", "no replica is held back by it")
 }
 
 // inCache writes an adapter's adapter_config.json into the model's cache claim, at the path the
