@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
@@ -30,6 +33,11 @@ func BenchmarkPreview(b *testing.B) {
 		{"replicas=10", func(ns string) pulumi.RunFunc { return harness.Chat(ns, 10, nil, time.Second, &image) }},
 		{"replicas=100", func(ns string) pulumi.RunFunc { return harness.Chat(ns, 100, nil, time.Second, &image) }},
 		{"replicas=1000", func(ns string) pulumi.RunFunc { return harness.Chat(ns, 1000, nil, time.Second, &image) }},
+		// one rollout batch: no replica's rollout waits on another's (the default 25% makes each
+		// of the last 750 wait on the 250 of the batch before: 187,500 dependencies)
+		{"replicas=1000/one-batch", func(ns string) pulumi.RunFunc {
+			return harness.Chat(ns, 1000, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString("100%"))}, time.Second, &image)
+		}},
 		{"target", func(ns string) pulumi.RunFunc {
 			for _, svc := range target {
 				svc.Namespace = ns
