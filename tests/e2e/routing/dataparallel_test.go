@@ -196,13 +196,7 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 	// The script looks at its ranks every second; the stand-in reports the pod when the container ends.
 	assert.Less(t, unreadyAt.Sub(stoppedAt), 5*time.Second, "the pod of a stopped rank other than 0 is taken out within seconds")
 	assert.Less(t, lastPickedPod.Sub(unreadyAt), time.Second, "the Endpoint Picker took the pod's ranks out within a second of it being not Ready")
-	for endpoint, rk := range ranks {
-		if rk.pod == stopped.pod {
-			assert.Zero(t, after[endpoint], "rank %d (pod %s, not Ready) gets nothing", rk.process.Rank, rk.pod)
-		} else {
-			assert.Positive(t, after[endpoint], "rank %d keeps serving", rk.process.Rank)
-		}
-	}
+	assertOnlyOtherPodsServe(t, ranks, stopped.pod, after)
 	late := 0
 	for _, s := range requests {
 		if s.at.After(unreadyAt.Add(time.Second)) {
@@ -267,13 +261,7 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 		}
 	}
 	assert.Less(t, lastPicked.Sub(unreadyAt), time.Second, "the Endpoint Picker took the pod's ranks out within a second of it being not Ready")
-	for endpoint, rk := range ranks {
-		if rk.pod == hung.pod {
-			assert.Zero(t, afterUnready[endpoint], "rank %d (pod %s, not Ready) gets nothing", rk.process.Rank, rk.pod)
-		} else {
-			assert.Positive(t, afterUnready[endpoint], "rank %d keeps serving", rk.process.Rank)
-		}
-	}
+	assertOnlyOtherPodsServe(t, ranks, hung.pod, afterUnready)
 
 	// The status: the role is not Running, and the diagnosis names the rank.
 	observed, err := observe.NewClients(harness.Cluster.Kubeconfig, "", 30*time.Second)
@@ -350,6 +338,19 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 	assert.Less(t, unreadyAt.Sub(hungAt), failureThreshold*period+period+timeout+time.Second,
 		"the pod of a hung rank is out within failureThreshold x period (and a probe's timeout)")
 	assert.Less(t, readyAt.Sub(resumedAt), period+timeout+time.Second, "the pod is Ready at the next probe after the rank resumes")
+}
+
+// assertOnlyOtherPodsServe: served (requests by endpoint) counts nothing for the ranks of the
+// pod out of the pool, and something for every other rank.
+func assertOnlyOtherPodsServe(t *testing.T, ranks map[string]rank, out string, served map[string]int) {
+	t.Helper()
+	for endpoint, rk := range ranks {
+		if rk.pod == out {
+			assert.Zero(t, served[endpoint], "rank %d (pod %s, not Ready) gets nothing", rk.process.Rank, rk.pod)
+		} else {
+			assert.Positive(t, served[endpoint], "rank %d keeps serving", rk.process.Rank)
+		}
+	}
 }
 
 // whenNotReady waits until the moe service's server pod is not Ready, and is when it saw it.
