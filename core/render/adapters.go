@@ -89,9 +89,10 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 			"--server", fmt.Sprintf("http://localhost:%d", port)},
 		Resources:    *loraLoaderResources.DeepCopy(),
 		VolumeMounts: loaderMounts,
-		// ready once the list it read is loaded: a new pod takes no request for an adapter it lacks.
-		// An exec probe, not an HTTP one: the kubelet's event carries an exec probe's output (the
-		// adapter that failed and vLLM's reason), and fusioninfer status reads it.
+		// ready once every adapter of the list it read was tried against the answering server: a new
+		// pod takes no request for an adapter still loading; one that failed holds nothing back.
+		// An exec probe, not an HTTP one: the kubelet's event carries an exec probe's output (why
+		// the list could not be tried), and fusioninfer status reads it.
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{LoRALoaderCommand, "--probe"}}},
 			PeriodSeconds:  5,

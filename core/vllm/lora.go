@@ -38,7 +38,8 @@ type Adapter struct {
 }
 
 // The loader's own endpoints (cmd/fusioninfer-lora-loader), on LoRALoaderPort of its pod:
-// PathLoaderReady answers 200 once the list is loaded (its readiness), PathLoaderState its state,
+// PathLoaderReady answers 200 once every adapter of the list was tried (its readiness; an adapter
+// that failed is named, not held against the pod), PathLoaderState its state,
 // a LoaderState as JSON, which `fusioninfer status` reads through the API server's pod proxy.
 const (
 	LoRALoaderPort  = 8091
