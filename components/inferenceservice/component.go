@@ -119,6 +119,12 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 			". A renamed role is not rolled: its replicas' LWSs are replaced (deleted, then created).", &pulumi.LogArgs{Resource: component}); err != nil {
 			return nil, err
 		}
+		creation, largestBatch := render.AwaitedAtOnce(refs)
+		if message := parallelismHoldsReplicasBack(creation, largestBatch, ctx.Parallel()); message != "" {
+			if err := ctx.Log.Info(message, &pulumi.LogArgs{Resource: component}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	failures, err := newWaitFailures(ctx, name, component, shape, refs)
 	if err != nil {

@@ -83,6 +83,16 @@ func TestRolloutBatchesOfOneRole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := workers(t, tc.replicas, tc.strategy)
 			assert.Equal(t, tc.want, waves(t, tree))
+			refs, largest := make([]render.Ref, len(tree.Objects)), 0
+			for i, o := range tree.Objects {
+				refs[i] = o.Ref
+			}
+			for _, batch := range tc.want {
+				largest = max(largest, len(batch))
+			}
+			creation, batch := render.AwaitedAtOnce(refs)
+			assert.Equal(t, int(tc.replicas), creation, "every replica is created at once")
+			assert.Equal(t, largest, batch)
 			for _, o := range tree.Objects {
 				assert.True(t, o.Awaited, "%s: a batch holds the next back only while Pulumi waits for it", o.Name)
 				assert.Equal(t, render.WaitForAvailable, o.Object.(interface{ GetAnnotations() map[string]string }).GetAnnotations()[render.AnnotationPulumiWaitFor])

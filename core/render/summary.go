@@ -137,6 +137,23 @@ func DescribeRollout(batches []string) string {
 	return fmt.Sprintf("%d batches, each after the one before is Available: %s", len(batches), strings.Join(shown, " -> "))
 }
 
+// AwaitedAtOnce is how many objects of refs a deployment waits for together: every awaited
+// replica's LWS when it is created (creation is not chained), and the largest rollout batch (a
+// replica's LWS, the router's Endpoint Picker) when a template changes; 0 for a wait it has not.
+func AwaitedAtOnce(refs []Ref) (creation, largestBatch int) {
+	size := map[int]int{}
+	for _, r := range refs {
+		if r.TypeMeta == KindLeaderWorkerSet && r.Awaited {
+			creation++
+		}
+		if r.Batch > 0 {
+			size[r.Batch]++
+			largestBatch = max(largestBatch, size[r.Batch])
+		}
+	}
+	return creation, largestBatch
+}
+
 // RolloutBatches names each batch of a plan by its roles' replica ranges, which are contiguous:
 // a role's replicas enter the chain lowest index first.
 func RolloutBatches(refs []Ref) []string {

@@ -6,10 +6,13 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
@@ -267,4 +270,62 @@ func TestPrefillDecodeRollInRoleOrder(t *testing.T) {
 			{"svc-prefill-1"}, {"svc-prefill-2"}, {"svc-decode-1"}, {"svc-decode-2"},
 		})
 	})
+}
+
+// inFlight is a fake kubernetes provider whose LWS creations load a model: each holds its step
+// until all `replicas` are in flight at once, or for a second when the engine runs fewer
+// together, and the most ever in flight is recorded.
+type inFlight struct {
+	replicas  int
+	mu        sync.Mutex
+	now, most int
+	all       chan struct{}
+}
+
+func (f *inFlight) provider() *deploytest.Provider {
+	return &deploytest.Provider{
+		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
+			if !strings.HasSuffix(string(req.URN.Type()), "Patch") && req.Properties["kind"].IsString() &&
+				req.Properties["kind"].StringValue() == "LeaderWorkerSet" {
+				f.mu.Lock()
+				f.now++
+				f.most = max(f.most, f.now)
+				if f.now == f.replicas {
+					close(f.all)
+				}
+				f.mu.Unlock()
+				select {
+				case <-f.all:
+				case <-time.After(time.Second):
+				}
+				f.mu.Lock()
+				f.now--
+				f.mu.Unlock()
+			}
+			return plugin.CreateResponse{ID: resource.ID(req.URN.Name()), Properties: req.Properties, Status: resource.StatusOK}, nil
+		},
+	}
+}
+
+// The engine runs `pulumi up --parallel` steps at once, and each awaited replica holds one until
+// its LWS is Available: more replicas than that load their models that many at a time, and the
+// preview says so, with the flag that lets them load together.
+func TestMoreReplicasThanTheParallelismLoadThatManyAtATime(t *testing.T) {
+	parallel := 4 * runtime.GOMAXPROCS(0) // the CLI's default, which enginetest.Plan runs with
+	replicas := parallel + 4
+	fake := &inFlight{replicas: replicas, all: make(chan struct{})}
+	args := chat(replicas, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString("100%"))}, "")
+	plan, log := enginetest.Plan(t, func(string) plugin.Provider { return fake.provider() }, func(ctx *pulumi.Context) error {
+		_, err := inferenceservice.NewInferenceService(ctx, "svc", args("vllm/vllm-openai:v0.33.0"))
+		return err
+	})
+	_, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, true, nil, nil, "preview")
+	require.NoError(t, err)
+	assert.Contains(t, log.String(), fmt.Sprintf("this deployment runs %d resource operations at once", parallel))
+	assert.Contains(t, log.String(), fmt.Sprintf("a first deployment creates its %d replicas %d at a time, and a rollout batch of %d rolls %d at a time", replicas, parallel, replicas, parallel))
+	assert.Contains(t, log.String(), fmt.Sprintf("Run pulumi up with --parallel %d or more", replicas))
+
+	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "up")
+	require.NoError(t, err)
+	assert.Equal(t, parallel, fake.most, "replicas whose creation the engine ran at once")
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 
 	"github.com/blang/semver"
@@ -23,8 +24,9 @@ var KubernetesVersion = semver.MustParse("4.33.0")
 
 // Plan is a plan that runs program against kubernetes (given the address of the engine's host
 // service, which a plugin process logs to); what the program and the engine log goes to the
-// returned Log; the plan's Config is the stack's configuration the program reads. Updates run with the parallelism `pulumi up` has by default, so nothing but
-// the component's dependencies holds a step back.
+// returned Log; the plan's Config is the stack's configuration the program reads. Steps run with
+// the parallelism `pulumi up` and `pulumi preview` have by default: 4 x GOMAXPROCS workers, each
+// holding a step until the provider answers (pkg/v3 cmd/pulumi/operations/up.go defaultParallel).
 func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
 	var mu sync.Mutex
 	var engineAddr string // the plugin host's engine service, which takes the program's log
@@ -70,7 +72,7 @@ func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulum
 			return errors.Join(errs...)
 		}}
 	}}}
-	plan.Options.Parallel = 64
+	plan.Options.Parallel = int32(4 * runtime.GOMAXPROCS(0)) //nolint:gosec // as the CLI computes it
 	return plan, log
 }
 
