@@ -124,7 +124,8 @@ e2e-karpenter:
 	$(GO) test -tags e2e -count=1 -v -timeout 30m ./tests/e2e/karpenter/
 
 ## e2e: deploy every example manifest, every Go example program and the rollout, gang and await
-## cases through Pulumi's engine (in-process, with a stand-in for the kubernetes provider) onto a
+## cases through Pulumi's engine (in-process; the real pulumi-kubernetes provider for the examples
+## and the ordered rollout, its stand-in, the wire, for the rest) onto a
 ## simulated cluster: a real control plane, the LWS controller, Volcano and kwok's GPU nodes
 ## (tests/cluster), one cluster a package, one package at a time; requests through a router's real
 ## Endpoint Picker to llm-d-inference-sim servers (tests/e2e/routing, which needs CAP_NET_ADMIN for
