@@ -160,13 +160,15 @@ func removeCheckoutPrograms() {
 	_ = os.RemoveAll(checkoutPrograms.dir)
 }
 
-// programs are every program the suites run, in the order make conformance and make e2e first
-// need them (BuildPrograms), but those of this checkout, which each suite's process builds.
+// programs are every program the suites run, in the order make conformance and make e2e's
+// packages first need them (BuildPrograms): the control plane, then tests/e2e's controllers and
+// the engine's provider, autoscaling's KEDA, Karpenter, lwsv080's LWS, routing's servers and
+// Endpoint Pickers; but those of this checkout, which each suite's process builds.
 func programs() []binary {
 	var out []binary
 	for _, b := range append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
-		volcanoScheduler, volcanoControllers, kwok, kedaOperator, kedaAdapter, karpenterKwok},
-		append(containerPrograms(), lwsControllers["v0.8.0"], kubernetesProvider)...) {
+		volcanoScheduler, volcanoControllers, kwok, kubernetesProvider, kedaOperator, kedaAdapter, karpenterKwok, lwsControllers["v0.8.0"]},
+		containerPrograms()...) {
 		if b.module != "" {
 			out = append(out, b)
 		}
