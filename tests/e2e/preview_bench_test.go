@@ -55,11 +55,21 @@ func BenchmarkPreview(b *testing.B) {
 				namespace := fmt.Sprintf("preview-%d", i)
 				harness.EnsureNamespace(b, namespace)
 				s := st.stack(b, p.program(namespace))
+				var served harness.APIRequests
+				resources := 0
 				for b.Loop() {
-					if steps := s.Preview(); len(steps) == 0 {
+					before := harness.CountAPIRequests(b)
+					steps := s.Preview()
+					if len(steps) == 0 {
 						b.Fatal("the preview of a new stack creates nothing")
 					}
+					n := harness.CountAPIRequests(b).Since(before)
+					served.All, served.DryRuns, resources = served.All+n.All, served.DryRuns+n.DryRuns, resources+len(steps)
 				}
+				// what the provider asks the API server for each resource (and what the
+				// controllers asked meanwhile: an idle cluster's few a second)
+				b.ReportMetric(served.All/float64(resources), "api-requests/resource")
+				b.ReportMetric(served.DryRuns/float64(resources), "dry-runs/resource")
 			})
 		}
 	}

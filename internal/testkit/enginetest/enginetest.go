@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/env"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -26,7 +28,8 @@ var KubernetesVersion = semver.MustParse("4.33.0")
 // service, which a plugin process logs to); what the program and the engine log goes to the
 // returned Log; the plan's Config is the stack's configuration the program reads. Steps run with
 // the parallelism `pulumi up` and `pulumi preview` have by default: 4 x GOMAXPROCS workers, each
-// holding a step until the provider answers (pkg/v3 cmd/pulumi/operations/up.go defaultParallel).
+// holding a step until the provider answers, or PULUMI_PARALLEL's (pkg/v3
+// cmd/pulumi/operations/up.go defaultParallel).
 func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulumi.RunFunc) (*lt.TestPlan, *Log) {
 	var mu sync.Mutex
 	var engineAddr string // the plugin host's engine service, which takes the program's log
@@ -73,6 +76,9 @@ func Plan(t lt.TB, kubernetes func(engine string) plugin.Provider, program pulum
 		}}
 	}}}
 	plan.Options.Parallel = int32(4 * runtime.GOMAXPROCS(0)) //nolint:gosec // as the CLI computes it
+	if p := env.Parallel.Value(); p > 0 && p <= math.MaxInt32 {
+		plan.Options.Parallel = int32(p) // PULUMI_PARALLEL, which the CLI reads too
+	}
 	return plan, log
 }
 
