@@ -7,7 +7,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -52,9 +51,19 @@ type cluster struct {
 	created []string // the Pulumi names of the resources created
 }
 
+// isLeaderWorkerSet says inputs are a LeaderWorkerSet's: its own, or its rollout Patch's (0018).
+func isLeaderWorkerSet(inputs resource.PropertyMap) bool {
+	return inputs["kind"].IsString() && inputs["kind"].StringValue() == "LeaderWorkerSet"
+}
+
+// isPatch says urn is a Patch resource's: an LWS's rollout, which loads no model when created.
+func isPatch(urn resource.URN) bool {
+	return strings.HasSuffix(string(urn.Type()), "Patch")
+}
+
 // lwsWrite is the LWS write of inputs, if it writes one; loads says the write loads a model.
 func (c *cluster) lwsWrite(inputs resource.PropertyMap, loads bool) (update, bool) {
-	if !inputs["kind"].IsString() || inputs["kind"].StringValue() != "LeaderWorkerSet" {
+	if !isLeaderWorkerSet(inputs) {
 		return update{}, false
 	}
 	meta := inputs["metadata"].ObjectValue()
@@ -76,11 +85,11 @@ func (c *cluster) lwsWrite(inputs resource.PropertyMap, loads bool) (update, boo
 func (c *cluster) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			isPatch := strings.HasSuffix(string(req.URN.Type()), "Patch")
-			u, isLWS := c.lwsWrite(req.Properties, !isPatch)
+			rollout := isPatch(req.URN)
+			u, isLWS := c.lwsWrite(req.Properties, !rollout)
 			c.mu.Lock()
 			c.created = append(c.created, req.URN.Name())
-			if isLWS && !isPatch {
+			if isLWS && !rollout {
 				c.creates = append(c.creates, u)
 			}
 			c.mu.Unlock()
@@ -285,8 +294,7 @@ type inFlight struct {
 func (f *inFlight) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			if !strings.HasSuffix(string(req.URN.Type()), "Patch") && req.Properties["kind"].IsString() &&
-				req.Properties["kind"].StringValue() == "LeaderWorkerSet" {
+			if !isPatch(req.URN) && isLeaderWorkerSet(req.Properties) {
 				f.mu.Lock()
 				f.now++
 				f.most = max(f.most, f.now)
@@ -311,14 +319,17 @@ func (f *inFlight) provider() *deploytest.Provider {
 // its LWS is Available: more replicas than that load their models that many at a time, and the
 // preview says so, with the flag that lets them load together.
 func TestMoreReplicasThanTheParallelismLoadThatManyAtATime(t *testing.T) {
-	parallel := 4 * runtime.GOMAXPROCS(0) // the CLI's default, which enginetest.Plan runs with
-	replicas := parallel + 4
-	fake := &inFlight{replicas: replicas, all: make(chan struct{})}
-	args := chat(replicas, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString("100%"))}, "")
+	fake := &inFlight{all: make(chan struct{})}
+	var args func(image string) *inferenceservice.Args
 	plan, log := enginetest.Plan(t, func(string) plugin.Provider { return fake.provider() }, func(ctx *pulumi.Context) error {
 		_, err := inferenceservice.NewInferenceService(ctx, "svc", args("vllm/vllm-openai:v0.33.0"))
 		return err
 	})
+	// the CLI's default (4 x GOMAXPROCS) or PULUMI_PARALLEL, as enginetest.Plan took it
+	parallel := int(plan.Options.Parallel)
+	replicas := parallel + 4
+	fake.replicas = replicas
+	args = chat(replicas, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString("100%"))}, "")
 	_, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, true, nil, nil, "preview")
 	require.NoError(t, err)
 	assert.Contains(t, log.String(), fmt.Sprintf("this deployment runs %d resource operations at once", parallel))
