@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -157,4 +159,23 @@ func tail(path string) string {
 		data = data[len(data)-3000:]
 	}
 	return string(data)
+}
+
+// measured returns a Progress that also keeps what it prints and, if t fails, prints it again at
+// t's end: beside the failure, where an excerpt of a long CI log keeps it, the figures say which
+// measurement missed and by how much.
+func measured(t testing.TB) func(format string, args ...any) {
+	var mu sync.Mutex
+	var lines []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("what it measured:\n  %s", strings.Join(lines, "\n  "))
+		}
+	})
+	return func(format string, args ...any) {
+		testcluster.Progress(format, args...)
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
 }

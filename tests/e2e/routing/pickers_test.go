@@ -64,6 +64,7 @@ func TestLoadAwarePicksFollowSkewedQueues(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the hot pod has a queue")
 
 	shares := map[string]float64{}
+	progress := measured(t)
 	for i, p := range []picker{{"load-aware (queue-size)", router("queue-size")}, {"round-robin (lwepp)", roundRobinRouter()}} {
 		if i > 0 {
 			args.Roles[1] = p.router
@@ -85,7 +86,7 @@ func TestLoadAwarePicksFollowSkewedQueues(t *testing.T) {
 			ttfts = append(ttfts, s.resp.ttft)
 		}
 		shares[p.name] = float64(toHot) / float64(len(requests))
-		testcluster.Progress("%s: %d of %d requests (%.0f%%) to the hot pod; TTFT p50 %s p90 %s; picks p50 %s",
+		progress("%s: %d of %d requests (%.0f%%) to the hot pod; TTFT p50 %s p90 %s; picks p50 %s",
 			p.name, toHot, len(requests), 100*shares[p.name], quantile(ttfts, 0.5), quantile(ttfts, 0.9),
 			quantile(pickLatencies(r.gateway.Records()[before:]), 0.5))
 	}
@@ -101,6 +102,7 @@ func TestPrefixScoringKeepsSessionsOnOnePod(t *testing.T) {
 	args := service(namespace, 3, router("prefix-cache"))
 	r := deploy(t, "chat", args)
 	results := map[string]sessions{}
+	progress := measured(t)
 	for i, p := range []picker{{"prefix-cache", router("prefix-cache")}, {"random", randomRouter()}} {
 		if i > 0 {
 			args.Roles[1] = p.router
@@ -108,7 +110,7 @@ func TestPrefixScoringKeepsSessionsOnOnePod(t *testing.T) {
 			r.waitForNewEndpointPicker()
 		}
 		results[p.name] = runSessions(t, r.gateway.URL, 6, 6, uint64(i+1)) // new texts: the servers' caches hold the first run's
-		testcluster.Progress("%s: %s", p.name, results[p.name])
+		progress("%s: %s", p.name, results[p.name])
 	}
 	prefix, random := results["prefix-cache"], results["random"]
 	assert.GreaterOrEqual(t, prefix.affinity, 0.9, "with prefix scoring a session's turns stay on its pod")
