@@ -28,6 +28,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
 )
 
 // update is one LWS write the engine ran: its start and end are numbers of the fake cluster's
@@ -56,9 +57,10 @@ func isLeaderWorkerSet(inputs resource.PropertyMap) bool {
 	return inputs["kind"].IsString() && inputs["kind"].StringValue() == "LeaderWorkerSet"
 }
 
-// isPatch says urn is a Patch resource's: an LWS's rollout, which loads no model when created.
-func isPatch(urn resource.URN) bool {
-	return strings.HasSuffix(string(urn.Type()), "Patch")
+// isRollout says urn is an LWS's rollout, which loads no model when created: a Patch resource by
+// the provider's own rule.
+func isRollout(urn resource.URN) bool {
+	return kubeprovider.IsPatchResource(urn, "LeaderWorkerSet")
 }
 
 // lwsWrite is the LWS write of inputs, if it writes one; loads says the write loads a model.
@@ -85,7 +87,7 @@ func (c *cluster) lwsWrite(inputs resource.PropertyMap, loads bool) (update, boo
 func (c *cluster) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			rollout := isPatch(req.URN)
+			rollout := isRollout(req.URN)
 			u, isLWS := c.lwsWrite(req.Properties, !rollout)
 			c.mu.Lock()
 			c.created = append(c.created, req.URN.Name())
@@ -294,7 +296,7 @@ type inFlight struct {
 func (f *inFlight) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			if !isPatch(req.URN) && isLeaderWorkerSet(req.Properties) {
+			if !isRollout(req.URN) && isLeaderWorkerSet(req.Properties) {
 				f.mu.Lock()
 				f.now++
 				f.most = max(f.most, f.now)
