@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/pkg/v3/engine"
@@ -10,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/require"
@@ -27,6 +29,17 @@ type Stack struct {
 	plan *lt.TestPlan
 	log  *enginetest.Log
 	snap *deploy.Snapshot
+	// cli, when set, is where the stack's checkpoint is saved by operations run as the CLI runs
+	// them (AsTheCLI)
+	cli string
+}
+
+// AsTheCLI makes the stack's operations run as the CLI runs them with a local backend, without
+// the lifecycle test framework's checks of the engine (enginetest.RunAsTheCLI): for benchmarks,
+// which time what a user waits for.
+func (s *Stack) AsTheCLI() *Stack {
+	s.cli = s.t.TempDir()
+	return s
 }
 
 // NewStack is a stack of the program, with nothing deployed yet.
@@ -52,6 +65,24 @@ func NewStackOnTheRealProvider(t testing.TB, program func(ctx *pulumi.Context) e
 func newStack(t testing.TB, program func(ctx *pulumi.Context) error, kubernetes func(engine string) plugin.Provider) *Stack {
 	s := &Stack{t: t}
 	s.plan, s.log = enginetest.Plan(t, kubernetes, program)
+	return s
+}
+
+// SetConfig sets the stack's configuration key ("namespace:name") to value, a JSON object when it
+// starts with "{", as `pulumi config set [--path]` does: the program reads it, and a provider's
+// own keys ("kubernetes:...") configure the engine's default provider of that package.
+func (s *Stack) SetConfig(key, value string) *Stack {
+	s.t.Helper()
+	k, err := config.ParseKey(key)
+	require.NoError(s.t, err)
+	if s.plan.Config == nil {
+		s.plan.Config = config.Map{}
+	}
+	if strings.HasPrefix(value, "{") {
+		s.plan.Config[k] = config.NewObjectValue(value)
+	} else {
+		s.plan.Config[k] = config.NewValue(value)
+	}
 	return s
 }
 
@@ -90,6 +121,18 @@ func (s *Stack) run(dryRun bool, name string) ([]string, *deploy.Snapshot) {
 		}
 		return err
 	}
+	if s.cli != "" {
+		snap, err := enginetest.RunAsTheCLI(engine.Update, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), dryRun, s.cli,
+			func(op, name string, diffs []string) {
+				if dryRun {
+					steps = append(steps, fmt.Sprintf("%s %s %v", op, name, diffs))
+				} else {
+					steps = append(steps, fmt.Sprintf("%s %s", op, name))
+				}
+			})
+		require.NoError(s.t, err, "pulumi %s\n%s", name, s.log)
+		return steps, snap
+	}
 	snap, err := lt.TestOp(engine.Update).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, dryRun, nil, validate, name)
 	require.NoError(s.t, err, "pulumi %s\n%s", name, s.log)
 	return steps, snap
@@ -116,6 +159,13 @@ func (s *Stack) UpRefresh() {
 // Destroy runs `pulumi destroy`.
 func (s *Stack) Destroy() {
 	s.t.Helper()
+	if s.cli != "" {
+		snap, err := enginetest.RunAsTheCLI(engine.Destroy, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), false, s.cli,
+			func(string, string, []string) {})
+		require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
+		s.snap = snap
+		return
+	}
 	snap, err := lt.TestOp(engine.Destroy).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "destroy")
 	require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
 	s.snap = snap

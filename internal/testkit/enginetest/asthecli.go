@@ -1,0 +1,103 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi/pkg/v3/backend"
+	"github.com/pulumi/pulumi/pkg/v3/backend/display"
+	"github.com/pulumi/pulumi/pkg/v3/engine"
+	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
+	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
+	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/pkg/v3/resource/stack"
+	"github.com/pulumi/pulumi/pkg/v3/secrets/b64"
+	"github.com/pulumi/pulumi/pkg/v3/util/cancel"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+)
+
+// RunAsTheCLI runs one operation (engine.Update, engine.Destroy; dryRun: its preview) as `pulumi
+// up`, `pulumi preview` and `pulumi destroy` run it with a local (diy) backend, for benchmarks: pkg/v3 backend/diy/backend.go `apply`. Unlike the
+// lifecycle test framework (lt.TestOp), which also checks what the engine does, it generates no
+// plan (the CLI does only for --save-plan or PULUMI_EXPERIMENTAL: cmd/pulumi/operations
+// preview.go), keeps no event (they stream through the CLI's non-interactive progress display,
+// which writes to nothing here) and, for an update, saves the whole checkpoint after each step
+// to a file in dir, as the local backend does (backend/snapshot.go `saveSnapshot`, diy/state.go
+// `saveCheckpoint`), instead of journaling and checking every prefix of the journal.
+// onStep sees each step the display shows (its operation, the resource's name, the properties it
+// changes).
+func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, target deploy.Target, dryRun bool, dir string,
+	onStep func(op string, name string, diffs []string)) (*deploy.Snapshot, error) {
+	opts := plan.Options.Options()
+	host := plan.Options.HostF()
+	defer host.Close()
+	opts.HostFactory = func(context.Context, diag.Sink, diag.Sink, plugin.DebugContext) (plugin.Host, error) {
+		return host, nil // the engine closes its host only when its cancel source ends: closed above
+	}
+
+	var manager *backend.SnapshotManager
+	if !dryRun {
+		manager = backend.NewSnapshotManager(&checkpointFile{path: filepath.Join(dir, "stack.json")},
+			b64.NewBase64SecretsManager(), target.Snapshot, nil)
+	}
+	cancelContext, _ := cancel.NewContext(context.Background())
+	events, shown, displayDone := make(chan engine.Event), make(chan engine.Event), make(chan bool)
+	go display.ShowEvents("update", apitype.UpdateUpdate, target.Name, "project", "", shown, displayDone,
+		display.Options{Color: colors.Never, Type: display.DisplayProgress, Stdout: io.Discard, Stderr: io.Discard}, dryRun)
+	teed := make(chan struct{})
+	go func() {
+		defer close(teed)
+		for e := range events {
+			if pre, ok := e.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame {
+				diffs := make([]string, len(pre.Metadata.Diffs))
+				for i, d := range pre.Metadata.Diffs {
+					diffs[i] = string(d)
+				}
+				onStep(string(pre.Metadata.Op), pre.Metadata.URN.Name(), diffs)
+			}
+			shown <- e
+		}
+		close(shown)
+	}()
+	ctx := &engine.Context{Cancel: cancelContext, Events: events, PluginManager: lt.NopPluginManager{}}
+	if manager != nil {
+		ctx.SnapshotManager = manager
+	}
+	_, _, err := op(lt.NewUpdateInfo(project, target), ctx, opts, dryRun)
+	close(events)
+	<-teed
+	<-displayDone
+	if manager == nil {
+		return nil, err
+	}
+	err = errors.Join(err, manager.Close())
+	return manager.Snap(), err
+}
+
+// checkpointFile saves each checkpoint as the local backend does: the whole deployment as JSON,
+// written over the last one (pkg/v3 backend/diy/state.go `saveCheckpoint`, whose backup copy of
+// the file before is a second write of the same size; here a rename).
+type checkpointFile struct{ path string }
+
+func (f *checkpointFile) Save(deployment apitype.TypedDeployment) error {
+	checkpoint, err := stack.DeploymentV3ToCheckpoint("organization/project/stack", deployment.Deployment, deployment.Version, deployment.Features)
+	if err != nil {
+		return err
+	}
+	bytes, err := json.Marshal(checkpoint)
+	if err != nil {
+		return fmt.Errorf("marshalling the checkpoint: %w", err)
+	}
+	if err := os.Rename(f.path, f.path+".bak"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(f.path, bytes, 0o600)
+}
