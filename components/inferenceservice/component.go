@@ -3,6 +3,7 @@ package inferenceservice
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -10,6 +11,7 @@ import (
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -120,7 +122,13 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 			return nil, err
 		}
 		creation, largestBatch := render.AwaitedAtOnce(refs)
-		if message := parallelismHoldsReplicasBack(creation, largestBatch, ctx.Parallel()); message != "" {
+		for _, message := range []string{
+			parallelismHoldsReplicasBack(creation, largestBatch, ctx.Parallel()),
+			clientRateHoldsPreviewBack(len(refs), config.Get(ctx, "kubernetes:kubeClientSettings"), os.Getenv("PULUMI_K8S_CLIENT_QPS")),
+		} {
+			if message == "" {
+				continue
+			}
 			if err := ctx.Log.Info(message, &pulumi.LogArgs{Resource: component}); err != nil {
 				return nil, err
 			}

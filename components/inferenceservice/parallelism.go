@@ -1,6 +1,7 @@
 package inferenceservice
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -28,4 +29,34 @@ func parallelismHoldsReplicasBack(creation, largestBatch int, parallel int32) st
 		"and each replica's creation or update holds one until its LWS is Available: %s. "+
 		"Run pulumi up with --parallel %d or more (or PULUMI_PARALLEL) to wait for them together.",
 		p, strings.Join(held, ", and "), max(creation, largestBatch))
+}
+
+// The kubernetes provider's client sends the API server at most this many requests a second, after
+// a burst of clientBurst, unless its kubeClientSettings (or PULUMI_K8S_CLIENT_QPS) say otherwise
+// (pulumi-kubernetes provider/pkg/provider/provider.go Configure).
+const clientQPS, clientBurst = 50, 120
+
+// clientRateHoldsPreviewBack says, when a service has more objects than the kubernetes provider's
+// client sends in one burst and the stack leaves its request rate at the default, that the preview
+// waits for the rate: each object's creation is previewed by a server-side dry run, one request
+// each, so a preview of n new objects takes at least (n - burst) / qps seconds, whatever the
+// machine (measured in docs/performance.md). kubeClientSettings is the stack's
+// kubernetes:kubeClientSettings configuration (JSON), qpsFromEnv PULUMI_K8S_CLIENT_QPS. Empty when
+// the objects fit in a burst or the rate is set.
+func clientRateHoldsPreviewBack(objects int, kubeClientSettings, qpsFromEnv string) string {
+	if objects <= clientBurst || qpsFromEnv != "" {
+		return ""
+	}
+	var settings struct {
+		QPS *float64 `json:"qps"`
+	}
+	if json.Unmarshal([]byte(kubeClientSettings), &settings) == nil && settings.QPS != nil {
+		return ""
+	}
+	return fmt.Sprintf("the kubernetes provider sends the API server at most %d requests a second after a burst of %d "+
+		"(its kubeClientSettings' defaults), and previewing a new object is one request (a server-side dry run): "+
+		"a preview of this service's %d objects as new takes at least %d s, and their creation as long. Raise the rate: "+
+		"pulumi config set --path kubernetes:kubeClientSettings.qps 500 and kubernetes:kubeClientSettings.burst 1000 "+
+		"(or PULUMI_K8S_CLIENT_QPS and PULUMI_K8S_CLIENT_BURST, or kubeClientSettings on your kubernetes.Provider).",
+		clientQPS, clientBurst, objects, (objects-clientBurst+clientQPS-1)/clientQPS)
 }

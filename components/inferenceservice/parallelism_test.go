@@ -29,3 +29,31 @@ func TestParallelismHoldsReplicasBack(t *testing.T) {
 		})
 	}
 }
+
+func TestClientRateHoldsPreviewBack(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		objects           int
+		settings, fromEnv string
+		wantSeconds       string // "" when nothing is said
+	}{
+		{"one burst", 120, "", "", ""},
+		{"more than a burst", 121, "", "", "takes at least 1 s"},
+		{"the target service", 1252, "", "", "a preview of this service's 1252 objects as new takes at least 23 s, and their creation as long"},
+		{"qps in the stack's configuration", 1252, `{"qps":500,"burst":1000}`, "", ""},
+		{"only the burst configured", 1252, `{"burst":1000}`, "", "takes at least 23 s"},
+		{"qps in the environment", 1252, "", "500", ""},
+		{"configuration that is not JSON", 1252, "qps", "", "takes at least 23 s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := clientRateHoldsPreviewBack(tc.objects, tc.settings, tc.fromEnv)
+			if tc.wantSeconds == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, "the kubernetes provider sends the API server at most 50 requests a second after a burst of 120")
+			assert.Contains(t, got, tc.wantSeconds)
+			assert.Contains(t, got, "pulumi config set --path kubernetes:kubeClientSettings.qps 500")
+		})
+	}
+}

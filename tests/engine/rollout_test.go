@@ -19,6 +19,7 @@ import (
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy/deploytest"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -341,4 +342,27 @@ func TestMoreReplicasThanTheParallelismLoadThatManyAtATime(t *testing.T) {
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "up")
 	require.NoError(t, err)
 	assert.Equal(t, parallel, fake.most, "replicas whose creation the engine ran at once")
+}
+
+// A preview of a service with more objects than the kubernetes provider's client sends in one
+// burst says that the client's request rate bounds it, unless the stack sets the rate
+// (kubernetes:kubeClientSettings, which the engine also hands the provider).
+func TestPreviewSaysTheProvidersRequestRateBoundsIt(t *testing.T) {
+	t.Setenv("PULUMI_K8S_CLIENT_QPS", "")
+	preview := func(replicas int, settings string) string {
+		args := chat(replicas, nil, "")
+		plan, log := testPlan(t, &cluster{}, func() *inferenceservice.Args { return args("vllm/vllm-openai:v0.33.0") })
+		if settings != "" {
+			plan.Config = config.Map{config.MustMakeKey("kubernetes", "kubeClientSettings"): config.NewObjectValue(settings)}
+		}
+		_, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, true, nil, nil, "preview")
+		require.NoError(t, err)
+		return log.String()
+	}
+	const says = "the kubernetes provider sends the API server at most 50 requests a second after a burst of 120"
+	said := preview(130, "")
+	assert.Contains(t, said, says+" (its kubeClientSettings' defaults)")
+	assert.Contains(t, said, "a preview of this service's 130 objects as new takes at least 1 s") // 130 LWSs: (130 - 120) / 50 s
+	assert.NotContains(t, preview(119, ""), says)
+	assert.NotContains(t, preview(130, `{"qps":500,"burst":1000}`), says)
 }
