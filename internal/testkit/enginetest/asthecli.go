@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/pkg/v3/resource/stack"
+	"github.com/pulumi/pulumi/pkg/v3/resource/stack/snapshot"
 	"github.com/pulumi/pulumi/pkg/v3/secrets/b64"
 	"github.com/pulumi/pulumi/pkg/v3/util/cancel"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
@@ -25,15 +26,15 @@ import (
 )
 
 // RunAsTheCLI runs one operation (engine.Update, engine.Destroy; dryRun: its preview) as `pulumi
-// up`, `pulumi preview` and `pulumi destroy` run it with a local (diy) backend, for benchmarks: pkg/v3 backend/diy/backend.go `apply`. Unlike the
-// lifecycle test framework (lt.TestOp), which also checks what the engine does, it generates no
-// plan (the CLI does only for --save-plan or PULUMI_EXPERIMENTAL: cmd/pulumi/operations
-// preview.go), keeps no event (they stream through the CLI's non-interactive progress display,
-// which writes to nothing here) and, for an update, saves the whole checkpoint after each step
-// to a file in dir, as the local backend does (backend/snapshot.go `saveSnapshot`, diy/state.go
-// `saveCheckpoint`), instead of journaling and checking every prefix of the journal.
-// onStep sees each step the display shows (its operation, the resource's name, the properties it
-// changes).
+// up`, `pulumi preview` and `pulumi destroy` run it with a local (diy) backend, for benchmarks
+// (pkg/v3 backend/diy/backend.go `apply`). Unlike the lifecycle test framework (lt.TestOp), which
+// also checks what the engine does, it generates no plan (the CLI does only for --save-plan or
+// PULUMI_EXPERIMENTAL: cmd/pulumi/operations/preview.go), keeps no event (they stream through the
+// CLI's non-interactive progress display, which writes to nothing here) and, for an update, saves
+// the whole checkpoint to a file in dir after each step, as the local backend does
+// (backend/snapshot.go `saveSnapshot`, diy/state.go `saveCheckpoint`), instead of journaling and
+// checking a snapshot for every prefix of the journal. onStep sees each step the display shows:
+// its operation, the resource's name, the properties it changes.
 func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, target deploy.Target, dryRun bool, dir string,
 	onStep func(op string, name string, diffs []string)) (*deploy.Snapshot, error) {
 	opts := plan.Options.Options()
@@ -51,7 +52,7 @@ func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, tar
 	cancelContext, _ := cancel.NewContext(context.Background())
 	events, shown, displayDone := make(chan engine.Event), make(chan engine.Event), make(chan bool)
 	go display.ShowEvents("update", apitype.UpdateUpdate, target.Name, "project", "", shown, displayDone,
-		display.Options{Color: colors.Never, Type: display.DisplayProgress, Stdout: io.Discard, Stderr: io.Discard}, dryRun)
+		display.Options{Color: colors.Never, Type: display.DisplayProgress, Stdout: io.Discard, Stderr: io.Discard, SuppressProgress: true}, dryRun)
 	teed := make(chan struct{})
 	go func() {
 		defer close(teed)
@@ -83,8 +84,9 @@ func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, tar
 }
 
 // checkpointFile saves each checkpoint as the local backend does: the whole deployment as JSON,
-// written over the last one (pkg/v3 backend/diy/state.go `saveCheckpoint`, whose backup copy of
-// the file before is a second write of the same size; here a rename).
+// written over the last one, then checked again (pkg/v3 backend/diy/state.go `saveStack` and
+// `saveCheckpoint`, whose backup copy of the file before is a second write of the same size;
+// here a rename).
 type checkpointFile struct{ path string }
 
 func (f *checkpointFile) Save(deployment apitype.TypedDeployment) error {
@@ -99,5 +101,8 @@ func (f *checkpointFile) Save(deployment apitype.TypedDeployment) error {
 	if err := os.Rename(f.path, f.path+".bak"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return os.WriteFile(f.path, bytes, 0o600)
+	if err := os.WriteFile(f.path, bytes, 0o600); err != nil {
+		return err
+	}
+	return snapshot.VerifyIntegrity(deployment.Deployment)
 }
