@@ -555,10 +555,11 @@ func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRu
 	k.mu.Lock()
 	ended := run.ended
 	k.mu.Unlock()
+	// Taken before the API hears of it: nothing can be routed to the pod before this instant.
+	now := time.Now()
 	if ended || !k.reportReady(pod, nil, "") {
 		return
 	}
-	now := time.Now()
 	for _, p := range run.processes {
 		p.mu.Lock()
 		p.ready = now

@@ -67,6 +67,9 @@ type Record struct {
 	// rewriteModelName), so the client never sees it.
 	Model       string
 	PickLatency time.Duration
+	// PickedAt is when the EPP's pick reached the gateway: a request that arrived before an
+	// endpoint was Ready can still be picked for it after.
+	PickedAt time.Time
 	// EPP is the address of the Endpoint Picker that decided, ip:port.
 	EPP string
 	// EPPError is how the EPP failed the request; FailedOpen and FailedClosed what the pool's
@@ -255,7 +258,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Completed = true
 		return
 	default:
-		rec.Picked, rec.PickLatency = p.endpoints, p.latency
+		rec.Picked, rec.PickLatency, rec.PickedAt = p.endpoints, p.latency, time.Now()
 		endpoints, body = p.endpoints, p.body
 		applyHeaders(headers, p.headers)
 	}

@@ -170,8 +170,8 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 	window, windowFailed, after := 0, 0, map[string]int{}
 	for _, rec := range records {
 		assert.False(t, rec.Lost(), "request %s was not lost: %s", rec.ID, rec.Err)
-		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.Start.After(stoppedAt) {
-			lastPickedPod = rec.Start
+		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.PickedAt.After(stoppedAt) && rec.PickedAt.After(lastPickedPod) {
+			lastPickedPod = rec.PickedAt
 		}
 		switch {
 		case !rec.Start.After(stoppedAt):
@@ -253,8 +253,8 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 	afterUnready := map[string]int{}
 	var lastPicked time.Time
 	for _, rec := range r.gateway.Records()[start:] {
-		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.Start.After(lastPicked) {
-			lastPicked = rec.Start
+		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.PickedAt.After(lastPicked) {
+			lastPicked = rec.PickedAt
 		}
 		if rec.Start.After(unreadyAt.Add(time.Second)) && rec.Completed {
 			afterUnready[rec.Served]++

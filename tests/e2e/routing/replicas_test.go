@@ -94,17 +94,22 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	assert.False(t, firstToAgain.IsZero(), "its successor serves")
 }
 
-// servedWindow is when the first and the last of the records that match were picked.
+// servedWindow is when the first and the last of the records that match were picked (sent, for
+// one the gateway sent without a pick, failing open).
 func servedWindow(records []gateway.Record, match func(gateway.Record) bool) (first, last time.Time) {
 	for _, rec := range records {
 		if !match(rec) {
 			continue
 		}
-		if first.IsZero() || rec.Start.Before(first) {
-			first = rec.Start
+		picked := rec.PickedAt
+		if picked.IsZero() {
+			picked = rec.Start
 		}
-		if rec.Start.After(last) {
-			last = rec.Start
+		if first.IsZero() || picked.Before(first) {
+			first = picked
+		}
+		if picked.After(last) {
+			last = picked
 		}
 	}
 	return first, last
