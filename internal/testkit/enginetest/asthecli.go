@@ -11,6 +11,7 @@ import (
 
 	"github.com/pulumi/pulumi/pkg/v3/backend"
 	"github.com/pulumi/pulumi/pkg/v3/backend/display"
+	stepdisplay "github.com/pulumi/pulumi/pkg/v3/display"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
 	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
@@ -22,6 +23,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/diag/colors"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 )
 
@@ -33,10 +35,10 @@ import (
 // CLI's non-interactive progress display, which writes to nothing here) and, for an update, saves
 // the whole checkpoint to a file in dir after each step, as the local backend does
 // (backend/snapshot.go `saveSnapshot`, diy/state.go `saveCheckpoint`), instead of journaling and
-// checking a snapshot for every prefix of the journal. onStep sees each step the display shows:
+// checking a snapshot for every prefix of the journal. onStep, unless nil, sees each step the display shows:
 // its operation, the resource's name, the properties it changes.
 func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, target deploy.Target, dryRun bool, dir string,
-	onStep func(op string, name string, diffs []string)) (*deploy.Snapshot, error) {
+	onStep func(op stepdisplay.StepOp, urn resource.URN, diffs []resource.PropertyKey)) (*deploy.Snapshot, error) {
 	opts := plan.Options.Options()
 	host := plan.Options.HostF()
 	defer host.Close()
@@ -57,12 +59,8 @@ func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, tar
 	go func() {
 		defer close(teed)
 		for e := range events {
-			if pre, ok := e.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame {
-				diffs := make([]string, len(pre.Metadata.Diffs))
-				for i, d := range pre.Metadata.Diffs {
-					diffs[i] = string(d)
-				}
-				onStep(string(pre.Metadata.Op), pre.Metadata.URN.Name(), diffs)
+			if pre, ok := e.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame && onStep != nil {
+				onStep(pre.Metadata.Op, pre.Metadata.URN, pre.Metadata.Diffs)
 			}
 			shown <- e
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pulumi/pulumi/pkg/v3/display"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
 	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
@@ -106,32 +107,33 @@ func (s *Stack) Preview() []string {
 func (s *Stack) run(dryRun bool, name string) ([]string, *deploy.Snapshot) {
 	s.t.Helper()
 	var steps []string
+	// A step's line: what it does to which resource and, in a preview, the properties it changes.
+	step := func(op display.StepOp, urn resource.URN, diffs []resource.PropertyKey) {
+		if dryRun {
+			steps = append(steps, fmt.Sprintf("%s %s %v", op, urn.Name(), diffs))
+		} else {
+			steps = append(steps, fmt.Sprintf("%s %s", op, urn.Name()))
+		}
+	}
+	if s.cli != "" {
+		snap, err := enginetest.RunAsTheCLI(engine.Update, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), dryRun, s.cli, step)
+		require.NoError(s.t, err, "pulumi %s\n%s", name, s.log)
+		return steps, snap
+	}
 	validate := func(_ workspace.Project, _ deploy.Target, entries engine.JournalEntries, events []engine.Event, err error) error {
 		for _, e := range entries {
 			if op := e.Step.Op(); op != deploy.OpSame {
-				steps = append(steps, fmt.Sprintf("%s %s", op, e.Step.URN().Name()))
+				step(op, e.Step.URN(), nil)
 			}
 		}
 		if dryRun { // a preview journals nothing: its steps are in the events
 			for _, e := range events {
 				if pre, ok := e.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame {
-					steps = append(steps, fmt.Sprintf("%s %s %v", pre.Metadata.Op, pre.Metadata.URN.Name(), pre.Metadata.Diffs))
+					step(pre.Metadata.Op, pre.Metadata.URN, pre.Metadata.Diffs)
 				}
 			}
 		}
 		return err
-	}
-	if s.cli != "" {
-		snap, err := enginetest.RunAsTheCLI(engine.Update, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), dryRun, s.cli,
-			func(op, name string, diffs []string) {
-				if dryRun {
-					steps = append(steps, fmt.Sprintf("%s %s %v", op, name, diffs))
-				} else {
-					steps = append(steps, fmt.Sprintf("%s %s", op, name))
-				}
-			})
-		require.NoError(s.t, err, "pulumi %s\n%s", name, s.log)
-		return steps, snap
 	}
 	snap, err := lt.TestOp(engine.Update).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, dryRun, nil, validate, name)
 	require.NoError(s.t, err, "pulumi %s\n%s", name, s.log)
@@ -160,8 +162,7 @@ func (s *Stack) UpRefresh() {
 func (s *Stack) Destroy() {
 	s.t.Helper()
 	if s.cli != "" {
-		snap, err := enginetest.RunAsTheCLI(engine.Destroy, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), false, s.cli,
-			func(string, string, []string) {})
+		snap, err := enginetest.RunAsTheCLI(engine.Destroy, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), false, s.cli, nil)
 		require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
 		s.snap = snap
 		return
