@@ -35,8 +35,8 @@ import (
 // CLI's non-interactive progress display, which writes to nothing here) and, for an update, saves
 // the whole checkpoint to a file in dir after each step, as the local backend does
 // (backend/snapshot.go `saveSnapshot`, diy/state.go `saveCheckpoint`), instead of journaling and
-// checking a snapshot for every prefix of the journal. onStep, unless nil, sees each step the display shows:
-// its operation, the resource's name, the properties it changes.
+// checking a snapshot for every prefix of the journal. onStep, unless nil, sees each step the
+// display shows: its operation, the resource, the properties it changes.
 func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, target deploy.Target, dryRun bool, dir string,
 	onStep func(op stepdisplay.StepOp, urn resource.URN, diffs []resource.PropertyKey)) (*deploy.Snapshot, error) {
 	opts := plan.Options.Options()

@@ -94,8 +94,8 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	assert.False(t, firstToAgain.IsZero(), "its successor serves")
 }
 
-// servedWindow is when the first and the last of the records that match were picked (sent, for
-// one the gateway sent without a pick, failing open).
+// servedWindow is when the first and the last of the records that match were picked (for one the
+// gateway routed itself, failing open, when it arrived).
 func servedWindow(records []gateway.Record, match func(gateway.Record) bool) (first, last time.Time) {
 	for _, rec := range records {
 		if !match(rec) {
