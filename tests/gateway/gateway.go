@@ -67,9 +67,10 @@ type Record struct {
 	// rewriteModelName), so the client never sees it.
 	Model       string
 	PickLatency time.Duration
-	// PickedAt is when the EPP's pick reached the gateway: a request that arrived before an
-	// endpoint was Ready can still be picked for it after.
-	PickedAt time.Time
+	// RoutedAt is when the gateway had the request's endpoint: the EPP's pick came back or,
+	// failing open, it chose one itself. A request that arrived before an endpoint was Ready can
+	// still be routed to it after.
+	RoutedAt time.Time
 	// EPP is the address of the Endpoint Picker that decided, ip:port.
 	EPP string
 	// EPPError is how the EPP failed the request; FailedOpen and FailedClosed what the pool's
@@ -258,10 +259,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Completed = true
 		return
 	default:
-		rec.Picked, rec.PickLatency, rec.PickedAt = p.endpoints, p.latency, time.Now()
+		rec.Picked, rec.PickLatency = p.endpoints, p.latency
 		endpoints, body = p.endpoints, p.body
 		applyHeaders(headers, p.headers)
 	}
+	rec.RoutedAt = time.Now()
 	if ex != nil {
 		defer ex.cancel()
 	}

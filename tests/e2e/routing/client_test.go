@@ -20,6 +20,7 @@ import (
 	prommodel "github.com/prometheus/common/model"
 
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
 )
 
 // response is what a client saw of one completion.
@@ -178,4 +179,20 @@ func measured(t testing.TB) func(format string, args ...any) {
 		lines = append(lines, fmt.Sprintf(format, args...))
 		mu.Unlock()
 	}
+}
+
+// routedWindow is when the first and the last of the records that match were routed.
+func routedWindow(records []gateway.Record, match func(gateway.Record) bool) (first, last time.Time) {
+	for _, rec := range records {
+		if !match(rec) {
+			continue
+		}
+		if first.IsZero() || rec.RoutedAt.Before(first) {
+			first = rec.RoutedAt
+		}
+		if rec.RoutedAt.After(last) {
+			last = rec.RoutedAt
+		}
+	}
+	return first, last
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
 )
 
 // servingPort is the server template's port (server): local rank 0's, rank i's is servingPort + i.
@@ -162,17 +163,16 @@ func TestDataParallelRanksEachServeThroughTheEndpointPicker(t *testing.T) {
 	records = r.gateway.Records()[start:]
 	// The last pick of any rank of the stopped rank's pod: its other rank serves until the
 	// container ends.
-	var lastPickedPod time.Time
 	podEndpoints := map[string]bool{}
 	for endpoint, rk := range ranks {
 		podEndpoints[endpoint] = rk.pod == stopped.pod
 	}
+	_, lastPickedPod := routedWindow(records, func(rec gateway.Record) bool {
+		return len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.RoutedAt.After(stoppedAt)
+	})
 	window, windowFailed, after := 0, 0, map[string]int{}
 	for _, rec := range records {
 		assert.False(t, rec.Lost(), "request %s was not lost: %s", rec.ID, rec.Err)
-		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.PickedAt.After(stoppedAt) && rec.PickedAt.After(lastPickedPod) {
-			lastPickedPod = rec.PickedAt
-		}
 		switch {
 		case !rec.Start.After(stoppedAt):
 		case rec.Start.Before(unreadyAt):
@@ -251,11 +251,9 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 	duringRequests := during.end()
 	require.Empty(t, failures(duringRequests), "requests sent while the rank hangs and its pod is out are served")
 	afterUnready := map[string]int{}
-	var lastPicked time.Time
-	for _, rec := range r.gateway.Records()[start:] {
-		if len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] && rec.PickedAt.After(lastPicked) {
-			lastPicked = rec.PickedAt
-		}
+	routed := r.gateway.Records()[start:]
+	_, lastPicked := routedWindow(routed, func(rec gateway.Record) bool { return len(rec.Picked) > 0 && podEndpoints[rec.Picked[0]] })
+	for _, rec := range routed {
 		if rec.Start.After(unreadyAt.Add(time.Second)) && rec.Completed {
 			afterUnready[rec.Served]++
 		}

@@ -67,7 +67,7 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 		assert.False(t, rec.Lost(), "request %s was not lost: %s", rec.ID, rec.Err)
 	}
 	elasticEndpoint := net.JoinHostPort(newPod.Status.PodIP, "8000")
-	first, last := servedWindow(records, func(rec gateway.Record) bool { return rec.Served == elasticEndpoint && rec.Pod == newPod.Name })
+	first, last := routedWindow(records, func(rec gateway.Record) bool { return rec.Served == elasticEndpoint && rec.Pod == newPod.Name })
 	require.False(t, first.IsZero(), "the elastic replica served")
 	process, err := harness.Cluster.ContainerProcess(context.Background(), namespace, newPod.Name, "vllm")
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	assert.Less(t, last.Sub(left), time.Second, "the elastic replica got nothing a second after it was scaled away")
 
 	victimEndpoint := net.JoinHostPort(victim.Status.PodIP, "8000")
-	_, lastToVictim := servedWindow(records, func(rec gateway.Record) bool {
+	_, lastToVictim := routedWindow(records, func(rec gateway.Record) bool {
 		return rec.Served == victimEndpoint && rec.Start.Before(againReady) && rec.Start.After(deleted.Add(-30*time.Second))
 	})
 	require.False(t, lastToVictim.IsZero(), "the victim served before its deletion (else nothing after it proves nothing)")
@@ -88,31 +88,10 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 		victim.Name, lastToVictim.Sub(deleted).Round(time.Millisecond), againReady.Sub(deleted).Round(time.Millisecond))
 	assert.Less(t, lastToVictim.Sub(deleted), time.Second, "the deleted pod got nothing a second after its deletion")
 	againEndpoint := net.JoinHostPort(again.Status.PodIP, "8000")
-	firstToAgain, _ := servedWindow(records, func(rec gateway.Record) bool {
+	firstToAgain, _ := routedWindow(records, func(rec gateway.Record) bool {
 		return rec.Served == againEndpoint && rec.Pod == again.Name && !rec.Start.Before(againReady.Add(-time.Second))
 	})
 	assert.False(t, firstToAgain.IsZero(), "its successor serves")
-}
-
-// servedWindow is when the first and the last of the records that match were picked (for one the
-// gateway routed itself, failing open, when it arrived).
-func servedWindow(records []gateway.Record, match func(gateway.Record) bool) (first, last time.Time) {
-	for _, rec := range records {
-		if !match(rec) {
-			continue
-		}
-		picked := rec.PickedAt
-		if picked.IsZero() {
-			picked = rec.Start
-		}
-		if first.IsZero() || picked.Before(first) {
-			first = picked
-		}
-		if picked.After(last) {
-			last = picked
-		}
-	}
-	return first, last
 }
 
 func scaleElastic(t testing.TB, namespace, name string, replicas int) {
