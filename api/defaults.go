@@ -271,6 +271,15 @@ func (r *Role) EndpointPickerRelease() EndpointPickerRelease {
 	return cmp.Or(r.EndpointPicker.Release, DefaultEndpointPickerRelease)
 }
 
+// EndpointPickerCRDGroups are the API groups in which the cluster has the InferenceObjective and
+// InferenceModelRewrite CRDs, as the router says, the Inference Extension's when unset.
+func (r *Role) EndpointPickerCRDGroups() InferenceCRDGroups {
+	if r.EndpointPicker == nil {
+		return DefaultEndpointPickerCRDGroups
+	}
+	return cmp.Or(r.EndpointPicker.CRDGroups, DefaultEndpointPickerCRDGroups)
+}
+
 // EndpointPickerImage is the image the user chose for the Endpoint Picker, empty for the default.
 func (r *Role) EndpointPickerImage() string {
 	if r.EndpointPicker == nil {

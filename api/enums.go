@@ -60,6 +60,9 @@ func (ModelFlexibilityMode) AllowedValues() []string {
 }
 func (PoolAPIVersion) AllowedValues() []string { return values(PoolV1, PoolV1Alpha2) }
 func (FailureMode) AllowedValues() []string    { return values(FailClose, FailOpen) }
+func (InferenceCRDGroups) AllowedValues() []string {
+	return values(CRDGroupsInferenceExtension, CRDGroupsLLMD, CRDGroupsBoth)
+}
 func (CapacityType) AllowedValues() []string {
 	return []string{karpenter.CapacityTypeOnDemand, karpenter.CapacityTypeSpot, karpenter.CapacityTypeReserved}
 }

@@ -522,9 +522,18 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 			// the router's own errors say what is wrong with it
 		default:
 			release := resolved.Routing.Selection.Release
-			if _, rewrites := release.ObjectiveGroups(); !rewrites {
+			groups, rewrites := release.ObjectiveGroups()
+			cluster := spec.Router().EndpointPickerCRDGroups()
+			switch _, watched := spec.Router().ModelRewriteGroup(); {
+			case !rewrites:
 				errs = append(errs, field.Forbidden(path, fmt.Sprintf("the router's Endpoint Picker (%s) reads no InferenceModelRewrite: "+
 					"use endpointPicker.release %s or %s", release, eppconfig.ReleaseRouter, eppconfig.ReleaseGIE150)))
+			case !watched:
+				// the rewrite would be refused by the API server, or ignored by the EPP
+				errs = append(errs, field.Forbidden(path, fmt.Sprintf("the router's Endpoint Picker (%s) watches InferenceModelRewrites only in %s, "+
+					"and endpointPicker.crdGroups says the cluster has their CRD in %s: install the Inference Extension's CRDs "+
+					"(the Platform does) and set endpointPicker.crdGroups to %s or %s, or use endpointPicker.release %s",
+					release, strings.Join(groups, ", "), strings.Join(cluster.Groups(), " and "), CRDGroupsInferenceExtension, CRDGroupsBoth, eppconfig.ReleaseRouter)))
 			}
 		}
 	}

@@ -115,6 +115,17 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		errs = append(errs, field.NotSupported(rolePath.Child("failureMode"), role.FailureMode, role.FailureMode.AllowedValues()))
 	}
 	errs = append(errs, validateEndpointPicker(role.EndpointPicker, rolePath.Child("endpointPicker"))...)
+	if groups := role.EndpointPickerCRDGroups(); release.Known() && slices.Contains(groups.AllowedValues(), string(groups)) {
+		// an EPP that does not ask the cluster watches its group's objectives anyway, and its
+		// informer never syncs where the API server does not serve them
+		if group, watched := release.WatchedGroup(eppconfig.KindObjective, groups.Groups()); watched && !slices.Contains(groups.Groups(), group) {
+			errs = append(errs, field.Invalid(rolePath.Child("endpointPicker", "crdGroups"), groups, fmt.Sprintf(
+				"the Endpoint Picker of %s watches InferenceObjectives of %s whatever the cluster has "+
+					"(pkg/epp/server/controller_manager.go), and does not start where that CRD is not installed: "+
+					"install the Inference Extension's CRDs and set %s or %s, or use endpointPicker.release %s",
+				release, group, CRDGroupsInferenceExtension, CRDGroupsBoth, EPPReleaseLLMDRouter)))
+		}
+	}
 	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
 		release, role.EndpointPickerImage())
 	if selErr == nil {
@@ -148,11 +159,31 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	return append(errs, routeErrs...)
 }
 
+// ModelRewriteGroup is the API group of the router's InferenceModelRewrites: the one its
+// release's Endpoint Picker watches on a cluster with the CRD groups endpointPicker.crdGroups
+// names; false when it watches none.
+func (r *Role) ModelRewriteGroup() (string, bool) {
+	return r.EndpointPickerRelease().WatchedGroup(eppconfig.KindModelRewrite, r.EndpointPickerCRDGroups().Groups())
+}
+
+// Groups are the API groups it names, llm-d.ai first.
+func (g InferenceCRDGroups) Groups() []string {
+	if g == CRDGroupsBoth {
+		return []string{eppconfig.GroupLLMD, eppconfig.GroupInferenceX}
+	}
+	return []string{string(g)}
+}
+
 func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.ErrorList {
 	if epp == nil {
 		return nil
 	}
 	var errs field.ErrorList
+	switch epp.CRDGroups {
+	case "", CRDGroupsInferenceExtension, CRDGroupsLLMD, CRDGroupsBoth:
+	default:
+		errs = append(errs, field.NotSupported(eppPath.Child("crdGroups"), epp.CRDGroups, epp.CRDGroups.AllowedValues()))
+	}
 	if epp.Replicas != nil && (*epp.Replicas < 1 || *epp.Replicas > MaxEndpointPickerReplicas) {
 		errs = append(errs, field.Invalid(eppPath.Child("replicas"), *epp.Replicas,
 			fmt.Sprintf("must be >= 1 and <= %d (one Endpoint Picker serves, the others stand by as leader-election candidates)", MaxEndpointPickerReplicas)))

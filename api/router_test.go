@@ -120,6 +120,13 @@ func TestRouterRules(t *testing.T) {
 		{"a reference EPP image cannot route prefill/decode", func(s *InferenceService) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE, Image: "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"}
 		}, "spec.roles[2].endpointPicker.image: Invalid value: \"registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0\": registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0 is gateway-api-inference-extension"},
+		{"unknown CRD groups", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{CRDGroups: "inference.networking.k8s.io"}
+		},
+			`spec.roles[2].endpointPicker.crdGroups: Unsupported value: "inference.networking.k8s.io": supported values: "inference.networking.x-k8s.io", "llm-d.ai", "both"`},
+		{"GIE v1.2.0 on a cluster without the Inference Extension's objectives", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseGIE, CRDGroups: CRDGroupsLLMD}
+		}, `spec.roles[2].endpointPicker.crdGroups: Invalid value: "llm-d.ai": the Endpoint Picker of gie-v1.2.0 watches InferenceObjectives of inference.networking.x-k8s.io whatever the cluster has`},
 		{"endpointPicker replicas bounded", func(s *InferenceService) { routerOf(s).EndpointPicker = &EndpointPicker{Replicas: ptr.To(0)} },
 			"spec.roles[2].endpointPicker.replicas: Invalid value: 0: must be >= 1 and <= 5"},
 		{"endpointPicker requests within limits", func(s *InferenceService) {

@@ -579,7 +579,25 @@ type EndpointPicker struct {
 	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"1"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
+	// CRDGroups are the API groups in which the cluster has the InferenceObjective and
+	// InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference
+	// Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as
+	// llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's
+	// InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such
+	// a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only
+	// inference.networking.x-k8s.io.
+	CRDGroups InferenceCRDGroups `json:"crdGroups,omitempty" pulumi:"crdGroups,optional" default:"inference.networking.x-k8s.io"`
 }
+
+// InferenceCRDGroups names the API groups in which a cluster has the InferenceObjective and
+// InferenceModelRewrite CRDs.
+type InferenceCRDGroups string
+
+const (
+	CRDGroupsInferenceExtension InferenceCRDGroups = eppconfig.GroupInferenceX
+	CRDGroupsLLMD               InferenceCRDGroups = eppconfig.GroupLLMD
+	CRDGroupsBoth               InferenceCRDGroups = "both"
+)
 
 // RolloutStrategy shapes how a changed pod template reaches a role's replicas.
 type RolloutStrategy struct {

@@ -75,10 +75,11 @@ type release struct {
 	leaseSuffix string
 	// poolGroups are the API groups of the InferencePools it reads.
 	poolGroups []string
-	// objectiveGroups are the API groups whose InferenceObjectives it watches; rewrites: and
-	// whose InferenceModelRewrites (when their CRDs are installed).
-	objectiveGroups []string
-	rewrites        bool
+	// objectiveGroups are the API groups whose InferenceObjectives it may watch, preferred
+	// first; rewrites: and whose InferenceModelRewrites. discovers: it asks the API server which
+	// of them it serves and watches each kind in the first that does (WatchedGroup).
+	objectiveGroups     []string
+	rewrites, discovers bool
 	// prefillDecode: it routes prefill/decode services (a prefill pod, then a decode pod).
 	prefillDecode bool
 	// flags are the flags its command defines; deprecated the ones it warns of; refused the ones
@@ -120,7 +121,7 @@ var releases = map[Release]release{
 		// pkg/epp/server/controller_manager.go caches v1.InferencePool only.
 		poolGroups: []string{GroupInferenceV1},
 		// pkg/epp/server/controller_config.go: supportedInferenceAPIGVs, llm-d.ai preferred.
-		objectiveGroups: []string{GroupLLMD, GroupInferenceX}, rewrites: true, prefillDecode: true,
+		objectiveGroups: []string{GroupLLMD, GroupInferenceX}, rewrites: true, discovers: true, prefillDecode: true,
 		// pkg/epp/server/options.go AddFlags at v0.10.0 adds these to GIE's.
 		flags: append(slices.Clone(eppFlags), "drain-timeout", "grpc-max-recv-msg-size", "grpc-max-send-msg-size",
 			"emit-endpoint-scores", "enable-grpc-stream-metrics", "tls-min-version", "tls-cipher-suites",
@@ -132,7 +133,7 @@ var releases = map[Release]release{
 		// pkg/epp/server/controller_manager.go and controller/inferencepool_reconciler.go: v1 only.
 		poolGroups: []string{GroupInferenceV1},
 		// pkg/epp/server/controller_config.go populateWithDiscovery: objectives and model rewrites.
-		objectiveGroups: []string{GroupInferenceX}, rewrites: true,
+		objectiveGroups: []string{GroupInferenceX}, rewrites: true, discovers: true,
 		// pkg/epp/server/options.go AddFlags; MarkDeprecated on the metrics scraping flags.
 		flags: append(slices.Clone(eppFlags), "model-server-metrics-scheme", "model-server-metrics-path",
 			"model-server-metrics-port", "model-server-metrics-https-insecure-skip-verify"),
@@ -143,7 +144,9 @@ var releases = map[Release]release{
 	ReleaseGIE: {
 		configFile: true, diagnostics: true, leaseSuffix: leaseSuffixGIE,
 		// pkg/epp/server/controller_manager.go defaultManagerOptions: a v1alpha2 or a v1 pool by --pool-group.
-		poolGroups:      []string{GroupInferenceV1, GroupInferenceX},
+		poolGroups: []string{GroupInferenceV1, GroupInferenceX},
+		// the same file caches v1alpha2.InferenceObjective unconditionally, and
+		// pkg/epp/server/runserver.go SetupWithManager always starts its reconciler: no discovery.
 		objectiveGroups: []string{GroupInferenceX}, prefillDecode: true,
 		// cmd/epp/runner/runner.go's flag variables at v1.2.0, and zap's (Runner.Run: BindFlags).
 		flags: []string{"grpc-port", "grpc-health-port", "metrics-port", "metrics-endpoint-auth", "enable-pprof",
@@ -198,6 +201,36 @@ const (
 	ResourceObjectives    = resourceObjectives
 	ResourceModelRewrites = resourceModelRewrite
 )
+
+// Kinds the EPP watches in its objective groups.
+const (
+	KindObjective    = "InferenceObjective"
+	KindModelRewrite = "InferenceModelRewrite"
+)
+
+// WatchedGroup is the API group whose objects of kind (KindObjective or KindModelRewrite) the
+// release's EPP watches on a cluster whose API server serves that kind in the groups served;
+// watched is false when it watches none. An EPP that discovers (llm-d-router v0.10.0, GIE
+// v1.5.0: pkg/epp/server/controller_config.go populateWithDiscovery, at start-up) takes the first
+// of its groups the cluster serves the kind in, each kind on its own: llm-d-router's llm-d.ai
+// before inference.networking.x-k8s.io, so with both installed it ignores the objects of the
+// latter (it logs "EPP will prefer the new group and IGNORE legacy resources"). GIE v1.2.0 watches
+// its one group whether or not the cluster serves it.
+func (r Release) WatchedGroup(kind string, served []string) (group string, watched bool) {
+	rel := releases[r]
+	if len(rel.objectiveGroups) == 0 || (kind == KindModelRewrite && !rel.rewrites) || (kind != KindObjective && kind != KindModelRewrite) {
+		return "", false
+	}
+	if !rel.discovers {
+		return rel.objectiveGroups[0], true
+	}
+	for _, g := range rel.objectiveGroups {
+		if slices.Contains(served, g) {
+			return g, true
+		}
+	}
+	return "", false
+}
 
 // LeaderElection reports whether replicas of the release's EPP elect a leader (only it serves);
 // lwepp has no leader election and every replica serves.

@@ -57,3 +57,41 @@ func TestGIE120ArgsNameVLLMsKVCacheMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchedGroupFollowsTheReleaseAndTheServedGroups: the group whose objectives and rewrites
+// each release's EPP watches, on a cluster that serves their CRDs in the Inference Extension's
+// group, llm-d's, both or neither: llm-d-router v0.10.0 prefers llm-d.ai and falls back to the
+// Inference Extension's group, GIE v1.5.0 knows only its own, GIE v1.2.0 watches its objectives
+// without asking the cluster and reads no rewrite, lwepp reads neither.
+func TestWatchedGroupFollowsTheReleaseAndTheServedGroups(t *testing.T) {
+	x, llmd := GroupInferenceX, GroupLLMD
+	servedSets := map[string][]string{"x-k8s": {x}, "llm-d.ai": {llmd}, "both": {llmd, x}, "none": nil}
+	// want: release, kind, served set -> the group watched ("" none)
+	want := map[Release]map[string]map[string]string{
+		ReleaseRouter: {
+			KindObjective:    {"x-k8s": x, "llm-d.ai": llmd, "both": llmd, "none": ""},
+			KindModelRewrite: {"x-k8s": x, "llm-d.ai": llmd, "both": llmd, "none": ""},
+		},
+		ReleaseGIE150: {
+			KindObjective:    {"x-k8s": x, "llm-d.ai": "", "both": x, "none": ""},
+			KindModelRewrite: {"x-k8s": x, "llm-d.ai": "", "both": x, "none": ""},
+		},
+		ReleaseGIE: {
+			KindObjective:    {"x-k8s": x, "llm-d.ai": x, "both": x, "none": x},
+			KindModelRewrite: {"x-k8s": "", "llm-d.ai": "", "both": "", "none": ""},
+		},
+		ReleaseLWEPP: {
+			KindObjective:    {"x-k8s": "", "llm-d.ai": "", "both": "", "none": ""},
+			KindModelRewrite: {"x-k8s": "", "llm-d.ai": "", "both": "", "none": ""},
+		},
+	}
+	for _, release := range Releases() {
+		for _, kind := range []string{KindObjective, KindModelRewrite} {
+			for name, served := range servedSets {
+				group, watched := release.WatchedGroup(kind, served)
+				assert.Equal(t, want[release][kind][name], group, "%s, %s, CRDs in %s", release, kind, name)
+				assert.Equal(t, group != "", watched, "%s, %s, CRDs in %s", release, kind, name)
+			}
+		}
+	}
+}

@@ -17,6 +17,8 @@ import (
 	lwsconfig "sigs.k8s.io/lws/api/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
@@ -280,4 +282,29 @@ func TestKeysUnique(t *testing.T) {
 		keys = append(keys, o.Key())
 	}
 	require.Equal(t, len(platform.Parts), len(slices.Compact(slices.Clone(platform.Parts))))
+}
+
+// TestTheRouterDefaultIsTheInstalledCRDGroups: the Platform installs the InferenceObjective and
+// InferenceModelRewrite CRDs in exactly the groups a router's endpointPicker.crdGroups says by
+// default, so that on a cluster the Platform set up, a split's rewrite is rendered in the group
+// every release's Endpoint Picker watches there (an extra llm-d.ai set would make llm-d-router
+// v0.10.0 ignore the rewrites of inference.networking.x-k8s.io).
+func TestTheRouterDefaultIsTheInstalledCRDGroups(t *testing.T) {
+	groups := map[string][]string{}
+	for _, o := range render(t, &platform.Spec{}) {
+		if o.Object.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
+		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
+		if kind == eppconfig.KindObjective || kind == eppconfig.KindModelRewrite {
+			groups[kind] = append(groups[kind], group)
+		}
+	}
+	want := api.DefaultEndpointPickerCRDGroups.Groups()
+	slices.Sort(want)
+	for _, kind := range []string{eppconfig.KindObjective, eppconfig.KindModelRewrite} {
+		slices.Sort(groups[kind])
+		require.Equal(t, want, groups[kind], "the groups of the %s CRDs the Platform installs", kind)
+	}
 }

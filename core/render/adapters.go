@@ -14,6 +14,7 @@ import (
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
@@ -32,8 +33,13 @@ const (
 	adaptersMountPath = "/etc/fusioninfer/adapters"
 )
 
-// KindInferenceModelRewrite is a split's object: requests for one name spread over adapters.
-var KindInferenceModelRewrite = TypeMeta{APIVersion: inferencev1alpha2.GroupVersion.String(), Kind: "InferenceModelRewrite"}
+// KindInferenceModelRewrite is a split's object, requests for one name spread over adapters, in
+// the API group the router's Endpoint Picker watches (api.Role.ModelRewriteGroup): llm-d.ai's
+// kind has the same version and fields as the Inference Extension's (llm-d-router v0.10.0
+// apix/v1alpha2/inferencemodelrewrite_types.go).
+func KindInferenceModelRewrite(group string) TypeMeta {
+	return TypeMeta{APIVersion: group + "/" + inferencev1alpha2.GroupVersion.Version, Kind: eppconfig.KindModelRewrite}
+}
 
 // The loader's container resources: a few HTTP calls every few seconds.
 var loraLoaderResources = corev1.ResourceRequirements{
@@ -154,7 +160,7 @@ func (r *routing) modelRewrite(ref Ref) (runtime.Object, error) {
 			rule.Targets = append(rule.Targets, inferencev1alpha2.TargetModel{ModelRewrite: t.Adapter, Weight: int32(t.Weight)})
 		}
 		return &InferenceModelRewrite{
-			TypeMeta:   typeMeta(KindInferenceModelRewrite),
+			TypeMeta:   typeMeta(ref.TypeMeta),
 			ObjectMeta: r.meta(ref),
 			Spec: InferenceModelRewriteSpec{
 				PoolRef: &inferencev1alpha2.PoolObjectReference{Group: inferencev1alpha2.Group(r.router.PoolGroup()),

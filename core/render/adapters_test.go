@@ -3,6 +3,7 @@ package render_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -214,5 +215,52 @@ func TestMountedAdapters(t *testing.T) {
 	assert.Equal(t, render.LoRALoaderContainerName, loader.Name)
 	for _, m := range loader.VolumeMounts {
 		assert.NotEqual(t, api.ModelMountPath, m.MountPath, "no adapter in the model's volume: the loader does not mount it")
+	}
+}
+
+// TestTheRewriteIsInTheGroupThePickerWatches: a split's InferenceModelRewrite is rendered in the
+// API group the release's Endpoint Picker watches on a cluster with the CRD groups the router
+// names (eppconfig.Release.WatchedGroup), and refused, naming the field, where it would watch none:
+// the object would be ignored (a request for the split's name gets 404) or refused by the API
+// server. Every release and every set of CRD groups; through the manifest's decoder.
+func TestTheRewriteIsInTheGroupThePickerWatches(t *testing.T) {
+	const refusedNoRewrites = "spec.model.adapterSplits: Forbidden: the router's Endpoint Picker (%s) reads no InferenceModelRewrite"
+	const refusedGroups = "spec.model.adapterSplits: Forbidden: the router's Endpoint Picker (gie-v1.5.0) watches InferenceModelRewrites " +
+		"only in inference.networking.x-k8s.io, and endpointPicker.crdGroups says the cluster has their CRD in llm-d.ai"
+	const refusedObjectives = "spec.roles[1].endpointPicker.crdGroups: Invalid value: \"llm-d.ai\": the Endpoint Picker of gie-v1.2.0 watches " +
+		"InferenceObjectives of inference.networking.x-k8s.io whatever the cluster has"
+	want := map[api.EndpointPickerRelease]map[api.InferenceCRDGroups]string{ // the rewrite's apiVersion, or the error
+		api.EPPReleaseLLMDRouter: {"": "inference.networking.x-k8s.io/v1alpha2", api.CRDGroupsInferenceExtension: "inference.networking.x-k8s.io/v1alpha2",
+			api.CRDGroupsLLMD: "llm-d.ai/v1alpha2", api.CRDGroupsBoth: "llm-d.ai/v1alpha2"},
+		api.EPPReleaseGIE150: {"": "inference.networking.x-k8s.io/v1alpha2", api.CRDGroupsInferenceExtension: "inference.networking.x-k8s.io/v1alpha2",
+			api.CRDGroupsLLMD: refusedGroups, api.CRDGroupsBoth: "inference.networking.x-k8s.io/v1alpha2"},
+		api.EPPReleaseGIE: {"": fmt.Sprintf(refusedNoRewrites, "gie-v1.2.0"), api.CRDGroupsInferenceExtension: fmt.Sprintf(refusedNoRewrites, "gie-v1.2.0"),
+			api.CRDGroupsLLMD: refusedObjectives, api.CRDGroupsBoth: fmt.Sprintf(refusedNoRewrites, "gie-v1.2.0")},
+		api.EPPReleaseLWEPP: {"": fmt.Sprintf(refusedNoRewrites, "gie-lwepp-v1.6.0"), api.CRDGroupsInferenceExtension: fmt.Sprintf(refusedNoRewrites, "gie-lwepp-v1.6.0"),
+			api.CRDGroupsLLMD: fmt.Sprintf(refusedNoRewrites, "gie-lwepp-v1.6.0"), api.CRDGroupsBoth: fmt.Sprintf(refusedNoRewrites, "gie-lwepp-v1.6.0")},
+	}
+	for release, byGroups := range want {
+		for groups, wanted := range byGroups {
+			t.Run(fmt.Sprintf("%s/%s", release, groups), func(t *testing.T) {
+				svc := story(t, loraStory).Service
+				router := svc.Spec.Router()
+				router.Strategy = ""
+				router.EndpointPicker = &api.EndpointPicker{Release: release, CRDGroups: groups}
+				tree, errs := render.Build(svc)
+				if strings.Contains(wanted, ":") {
+					require.NotEmpty(t, errs, "refused")
+					assert.Contains(t, errs.ToAggregate().Error(), wanted)
+					return
+				}
+				require.Empty(t, errs)
+				rewrite := objectOf[*render.InferenceModelRewrite](t, tree, "llama-lora-support")
+				assert.Equal(t, wanted, rewrite.APIVersion)
+				for _, o := range tree.Objects {
+					if o.Name == "llama-lora-support" {
+						assert.Equal(t, wanted, o.APIVersion, "the plan's kind is the object's")
+					}
+				}
+			})
+		}
 	}
 }

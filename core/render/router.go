@@ -105,8 +105,10 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	if router.ShadowService {
 		refs = append(refs, routerRef(svc, KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
 	}
-	for _, split := range adapterSplits(svc) {
-		refs = append(refs, routerRef(svc, KindInferenceModelRewrite, split.name, split.suffix, suffixPool))
+	if group, watched := router.ModelRewriteGroup(); watched { // validation refuses splits otherwise
+		for _, split := range adapterSplits(svc) {
+			refs = append(refs, routerRef(svc, KindInferenceModelRewrite(group), split.name, split.suffix, suffixPool))
+		}
 	}
 	return refs
 }
@@ -148,7 +150,7 @@ func newRouting(svc *api.InferenceService, resolved *api.Routing) (*routing, err
 }
 
 func (r *routing) object(ref Ref) (runtime.Object, error) {
-	if ref.TypeMeta == KindInferenceModelRewrite {
+	if ref.Kind == eppconfig.KindModelRewrite {
 		return r.modelRewrite(ref)
 	}
 	switch ref.Suffix {
