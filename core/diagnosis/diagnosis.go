@@ -117,6 +117,7 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 	r.Causes = append(r.Causes, d.podGroupCauses()...)
 	r.Causes = append(r.Causes, d.karpenterPoolCauses()...)
 	r.Causes = append(r.Causes, d.routerCauses(name)...)
+	r.Causes = append(r.Causes, d.inferenceGroupCauses(name)...)
 	lwsByName := map[string]*lwsv1.LeaderWorkerSet{}
 	for i := range o.LeaderWorkerSets {
 		lwsByName[o.LeaderWorkerSets[i].Name] = &o.LeaderWorkerSets[i]

@@ -17,13 +17,16 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 )
 
@@ -46,6 +49,14 @@ type Observed struct {
 	// LoRALoaders are what the LoRA loader of each running server pod said, by pod name: read
 	// from the loaders, not objects of the cluster, so fixtures do not record them.
 	LoRALoaders map[string]LoRALoader
+	// InferenceObjectives and InferenceModelRewrites are those of the service's namespace in
+	// every API group an Endpoint Picker reads them in (their apiVersion says which; the Go types
+	// are the same in both: llm-d-router v0.10.0's apix/v1alpha2 copies GIE's).
+	InferenceObjectives    []inferencev1alpha2.InferenceObjective
+	InferenceModelRewrites []render.InferenceModelRewrite
+	// InferenceGroups are, by kind (eppconfig.KindObjective, KindModelRewrite), the API groups
+	// the cluster serves it in; nil when not known (fixtures do not record it).
+	InferenceGroups map[string][]string
 }
 
 // Empty reports whether nothing of the service was found.
@@ -61,6 +72,10 @@ var readScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 		if err := add(s); err != nil {
 			return nil, err
 		}
+	}
+	for _, group := range InferenceGroups {
+		s.AddKnownTypes(schema.GroupVersion{Group: group, Version: inferencev1alpha2.GroupVersion.Version},
+			&inferencev1alpha2.InferenceObjective{}, &render.InferenceModelRewrite{})
 	}
 	s.AddKnownTypes(karpenter.KarpenterGroupVersion, &karpenter.NodeClaim{}, &karpenter.NodeClaimList{}, &karpenter.NodePool{}, &karpenter.NodePoolList{})
 	return s, nil
@@ -91,6 +106,10 @@ func (o *Observed) Add(obj runtime.Object) error {
 		o.NodeClaims = append(o.NodeClaims, *t)
 	case *karpenter.NodePool:
 		o.NodePools = append(o.NodePools, *t)
+	case *inferencev1alpha2.InferenceObjective:
+		o.InferenceObjectives = append(o.InferenceObjectives, *t)
+	case *render.InferenceModelRewrite:
+		o.InferenceModelRewrites = append(o.InferenceModelRewrites, *t)
 	default:
 		return fmt.Errorf("diagnosis does not read %T", obj)
 	}
@@ -166,6 +185,16 @@ func (o *Observed) YAML() ([]byte, error) {
 			if err := add(group.apiVersion, group.kind, item); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, obj := range o.InferenceObjectives {
+		if err := add(obj.APIVersion, obj.Kind, &obj); err != nil {
+			return nil, err
+		}
+	}
+	for _, obj := range o.InferenceModelRewrites {
+		if err := add(obj.APIVersion, obj.Kind, &obj); err != nil {
+			return nil, err
 		}
 	}
 	return []byte(strings.Join(docs, "---\n")), nil

@@ -30,12 +30,14 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
@@ -158,6 +160,11 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 			name, namespace, render.LabelService, name)
 	}
 	c.addLoRALoaders(ctx, o, name)
+	if svc != nil && svc.Spec.Router() != nil {
+		if err := c.addInferenceObjects(ctx, o, namespace); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.addNodes(ctx, o); err != nil {
 		return nil, err
 	}
@@ -303,6 +310,44 @@ func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name 
 			o.Events = append(o.Events, *e)
 		}
 	}
+	return nil
+}
+
+// inferenceKinds are the kinds an Endpoint Picker may watch in either of its API groups.
+var inferenceKinds = []struct {
+	kind, resource string
+	object         func() runtime.Object
+}{
+	{eppconfig.KindObjective, eppconfig.ResourceObjectives, func() runtime.Object { return &inferencev1alpha2.InferenceObjective{} }},
+	{eppconfig.KindModelRewrite, eppconfig.ResourceModelRewrites, func() runtime.Object { return &render.InferenceModelRewrite{} }},
+}
+
+// addInferenceObjects adds the namespace's InferenceObjectives and InferenceModelRewrites of
+// every API group an Endpoint Picker reads them in, and which groups the cluster serves each kind
+// in: a list the API server answers 404 is of a group it does not serve (as an EPP's discovery
+// finds it: pkg/epp/server/controller_config.go gvkExists). Someone who may not list one of them
+// gets a report without them.
+func (c *Clients) addInferenceObjects(ctx context.Context, o *diagnosis.Observed, namespace string) error {
+	served := map[string][]string{}
+	for _, k := range inferenceKinds {
+		for _, group := range diagnosis.InferenceGroups {
+			r := resource{schema.GroupVersionResource{Group: group, Version: inferencev1alpha2.GroupVersion.Version, Resource: k.resource}, k.object, ""}
+			items, err := c.list(ctx, r, namespace, metav1.ListOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case apierrors.IsForbidden(err):
+				return nil
+			case err != nil:
+				return err
+			}
+			served[k.kind] = append(served[k.kind], group)
+			if err := addAll(o, items); err != nil {
+				return err
+			}
+		}
+	}
+	o.InferenceGroups = served
 	return nil
 }
 
