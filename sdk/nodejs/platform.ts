@@ -68,7 +68,7 @@ export interface PlatformArgs {
      */
     controllers?: boolean;
     /**
-     * The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs (inference.networking.x-k8s.io, which llm-d-router v0.10.0's Endpoint Picker reads when its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
+     * The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs in inference.networking.x-k8s.io only, the set a router's endpointPicker.crdGroups names by default: each release that reads them watches that group there (llm-d-router v0.10.0 too, as its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
      */
     inferenceExtension?: pulumi.Input<inputs.PartArgs | undefined>;
     /**

@@ -1063,6 +1063,174 @@ func (in *gangModePtr) ToGangModePtrOutputWithContext(ctx context.Context) GangM
 	return pulumi.ToOutputWithContext(ctx, in).(GangModePtrOutput)
 }
 
+// One of: inference.networking.x-k8s.io, llm-d.ai, both.
+type InferenceCRDGroups string
+
+const (
+	InferenceCRDGroups_INFERENCE_NETWORKING_X_K8S_IO = InferenceCRDGroups("inference.networking.x-k8s.io")
+	InferenceCRDGroups_LLM_D_AI                      = InferenceCRDGroups("llm-d.ai")
+	InferenceCRDGroupsBOTH                           = InferenceCRDGroups("both")
+)
+
+func (InferenceCRDGroups) ElementType() reflect.Type {
+	return reflect.TypeOf((*InferenceCRDGroups)(nil)).Elem()
+}
+
+func (e InferenceCRDGroups) ToInferenceCRDGroupsOutput() InferenceCRDGroupsOutput {
+	return pulumi.ToOutput(e).(InferenceCRDGroupsOutput)
+}
+
+func (e InferenceCRDGroups) ToInferenceCRDGroupsOutputWithContext(ctx context.Context) InferenceCRDGroupsOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(InferenceCRDGroupsOutput)
+}
+
+func (e InferenceCRDGroups) ToInferenceCRDGroupsPtrOutput() InferenceCRDGroupsPtrOutput {
+	return e.ToInferenceCRDGroupsPtrOutputWithContext(context.Background())
+}
+
+func (e InferenceCRDGroups) ToInferenceCRDGroupsPtrOutputWithContext(ctx context.Context) InferenceCRDGroupsPtrOutput {
+	return InferenceCRDGroups(e).ToInferenceCRDGroupsOutputWithContext(ctx).ToInferenceCRDGroupsPtrOutputWithContext(ctx)
+}
+
+func (e InferenceCRDGroups) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e InferenceCRDGroups) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e InferenceCRDGroups) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e InferenceCRDGroups) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type InferenceCRDGroupsOutput struct{ *pulumi.OutputState }
+
+func (InferenceCRDGroupsOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*InferenceCRDGroups)(nil)).Elem()
+}
+
+func (o InferenceCRDGroupsOutput) ToInferenceCRDGroupsOutput() InferenceCRDGroupsOutput {
+	return o
+}
+
+func (o InferenceCRDGroupsOutput) ToInferenceCRDGroupsOutputWithContext(ctx context.Context) InferenceCRDGroupsOutput {
+	return o
+}
+
+func (o InferenceCRDGroupsOutput) ToInferenceCRDGroupsPtrOutput() InferenceCRDGroupsPtrOutput {
+	return o.ToInferenceCRDGroupsPtrOutputWithContext(context.Background())
+}
+
+func (o InferenceCRDGroupsOutput) ToInferenceCRDGroupsPtrOutputWithContext(ctx context.Context) InferenceCRDGroupsPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v InferenceCRDGroups) *InferenceCRDGroups {
+		return &v
+	}).(InferenceCRDGroupsPtrOutput)
+}
+
+func (o InferenceCRDGroupsOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o InferenceCRDGroupsOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e InferenceCRDGroups) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o InferenceCRDGroupsOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o InferenceCRDGroupsOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e InferenceCRDGroups) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type InferenceCRDGroupsPtrOutput struct{ *pulumi.OutputState }
+
+func (InferenceCRDGroupsPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**InferenceCRDGroups)(nil)).Elem()
+}
+
+func (o InferenceCRDGroupsPtrOutput) ToInferenceCRDGroupsPtrOutput() InferenceCRDGroupsPtrOutput {
+	return o
+}
+
+func (o InferenceCRDGroupsPtrOutput) ToInferenceCRDGroupsPtrOutputWithContext(ctx context.Context) InferenceCRDGroupsPtrOutput {
+	return o
+}
+
+func (o InferenceCRDGroupsPtrOutput) Elem() InferenceCRDGroupsOutput {
+	return o.ApplyT(func(v *InferenceCRDGroups) InferenceCRDGroups {
+		if v != nil {
+			return *v
+		}
+		var ret InferenceCRDGroups
+		return ret
+	}).(InferenceCRDGroupsOutput)
+}
+
+func (o InferenceCRDGroupsPtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o InferenceCRDGroupsPtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *InferenceCRDGroups) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// InferenceCRDGroupsInput is an input type that accepts values of the InferenceCRDGroups enum
+// A concrete instance of `InferenceCRDGroupsInput` can be one of the following:
+//
+//	InferenceCRDGroups_INFERENCE_NETWORKING_X_K8S_IO
+//	InferenceCRDGroups_LLM_D_AI
+//	InferenceCRDGroupsBOTH
+type InferenceCRDGroupsInput interface {
+	pulumi.Input
+
+	ToInferenceCRDGroupsOutput() InferenceCRDGroupsOutput
+	ToInferenceCRDGroupsOutputWithContext(context.Context) InferenceCRDGroupsOutput
+}
+
+var inferenceCRDGroupsPtrType = reflect.TypeOf((**InferenceCRDGroups)(nil)).Elem()
+
+type InferenceCRDGroupsPtrInput interface {
+	pulumi.Input
+
+	ToInferenceCRDGroupsPtrOutput() InferenceCRDGroupsPtrOutput
+	ToInferenceCRDGroupsPtrOutputWithContext(context.Context) InferenceCRDGroupsPtrOutput
+}
+
+type inferenceCRDGroupsPtr string
+
+func InferenceCRDGroupsPtr(v string) InferenceCRDGroupsPtrInput {
+	return (*inferenceCRDGroupsPtr)(&v)
+}
+
+func (*inferenceCRDGroupsPtr) ElementType() reflect.Type {
+	return inferenceCRDGroupsPtrType
+}
+
+func (in *inferenceCRDGroupsPtr) ToInferenceCRDGroupsPtrOutput() InferenceCRDGroupsPtrOutput {
+	return pulumi.ToOutput(in).(InferenceCRDGroupsPtrOutput)
+}
+
+func (in *inferenceCRDGroupsPtr) ToInferenceCRDGroupsPtrOutputWithContext(ctx context.Context) InferenceCRDGroupsPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(InferenceCRDGroupsPtrOutput)
+}
+
 // One of: auto, none.
 type MinResourcesMode string
 
@@ -2735,6 +2903,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*FailureModePtrInput)(nil)).Elem(), FailureMode("FailClose"))
 	pulumi.RegisterInputType(reflect.TypeOf((*GangModeInput)(nil)).Elem(), GangMode("subGroup"))
 	pulumi.RegisterInputType(reflect.TypeOf((*GangModePtrInput)(nil)).Elem(), GangMode("subGroup"))
+	pulumi.RegisterInputType(reflect.TypeOf((*InferenceCRDGroupsInput)(nil)).Elem(), InferenceCRDGroups("inference.networking.x-k8s.io"))
+	pulumi.RegisterInputType(reflect.TypeOf((*InferenceCRDGroupsPtrInput)(nil)).Elem(), InferenceCRDGroups("inference.networking.x-k8s.io"))
 	pulumi.RegisterInputType(reflect.TypeOf((*MinResourcesModeInput)(nil)).Elem(), MinResourcesMode("auto"))
 	pulumi.RegisterInputType(reflect.TypeOf((*MinResourcesModePtrInput)(nil)).Elem(), MinResourcesMode("auto"))
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelCacheAccessModeInput)(nil)).Elem(), ModelCacheAccessMode("ReadWriteMany"))
@@ -2768,6 +2938,8 @@ func init() {
 	pulumi.RegisterOutputType(FailureModePtrOutput{})
 	pulumi.RegisterOutputType(GangModeOutput{})
 	pulumi.RegisterOutputType(GangModePtrOutput{})
+	pulumi.RegisterOutputType(InferenceCRDGroupsOutput{})
+	pulumi.RegisterOutputType(InferenceCRDGroupsPtrOutput{})
 	pulumi.RegisterOutputType(MinResourcesModeOutput{})
 	pulumi.RegisterOutputType(MinResourcesModePtrOutput{})
 	pulumi.RegisterOutputType(ModelCacheAccessModeOutput{})

@@ -965,6 +965,8 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 }
 
 type EndpointPicker struct {
+	// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+	CrdGroups *InferenceCRDGroups `pulumi:"crdGroups"`
 	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
 	// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
@@ -987,6 +989,8 @@ type EndpointPickerInput interface {
 }
 
 type EndpointPickerArgs struct {
+	// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+	CrdGroups InferenceCRDGroupsPtrInput `pulumi:"crdGroups"`
 	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
 	// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
@@ -1074,6 +1078,11 @@ func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.C
 	}).(EndpointPickerPtrOutput)
 }
 
+// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+func (o EndpointPickerOutput) CrdGroups() InferenceCRDGroupsPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *InferenceCRDGroups { return v.CrdGroups }).(InferenceCRDGroupsPtrOutput)
+}
+
 // Replaces the release's image: a mirror or a patched build of the same one.
 func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
@@ -1116,6 +1125,16 @@ func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
 		var ret EndpointPicker
 		return ret
 	}).(EndpointPickerOutput)
+}
+
+// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+func (o EndpointPickerPtrOutput) CrdGroups() InferenceCRDGroupsPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *InferenceCRDGroups {
+		if v == nil {
+			return nil
+		}
+		return v.CrdGroups
+	}).(InferenceCRDGroupsPtrOutput)
 }
 
 // Replaces the release's image: a mirror or a patched build of the same one.

@@ -13,6 +13,7 @@ __all__ = [
     'EndpointPickerRelease',
     'FailureMode',
     'GangMode',
+    'InferenceCRDGroups',
     'MinResourcesMode',
     'ModelCacheAccessMode',
     'ModelFlexibilityMode',
@@ -84,6 +85,16 @@ class GangMode(_builtins.str, Enum):
     """
     SUB_GROUP = "subGroup"
     TASK_MEMBER = "taskMember"
+
+
+@pulumi.type_token("fusioninfer:index:InferenceCRDGroups")
+class InferenceCRDGroups(_builtins.str, Enum):
+    """
+    One of: inference.networking.x-k8s.io, llm-d.ai, both.
+    """
+    INFERENCE_NETWORKING_X_K8S_IO = "inference.networking.x-k8s.io"
+    LLM_D_AI = "llm-d.ai"
+    BOTH = "both"
 
 
 @pulumi.type_token("fusioninfer:index:MinResourcesMode")

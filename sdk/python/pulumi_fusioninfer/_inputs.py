@@ -477,6 +477,10 @@ class DualPodsControllerArgs:
 
 
 class EndpointPickerArgsDict(TypedDict):
+    crd_groups: NotRequired[pulumi.Input[Optional['InferenceCRDGroups']]]
+    """
+    The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+    """
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
     Replaces the release's image: a mirror or a patched build of the same one.
@@ -497,16 +501,20 @@ class EndpointPickerArgsDict(TypedDict):
 @pulumi.input_type
 class EndpointPickerArgs:
     def __init__(__self__, *,
+                 crd_groups: pulumi.Input[Optional['InferenceCRDGroups']] = None,
                  image: pulumi.Input[Optional[_builtins.str]] = None,
                  release: pulumi.Input[Optional['EndpointPickerRelease']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
+        :param pulumi.Input['InferenceCRDGroups'] crd_groups: The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
         :param pulumi.Input[_builtins.str] image: Replaces the release's image: a mirror or a patched build of the same one.
         :param pulumi.Input['EndpointPickerRelease'] release: The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
         :param pulumi.Input[_builtins.int] replicas: The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
         :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: The resources of the Endpoint Picker container.
         """
+        if crd_groups is not None:
+            pulumi.set(__self__, "crd_groups", crd_groups)
         if image is not None:
             pulumi.set(__self__, "image", image)
         if release is not None:
@@ -515,6 +523,18 @@ class EndpointPickerArgs:
             pulumi.set(__self__, "replicas", replicas)
         if resources is not None:
             pulumi.set(__self__, "resources", resources)
+
+    @_builtins.property
+    @pulumi.getter(name="crdGroups")
+    def crd_groups(self) -> pulumi.Input[Optional['InferenceCRDGroups']]:
+        """
+        The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+        """
+        return pulumi.get(self, "crd_groups")
+
+    @crd_groups.setter
+    def crd_groups(self, value: pulumi.Input[Optional['InferenceCRDGroups']]):
+        pulumi.set(self, "crd_groups", value)
 
     @_builtins.property
     @pulumi.getter

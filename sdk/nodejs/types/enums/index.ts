@@ -68,6 +68,17 @@ export const GangMode = {
  */
 export type GangMode = (typeof GangMode)[keyof typeof GangMode];
 
+export const InferenceCRDGroups = {
+    Inference_networking_x_k8s_io: "inference.networking.x-k8s.io",
+    Llm_d_ai: "llm-d.ai",
+    Both: "both",
+} as const;
+
+/**
+ * One of: inference.networking.x-k8s.io, llm-d.ai, both.
+ */
+export type InferenceCRDGroups = (typeof InferenceCRDGroups)[keyof typeof InferenceCRDGroups];
+
 export const MinResourcesMode = {
     Auto: "auto",
     None: "none",
