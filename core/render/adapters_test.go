@@ -3,6 +3,7 @@ package render_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -263,4 +264,17 @@ func TestTheRewriteIsInTheGroupThePickerWatches(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCRDGroupsThroughTheManifest: endpointPicker.crdGroups read from a manifest puts the split's
+// rewrite in llm-d.ai for the default release, where llm-d's CRDs are installed too.
+func TestCRDGroupsThroughTheManifest(t *testing.T) {
+	data, err := os.ReadFile(manifests + loraStory)
+	require.NoError(t, err)
+	text := strings.Replace(string(data), "      strategy: lora-affinity\n", "      strategy: lora-affinity\n      endpointPicker: {crdGroups: both}\n", 1)
+	require.NotEqual(t, string(data), text)
+	docs, errs := api.Decode([]byte(text))
+	require.Empty(t, errs)
+	rewrite := objectOf[*render.InferenceModelRewrite](t, build(t, docs[0].Service), "llama-lora-support")
+	assert.Equal(t, "llm-d.ai/v1alpha2", rewrite.APIVersion)
 }
