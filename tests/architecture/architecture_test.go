@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,6 +34,7 @@ const module = "github.com/fusioninfer/pulumi-fusioninfer"
 // non-test files import: a test's own imports ship in no binary and may cross a wall.
 type pkg struct {
 	ImportPath string
+	Doc        string
 	Imports    []string
 	Deps       []string
 	Error      *struct{ Err string }
@@ -64,27 +66,40 @@ func ruleOf(dir string) (rule, bool) {
 	return best, found
 }
 
-// listPackages is every package of the module as `go list` reads it.
-func listPackages(t *testing.T) []pkg {
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps,Error", "-tags", "e2e,conformance", "./...")
+// listed is every package of the module as `go list` reads it, listed once for all the tests.
+var listed = sync.OnceValues(func() ([]pkg, error) {
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Doc,Imports,Deps,Error", "-tags", "e2e,conformance", "./...")
 	cmd.Dir = testcli.Root()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "go list: %s", stderr.String())
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w: %s", err, stderr.String())
+	}
 	var pkgs []pkg
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p pkg
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
-		} else {
-			require.NoError(t, err)
+		} else if err != nil {
+			return nil, err
 		}
-		require.Nil(t, p.Error, "go list: %s", p.ImportPath)
+		if p.Error != nil {
+			return nil, fmt.Errorf("go list: %s: %s", p.ImportPath, p.Error.Err)
+		}
 		pkgs = append(pkgs, p)
 	}
-	require.NotEmpty(t, pkgs)
+	if len(pkgs) == 0 {
+		return nil, errors.New("go list: no packages")
+	}
+	return pkgs, nil
+})
+
+// listPackages is every package of the module as `go list` reads it.
+func listPackages(t *testing.T) []pkg {
+	pkgs, err := listed()
+	require.NoError(t, err)
 	return pkgs
 }
 
@@ -129,6 +144,19 @@ func violations(pkgs []pkg) []string {
 func TestImportsKeepTheLayers(t *testing.T) {
 	for _, v := range violations(listPackages(t)) {
 		t.Error(v)
+	}
+}
+
+// TestEveryPackageSaysWhatItIs: every package of the library and the doors has a package
+// comment, which `go doc` and pkg.go.dev show first (tests/, examples/ and the generated SDK
+// aside).
+func TestEveryPackageSaysWhatItIs(t *testing.T) {
+	for _, p := range listPackages(t) {
+		dir, _ := folder(p.ImportPath)
+		if holds("tests", dir) || holds("examples", dir) || holds("sdk", dir) {
+			continue
+		}
+		assert.NotEmpty(t, p.Doc, "%s has no package comment (// Package ... or // Command ...)", dir)
 	}
 }
 
