@@ -6,15 +6,14 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestUnsafeAwaitOutputAsTheComponentReadsIt pins the Go SDK's internals.UnsafeAwaitOutput, the one
-// unsupported SDK call the component makes, as NewFromService (component.go) and settle
-// (settle.go) rely on it; the SDK has no public way to wait for an output. It fails when a Pulumi
-// upgrade changes one of these answers:
+// TestUnsafeAwaitOutputAsTheComponentReadsIt pins awaitOutput (awaitoutput.go), the component's one
+// call of the Go SDK's unsupported internals.UnsafeAwaitOutput, as NewFromService (component.go),
+// settle (settle.go) and the wait failures' watch (waitfailure.go) rely on it; the SDK has no
+// public way to wait for an output. It fails when a Pulumi upgrade changes one of these answers:
 //   - a known output: its value, known (NewFromService reads the built tree);
 //   - an output whose apply failed: that error (NewFromService returns a template's validation
 //     error before it registers anything);
@@ -32,21 +31,21 @@ func TestUnsafeAwaitOutputAsTheComponentReadsIt(t *testing.T) {
 	}
 
 	run(false, func(ctx *pulumi.Context) error {
-		known, err := internals.UnsafeAwaitOutput(ctx.Context(), pulumi.String("built").ToStringOutput().ApplyT(func(s string) string { return s }))
+		value, known, err := awaitOutput(ctx, pulumi.String("built").ToStringOutput().ApplyT(func(s string) string { return s }))
 		require.NoError(t, err)
-		assert.True(t, known.Known)
-		assert.Equal(t, "built", known.Value)
+		assert.True(t, known)
+		assert.Equal(t, "built", value)
 
-		_, err = internals.UnsafeAwaitOutput(ctx.Context(), pulumi.String("template").ToStringOutput().ApplyT(func(string) (string, error) { return "", refused }))
+		_, _, err = awaitOutput(ctx, pulumi.String("template").ToStringOutput().ApplyT(func(string) (string, error) { return "", refused }))
 		assert.ErrorIs(t, err, refused, "a failed apply is the error the component returns before registering")
 		return nil
 	})
 
 	run(true, func(ctx *pulumi.Context) error {
-		unknown, err := internals.UnsafeAwaitOutput(ctx.Context(), pulumi.UnsafeUnknownOutput(nil).ApplyT(func(v any) any { return v }))
+		value, known, err := awaitOutput(ctx, pulumi.UnsafeUnknownOutput(nil).ApplyT(func(v any) any { return v }))
 		require.NoError(t, err, "an unknown output at preview is no error")
-		assert.False(t, unknown.Known)
-		assert.Nil(t, unknown.Value)
+		assert.False(t, known)
+		assert.Nil(t, value)
 		return nil
 	})
 
@@ -55,7 +54,7 @@ func TestUnsafeAwaitOutputAsTheComponentReadsIt(t *testing.T) {
 		if err := ctx.RegisterResource("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "svc-chat-0", pulumi.Map{}, &child); err != nil {
 			return err
 		}
-		_, err := internals.UnsafeAwaitOutput(ctx.Context(), child.URN())
+		_, _, err := awaitOutput(ctx, child.URN())
 		assert.Error(t, err, "a child whose registration failed rejects its outputs")
 		return nil
 	}, pulumi.WithMocks("project", "stack", mocks))

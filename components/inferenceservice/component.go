@@ -12,7 +12,6 @@ import (
 	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
@@ -99,7 +98,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	tree := buildTree(ctx, shape, templates)
 	// Resolving the tree validates the templates; at preview it may stay unknown, and the
 	// children's contents with it.
-	built, err := internals.UnsafeAwaitOutput(ctx.Context(), tree)
+	built, _, err := awaitOutput(ctx, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +107,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	if err := ctx.RegisterComponentResource(TypeToken, name, component, opts...); err != nil {
 		return nil, err
 	}
-	if t, known := built.Value.(*render.Tree); known {
+	if t, known := built.(*render.Tree); known {
 		for _, w := range t.Warnings() {
 			if err := ctx.Log.Warn(w, &pulumi.LogArgs{Resource: component}); err != nil {
 				return nil, err

@@ -2,7 +2,6 @@ package inferenceservice
 
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 )
 
 // settled is the values of a set of children's outputs, as far as they came: failed[i] when the
@@ -40,8 +39,8 @@ func settle(ctx *pulumi.Context, outputs []pulumi.Output) pulumi.AnyOutput {
 	results := make(chan result, len(outputs))
 	for i, o := range outputs {
 		go func() {
-			r, err := internals.UnsafeAwaitOutput(ctx.Context(), o)
-			results <- result{i, r.Value, err}
+			value, _, err := awaitOutput(ctx, o)
+			results <- result{i, value, err}
 		}()
 	}
 	go func() {

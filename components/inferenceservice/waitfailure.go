@@ -11,7 +11,6 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/promise"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
@@ -114,11 +113,11 @@ func (w *waitFailures) watch(ref render.Ref, res *apiextensions.CustomResource, 
 	go func() {
 		defer resolve(nil)
 		for _, dependency := range dependsOn {
-			if _, err := internals.UnsafeAwaitOutput(w.ctx.Context(), dependency.URN()); err != nil {
+			if _, _, err := awaitOutput(w.ctx, dependency.URN()); err != nil {
 				return
 			}
 		}
-		if _, err := internals.UnsafeAwaitOutput(w.ctx.Context(), res.URN()); err != nil {
+		if _, _, err := awaitOutput(w.ctx, res.URN()); err != nil {
 			_ = w.report(ref, err.Error())
 		}
 	}()

@@ -37,7 +37,7 @@ var (
 	kwok               = binary{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", KwokVersion}
 	kedaOperator       = binary{"keda-operator", "keda", "github.com/kedacore/keda/v2/cmd/operator", KEDAVersion}
 	kedaAdapter        = binary{"keda-adapter", "keda", "github.com/kedacore/keda/v2/cmd/adapter", KEDAVersion}
-	// The programs that stand for container images (containers.go).
+	// The programs that stand for container images (images.go).
 	inferenceSim                 = binary{"llm-d-inference-sim", "inference-sim", "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim", InferenceSimVersion}
 	gieEndpointPicker            = binary{"gie-epp", "gie-epp-v1.5.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
 	gieLightweightEndpointPicker = binary{"gie-lwepp", "gie-lwepp-v1.6.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/lwepp", GIELightweightEndpointPickerVersion}

@@ -144,7 +144,7 @@ func readyDelay(podReadyDelay time.Duration) map[string]any {
 
 // runningUntilServingStage is runningNotReadyStage for the pods programPods selects (without
 // NotReadyAnnotation), after the pod-ready stage's delay: the suite makes them Ready once their
-// programs serve (containers.go markReady).
+// programs serve (probes.go markReady).
 func runningUntilServingStage(podReadyDelay time.Duration, programPods string) (string, error) {
 	var stage map[string]any
 	if err := yaml.Unmarshal([]byte(runningNotReadyStage), &stage); err != nil {

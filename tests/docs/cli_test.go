@@ -177,8 +177,9 @@ func TestCLIExamplesPrintWhatTheDocShows(t *testing.T) {
 }
 
 // repoPath is a backquoted path of the repository as docs/architecture.md names packages and
-// files: `api`, `components/kubetoken`, `tests/e2e/harness`.
-var repoPath = regexp.MustCompile("`((?:cmd|components|deploy|docs|examples|internal|provider|sdk|tests|third_party)/[A-Za-z0-9_./-]+)`")
+// files: `core/render`, `components/kubetoken`, `tests/e2e/harness`, under any top folder of
+// the module.
+var repoPath = regexp.MustCompile("`((?:api|cmd|components|core|deploy|docs|examples|internal|mirror|provider|sdk|tests|third_party)/[A-Za-z0-9_./-]+)`")
 
 // TestArchitectureNamesPathsThatExist: every package and file docs/architecture.md names by its
 // path is there.
