@@ -139,15 +139,21 @@ func roleLoad(svc *api.InferenceService, role *api.Role) (string, float64) {
 		return load, target / as.Follow.Ratio
 	}
 	if api.IsKnownMetric(as.Metric) {
-		return fmt.Sprintf(`sum(%s{namespace=%q,pod=~%q})`, as.Metric, svc.Namespace, servingPodPattern(svc.Name, role.Name)), as.Target
+		return fmt.Sprintf(`sum(%s{namespace=%q,pod=~%q})`, as.Metric, svc.Namespace, servingPodPattern(svc.Name, role)), as.Target
 	}
 	return as.Metric, as.Target
 }
 
-// servingPodPattern matches the names of a role's leader pods, which run the servers: LWS names
-// a group's leader "{lws}-{group}" and its workers "{lws}-{group}-{index}".
-func servingPodPattern(serviceName, roleName string) string {
-	return fmt.Sprintf("%s-%s-([0-9]+|elastic)-[0-9]+", serviceName, roleName)
+// servingPodPattern matches the names of a role's pods that run servers: LWS names a group's
+// leader "{lws}-{group}" and its workers "{lws}-{group}-{index}". Under Ray only the leader
+// serves; under vLLM's own data parallel every pod runs ranks (dataparallel.go), so its workers'
+// load counts too.
+func servingPodPattern(serviceName string, role *api.Role) string {
+	pattern := fmt.Sprintf("%s-%s-([0-9]+|elastic)-[0-9]+", serviceName, role.Name)
+	if role.DataParallel() && role.MultiNode() {
+		pattern += "(-[0-9]+)?"
+	}
+	return pattern
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
