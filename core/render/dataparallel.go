@@ -159,8 +159,8 @@ for i in range(int(ranks)):
 // the interpreter's start and exit (-I -S: no site packages, which a vLLM image has many of).
 const rankProbeMargin = 0.4
 
-// RankReadinessProbe is a data parallel server's readiness probe: the template's (or vLLM's GET
-// /health, Kubernetes' default timings) with its HTTP GET sent to every local rank, ports
+// RankReadinessProbe is a data parallel server's readiness probe: the template's (or the default
+// of every server, defaultServerProbes': vLLM's GET /health) with its HTTP GET sent to every local rank, ports
 // port..port+ranks-1, by the image's python3 (every vLLM image has it; not bash or curl). A pod
 // is ready, and its ranks in the pool, only when every rank answers: one probe a container is
 // all Kubernetes gives, and the Endpoint Picker keeps every rank of a Ready pod

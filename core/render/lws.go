@@ -28,6 +28,9 @@ type roleTemplates struct {
 func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, routing *routing) (roleTemplates, error) {
 	base := role.Template.DeepCopy()
 	useModel(serviceName, spec, role, resolved, base)
+	servingPort := resolved.ServingPorts[role.Name]
+	serveOnDeclaredPort(&base.Spec, servingPort)
+	defaultServerProbes(&base.Spec.Containers[api.ServingContainerIndex(&base.Spec)], servingPort, spec.RoleAwaitTimeout(role))
 	routedDecoder := routing != nil && role.ComponentType == api.ComponentTypeDecoder
 	if routing != nil {
 		routePrefillDecode(base, role)
