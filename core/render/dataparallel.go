@@ -35,7 +35,9 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 	if len(serve) == 0 {
 		serve = defaultServeCommand
 	}
-	words := append(append([]string{}, serve...), server.Args...)
+	// each rank is given its own --port: the server's (its own, or the routing sidecar's move)
+	// is rank 0's, the base of the others, and is not said twice
+	words := withoutFlag(append(append([]string{}, serve...), server.Args...), "--port")
 	words = append(words, "--data-parallel-size", strconv.Itoa(p.Data), "--data-parallel-rpc-port", strconv.Itoa(int(p.RPCPort())))
 	if p.TensorSize() > 1 {
 		words = append(words, "--tensor-parallel-size", strconv.Itoa(p.TensorSize()))
@@ -56,6 +58,22 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 			rankDevices(i, p.RankGPUs()), command, lwsv1.LwsLeaderAddress, i, port+i))
 	}
 	return strings.Join(append(lines, rankWatch...), "\n")
+}
+
+// withoutFlag is a command line without a flag that takes a value, in both its forms ("--flag
+// value", "--flag=value").
+func withoutFlag(words []string, name string) []string {
+	var out []string
+	for i := 0; i < len(words); i++ {
+		switch {
+		case words[i] == name && i+1 < len(words):
+			i++
+		case strings.HasPrefix(words[i], name+"="):
+		default:
+			out = append(out, words[i])
+		}
+	}
+	return out
 }
 
 // rankWatch ends the script's lines: until the pod stops, it looks every second for a rank that
