@@ -325,10 +325,15 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 			flagPath = serverPath.Child("args")
 		}
 		errs = append(errs, field.Invalid(flagPath, portFlagErr.Value, "--port "+portRule))
+	} else if namedErr := (*NamedPortError)(nil); errors.As(err, &namedErr) {
+		errs = append(errs, field.Invalid(serverPath.Child("ports").Index(namedErr.Index).Child("containerPort"), namedErr.Port, namedErr.Error()))
 	} else if err != nil {
 		errs = append(errs, field.Invalid(serverPath.Child("ports"), declaredPorts(server), err.Error()))
 	} else {
 		resolved.ServingPorts[role.Name] = port
+		if spec.ModelOf(role).HasAdapters() {
+			errs = append(errs, validateLoaderPort(role, podSpec, specPath, serverIndex, port)...)
+		}
 	}
 	if role.DataParallel() { // vLLM's own launch, no Ray: validateParallelismServer
 		return errs
