@@ -140,6 +140,14 @@ func checkServingPods(t *testing.T, tree *render.Tree) {
 				}
 			}
 		}
+		for _, c := range pod.spec.Containers {
+			if c.Name != render.LoRALoaderContainerName {
+				continue
+			}
+			i := slices.Index(c.Args, "--server")
+			require.Greater(t, i, -1, "%s: the loader names its server", pod.name)
+			assert.Equal(t, "http://localhost:"+strconv.Itoa(int(port)), c.Args[i+1], "%s: the loader calls vLLM itself", pod.name)
+		}
 		if user := pod.role.Template.Spec.Containers[api.ServingContainerIndex(&pod.role.Template.Spec)].StartupProbe; user == nil && server.StartupProbe != nil {
 			await := tree.Service.Spec.RoleAwaitTimeout(pod.role).Seconds()
 			p := server.StartupProbe
@@ -246,4 +254,32 @@ func TestAUsersProbesAreKept(t *testing.T) {
 		assert.Equal(t, server.ReadinessProbe, rendered.ReadinessProbe)
 		assert.Equal(t, server.StartupProbe, rendered.StartupProbe)
 	}
+}
+
+// TestTheLoRALoaderOfADecodePodCallsVLLM: behind a router, the routing sidecar takes the decode
+// pod's serving port and vLLM moves to 8200; the loader loads adapters into vLLM there.
+func TestTheLoRALoaderOfADecodePodCallsVLLM(t *testing.T) {
+	data, err := os.ReadFile(manifests + "qwen-pd-router.yaml")
+	require.NoError(t, err)
+	docs, errs := api.Decode(data)
+	require.Empty(t, errs)
+	svc := docs[0].Service
+	svc.Spec.Model = &api.Model{Source: "hf://Qwen/Qwen3-32B@9216db5781bf21249d130ec9da846c4624c16137",
+		Cache:    &api.ModelCache{Size: "100Gi", StorageClassName: "shared-rwx"},
+		Adapters: []api.LoRAAdapter{{Name: "sql", Source: "hf://org/qwen3-32b-sql-lora@v1"}}}
+	for i := range svc.Spec.Roles {
+		if tpl := svc.Spec.Roles[i].Template; tpl != nil {
+			server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
+			server.Args = slices.DeleteFunc(server.Args, func(a string) bool { return a == "--model" || a == "Qwen/Qwen3-32B" })
+		}
+	}
+	tree := build(t, svc)
+	decoders := 0
+	for _, pod := range servingPods(t, tree) {
+		if pod.role.ComponentType == api.ComponentTypeDecoder {
+			decoders++
+		}
+	}
+	require.Positive(t, decoders)
+	checkServingPods(t, tree)
 }
