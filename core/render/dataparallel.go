@@ -8,6 +8,8 @@ import (
 
 	"al.essio.dev/pkg/shellescape"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
@@ -127,11 +129,32 @@ func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role) error {
 	}
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
+	sharedMemory(&tpl.Spec, server)
 	for i := int32(1); i < role.LocalRanks(); i++ {
 		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(i), ContainerPort: port + i, Protocol: corev1.ProtocolTCP})
 	}
 	return nil
 }
+
+// sharedMemorySize bounds a data parallel pod's /dev/shm: what llm-d's wide-ep-lws guide gives
+// its pods ("2Gi for NCCL 2.27 to be safe", guides/wide-ep-lws/manifests/modelserver/base/
+// decode.yaml). It counts against the pod's memory.
+var sharedMemorySize = resource.MustParse("2Gi")
+
+// sharedMemory mounts a memory-backed emptyDir at /dev/shm in a data parallel server that mounts
+// nothing there: a container's own /dev/shm is 64 MiB, and NCCL, which the ranks' collectives
+// and expert all-to-all use, fails or falls back slower without more (llm-d's wide-ep-lws guide
+// gives its pods the same). A template's own /dev/shm is kept.
+func sharedMemory(pod *corev1.PodSpec, server *corev1.Container) {
+	if slices.ContainsFunc(server.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == sharedMemoryPath }) {
+		return
+	}
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: api.SharedMemoryVolumeName, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(sharedMemorySize.DeepCopy())}}})
+	server.VolumeMounts = append(server.VolumeMounts, corev1.VolumeMount{Name: api.SharedMemoryVolumeName, MountPath: sharedMemoryPath})
+}
+
+const sharedMemoryPath = "/dev/shm"
 
 // RankNotAnsweringPrefix begins what a data parallel pod's readiness probe prints when a rank
 // does not answer (rankHealthScript); the kubelet's event for the failed probe carries it

@@ -283,3 +283,59 @@ func TestTheLoRALoaderOfADecodePodCallsVLLM(t *testing.T) {
 	require.Positive(t, decoders)
 	checkServingPods(t, tree)
 }
+
+// sharedMemory is the volume a container mounts at /dev/shm, nil if none.
+func sharedMemory(spec *corev1.PodSpec, c *corev1.Container) *corev1.Volume {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/dev/shm" {
+			for i := range spec.Volumes {
+				if spec.Volumes[i].Name == m.Name {
+					return &spec.Volumes[i]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TestDataParallelServersHaveSharedMemory: NCCL and the ranks' all-to-all need more /dev/shm than
+// a container's 64 MiB: a data parallel pod's server mounts a memory-backed emptyDir there,
+// unless its template mounts its own.
+func TestDataParallelServersHaveSharedMemory(t *testing.T) {
+	data, err := os.ReadFile(manifests + wideEP)
+	require.NoError(t, err)
+	for _, own := range []bool{false, true} {
+		docs, errs := api.Decode(data)
+		require.Empty(t, errs)
+		svc := docs[0].Service
+		if own {
+			for i := range svc.Spec.Roles {
+				if tpl := svc.Spec.Roles[i].Template; tpl != nil {
+					tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
+					tpl.Spec.Containers[0].VolumeMounts = append(tpl.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "dshm", MountPath: "/dev/shm"})
+				}
+			}
+		}
+		pods := servingPods(t, build(t, svc))
+		require.NotEmpty(t, pods)
+		for _, pod := range pods {
+			server := &pod.spec.Containers[api.ServingContainerIndex(pod.spec)]
+			shm := sharedMemory(pod.spec, server)
+			if !assert.NotNil(t, shm, "%s mounts /dev/shm", pod.name) {
+				continue
+			}
+			require.NotNil(t, shm.EmptyDir)
+			assert.Equal(t, corev1.StorageMediumMemory, shm.EmptyDir.Medium)
+			mounts := 0
+			for _, m := range server.VolumeMounts {
+				if m.MountPath == "/dev/shm" {
+					mounts++
+				}
+			}
+			assert.Equal(t, 1, mounts, "%s: one /dev/shm", pod.name)
+			if own {
+				assert.Equal(t, "dshm", shm.Name, "%s: the template's own", pod.name)
+			}
+		}
+	}
+}
