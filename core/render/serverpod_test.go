@@ -229,13 +229,20 @@ func TestEveryServingPodIsReadyOnlyWhenItsServerAnswers(t *testing.T) {
 	}
 }
 
-// TestAUsersProbesAreKept: a template's own readiness and startup probes reach the server as given.
-func TestAUsersProbesAreKept(t *testing.T) {
-	data, err := os.ReadFile(manifests + "llama-router.yaml")
+// example decodes an example manifest of one service.
+func example(t *testing.T, file string) *api.InferenceService {
+	t.Helper()
+	data, err := os.ReadFile(manifests + file)
 	require.NoError(t, err)
 	docs, errs := api.Decode(data)
 	require.Empty(t, errs)
-	svc := docs[0].Service
+	require.Len(t, docs, 1)
+	return docs[0].Service
+}
+
+// TestAUsersProbesAreKept: a template's own readiness and startup probes reach the server as given.
+func TestAUsersProbesAreKept(t *testing.T) {
+	svc := example(t, "llama-router.yaml") // a copy of its own, to change
 	var role *api.Role
 	for i := range svc.Spec.Roles {
 		if svc.Spec.Roles[i].ComponentType != api.ComponentTypeRouter {
@@ -259,11 +266,7 @@ func TestAUsersProbesAreKept(t *testing.T) {
 // TestTheLoRALoaderOfADecodePodCallsVLLM: behind a router, the routing sidecar takes the decode
 // pod's serving port and vLLM moves to 8200; the loader loads adapters into vLLM there.
 func TestTheLoRALoaderOfADecodePodCallsVLLM(t *testing.T) {
-	data, err := os.ReadFile(manifests + "qwen-pd-router.yaml")
-	require.NoError(t, err)
-	docs, errs := api.Decode(data)
-	require.Empty(t, errs)
-	svc := docs[0].Service
+	svc := example(t, "qwen-pd-router.yaml") // a copy of its own, to change
 	svc.Spec.Model = &api.Model{Source: "hf://Qwen/Qwen3-32B@9216db5781bf21249d130ec9da846c4624c16137",
 		Cache:    &api.ModelCache{Size: "100Gi", StorageClassName: "shared-rwx"},
 		Adapters: []api.LoRAAdapter{{Name: "sql", Source: "hf://org/qwen3-32b-sql-lora@v1"}}}
@@ -302,12 +305,8 @@ func sharedMemory(spec *corev1.PodSpec, c *corev1.Container) *corev1.Volume {
 // a container's 64 MiB: a data parallel pod's server mounts a memory-backed emptyDir there,
 // unless its template mounts its own.
 func TestDataParallelServersHaveSharedMemory(t *testing.T) {
-	data, err := os.ReadFile(manifests + wideEP)
-	require.NoError(t, err)
 	for _, own := range []bool{false, true} {
-		docs, errs := api.Decode(data)
-		require.Empty(t, errs)
-		svc := docs[0].Service
+		svc := example(t, wideEP)
 		if own {
 			for i := range svc.Spec.Roles {
 				if tpl := svc.Spec.Roles[i].Template; tpl != nil {
