@@ -352,6 +352,45 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 	return errs
 }
 
+// validateLoaderPort: the LoRA loader beside every server of a model with adapters listens on
+// vllm.LoRALoaderPort, so no other process of the pod may: not the server (nor a data parallel
+// rank, on the server's port + i, nor the routing sidecar in front of them, on the same ports),
+// nor a port another container declares. Refused rather than the loader moved: fusioninfer status
+// reads the loader there.
+func validateLoaderPort(role *Role, podSpec *corev1.PodSpec, specPath *field.Path, serverIndex int, servingPort int32) field.ErrorList {
+	const loader = vllm.LoRALoaderPort
+	rule := fmt.Sprintf("the LoRA loader of a model with adapters listens on %d in every server pod", loader)
+	var errs field.ErrorList
+	ranks := int32(1)
+	if role.DataParallel() {
+		ranks = role.LocalRanks()
+	}
+	server := &podSpec.Containers[serverIndex]
+	serverPath := specPath.Child("containers").Index(serverIndex)
+	serverListens := loader >= servingPort && loader < servingPort+ranks
+	if serverListens {
+		path := serverPath.Child("ports")
+		if _, inArgs := vllm.FlagValue(server.Args, "--port"); inArgs {
+			path = serverPath.Child("args")
+		} else if _, inCommand := vllm.FlagValue(server.Command, "--port"); inCommand {
+			path = serverPath.Child("command")
+		}
+		errs = append(errs, field.Invalid(path, loader, fmt.Sprintf("%s: the server's ports are %s: choose a --port that keeps them off %d",
+			rule, portRange(servingPort, ranks), loader)))
+	}
+	for kind, containers := range [][]corev1.Container{podSpec.InitContainers, podSpec.Containers} {
+		for i := range containers {
+			for j, p := range containers[i].Ports {
+				if p.ContainerPort == loader && (kind == 0 || i != serverIndex || !serverListens) { // else said above
+					errs = append(errs, field.Invalid(specPath.Child([]string{"initContainers", "containers"}[kind]).Index(i).Child("ports").Index(j).Child("containerPort"),
+						p.ContainerPort, rule+": choose another port"))
+				}
+			}
+		}
+	}
+	return errs
+}
+
 // HasAdapters reports whether the model serves LoRA adapters.
 func (m *Model) HasAdapters() bool { return m != nil && len(m.Adapters) > 0 }
 

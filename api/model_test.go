@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -274,4 +275,35 @@ func TestAdapterRules(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { assertRefused(t, adapterService, tc.mutate, tc.want) })
 	}
+}
+
+// TestTheLoRALoadersPortIsItsOwn: every pod of a model with adapters runs the loader on 8091;
+// a server, or a rank, listening there, or another container declaring it, could not bind.
+func TestTheLoRALoadersPortIsItsOwn(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"the server's --port", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers[0].Args = append(s.Spec.Roles[0].Template.Spec.Containers[0].Args, "--port", "8091")
+		}, "spec.roles[0].template.spec.containers[0].args: Invalid value: 8091: the LoRA loader of a model with adapters listens on 8091 in every server pod"},
+		{"a rank's port", func(s *InferenceService) {
+			s.Spec.Roles[0].Parallelism = &Parallelism{Data: 4}
+			server := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			server.Args = append(server.Args, "--port=8088")
+			server.Resources.Limits[GPUResourceName] = resource.MustParse("4")
+		}, "spec.roles[0].template.spec.containers[0].args: Invalid value: 8091: the LoRA loader of a model with adapters listens on 8091 in every server pod: the server's ports are 8088-8091"},
+		{"another container's port", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers = append(s.Spec.Roles[0].Template.Spec.Containers,
+				corev1.Container{Name: "exporter", Image: "exporter:1", Ports: []corev1.ContainerPort{{ContainerPort: 8091}}})
+		}, "spec.roles[0].template.spec.containers[1].ports[0].containerPort: Invalid value: 8091: the LoRA loader of a model with adapters listens on 8091"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, adapterService, tc.mutate, tc.want) })
+	}
+	s := adapterService()
+	s.Spec.Model.Adapters, s.Spec.Model.AdapterSplits = nil, nil
+	s.Spec.Roles[0].Template.Spec.Containers[0].Args = append(s.Spec.Roles[0].Template.Spec.Containers[0].Args, "--port", "8091")
+	assert.Empty(t, Validate(s), "without adapters there is no loader")
 }

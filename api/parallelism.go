@@ -69,6 +69,10 @@ func RankPorts(base, ranks int32) []int32 {
 	return ports
 }
 
+// SharedMemoryVolumeName is a data parallel server's /dev/shm, a memory-backed emptyDir the render
+// mounts when the template mounts none there (render's sharedMemory); a template may not use it.
+const SharedMemoryVolumeName = "fusioninfer-shm"
+
 // VLLMHealthPath is vLLM's health endpoint (vllm/entrypoints/openai/api_server.py, GET /health:
 // 200 while the engine runs): what a data parallel pod's ranks are asked without a readiness probe.
 const VLLMHealthPath = "/health"
@@ -172,6 +176,12 @@ func validateParallelismServer(role *Role, podSpec *corev1.PodSpec, specPath *fi
 		if _, found := vllm.FlagValue(words, names...); found || vllm.HasFlag(server, names[0]) {
 			errs = append(errs, field.Invalid(serverPath.Child("args"), names[0], fmt.Sprintf(
 				"parallelism gives every rank %s: remove it from the server's command line and set the role's parallelism instead", names[0])))
+		}
+	}
+	for i, v := range podSpec.Volumes {
+		if v.Name == SharedMemoryVolumeName {
+			errs = append(errs, field.Invalid(specPath.Child("volumes").Index(i).Child("name"), v.Name,
+				"a data parallel server's shared memory has this name: rename yours (mounted at /dev/shm, it replaces the default)"))
 		}
 	}
 	ranks := role.LocalRanks()

@@ -161,6 +161,9 @@ func TestParallelismRules(t *testing.T) {
 		{"a router role has none", func(s *InferenceService) { s.Spec.Roles[2].Parallelism = &Parallelism{Data: 2} },
 			"spec.roles[2].parallelism: Forbidden"},
 		{"replicas stay whole", func(s *InferenceService) { s.Spec.Roles[0].Replicas = ptr.To(0) }, "spec.roles[0].replicas"},
+		{"the shared memory's volume name is ours", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Volumes = []corev1.Volume{{Name: SharedMemoryVolumeName}}
+		}, `spec.roles[0].template.spec.volumes[0].name: Invalid value: "fusioninfer-shm": a data parallel server's shared memory has this name`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { assertRefused(t, wideEPService, tc.mutate, tc.want) })

@@ -22,9 +22,9 @@ func TestServerPortsAreNotRays(t *testing.T) {
 		{"--port= on Ray's dashboard", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Args = append(s.Spec.Roles[1].Template.Spec.Containers[0].Args, "--port=8265")
 		}, "spec.roles[1].template.spec.containers[0].args", []string{`"--port 8265"`, "dashboard"}},
-		{"the http port on Ray's client server", func(s *InferenceService) {
+		{"the http port on Ray's client server", func(s *InferenceService) { // vLLM listens on 8000 then: refused first for that
 			s.Spec.Roles[0].Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 10001}}
-		}, "spec.roles[0].template.spec.containers[0].ports[0].containerPort", []string{"10001", "client server"}},
+		}, "spec.roles[0].template.spec.containers[0].ports[0].containerPort", []string{"10001", "vLLM listens on 8000 without --port"}},
 		{"a port named ray that is not Ray's", func(s *InferenceService) {
 			s.Spec.Roles[0].Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}, {Name: "ray", ContainerPort: 7000}}
 		}, "spec.roles[0].template.spec.containers[0].ports[1].containerPort", []string{"7000", `"ray"`, "6379"}},

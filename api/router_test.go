@@ -161,6 +161,9 @@ func TestRouterRules(t *testing.T) {
 			decodeServer(s).Args = append(decodeServer(s).Args, "--port", "8001")
 			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}
 		}, "the port named http is 8000 but the server's --port is 8001"},
+		{"vLLM listens on the port named http", func(s *InferenceService) {
+			decodeServer(s).Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8000}, {Name: "http", ContainerPort: 9100}}
+		}, "spec.roles[1].template.spec.containers[0].ports[1].containerPort: Invalid value: 9100: vLLM listens on 8000 without --port"},
 		{"one port on every serving role", func(s *InferenceService) { decodeServer(s).Args = append(decodeServer(s).Args, "--port=9000") },
 			"spec.roles[1].template.spec.containers[0].ports: Invalid value: 9000: the InferencePool targets one port on every serving role: 8000, as spec.roles[0] serves"},
 		{"a routed decode server is not a shell script", func(s *InferenceService) {
@@ -199,6 +202,10 @@ func TestServingPort(t *testing.T) {
 		{"an unnamed default port", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 8000}}}, 8000, ""},
 		{"no declared port serves", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 9000}}}, 0, `none of the declared ports is the server's (8000): name the serving port "http"`},
 		{"a bad --port", corev1.Container{Args: []string{"--port", "http"}}, 0, `--port "http": must be a port, a whole number from 1 to 65535`},
+		{"vLLM's http port without --port", corev1.Container{Command: []string{"vllm", "serve"}, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9100}}}, 0,
+			`vLLM listens on 8000 without --port, not on the port named http (9100): add --port 9100 to the server's args, or name another port http`},
+		{"vLLM's http port with its --port", corev1.Container{Command: []string{"vllm", "serve"}, Args: []string{"--port", "9100"},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9100}}}, 9100, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,10 +41,13 @@ func ServingPort(c *corev1.Container) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, p := range c.Ports {
+	for i, p := range c.Ports {
 		if p.Name == ServingPortName {
 			if hasFlag && p.ContainerPort != flagPort {
 				return 0, fmt.Errorf("the port named %s is %d but the server's --port is %d", ServingPortName, p.ContainerPort, flagPort)
+			}
+			if !hasFlag && p.ContainerPort != DefaultServingPort && vllm.RunsServer(c) {
+				return 0, &NamedPortError{Index: i, Port: p.ContainerPort}
 			}
 			return p.ContainerPort, nil
 		}
@@ -62,6 +65,21 @@ func ServingPort(c *corev1.Container) (int32, error) {
 		}
 	}
 	return 0, fmt.Errorf("none of the declared ports is the server's (%d): name the serving port %q", port, ServingPortName)
+}
+
+// NamedPortError is a vLLM server's port named http where vLLM does not listen: without --port
+// it listens on 8000, and naming a port does not move it there. Refused rather than --port
+// added: the pool, probes and PodMonitor would aim at the named port, and a flag the user did not
+// write is a surprise; validation reports it at the port.
+type NamedPortError struct {
+	// Index is the port's among the container's ports.
+	Index int
+	Port  int32
+}
+
+func (e *NamedPortError) Error() string {
+	return fmt.Sprintf("vLLM listens on %d without --port, not on the port named %s (%d): add --port %d to the server's args, or name another port %s",
+		DefaultServingPort, ServingPortName, e.Port, e.Port, ServingPortName)
 }
 
 // portFlag is the server's --port flag, if given.

@@ -246,7 +246,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateAwaitTimeout(role.AwaitTimeout, rolePath.Child("awaitTimeout"))...)
 	errs = append(errs, validateLeaderWorkerSetName(serviceName, role, rolePath)...)
 	errs = append(errs, validateModelFlexibility(spec, role, rolePath)...)
-	errs = append(errs, validateLifecycle(role, withTemplates, rolePath)...)
+	errs = append(errs, validateLifecycle(role, rolePath)...)
 	errs = append(errs, validateRolloutStrategy(spec, role, rolePath.Child("rolloutStrategy"))...)
 	errs = append(errs, validateAutoscaling(spec, role, rolePath)...)
 	errs = append(errs, validateParallelismShape(spec, role, rolePath)...)
@@ -325,10 +325,15 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 			flagPath = serverPath.Child("args")
 		}
 		errs = append(errs, field.Invalid(flagPath, portFlagErr.Value, "--port "+portRule))
+	} else if namedErr := (*NamedPortError)(nil); errors.As(err, &namedErr) {
+		errs = append(errs, field.Invalid(serverPath.Child("ports").Index(namedErr.Index).Child("containerPort"), namedErr.Port, namedErr.Error()))
 	} else if err != nil {
 		errs = append(errs, field.Invalid(serverPath.Child("ports"), declaredPorts(server), err.Error()))
 	} else {
 		resolved.ServingPorts[role.Name] = port
+		if spec.ModelOf(role).HasAdapters() {
+			errs = append(errs, validateLoaderPort(role, podSpec, specPath, serverIndex, port)...)
+		}
 	}
 	if role.DataParallel() { // vLLM's own launch, no Ray: validateParallelismServer
 		return errs
@@ -671,7 +676,7 @@ func validateNodePools(spec *InferenceServiceSpec, serviceName string, withTempl
 }
 
 // validateLifecycle checks the LWS restart and startup policies of a serving role.
-func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) field.ErrorList {
+func validateLifecycle(role *Role, rolePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if policies := allowedValues[lwsv1.RestartPolicyType](); role.RestartPolicy != "" && !slices.Contains(policies, string(role.RestartPolicy)) {
 		errs = append(errs, field.NotSupported(rolePath.Child("restartPolicy"), role.RestartPolicy, policies))
@@ -682,12 +687,11 @@ func validateLifecycle(role *Role, withTemplates bool, rolePath *field.Path) fie
 		switch {
 		case !role.MultiNode():
 			errs = append(errs, field.Forbidden(rolePath.Child("startupPolicy"), "a single-node replica has no workers to start after its leader"))
-		case role.DataParallel() || withTemplates && role.Template != nil && len(role.Template.Spec.Containers) > 0 &&
-			role.Template.Spec.Containers[ServingContainerIndex(&role.Template.Spec)].ReadinessProbe != nil:
+		default:
 			// The leader's server is ready only once the workers have joined its Ray cluster (or,
-			// with parallelism, every rank its data parallel group: its ranks are probed, with the
-			// template's probe or GET /health), and LeaderReady creates the workers only once the
-			// leader is ready.
+			// with parallelism, every rank its data parallel group: its ranks are probed), and
+			// LeaderReady creates the workers only once the leader is ready. Every server has a
+			// readiness probe: the template's, or the render's GET /health.
 			why := "the leader's server becomes ready only after the workers join its Ray cluster"
 			wait := "the workers wait for the Ray head themselves"
 			if role.DataParallel() {

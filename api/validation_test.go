@@ -336,6 +336,10 @@ func TestValidationRules(t *testing.T) {
 			`spec.roles[0].restartPolicy: Unsupported value: "Default"`},
 		{"startupPolicy known to LWS", func(s *InferenceService) { s.Spec.Roles[0].StartupPolicy = "WorkersFirst" },
 			`spec.roles[0].startupPolicy: Unsupported value: "WorkersFirst": supported values: "LeaderCreated", "LeaderReady"`},
+		{"LeaderReady never starts a leader without a probe of its own either: the render gives it GET /health", func(s *InferenceService) {
+			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
+			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = nil
+		}, "spec.roles[0].startupPolicy: Invalid value: \"LeaderReady\": would never start"},
 		{"LeaderReady with a probed leader never starts", func(s *InferenceService) {
 			s.Spec.Roles[0].StartupPolicy = "LeaderReady"
 			s.Spec.Roles[0].Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{

@@ -640,3 +640,40 @@ func TestPrefillDecodeWithoutARouterSaysHowRequestsArrive(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, stderr)
 }
+
+// TestServerPortsThatCannotServeAreRefusedInTheManifest: a port named http where vLLM does not
+// listen, and a server on the LoRA loader's port, are refused at their fields through the CLI.
+func TestServerPortsThatCannotServeAreRefusedInTheManifest(t *testing.T) {
+	manifest := `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: ports}
+spec:
+  model:
+    source: hf://meta-llama/Llama-3.1-8B-Instruct@0e9e39f249a16976918f6564b8830bc894c89659
+    cache: {size: 100Gi, storageClassName: shared-rwx}
+    adapters: [{name: sql, source: "hf://org/sql-lora@v1"}]
+  roles:
+    - name: named
+      componentType: worker
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              ports: [{containerPort: 9100, name: http}]
+              resources: {limits: {nvidia.com/gpu: "1"}}
+    - name: loaderport
+      componentType: worker
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              args: [--port, "8091"]
+              resources: {limits: {nvidia.com/gpu: "1"}}
+`
+	_, stderr, err := run(t, manifest, "render", "-f", "-")
+	require.Error(t, err)
+	assert.Contains(t, stderr, `spec.roles[0].template.spec.containers[0].ports[0].containerPort: Invalid value: 9100: vLLM listens on 8000 without --port`)
+	assert.Contains(t, stderr, `spec.roles[1].template.spec.containers[0].args: Invalid value: 8091: the LoRA loader of a model with adapters listens on 8091`)
+}

@@ -8,6 +8,8 @@ import (
 
 	"al.essio.dev/pkg/shellescape"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
@@ -35,7 +37,9 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 	if len(serve) == 0 {
 		serve = defaultServeCommand
 	}
-	words := append(append([]string{}, serve...), server.Args...)
+	// each rank is given its own --port: the server's (its own, or the routing sidecar's move)
+	// is rank 0's, the base of the others, and is not said twice
+	words := withoutFlag(append(append([]string{}, serve...), server.Args...), "--port")
 	words = append(words, "--data-parallel-size", strconv.Itoa(p.Data), "--data-parallel-rpc-port", strconv.Itoa(int(p.RPCPort())))
 	if p.TensorSize() > 1 {
 		words = append(words, "--tensor-parallel-size", strconv.Itoa(p.TensorSize()))
@@ -56,6 +60,22 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 			rankDevices(i, p.RankGPUs()), command, lwsv1.LwsLeaderAddress, i, port+i))
 	}
 	return strings.Join(append(lines, rankWatch...), "\n")
+}
+
+// withoutFlag is a command line without a flag that takes a value, in both its forms ("--flag
+// value", "--flag=value").
+func withoutFlag(words []string, name string) []string {
+	var out []string
+	for i := 0; i < len(words); i++ {
+		switch {
+		case words[i] == name && i+1 < len(words):
+			i++
+		case strings.HasPrefix(words[i], name+"="):
+		default:
+			out = append(out, words[i])
+		}
+	}
+	return out
 }
 
 // rankWatch ends the script's lines: until the pod stops, it looks every second for a rank that
@@ -109,11 +129,32 @@ func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role) error {
 	}
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
+	sharedMemory(&tpl.Spec, server)
 	for i := int32(1); i < role.LocalRanks(); i++ {
 		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(i), ContainerPort: port + i, Protocol: corev1.ProtocolTCP})
 	}
 	return nil
 }
+
+// sharedMemorySize bounds a data parallel pod's /dev/shm: what llm-d's wide-ep-lws guide gives
+// its pods ("2Gi for NCCL 2.27 to be safe", guides/wide-ep-lws/manifests/modelserver/base/
+// decode.yaml). It counts against the pod's memory.
+var sharedMemorySize = resource.MustParse("2Gi")
+
+// sharedMemory mounts a memory-backed emptyDir at /dev/shm in a data parallel server that mounts
+// nothing there: a container's own /dev/shm is 64 MiB, and NCCL, which the ranks' collectives
+// and expert all-to-all use, fails or falls back slower without more (llm-d's wide-ep-lws guide
+// gives its pods the same). A template's own /dev/shm is kept.
+func sharedMemory(pod *corev1.PodSpec, server *corev1.Container) {
+	if slices.ContainsFunc(server.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == sharedMemoryPath }) {
+		return
+	}
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: api.SharedMemoryVolumeName, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(sharedMemorySize.DeepCopy())}}})
+	server.VolumeMounts = append(server.VolumeMounts, corev1.VolumeMount{Name: api.SharedMemoryVolumeName, MountPath: sharedMemoryPath})
+}
+
+const sharedMemoryPath = "/dev/shm"
 
 // RankNotAnsweringPrefix begins what a data parallel pod's readiness probe prints when a rank
 // does not answer (rankHealthScript); the kubelet's event for the failed probe carries it
@@ -159,8 +200,8 @@ for i in range(int(ranks)):
 // the interpreter's start and exit (-I -S: no site packages, which a vLLM image has many of).
 const rankProbeMargin = 0.4
 
-// RankReadinessProbe is a data parallel server's readiness probe: the template's (or vLLM's GET
-// /health, Kubernetes' default timings) with its HTTP GET sent to every local rank, ports
+// RankReadinessProbe is a data parallel server's readiness probe: the template's (or the default
+// of every server, defaultServerProbes': vLLM's GET /health) with its HTTP GET sent to every local rank, ports
 // port..port+ranks-1, by the image's python3 (every vLLM image has it; not bash or curl). A pod
 // is ready, and its ranks in the pool, only when every rank answers: one probe a container is
 // all Kubernetes gives, and the Endpoint Picker keeps every rank of a Ready pod

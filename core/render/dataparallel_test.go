@@ -70,6 +70,8 @@ func rankOf(argv string) string {
 	return rank
 }
 
+// TestDataParallelScriptStartsEveryLocalRank: each rank with its GPUs, its global rank and its
+// own port, given once (the server's own --port is rank 0's, the base of the others).
 func TestDataParallelScriptStartsEveryLocalRank(t *testing.T) {
 	role := &api.Role{Multinode: &api.Multinode{NodeCount: 2}, Parallelism: &api.Parallelism{Data: 4, Tensor: 2, Expert: true, DataRPCPort: 5555}}
 	server := &corev1.Container{Args: []string{"--model", "deepseek-ai/DeepSeek-R1", "--served-model-name", "it's $HOME `id`", "--port", "9000"}}
@@ -78,7 +80,7 @@ func TestDataParallelScriptStartsEveryLocalRank(t *testing.T) {
 	require.Len(t, ranks, 2, script)
 	for i, want := range []struct{ gpus, rank, port string }{{"0,1", "2", "9000"}, {"2,3", "3", "9001"}} {
 		assert.Equal(t, "CUDA_VISIBLE_DEVICES="+want.gpus+"\n"+
-			"[serve]\n[--model]\n[deepseek-ai/DeepSeek-R1]\n[--served-model-name]\n[it's $HOME `id`]\n[--port]\n[9000]\n"+
+			"[serve]\n[--model]\n[deepseek-ai/DeepSeek-R1]\n[--served-model-name]\n[it's $HOME `id`]\n"+
 			"[--data-parallel-size]\n[4]\n[--data-parallel-rpc-port]\n[5555]\n[--tensor-parallel-size]\n[2]\n[--enable-expert-parallel]\n"+
 			"[--data-parallel-address]\n[r-0.r.llm]\n[--data-parallel-rank]\n["+want.rank+"]\n[--port]\n["+want.port+"]\n", ranks[i])
 	}
@@ -228,9 +230,10 @@ func TestDataParallelReadinessProbeChecksEveryRank(t *testing.T) {
 		prefill: []string{"HTTP", "", "/health", "0.6", "8000", "8"},
 		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
 	}, {
-		name:    "no probe: vLLM's GET /health",
+		name:    "no probe: vLLM's GET /health, as every server's default readiness probe",
 		prefill: []string{"HTTP", "", "/health", "0.6", "8000", "8"},
 		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
+		timings: corev1.Probe{PeriodSeconds: 5},
 	}, {
 		name: "the port by name, HTTPS, a header and the probe's timings",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http"),

@@ -104,9 +104,7 @@ func serverPatch(server *corev1.Container, readinessPort int32, volumes []corev1
 		c.Args = append(c.Args, sleepModeFlag)
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: envVLLMServerDevMode, Value: "1"})
-	if c.ReadinessProbe == nil {
-		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health"}}, PeriodSeconds: 5}
-	}
+	c.ReadinessProbe = c.ReadinessProbe.DeepCopy()                  // the template's, or defaultServerProbes'
 	c.ReadinessProbe.HTTPGet.Port = intstr.FromInt32(readinessPort) // FMA reads the server's port from it, as a number
 	c.Resources = serverResources(server)
 

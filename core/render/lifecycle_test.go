@@ -34,12 +34,14 @@ func byName(tree *render.Tree) map[string]*lwsv1.LeaderWorkerSet {
 func TestRestartAndStartupPolicies(t *testing.T) {
 	tree := story4With(t, func(svc *api.InferenceService) {
 		svc.Spec.Roles[0].RestartPolicy = lwsv1.NoneRestartPolicy
-		svc.Spec.Roles[0].StartupPolicy = lwsv1.LeaderReadyStartupPolicy // its template has no readiness probe
+		// LeaderReady is refused on every role (validation: a multi-node leader's server, always
+		// probed, is ready only once its workers joined), so the one value that renders is LeaderCreated
+		svc.Spec.Roles[0].StartupPolicy = lwsv1.LeaderCreatedStartupPolicy
 	})
 	lwss := byName(tree)
 	prefill, decode := lwss["deepseek-r1-disagg-prefill-0"], lwss["deepseek-r1-disagg-decode-0"]
 	assert.Equal(t, lwsv1.NoneRestartPolicy, prefill.Spec.LeaderWorkerTemplate.RestartPolicy)
-	assert.Equal(t, lwsv1.LeaderReadyStartupPolicy, prefill.Spec.StartupPolicy)
+	assert.Equal(t, lwsv1.LeaderCreatedStartupPolicy, prefill.Spec.StartupPolicy)
 	assert.Equal(t, lwsv1.RecreateGroupOnPodRestart, decode.Spec.LeaderWorkerTemplate.RestartPolicy, "default: a replica restarts whole")
 	assert.Equal(t, lwsv1.LeaderCreatedStartupPolicy, decode.Spec.StartupPolicy, "default: workers with the leader")
 }

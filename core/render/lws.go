@@ -27,8 +27,14 @@ type roleTemplates struct {
 // llm-d's role label, and a decode leader gets the routing sidecar (routing is nil without a router).
 func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, routing *routing) (roleTemplates, error) {
 	base := role.Template.DeepCopy()
-	useModel(serviceName, spec, role, resolved, base)
 	routedDecoder := routing != nil && role.ComponentType == api.ComponentTypeDecoder
+	servingPort, vllmPort := resolved.ServingPorts[role.Name], resolved.ServingPorts[role.Name]
+	if routedDecoder {
+		vllmPort = api.DecodeVLLMPort // the routing sidecar takes the serving port (addRoutingSidecar)
+	}
+	useModel(serviceName, spec, role, resolved, vllmPort, base)
+	serveOnDeclaredPort(&base.Spec, servingPort)
+	defaultServerProbes(&base.Spec.Containers[api.ServingContainerIndex(&base.Spec)], servingPort, spec.RoleAwaitTimeout(role))
 	if routing != nil {
 		routePrefillDecode(base, role)
 	}

@@ -202,7 +202,9 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) 
 // and --served-model-name at its public name, the streamer's flags and credentials, the compile
 // cache. It runs before the role's template is routed, wrapped by the Ray launcher or turned into
 // dual pods, so that every pod of the role (leaders, workers, FMA's server pods) gets it.
-func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, tpl *corev1.PodTemplateSpec) {
+// vllmPort is where vLLM listens in the rendered pod (behind a routing sidecar, not the serving
+// port): the adapters' loader calls it there.
+func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role, resolved *api.Resolved, vllmPort int32, tpl *corev1.PodTemplateSpec) {
 	if spec.ModelOf(role) == nil {
 		return
 	}
@@ -228,7 +230,7 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 		}
 	}
 	if m.HasAdapters() {
-		serveAdapters(serviceName, owner, m, resolved.ServingPorts[role.Name], &tpl.Spec)
+		serveAdapters(serviceName, owner, m, vllmPort, &tpl.Spec)
 	}
 	if m.CompileCache != nil {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: api.CompileCacheVolumeName, VolumeSource: corev1.VolumeSource{

@@ -84,7 +84,7 @@ func RecordFixture(t *testing.T, svc *api.InferenceService, name string) {
 	require.NoError(t, err)
 	data, err := observed.YAML()
 	require.NoError(t, err)
-	path := filepath.Join(testcluster.RepositoryRoot(), "components", "diagnosis", "testdata", name+".yaml")
+	path := filepath.Join(testcluster.RepositoryRoot(), "core", "diagnosis", "testdata", name+".yaml")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 }
