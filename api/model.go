@@ -345,7 +345,7 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 			"the server's model contradicts the model's source %s (served as %q): spec.model wins and sets --model, so remove it "+
 				"from the arguments (or make it %q)", m.Source, m.ServedName(), m.ServedName())))
 	}
-	if format, found := vllm.FlagValue(vllm.CommandLine(server), "--load-format"); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
+	if format, found := vllm.FlagLoadFormat.Value(vllm.CommandLine(server)); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
 		errs = append(errs, field.Invalid(serverPath.Child("args"), format, fmt.Sprintf(
 			"--load-format contradicts the model's loadFormat %s: remove it from the arguments", m.LoadFormat)))
 	}

@@ -88,18 +88,6 @@ func RankHealthGet(server *corev1.Container) corev1.HTTPGetAction {
 	return corev1.HTTPGetAction{Path: VLLMHealthPath}
 }
 
-// RenderedParallelFlags are the vLLM flags the data parallel launch gives every rank
-// (render's dataParallelScript), with their short aliases (vLLM's vllm/engine/arg_utils.py
-// add_cli_args): a role with parallelism does not give them itself, so each is said once.
-// --port is not among them: the server's own port is local rank 0's, the base of the others.
-var RenderedParallelFlags = [][]string{
-	vllm.ParallelFlags.Data[:], vllm.ParallelFlags.Tensor[:], vllm.ParallelFlags.Pipeline[:],
-	{"--data-parallel-size-local", "-dpl"}, {"--data-parallel-rank", "-dpn"}, {"--data-parallel-start-rank", "-dpr"},
-	{"--data-parallel-address", "-dpa"}, {"--data-parallel-rpc-port", "-dpp"}, {"--data-parallel-hybrid-lb", "-dph"},
-	{"--data-parallel-external-lb", "-dpe"}, {"--headless"}, {"--enable-expert-parallel", "-ep"}, {"--api-server-count", "-asc"},
-	{"--data-parallel-backend", "-dpb"}, {"--distributed-executor-backend"},
-}
-
 // validateParallelismShape checks parallelism against the role's shape (no template needed).
 func validateParallelismShape(spec *InferenceServiceSpec, role *Role, rolePath *field.Path) field.ErrorList {
 	p := role.Parallelism
@@ -168,10 +156,10 @@ func validateParallelismServer(role *Role, podSpec *corev1.PodSpec, specPath *fi
 				"(or none, for the vllm/vllm-openai image), not a shell script"))
 	}
 	words := vllm.CommandLine(server)
-	for _, names := range RenderedParallelFlags {
-		if _, found := vllm.FlagValue(words, names...); found || vllm.HasFlag(server, names[0]) {
-			errs = append(errs, field.Invalid(serverPath.Child("args"), names[0], fmt.Sprintf(
-				"parallelism gives every rank %s: remove it from the server's command line and set the role's parallelism instead", names[0])))
+	for _, flag := range vllm.LaunchFlagsOf(vllm.ByParallelism, vllm.Owned) { // --port is rank 0's, the others' base
+		if flag.In(words) {
+			errs = append(errs, field.Invalid(serverPath.Child("args"), flag.Name, fmt.Sprintf(
+				"parallelism gives every rank %s: remove it from the server's command line and set the role's parallelism instead", flag.Name)))
 		}
 	}
 	ranks := role.LocalRanks()

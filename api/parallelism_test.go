@@ -92,6 +92,10 @@ func TestParallelismRules(t *testing.T) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "-tp=2")
 		}, `args: Invalid value: "--tensor-parallel-size": parallelism gives every rank --tensor-parallel-size`},
+		{"nor their underscore spellings", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--data_parallel_size=16")
+		}, `args: Invalid value: "--data-parallel-size": parallelism gives every rank --data-parallel-size`},
 		{"nor boolean flags", func(s *InferenceService) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--enable-expert-parallel")

@@ -387,7 +387,7 @@ func validateRayLaunch(server *corev1.Container, serverPath *field.Path) field.E
 			"a multi-node role wraps the server command in a Ray launcher; give the server's own command and args "+
 				"(or none, for the vllm/vllm-openai image), not a shell script"))
 	}
-	if backend, found := vllm.FlagValue(vllm.CommandLine(server), "--distributed-executor-backend"); found && backend != "ray" {
+	if backend, found := vllm.FlagDistributedExecutorBackend.Value(vllm.CommandLine(server)); found && backend != "ray" {
 		errs = append(errs, field.Invalid(serverPath.Child("args"), backend,
 			"a multi-node role runs vLLM on Ray: --distributed-executor-backend must be ray or unset"))
 	}
@@ -402,15 +402,15 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 	var errs field.ErrorList
 	product := int64(1)
 	var given []string
-	for _, names := range [][2]string{vllm.ParallelFlags.Tensor, vllm.ParallelFlags.Pipeline, vllm.ParallelFlags.Data} {
-		n, found, err := vllm.ParallelSize(args, names)
+	for _, flag := range []vllm.Flag{vllm.FlagTensorParallelSize, vllm.FlagPipelineParallelSize, vllm.FlagDataParallelSize} {
+		n, found, err := vllm.ParallelSize(args, flag)
 		if err != nil {
 			errs = append(errs, field.Invalid(argsPath, err.(*vllm.ParallelSizeError).Value, err.Error()))
 			continue
 		}
 		if found {
 			product *= n
-			given = append(given, fmt.Sprintf("%s %d", names[0], n))
+			given = append(given, fmt.Sprintf("%s %d", flag.Name, n))
 		}
 	}
 	gpus := ContainerGPUs(server) // the devices vLLM sees

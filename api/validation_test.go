@@ -181,6 +181,9 @@ func TestValidationRules(t *testing.T) {
 		{"data parallel counts too", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "32", "--data-parallel-size", "2")
 		}, "parallel size is 64"},
+		{"vLLM reads a flag's underscores as dashes", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--tensor_parallel_size", "16")
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--tensor-parallel-size 16": tensor x pipeline x data parallel size is 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
 		{"parallel sizes are positive integers", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "thirty-two")
 		}, `args: Invalid value: "thirty-two": --tensor-parallel-size "thirty-two": must be a positive integer`},
