@@ -343,7 +343,7 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 // validateGPUQuantities: a container's nvidia.com/gpu is a whole number of devices, at least 1
 // (an extended resource cannot be overcommitted or split: Kubernetes' own rule, which the API
 // server applies only at pod creation, after every replica was already planned from the count).
-// Its request, when given beside the limit, equals it.
+// Its request has a limit, and equals it.
 func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, list := range []struct {
@@ -369,6 +369,11 @@ func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.
 			}
 			limit, hasLimit := resources.Limits[GPUResourceName]
 			request, hasRequest := resources.Requests[GPUResourceName]
+			if hasRequest && !hasLimit { // at the API server's path (ValidateResourceRequirements), where the limit goes
+				errs = append(errs, field.Required(resourcesPath.Child("limits"), fmt.Sprintf(
+					"give %s a limit equal to its request (%s): GPUs are not overcommitted, and the API server refuses a request without a limit "+
+						"(Limit must be set for non overcommitable resources)", GPUResourceName, gpuCountText(request))))
+			}
 			if hasLimit && hasRequest && limit.Cmp(request) != 0 {
 				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), gpuCountText(request),
 					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", gpuCountText(limit))))
