@@ -35,6 +35,29 @@ func (f Flag) In(words []string) bool {
 // Value is the flag's value in a command line (FlagValue).
 func (f Flag) Value(words []string) (string, bool) { return FlagValue(words, f.Names()...) }
 
+// Values are the values of a flag that takes one or more (argparse's nargs="+", as
+// --served-model-name): the words after its last occurrence up to the next flag, or the one
+// after its "=".
+func (f Flag) Values(words []string) []string {
+	var values []string
+	for i := 0; i < len(words); i++ {
+		name, value, hasValue := splitFlag(words[i])
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		if hasValue {
+			values = []string{value}
+			continue
+		}
+		values = nil
+		for i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
+			i++
+			values = append(values, words[i])
+		}
+	}
+	return values
+}
+
 // The server flags the project's render sets (the LaunchFlags table says when and how).
 var (
 	FlagPort                       = Flag{Name: "--port"}

@@ -109,3 +109,10 @@ func TestRunsServer(t *testing.T) {
 		assert.Equal(t, tc.want, RunsServer(&tc.c), tc.name)
 	}
 }
+
+func TestFlagValues(t *testing.T) {
+	names := []string{"--served-model-name", "a", "b", "--port", "8000"}
+	assert.Equal(t, []string{"a", "b"}, FlagServedModelName.Values(names))
+	assert.Equal(t, []string{"c"}, FlagServedModelName.Values(append(names, "--served_model_name=c")), "the last occurrence wins")
+	assert.Empty(t, FlagServedModelName.Values([]string{"--port", "8000"}))
+}
