@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
@@ -127,6 +128,14 @@ func validateParallelismShape(spec *InferenceServiceSpec, role *Role, rolePath *
 	case p.DataLocal == 0 && p.Data%nodes != 0:
 		errs = append(errs, field.Invalid(path.Child("data"), p.Data, fmt.Sprintf(
 			"must be a multiple of multinode.nodeCount (%d): each pod of a replica runs data / nodeCount ranks", nodes)))
+	}
+	if role.RestartPolicy == lwsv1.NoneRestartPolicy && role.MultiNode() {
+		// The pod's launch exits when one of its ranks ends (render's rankWatch) and the kubelet
+		// restarts it, but its new ranks cannot join the running group: vLLM's data parallel
+		// group is formed once, at the leader's RPC port, so only a restart of every pod helps.
+		errs = append(errs, field.Invalid(rolePath.Child("restartPolicy"), string(role.RestartPolicy),
+			"a multi-node data parallel replica's ranks form one group: a rank whose pod restarts alone cannot join it again, "+
+				"and the other pods' ranks wait for it forever: remove restartPolicy (RecreateGroupOnPodRestart restarts the whole replica)"))
 	}
 	if p.Expert && p.Data*p.TensorSize() < 2 {
 		errs = append(errs, field.Invalid(path.Child("expert"), true,

@@ -432,6 +432,14 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 		return append(errs, field.Required(serverPath.Child("resources", "limits").Key(string(GPUResourceName)),
 			need+": give each pod's GPUs as a "+string(GPUResourceName)+" limit"))
 	}
+	if len(given) == 0 && role.MultiNode() && !vllm.FlagConfig.In(args) {
+		// vLLM's default is one GPU: the Ray workers would join and sit idle.
+		return append(errs, field.Required(argsPath, fmt.Sprintf(
+			"a multi-node replica spreads one model over multinode.nodeCount (%d) x %s per pod (%d) = %d GPUs, but without %s or %s vLLM uses one: "+
+				"give tensor x pipeline parallel size = %d (or a %s file that does)",
+			role.NodeCount(), GPUResourceName, gpus, int64(role.NodeCount())*gpus, vllm.FlagTensorParallelSize.Name, vllm.FlagPipelineParallelSize.Name,
+			int64(role.NodeCount())*gpus, vllm.FlagConfig.Name)))
+	}
 	if len(given) == 0 || gpus == 0 {
 		return errs
 	}

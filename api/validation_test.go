@@ -162,6 +162,11 @@ func TestValidationRules(t *testing.T) {
 		{"a GPU request equals the limit", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{GPUResourceName: resource.MustParse("4")}
 		}, `spec.roles[1].template.spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "4": must equal the limit (8)`},
+		{"a multi-node Ray replica uses its pods' GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--model", "deepseek-ai/DeepSeek-R1")
+		}, `spec.roles[1].template.spec.containers[0].args: Required value: a multi-node replica spreads one model over multinode.nodeCount (4) x ` +
+			`nvidia.com/gpu per pod (8) = 32 GPUs, but without --tensor-parallel-size or --pipeline-parallel-size vLLM uses one: ` +
+			`give tensor x pipeline parallel size = 32 (or a --config file that does)`},
 		{"a GPU request has a limit", func(s *InferenceService) { // the API server's rule for extended resources
 			s.Spec.Roles[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{GPUResourceName: resource.MustParse("1")}}
 		}, `spec.roles[0].template.spec.containers[0].resources.limits: Required value: give nvidia.com/gpu a limit equal to its request (1)`},

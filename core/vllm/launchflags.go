@@ -78,6 +78,11 @@ var (
 	FlagEnableSleepMode            = Flag{Name: "--enable-sleep-mode"}
 )
 
+// FlagConfig names a YAML file of flags, which vLLM reads as if given on the command line
+// (vllm/utils/argparse_utils.py, FlexibleArgumentParser._pull_args_from_config): a rule that
+// misses a flag cannot tell whether the file gives it.
+var FlagConfig = Flag{Name: "--config"}
+
 // FlagUse is what the render does with a flag it sets, and so what a user's own may be.
 type FlagUse string
 
