@@ -18,14 +18,14 @@ func TestFlagValue(t *testing.T) {
 		{[]string{"--port=8200"}, []string{"--port"}, "8200", true},
 		{[]string{"-tp", "8"}, FlagTensorParallelSize.Names(), "8", true},
 		{[]string{"--tensor-parallel-size", "4", "-tp=8"}, FlagTensorParallelSize.Names(), "8", true}, // the last wins, as in argparse
-		{[]string{"--port"}, []string{"--port"}, "", false},                                    // no value
+		{[]string{"--port"}, []string{"--port"}, "", false},                                           // no value
 		{[]string{"--portal", "1"}, []string{"--port"}, "", false},
 		// vLLM's parser reads a flag's underscores as dashes (vllm/utils/argparse_utils.py,
 		// FlexibleArgumentParser.parse_args): both spellings are one flag
 		{[]string{"--tensor_parallel_size", "4"}, FlagTensorParallelSize.Names(), "4", true},
 		{[]string{"--served-model-name", "a", "--served_model_name=b"}, []string{"--served-model-name"}, "b", true},
 		{[]string{"--kv_transfer_config.kv_connector", "Nixl"}, []string{"--kv-transfer-config"}, "", false}, // a key of its JSON, not the flag
-		{[]string{"--model", "org/my_model"}, []string{"--model"}, "org/my_model", true},                       // values keep their underscores
+		{[]string{"--model", "org/my_model"}, []string{"--model"}, "org/my_model", true},                     // values keep their underscores
 	} {
 		value, found := FlagValue(tc.args, tc.names...)
 		assert.Equal(t, tc.value, value, "%v", tc.args)
