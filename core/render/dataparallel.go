@@ -11,6 +11,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // vLLM's data parallel launch, in its external load-balancing mode (vLLM 0.33's
@@ -36,24 +37,25 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 		serve = defaultServeCommand
 	}
 	words := append(append([]string{}, serve...), server.Args...)
-	words = append(words, "--data-parallel-size", strconv.Itoa(p.Data), "--data-parallel-rpc-port", strconv.Itoa(int(p.RPCPort())))
+	words = append(words, vllm.FlagDataParallelSize.Name, strconv.Itoa(p.Data), vllm.FlagDataParallelRPCPort.Name, strconv.Itoa(int(p.RPCPort())))
 	if p.TensorSize() > 1 {
-		words = append(words, "--tensor-parallel-size", strconv.Itoa(p.TensorSize()))
+		words = append(words, vllm.FlagTensorParallelSize.Name, strconv.Itoa(p.TensorSize()))
 	}
 	if p.PipelineSize() > 1 {
-		words = append(words, "--pipeline-parallel-size", strconv.Itoa(p.PipelineSize()))
+		words = append(words, vllm.FlagPipelineParallelSize.Name, strconv.Itoa(p.PipelineSize()))
 	}
 	if p.Expert {
-		words = append(words, "--enable-expert-parallel")
+		words = append(words, vllm.FlagEnableExpertParallel.Name)
 	}
 	command := shellescape.QuoteCommand(words)
 	lines := []string{
 		fmt.Sprintf("start=$(( ${%s:-0} * %d ))", lwsv1.LwsWorkerIndex, ranks),
 		`trap 'stopping=1; kill -TERM $ranks 2>/dev/null' TERM INT`,
 	}
-	for i := range ranks {
-		lines = append(lines, fmt.Sprintf(`CUDA_VISIBLE_DEVICES=%s %s --data-parallel-address "$%s" --data-parallel-rank $((start + %d)) --port %d & ranks="$ranks $!"`,
-			rankDevices(i, p.RankGPUs()), command, lwsv1.LwsLeaderAddress, i, port+i))
+	for i, rankPort := range api.RankPorts(port, ranks) {
+		lines = append(lines, fmt.Sprintf(`CUDA_VISIBLE_DEVICES=%s %s %s "$%s" %s $((start + %d)) %s %d & ranks="$ranks $!"`,
+			rankDevices(int32(i), p.RankGPUs()), command, vllm.FlagDataParallelAddress.Name, lwsv1.LwsLeaderAddress,
+			vllm.FlagDataParallelRank.Name, i, vllm.FlagPort.Name, rankPort))
 	}
 	return strings.Join(append(lines, rankWatch...), "\n")
 }
@@ -109,8 +111,8 @@ func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role) error {
 	}
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
-	for i := int32(1); i < role.LocalRanks(); i++ {
-		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(i), ContainerPort: port + i, Protocol: corev1.ProtocolTCP})
+	for i, rankPort := range api.RankPorts(port, role.LocalRanks())[1:] {
+		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(int32(i + 1)), ContainerPort: rankPort, Protocol: corev1.ProtocolTCP})
 	}
 	return nil
 }

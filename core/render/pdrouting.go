@@ -87,8 +87,8 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 		// startDataParallel; options.go AddFlags, --data-parallel-size).
 		args = append(args, "--data-parallel-size="+strconv.Itoa(int(ranks)))
 		env = []corev1.EnvVar{{Name: api.PodIPVariable, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-		for i := int32(1); i < ranks; i++ {
-			ports = append(ports, corev1.ContainerPort{Name: routingSidecarPortName + "-" + strconv.Itoa(int(i)), ContainerPort: poolPort + i, Protocol: corev1.ProtocolTCP})
+		for i, rankPort := range api.RankPorts(poolPort, ranks)[1:] {
+			ports = append(ports, corev1.ContainerPort{Name: routingSidecarPortName + "-" + strconv.Itoa(i+1), ContainerPort: rankPort, Protocol: corev1.ProtocolTCP})
 		}
 	}
 	tpl.Spec.InitContainers = append(tpl.Spec.InitContainers, corev1.Container{
