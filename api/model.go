@@ -345,7 +345,7 @@ func validateModelServer(spec *InferenceServiceSpec, role *Role, tplPath *field.
 			"the server's model contradicts the model's source %s (served as %q): spec.model wins and sets --model, so remove it "+
 				"from the arguments (or make it %q)", m.Source, m.ServedName(), m.ServedName())))
 	}
-	if format, found := vllm.FlagValue(vllm.CommandLine(server), "--load-format"); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
+	if format, found := vllm.FlagLoadFormat.Value(vllm.CommandLine(server)); found && m.LoadFormat != "" && format != string(m.LoadFormat) {
 		errs = append(errs, field.Invalid(serverPath.Child("args"), format, fmt.Sprintf(
 			"--load-format contradicts the model's loadFormat %s: remove it from the arguments", m.LoadFormat)))
 	}
@@ -522,6 +522,45 @@ func validatePublicName(name string, rm *ResolvedModel, seen map[string]bool, pa
 	return nil
 }
 
+// validateAdapterFlags: the server's own LoRA flags do not contradict the model's fields, which
+// they would silently win over (vLLM reads the flags; the render sets them only when absent), and
+// no adapter is named as the args serve the base model (vLLM's --served-model-name, one name or
+// more): a request for that name reaches the base model, never the adapter.
+func validateAdapterFlags(spec *InferenceServiceSpec, role *Role, rolePath, fldPath *field.Path) field.ErrorList {
+	if role.Template == nil || len(role.Template.Spec.Containers) == 0 {
+		return nil // reported at the template
+	}
+	m := spec.ModelOf(role)
+	modelPath := fldPath.Child("model")
+	if role.Model != nil {
+		modelPath = rolePath.Child("model")
+	}
+	serverIndex := ServingContainerIndex(&role.Template.Spec)
+	server := &role.Template.Spec.Containers[serverIndex]
+	argsPath := rolePath.Child("template", "spec", "containers").Index(serverIndex).Child("args")
+	words := vllm.CommandLine(server)
+	var errs field.ErrorList
+	for _, size := range []struct {
+		field string
+		value *int
+		flag  vllm.Flag
+	}{{"maxLoras", m.MaxLoras, vllm.FlagMaxLoras}, {"maxLoraRank", m.MaxLoraRank, vllm.FlagMaxLoraRank}} {
+		if given, found := size.flag.Value(words); found && size.value != nil && given != strconv.Itoa(*size.value) {
+			errs = append(errs, field.Invalid(modelPath.Child(size.field), *size.value, fmt.Sprintf(
+				"%s give %s %s, which vLLM reads instead: give it once, here or there", argsPath, size.flag.Name, given)))
+		}
+	}
+	served := vllm.FlagServedModelName.Values(words)
+	for j, a := range m.Adapters {
+		if slices.Contains(served, a.Name) {
+			errs = append(errs, field.Invalid(modelPath.Child("adapters").Index(j).Child("name"), a.Name, fmt.Sprintf(
+				"%s serve the base model as %q (%s): a request for it reaches the base model, never the adapter: give the adapter another name",
+				argsPath, a.Name, vllm.FlagServedModelName.Name)))
+		}
+	}
+	return errs
+}
+
 // validateAdapterServers checks what adapters ask of the roles and the router: each role that
 // serves a model with adapters is a single-node server of its own (the loader sidecar talks to
 // the server in its pod), and splits have a router whose Endpoint Picker reads
@@ -534,6 +573,7 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 			continue
 		}
 		rolePath := fldPath.Child("roles").Index(i)
+		errs = append(errs, validateAdapterFlags(spec, role, rolePath, fldPath)...)
 		if role.MultiNode() {
 			errs = append(errs, field.Forbidden(rolePath.Child("multinode"), "the model's adapters are loaded by a sidecar beside a single-node server"))
 		}

@@ -252,6 +252,18 @@ func TestAdapterRules(t *testing.T) {
 			`spec.model.maxLoraRank: Unsupported value: 24: supported values: "1", "8", "16", "32", "64", "128", "256", "320", "512"`},
 		{"at least one adapter a batch", func(s *InferenceService) { model(s).MaxLoras = ptr.To(0) },
 			"spec.model.maxLoras: Invalid value: 0: must be at least 1"},
+		{"maxLoras is not given again in the args", func(s *InferenceService) {
+			model(s).MaxLoras = ptr.To(4)
+			s.Spec.Roles[0].Template.Spec.Containers[0].Args = []string{"--max_loras", "8"}
+		}, `spec.model.maxLoras: Invalid value: 4: spec.roles[0].template.spec.containers[0].args give --max-loras 8, which vLLM reads instead: give it once, here or there`},
+		{"nor maxLoraRank", func(s *InferenceService) {
+			model(s).MaxLoraRank = ptr.To(32)
+			s.Spec.Roles[0].Template.Spec.Containers[0].Args = []string{"--max-lora-rank=64"}
+		}, `spec.model.maxLoraRank: Invalid value: 32: spec.roles[0].template.spec.containers[0].args give --max-lora-rank 64`},
+		{"an adapter is not a name the args serve the base model as", func(s *InferenceService) {
+			s.Spec.Roles[0].Template.Spec.Containers[0].Args = []string{"--served-model-name", "llama", "sql", "--port", "8000"}
+		}, `spec.model.adapters[0].name: Invalid value: "sql": spec.roles[0].template.spec.containers[0].args serve the base model as "sql" (--served-model-name): ` +
+			`a request for it reaches the base model, never the adapter: give the adapter another name`},
 		{"a server of adapters is single-node", func(s *InferenceService) { s.Spec.Roles[0].Multinode = &Multinode{NodeCount: 2} },
 			"spec.roles[0].multinode: Forbidden: the model's adapters are loaded by a sidecar beside a single-node server"},
 		{"the loader's container name is ours", func(s *InferenceService) {

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
@@ -92,18 +93,6 @@ func RankHealthGet(server *corev1.Container) corev1.HTTPGetAction {
 	return corev1.HTTPGetAction{Path: VLLMHealthPath}
 }
 
-// RenderedParallelFlags are the vLLM flags the data parallel launch gives every rank
-// (render's dataParallelScript), with their short aliases (vLLM's vllm/engine/arg_utils.py
-// add_cli_args): a role with parallelism does not give them itself, so each is said once.
-// --port is not among them: the server's own port is local rank 0's, the base of the others.
-var RenderedParallelFlags = [][]string{
-	vllm.ParallelFlags.Data[:], vllm.ParallelFlags.Tensor[:], vllm.ParallelFlags.Pipeline[:],
-	{"--data-parallel-size-local", "-dpl"}, {"--data-parallel-rank", "-dpn"}, {"--data-parallel-start-rank", "-dpr"},
-	{"--data-parallel-address", "-dpa"}, {"--data-parallel-rpc-port", "-dpp"}, {"--data-parallel-hybrid-lb", "-dph"},
-	{"--data-parallel-external-lb", "-dpe"}, {"--headless"}, {"--enable-expert-parallel", "-ep"}, {"--api-server-count", "-asc"},
-	{"--data-parallel-backend", "-dpb"}, {"--distributed-executor-backend"},
-}
-
 // validateParallelismShape checks parallelism against the role's shape (no template needed).
 func validateParallelismShape(spec *InferenceServiceSpec, role *Role, rolePath *field.Path) field.ErrorList {
 	p := role.Parallelism
@@ -144,6 +133,14 @@ func validateParallelismShape(spec *InferenceServiceSpec, role *Role, rolePath *
 		errs = append(errs, field.Invalid(path.Child("data"), p.Data, fmt.Sprintf(
 			"must be a multiple of multinode.nodeCount (%d): each pod of a replica runs data / nodeCount ranks", nodes)))
 	}
+	if role.RestartPolicy == lwsv1.NoneRestartPolicy && role.MultiNode() {
+		// The pod's launch exits when one of its ranks ends (render's rankWatch) and the kubelet
+		// restarts it, but its new ranks cannot join the running group: vLLM's data parallel
+		// group is formed once, at the leader's RPC port, so only a restart of every pod helps.
+		errs = append(errs, field.Invalid(rolePath.Child("restartPolicy"), string(role.RestartPolicy),
+			"a multi-node data parallel replica's ranks form one group: a rank whose pod restarts alone cannot join it again, "+
+				"and the other pods' ranks wait for it forever: remove restartPolicy (RecreateGroupOnPodRestart restarts the whole replica)"))
+	}
 	if p.Expert && p.Data*p.TensorSize() < 2 {
 		errs = append(errs, field.Invalid(path.Child("expert"), true,
 			"expert parallel spreads the experts over data x tensor GPUs, here 1: raise data or tensor, or remove expert"))
@@ -172,10 +169,10 @@ func validateParallelismServer(role *Role, podSpec *corev1.PodSpec, specPath *fi
 				"(or none, for the vllm/vllm-openai image), not a shell script"))
 	}
 	words := vllm.CommandLine(server)
-	for _, names := range RenderedParallelFlags {
-		if _, found := vllm.FlagValue(words, names...); found || vllm.HasFlag(server, names[0]) {
-			errs = append(errs, field.Invalid(serverPath.Child("args"), names[0], fmt.Sprintf(
-				"parallelism gives every rank %s: remove it from the server's command line and set the role's parallelism instead", names[0])))
+	for _, flag := range vllm.LaunchFlagsOf(vllm.ByParallelism, vllm.Owned) { // --port is rank 0's, the others' base
+		if flag.In(words) {
+			errs = append(errs, field.Invalid(serverPath.Child("args"), flag.Name, fmt.Sprintf(
+				"parallelism gives every rank %s: remove it from the server's command line and set the role's parallelism instead", flag.Name)))
 		}
 	}
 	for i, v := range podSpec.Volumes {

@@ -92,6 +92,14 @@ func TestParallelismRules(t *testing.T) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "-tp=2")
 		}, `args: Invalid value: "--tensor-parallel-size": parallelism gives every rank --tensor-parallel-size`},
+		{"a multi-node replica restarts whole", func(s *InferenceService) { s.Spec.Roles[0].RestartPolicy = "None" },
+			`spec.roles[0].restartPolicy: Invalid value: "None": a multi-node data parallel replica's ranks form one group: ` +
+				`a rank whose pod restarts alone cannot join it again, and the other pods' ranks wait for it forever: ` +
+				`remove restartPolicy (RecreateGroupOnPodRestart restarts the whole replica)`},
+		{"nor their underscore spellings", func(s *InferenceService) {
+			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--data_parallel_size=16")
+		}, `args: Invalid value: "--data-parallel-size": parallelism gives every rank --data-parallel-size`},
 		{"nor boolean flags", func(s *InferenceService) {
 			c := &s.Spec.Roles[0].Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--enable-expert-parallel")

@@ -50,10 +50,10 @@ func validateRayPorts(server *corev1.Container, serverPath *field.Path) field.Er
 
 // servingPortSource is where the server's port is given: its --port flag, else the port named http.
 func servingPortSource(server *corev1.Container, serverPath *field.Path, port int32) (*field.Path, any) {
-	if _, inArgs := vllm.FlagValue(server.Args, "--port"); inArgs {
+	if _, inArgs := vllm.FlagPort.Value(server.Args); inArgs {
 		return serverPath.Child("args"), fmt.Sprintf("--port %d", port)
 	}
-	if _, inCommand := vllm.FlagValue(server.Command, "--port"); inCommand {
+	if _, inCommand := vllm.FlagPort.Value(server.Command); inCommand {
 		return serverPath.Child("command"), fmt.Sprintf("--port %d", port)
 	}
 	for i, p := range server.Ports {

@@ -354,7 +354,7 @@ const (
 // RoutingConnector is the sidecar's name for the KV connector a decode server uses, read from its
 // --kv-transfer-config: lmcache for LMCache, else nixlv2 (vLLM's NixlConnector).
 func RoutingConnector(server *corev1.Container) string {
-	if config, _ := vllm.FlagValue(vllm.CommandLine(server), "--kv-transfer-config"); strings.Contains(config, "LMCache") {
+	if config, _ := FlagKVTransferConfig.Value(vllm.CommandLine(server)); strings.Contains(config, "LMCache") {
 		return ConnectorLMCache
 	}
 	return ConnectorNIXL

@@ -84,13 +84,13 @@ func (e *NamedPortError) Error() string {
 
 // portFlag is the server's --port flag, if given.
 func portFlag(c *corev1.Container) (int32, bool, error) {
-	v, found := vllm.FlagValue(vllm.CommandLine(c), "--port")
+	v, found := vllm.FlagPort.Value(vllm.CommandLine(c))
 	if !found {
 		return 0, false, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 1 || n > 65535 {
-		_, inArgs := vllm.FlagValue(c.Args, "--port")
+		_, inArgs := vllm.FlagPort.Value(c.Args)
 		return 0, true, &PortFlagError{Value: v, InArgs: inArgs}
 	}
 	return int32(n), true, nil

@@ -348,7 +348,7 @@ func validateTemplate(spec *InferenceServiceSpec, role *Role, tplPath *field.Pat
 // validateGPUQuantities: a container's nvidia.com/gpu is a whole number of devices, at least 1
 // (an extended resource cannot be overcommitted or split: Kubernetes' own rule, which the API
 // server applies only at pod creation, after every replica was already planned from the count).
-// Its request, when given beside the limit, equals it.
+// Its request has a limit, and equals it.
 func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, list := range []struct {
@@ -374,6 +374,11 @@ func validateGPUQuantities(podSpec *corev1.PodSpec, specPath *field.Path) field.
 			}
 			limit, hasLimit := resources.Limits[GPUResourceName]
 			request, hasRequest := resources.Requests[GPUResourceName]
+			if hasRequest && !hasLimit { // at the API server's path (ValidateResourceRequirements), where the limit goes
+				errs = append(errs, field.Required(resourcesPath.Child("limits"), fmt.Sprintf(
+					"give %s a limit equal to its request (%s): GPUs are not overcommitted, and the API server refuses a request without a limit "+
+						"(Limit must be set for non overcommitable resources)", GPUResourceName, gpuCountText(request))))
+			}
 			if hasLimit && hasRequest && limit.Cmp(request) != 0 {
 				errs = append(errs, field.Invalid(resourcesPath.Child("requests").Key(string(GPUResourceName)), gpuCountText(request),
 					fmt.Sprintf("must equal the limit (%s): GPUs are not overcommitted", gpuCountText(limit))))
@@ -392,7 +397,7 @@ func validateRayLaunch(server *corev1.Container, serverPath *field.Path) field.E
 			"a multi-node role wraps the server command in a Ray launcher; give the server's own command and args "+
 				"(or none, for the vllm/vllm-openai image), not a shell script"))
 	}
-	if backend, found := vllm.FlagValue(vllm.CommandLine(server), "--distributed-executor-backend"); found && backend != "ray" {
+	if backend, found := vllm.FlagDistributedExecutorBackend.Value(vllm.CommandLine(server)); found && backend != "ray" {
 		errs = append(errs, field.Invalid(serverPath.Child("args"), backend,
 			"a multi-node role runs vLLM on Ray: --distributed-executor-backend must be ray or unset"))
 	}
@@ -407,15 +412,15 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 	var errs field.ErrorList
 	product := int64(1)
 	var given []string
-	for _, names := range [][2]string{vllm.ParallelFlags.Tensor, vllm.ParallelFlags.Pipeline, vllm.ParallelFlags.Data} {
-		n, found, err := vllm.ParallelSize(args, names)
+	for _, flag := range []vllm.Flag{vllm.FlagTensorParallelSize, vllm.FlagPipelineParallelSize, vllm.FlagDataParallelSize} {
+		n, found, err := vllm.ParallelSize(args, flag)
 		if err != nil {
 			errs = append(errs, field.Invalid(argsPath, err.(*vllm.ParallelSizeError).Value, err.Error()))
 			continue
 		}
 		if found {
 			product *= n
-			given = append(given, fmt.Sprintf("%s %d", names[0], n))
+			given = append(given, fmt.Sprintf("%s %d", flag.Name, n))
 		}
 	}
 	gpus := ContainerGPUs(server) // the devices vLLM sees
@@ -431,6 +436,14 @@ func validateParallelism(role *Role, server *corev1.Container, serverPath *field
 		}
 		return append(errs, field.Required(serverPath.Child("resources", "limits").Key(string(GPUResourceName)),
 			need+": give each pod's GPUs as a "+string(GPUResourceName)+" limit"))
+	}
+	if len(given) == 0 && role.MultiNode() && !vllm.FlagConfig.In(args) {
+		// vLLM's default is one GPU: the Ray workers would join and sit idle.
+		return append(errs, field.Required(argsPath, fmt.Sprintf(
+			"a multi-node replica spreads one model over multinode.nodeCount (%d) x %s per pod (%d) = %d GPUs, but without %s or %s vLLM uses one: "+
+				"give tensor x pipeline parallel size = %d (or a %s file that does)",
+			role.NodeCount(), GPUResourceName, gpus, int64(role.NodeCount())*gpus, vllm.FlagTensorParallelSize.Name, vllm.FlagPipelineParallelSize.Name,
+			int64(role.NodeCount())*gpus, vllm.FlagConfig.Name)))
 	}
 	if len(given) == 0 || gpus == 0 {
 		return errs

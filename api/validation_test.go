@@ -162,6 +162,14 @@ func TestValidationRules(t *testing.T) {
 		{"a GPU request equals the limit", func(s *InferenceService) {
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{GPUResourceName: resource.MustParse("4")}
 		}, `spec.roles[1].template.spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "4": must equal the limit (8)`},
+		{"a multi-node Ray replica uses its pods' GPUs", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--model", "deepseek-ai/DeepSeek-R1")
+		}, `spec.roles[1].template.spec.containers[0].args: Required value: a multi-node replica spreads one model over multinode.nodeCount (4) x ` +
+			`nvidia.com/gpu per pod (8) = 32 GPUs, but without --tensor-parallel-size or --pipeline-parallel-size vLLM uses one: ` +
+			`give tensor x pipeline parallel size = 32 (or a --config file that does)`},
+		{"a GPU request has a limit", func(s *InferenceService) { // the API server's rule for extended resources
+			s.Spec.Roles[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{GPUResourceName: resource.MustParse("1")}}
+		}, `spec.roles[0].template.spec.containers[0].resources.limits: Required value: give nvidia.com/gpu a limit equal to its request (1)`},
 		{"multi-node pods request GPUs", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--model", "m")
 			s.Spec.Roles[1].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
@@ -181,6 +189,9 @@ func TestValidationRules(t *testing.T) {
 		{"data parallel counts too", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "32", "--data-parallel-size", "2")
 		}, "parallel size is 64"},
+		{"vLLM reads a flag's underscores as dashes", func(s *InferenceService) {
+			s.Spec.Roles[1].Template = server("--tensor_parallel_size", "16")
+		}, `spec.roles[1].template.spec.containers[0].args: Invalid value: "--tensor-parallel-size 16": tensor x pipeline x data parallel size is 16, but each replica has multinode.nodeCount (4) x nvidia.com/gpu per pod (8) = 32 GPUs`},
 		{"parallel sizes are positive integers", func(s *InferenceService) {
 			s.Spec.Roles[1].Template = server("--tensor-parallel-size", "thirty-two")
 		}, `args: Invalid value: "thirty-two": --tensor-parallel-size "thirty-two": must be a positive integer`},

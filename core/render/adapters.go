@@ -52,15 +52,15 @@ var loraLoaderResources = corev1.ResourceRequirements{
 // mounted from the model's ConfigMap and calling the server on its port.
 func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, pod *corev1.PodSpec) {
 	server := &pod.Containers[api.ServingContainerIndex(pod)]
-	if !vllm.HasFlag(server, vllm.FlagEnableLoRA) {
-		server.Args = append(server.Args, vllm.FlagEnableLoRA)
+	if !vllm.FlagEnableLoRA.In(vllm.CommandLine(server)) {
+		server.Args = append(server.Args, vllm.FlagEnableLoRA.Name)
 	}
 	for _, flag := range []struct {
-		name  string
+		flag  vllm.Flag
 		value int
 	}{{vllm.FlagMaxLoras, m.MaxLorasOrDefault()}, {vllm.FlagMaxLoraRank, m.MaxLoraRankOrDefault()}} {
-		if _, found := vllm.FlagValue(vllm.CommandLine(server), flag.name); !found {
-			server.Args = append(server.Args, flag.name, strconv.Itoa(flag.value))
+		if !flag.flag.In(vllm.CommandLine(server)) {
+			server.Args = append(server.Args, flag.flag.Name, strconv.Itoa(flag.value))
 		}
 	}
 	server.Env = setEnv(server.Env, vllm.EnvAllowRuntimeLoRAUpdating, "True")

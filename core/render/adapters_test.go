@@ -31,13 +31,13 @@ func TestLoRAServiceRendersAdapters(t *testing.T) {
 	pod := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
 	server := pod.Containers[0]
 	args := vllm.CommandLine(&server)
-	assert.Contains(t, args, vllm.FlagEnableLoRA)
-	for flag, want := range map[string]string{vllm.FlagMaxLoras: "4", vllm.FlagMaxLoraRank: "32"} {
+	assert.Contains(t, args, vllm.FlagEnableLoRA.Name)
+	for flag, want := range map[string]string{vllm.FlagMaxLoras.Name: "4", vllm.FlagMaxLoraRank.Name: "32"} {
 		got, found := vllm.FlagValue(args, flag)
 		assert.True(t, found, flag)
 		assert.Equal(t, want, got, flag)
 	}
-	_, found := vllm.FlagValue(args, vllm.FlagLoRAModules)
+	_, found := vllm.FlagLoRAModules.Value(args)
 	assert.False(t, found, "the adapters are the loader's: on the command line they would be in the LWS")
 	assert.Contains(t, server.Env, corev1.EnvVar{Name: vllm.EnvAllowRuntimeLoRAUpdating, Value: "True"})
 

@@ -315,22 +315,22 @@ func build(svc *api.InferenceService, resolved *api.Resolved) (*Tree, error) {
 	return tree, nil
 }
 
-// Warnings are what the service renders but should be told, each with the field it is in: what
-// its Endpoint Picker would log as deprecated in its configuration (it still loads, but a later
+// Warnings are what the service renders but should be told, each with the field it is in: the
+// input model's own (api.Warnings), what its Endpoint Picker would log as deprecated in its configuration (it still loads, but a later
 // release will refuse it), and prefill/decode roles with no router in front of them: the router
 // is what has a prefill pod prefill each request (the Endpoint Picker's prefill/decode profiles
 // and the decode leaders' disaggregation sidecar, pdrouting.go); without it nothing does.
 func (t *Tree) Warnings() []string {
+	out := api.Warnings(&t.Service.Spec)
 	if t.routing == nil {
 		if t.Service.Spec.Disaggregated() {
-			return []string{"spec.roles: prefill/decode roles without a router: nothing sends a request's prefill to the prefill role " +
-				"(no InferencePool, Endpoint Picker or disaggregation sidecar is rendered); add a role of componentType router, " +
-				"or send requests through a proxy of your own that has the prefill role prefill before the decode role decodes"}
+			out = append(out, "spec.roles: prefill/decode roles without a router: nothing sends a request's prefill to the prefill role "+
+				"(no InferencePool, Endpoint Picker or disaggregation sidecar is rendered); add a role of componentType router, "+
+				"or send requests through a proxy of your own that has the prefill role prefill before the decode role decodes")
 		}
-		return nil
+		return out
 	}
 	index := slices.IndexFunc(t.Service.Spec.Roles, func(r api.Role) bool { return r.ComponentType == api.ComponentTypeRouter })
-	var out []string
 	for _, w := range t.routing.Selection.Warnings {
 		out = append(out, fmt.Sprintf("spec.roles[%d].endpointPickerConfig: %s", index, w))
 	}

@@ -13,6 +13,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // vLLM's data parallel launch, in its external load-balancing mode (vLLM 0.33's
@@ -39,44 +40,30 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 	}
 	// each rank is given its own --port: the server's (its own, or the routing sidecar's move)
 	// is rank 0's, the base of the others, and is not said twice
-	words := withoutFlag(append(append([]string{}, serve...), server.Args...), "--port")
-	words = append(words, "--data-parallel-size", strconv.Itoa(p.Data), "--data-parallel-rpc-port", strconv.Itoa(int(p.RPCPort())))
+	words := vllm.FlagPort.Without(append(append([]string{}, serve...), server.Args...))
+	words = append(words, vllm.FlagDataParallelSize.Name, strconv.Itoa(p.Data), vllm.FlagDataParallelRPCPort.Name, strconv.Itoa(int(p.RPCPort())))
 	if p.TensorSize() > 1 {
-		words = append(words, "--tensor-parallel-size", strconv.Itoa(p.TensorSize()))
+		words = append(words, vllm.FlagTensorParallelSize.Name, strconv.Itoa(p.TensorSize()))
 	}
 	if p.PipelineSize() > 1 {
-		words = append(words, "--pipeline-parallel-size", strconv.Itoa(p.PipelineSize()))
+		words = append(words, vllm.FlagPipelineParallelSize.Name, strconv.Itoa(p.PipelineSize()))
 	}
 	if p.Expert {
-		words = append(words, "--enable-expert-parallel")
+		words = append(words, vllm.FlagEnableExpertParallel.Name)
 	}
 	command := shellescape.QuoteCommand(words)
 	lines := []string{
 		fmt.Sprintf("start=$(( ${%s:-0} * %d ))", lwsv1.LwsWorkerIndex, ranks),
 		`trap 'stopping=1; kill -TERM $ranks 2>/dev/null' TERM INT`,
 	}
-	for i := range ranks {
-		lines = append(lines, fmt.Sprintf(`CUDA_VISIBLE_DEVICES=%s %s --data-parallel-address "$%s" --data-parallel-rank $((start + %d)) --port %d & ranks="$ranks $!"`,
-			rankDevices(i, p.RankGPUs()), command, lwsv1.LwsLeaderAddress, i, port+i))
+	for i, rankPort := range api.RankPorts(port, ranks) {
+		lines = append(lines, fmt.Sprintf(`CUDA_VISIBLE_DEVICES=%s %s %s "$%s" %s $((start + %d)) %s %d & ranks="$ranks $!"`,
+			rankDevices(int32(i), p.RankGPUs()), command, vllm.FlagDataParallelAddress.Name, lwsv1.LwsLeaderAddress,
+			vllm.FlagDataParallelRank.Name, i, vllm.FlagPort.Name, rankPort))
 	}
 	return strings.Join(append(lines, rankWatch...), "\n")
 }
 
-// withoutFlag is a command line without a flag that takes a value, in both its forms ("--flag
-// value", "--flag=value").
-func withoutFlag(words []string, name string) []string {
-	var out []string
-	for i := 0; i < len(words); i++ {
-		switch {
-		case words[i] == name && i+1 < len(words):
-			i++
-		case strings.HasPrefix(words[i], name+"="):
-		default:
-			out = append(out, words[i])
-		}
-	}
-	return out
-}
 
 // rankWatch ends the script's lines: until the pod stops, it looks every second for a rank that
 // has ended, and then ends the container: the other ranks get TERM and are waited for, and the
@@ -130,8 +117,8 @@ func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role) error {
 	server.Command = append([]string{}, shellCommand...)
 	server.Args = []string{script}
 	sharedMemory(&tpl.Spec, server)
-	for i := int32(1); i < role.LocalRanks(); i++ {
-		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(i), ContainerPort: port + i, Protocol: corev1.ProtocolTCP})
+	for i, rankPort := range api.RankPorts(port, role.LocalRanks())[1:] {
+		server.Ports = append(server.Ports, corev1.ContainerPort{Name: rankPortName(int32(i + 1)), ContainerPort: rankPort, Protocol: corev1.ProtocolTCP})
 	}
 	return nil
 }

@@ -34,7 +34,6 @@ const (
 	envProbesPort        = "PROBES_PORT"
 	envSPIPort           = "SPI_PORT"
 	envVLLMServerDevMode = "VLLM_SERVER_DEV_MODE"
-	sleepModeFlag        = "--enable-sleep-mode"
 )
 
 // Requests of the requester container: it only holds the GPUs and answers the controller.
@@ -100,8 +99,8 @@ func dualPodsTemplate(role *api.Role, readinessPort int32, tpl *corev1.PodTempla
 func serverPatch(server *corev1.Container, readinessPort int32, volumes []corev1.Volume, probesPort, adminPort int32) (string, error) {
 	c := server.DeepCopy()
 	c.Name = DualPodsContainerName
-	if !vllm.HasFlag(c, sleepModeFlag) {
-		c.Args = append(c.Args, sleepModeFlag)
+	if !vllm.FlagEnableSleepMode.In(vllm.CommandLine(c)) {
+		c.Args = append(c.Args, vllm.FlagEnableSleepMode.Name)
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: envVLLMServerDevMode, Value: "1"})
 	c.ReadinessProbe = c.ReadinessProbe.DeepCopy()                  // the template's, or defaultServerProbes'

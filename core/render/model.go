@@ -218,12 +218,12 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 		server.Env = setEnv(server.Env, "HF_HUB_OFFLINE", "1")
 	}
 	vllm.SetModel(server, m.ServerPath())
-	if _, found := vllm.FlagValue(vllm.CommandLine(server), "--served-model-name"); !found {
-		server.Args = append(server.Args, "--served-model-name", m.ServedName())
+	if !vllm.FlagServedModelName.In(vllm.CommandLine(server)) {
+		server.Args = append(server.Args, vllm.FlagServedModelName.Name, m.ServedName())
 	}
 	if m.LoadFormat == api.RunaiStreamer {
-		if _, found := vllm.FlagValue(vllm.CommandLine(server), "--load-format"); !found {
-			server.Args = append(server.Args, "--load-format", string(api.RunaiStreamer))
+		if !vllm.FlagLoadFormat.In(vllm.CommandLine(server)) {
+			server.Args = append(server.Args, vllm.FlagLoadFormat.Name, string(api.RunaiStreamer))
 		}
 		if ref := m.CredentialsSecret; ref != nil {
 			server.EnvFrom = append(server.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: *ref}})

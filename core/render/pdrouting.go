@@ -3,7 +3,6 @@ package render
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // LabelPDRole is the label llm-d's prefill and decode filters select pods by.
@@ -42,7 +42,7 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	connector := api.RoutingConnector(server)
 	vllmPort := int32(api.DecodeVLLMPort)
-	setFlag(server, "--port", strconv.Itoa(api.DecodeVLLMPort))
+	vllm.SetFlag(server, vllm.FlagPort.Name, strconv.Itoa(api.DecodeVLLMPort))
 	for i := range server.Ports { // validation made sure that one of them, if any, is the serving port
 		if server.Ports[i].ContainerPort == poolPort {
 			server.Ports[i].ContainerPort = vllmPort
@@ -86,9 +86,9 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 		// header-routed path by the pod's IP (llm-d-router v0.10.0 pkg/sidecar/proxy/data_parallel.go
 		// startDataParallel; options.go AddFlags, --data-parallel-size).
 		args = append(args, "--data-parallel-size="+strconv.Itoa(int(ranks)))
-		env = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-		for i := int32(1); i < ranks; i++ {
-			ports = append(ports, corev1.ContainerPort{Name: routingSidecarPortName + "-" + strconv.Itoa(int(i)), ContainerPort: poolPort + i, Protocol: corev1.ProtocolTCP})
+		env = []corev1.EnvVar{{Name: api.PodIPVariable, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+		for i, rankPort := range api.RankPorts(poolPort, ranks)[1:] {
+			ports = append(ports, corev1.ContainerPort{Name: routingSidecarPortName + "-" + strconv.Itoa(i+1), ContainerPort: rankPort, Protocol: corev1.ProtocolTCP})
 		}
 	}
 	tpl.Spec.InitContainers = append(tpl.Spec.InitContainers, corev1.Container{
@@ -108,26 +108,6 @@ func addRoutingSidecar(tpl *corev1.PodTemplateSpec, routing *routing) {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	})
-}
-
-// setFlag gives a command-line flag one value: every occurrence in the command and args is
-// rewritten (both "--flag value" and "--flag=value"); absent, it is appended to the args.
-func setFlag(c *corev1.Container, name, value string) {
-	found := false
-	for _, words := range [][]string{c.Command, c.Args} {
-		for i := 0; i < len(words); i++ {
-			switch {
-			case words[i] == name && i+1 < len(words):
-				words[i+1], found = value, true
-				i++
-			case strings.HasPrefix(words[i], name+"="):
-				words[i], found = name+"="+value, true
-			}
-		}
-	}
-	if !found {
-		c.Args = append(c.Args, name, value)
-	}
 }
 
 // retargetProbe points a probe of the server's old port at its new one; named ports follow the

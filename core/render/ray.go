@@ -20,8 +20,6 @@ var (
 	rayHeadCommand  = "ray start --head --port=" + strconv.Itoa(int(api.RayHeadPort))
 )
 
-const rayBackendFlag = "--distributed-executor-backend"
-
 // defaultServeCommand runs the server when the container has no command: the entrypoint of the
 // vllm/vllm-openai image.
 var defaultServeCommand = []string{"vllm", "serve"}
@@ -37,8 +35,8 @@ func RayLeaderScript(server *corev1.Container) string {
 		serve = defaultServeCommand
 	}
 	words := append(append([]string{}, serve...), server.Args...)
-	if _, found := vllm.FlagValue(words, rayBackendFlag); !found {
-		words = append(words, rayBackendFlag, "ray")
+	if !vllm.FlagDistributedExecutorBackend.In(words) {
+		words = append(words, vllm.FlagDistributedExecutorBackend.Name, "ray")
 	}
 	return rayHeadCommand + " && exec " + shellescape.QuoteCommand(words)
 }

@@ -7,13 +7,13 @@ package vllm
 // load_lora_adapter and unload_lora_adapter), and the metric that says which adapters are active
 // (vllm/v1/metrics/loggers.py, vllm:lora_requests_info), which the Endpoint Picker's LoRA affinity
 // reads.
-const (
-	FlagEnableLoRA  = "--enable-lora"
-	FlagMaxLoras    = "--max-loras"
-	FlagMaxLoraRank = "--max-lora-rank"
+// The flags are FlagEnableLoRA, FlagMaxLoras and FlagMaxLoraRank, of LaunchFlags.
+var (
 	// FlagLoRAModules names adapters to load at start; the project loads them at run time instead.
-	FlagLoRAModules = "--lora-modules"
+	FlagLoRAModules = Flag{Name: "--lora-modules"}
+)
 
+const (
 	EnvAllowRuntimeLoRAUpdating = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
 
 	PathModels            = "/v1/models"

@@ -5,6 +5,7 @@ package vllm
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,48 +67,98 @@ func isServerImage(image string) bool {
 	return repository == "vllm" || strings.HasPrefix(repository, "vllm-")
 }
 
-// HasFlag reports whether a boolean flag is on the command line ("--flag" or "--flag=value").
-func HasFlag(c *corev1.Container, flag string) bool {
-	for _, w := range CommandLine(c) {
-		if w == flag || strings.HasPrefix(w, flag+"=") {
-			return true
-		}
-	}
-	return false
+// HasFlag reports whether a container's command line gives a flag (Flag.In).
+func HasFlag(c *corev1.Container, flag string) bool { return Flag{Name: flag}.In(CommandLine(c)) }
+
+// splitFlag is the flag a command-line word gives, as vLLM's parser reads it, and the value the
+// word carries (`--flag=value`). vLLM reads a long flag's underscores as dashes, up to its first
+// "." (vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args): `--tensor_parallel_size`
+// is `--tensor-parallel-size`, and `--kv_transfer_config.kv_connector` sets the key kv_connector
+// of --kv-transfer-config. A short flag ("-tp") and a word that is no flag are as given.
+func splitFlag(word string) (name, value string, hasValue bool) {
+	name, value, hasValue = strings.Cut(word, "=")
+	return canonicalName(name), value, hasValue
 }
 
-// ParallelFlags are vLLM's parallelism flags, each with its short alias.
-var ParallelFlags = struct{ Tensor, Pipeline, Data [2]string }{
-	Tensor:   [2]string{"--tensor-parallel-size", "-tp"},
-	Pipeline: [2]string{"--pipeline-parallel-size", "-pp"},
-	Data:     [2]string{"--data-parallel-size", "-dp"},
+// canonicalName is a flag's name as vLLM declares it: a long flag's underscores before its first
+// "." read as dashes.
+func canonicalName(name string) string {
+	if !strings.HasPrefix(name, "--") {
+		return name
+	}
+	key, rest, dotted := strings.Cut(name[2:], ".")
+	name = "--" + strings.ReplaceAll(key, "_", "-")
+	if dotted {
+		name += "." + rest
+	}
+	return name
+}
+
+// FlagNames are the flags a command line gives, as vLLM declares them (long flags with dashes),
+// in order, each once.
+func FlagNames(words []string) []string {
+	var names []string
+	for _, w := range words {
+		if name, _, _ := splitFlag(w); strings.HasPrefix(name, "-") && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // FlagValue finds a command-line flag in args, in the forms `--flag value` and `--flag=value`,
-// under any of its names. The last occurrence wins, as in Python's argparse.
+// under any of its names and in either spelling vLLM accepts (splitFlag). The last occurrence
+// wins, as in Python's argparse.
 func FlagValue(args []string, names ...string) (value string, found bool) {
 	for i := 0; i < len(args); i++ {
-		for _, name := range names {
-			switch {
-			case args[i] == name && i+1 < len(args):
-				value, found = args[i+1], true
-			case strings.HasPrefix(args[i], name+"="):
-				value, found = strings.TrimPrefix(args[i], name+"="), true
-			}
+		name, v, hasValue := splitFlag(args[i])
+		if !slices.ContainsFunc(names, func(n string) bool { return canonicalName(n) == name }) {
+			continue
+		}
+		switch {
+		case hasValue:
+			value, found = v, true
+		case i+1 < len(args):
+			value, found = args[i+1], true
 		}
 	}
 	return value, found
 }
 
+// SetFlag gives a flag of the container's command line one value: every occurrence, in either
+// spelling, in the command and args is rewritten ("--flag value" and "--flag=value"); absent, it
+// is appended to the args.
+func SetFlag(c *corev1.Container, flag, value string) {
+	flag = canonicalName(flag)
+	found := false
+	c.Command, c.Args = slices.Clone(c.Command), slices.Clone(c.Args) // the template's own lists stay as they were
+	for _, words := range [][]string{c.Command, c.Args} {
+		for i := 0; i < len(words); i++ {
+			name, _, hasValue := splitFlag(words[i])
+			switch {
+			case name != flag:
+			case hasValue:
+				words[i], found = flag+"="+value, true
+			case i+1 < len(words):
+				words[i+1], found = value, true
+				i++
+			}
+		}
+	}
+	if !found {
+		c.Args = append(c.Args, flag, value)
+	}
+}
+
 // ParallelSize reads one vLLM parallelism flag: (1, false, nil) when absent.
-func ParallelSize(args []string, names [2]string) (int64, bool, error) {
-	v, found := FlagValue(args, names[:]...)
+func ParallelSize(args []string, flag Flag) (int64, bool, error) {
+	v, found := flag.Value(args)
 	if !found {
 		return 1, false, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 1 {
-		return 0, true, &ParallelSizeError{Flag: names[0], Value: v}
+		return 0, true, &ParallelSizeError{Flag: flag.Name, Value: v}
 	}
 	return n, true, nil
 }
@@ -163,31 +214,19 @@ func positionalModel(c *corev1.Container) ([]string, int) {
 // SetModel points the server's command line at model: in place of --model's value (every
 // occurrence) or of `vllm serve`'s positional model, else as a --model flag at the end.
 func SetModel(c *corev1.Container, model string) {
-	words, at := positionalModel(c)
-	replaced := false
-	for i := 0; i < len(words); i++ {
-		switch {
-		case words[i] == ModelFlag && i+1 < len(words):
-			words[i+1] = model
-			replaced = true
-		case strings.HasPrefix(words[i], ModelFlag+"="):
-			words[i] = ModelFlag + "=" + model
-			replaced = true
-		}
+	if _, found := FlagValue(CommandLine(c), ModelFlag); found {
+		SetFlag(c, ModelFlag, model)
+		return
 	}
-	switch {
-	case !replaced && at >= 0:
-		words[at] = model
-	case !replaced:
-		words = append(words, ModelFlag, model)
+	_, at := positionalModel(c)
+	if at < 0 {
+		c.Args = append(slices.Clone(c.Args), ModelFlag, model)
+		return
 	}
-	n := len(c.Command)
-	c.Command, c.Args = nilIfEmpty(words[:n:n]), nilIfEmpty(words[n:])
-}
-
-func nilIfEmpty(s []string) []string {
-	if len(s) == 0 {
-		return nil
+	c.Command, c.Args = slices.Clone(c.Command), slices.Clone(c.Args) // the template's own lists stay as they were
+	if n := len(c.Command); at < n {
+		c.Command[at] = model
+	} else {
+		c.Args[at-n] = model
 	}
-	return s
 }

@@ -16,10 +16,16 @@ func TestFlagValue(t *testing.T) {
 	}{
 		{[]string{"--port", "8200"}, []string{"--port"}, "8200", true},
 		{[]string{"--port=8200"}, []string{"--port"}, "8200", true},
-		{[]string{"-tp", "8"}, ParallelFlags.Tensor[:], "8", true},
-		{[]string{"--tensor-parallel-size", "4", "-tp=8"}, ParallelFlags.Tensor[:], "8", true}, // the last wins, as in argparse
-		{[]string{"--port"}, []string{"--port"}, "", false},                                    // no value
+		{[]string{"-tp", "8"}, FlagTensorParallelSize.Names(), "8", true},
+		{[]string{"--tensor-parallel-size", "4", "-tp=8"}, FlagTensorParallelSize.Names(), "8", true}, // the last wins, as in argparse
+		{[]string{"--port"}, []string{"--port"}, "", false},                                           // no value
 		{[]string{"--portal", "1"}, []string{"--port"}, "", false},
+		// vLLM's parser reads a flag's underscores as dashes (vllm/utils/argparse_utils.py,
+		// FlexibleArgumentParser.parse_args): both spellings are one flag
+		{[]string{"--tensor_parallel_size", "4"}, FlagTensorParallelSize.Names(), "4", true},
+		{[]string{"--served-model-name", "a", "--served_model_name=b"}, []string{"--served-model-name"}, "b", true},
+		{[]string{"--kv_transfer_config.kv_connector", "Nixl"}, []string{"--kv-transfer-config"}, "", false}, // a key of its JSON, not the flag
+		{[]string{"--model", "org/my_model"}, []string{"--model"}, "org/my_model", true},                     // values keep their underscores
 	} {
 		value, found := FlagValue(tc.args, tc.names...)
 		assert.Equal(t, tc.value, value, "%v", tc.args)
@@ -28,11 +34,11 @@ func TestFlagValue(t *testing.T) {
 }
 
 func TestParallelSize(t *testing.T) {
-	n, found, err := ParallelSize([]string{"--model", "m"}, ParallelFlags.Pipeline)
+	n, found, err := ParallelSize([]string{"--model", "m"}, FlagPipelineParallelSize)
 	assert.Equal(t, []any{int64(1), false, nil}, []any{n, found, err}, "absent: 1")
-	n, found, err = ParallelSize([]string{"-pp", "2"}, ParallelFlags.Pipeline)
+	n, found, err = ParallelSize([]string{"-pp", "2"}, FlagPipelineParallelSize)
 	assert.Equal(t, []any{int64(2), true, nil}, []any{n, found, err})
-	_, _, err = ParallelSize([]string{"-dp", "0"}, ParallelFlags.Data)
+	_, _, err = ParallelSize([]string{"-dp", "0"}, FlagDataParallelSize)
 	assert.EqualError(t, err, `--data-parallel-size "0": must be a positive integer`)
 }
 
@@ -44,6 +50,7 @@ func TestShellScriptsAndBooleanFlags(t *testing.T) {
 	c := &corev1.Container{Command: []string{"vllm", "serve"}, Args: []string{"--enable-sleep-mode=true"}}
 	assert.True(t, HasFlag(c, "--enable-sleep-mode"))
 	assert.False(t, HasFlag(c, "--enable-sleep"))
+	assert.True(t, HasFlag(&corev1.Container{Args: []string{"--enable_sleep_mode"}}, "--enable-sleep-mode"), "underscores are dashes")
 }
 
 func TestModelAndSetModel(t *testing.T) {
@@ -100,5 +107,23 @@ func TestRunsServer(t *testing.T) {
 		{"an image named like vLLM's", corev1.Container{Image: "example.com/vllmish:1"}, false},
 	} {
 		assert.Equal(t, tc.want, RunsServer(&tc.c), tc.name)
+	}
+}
+
+func TestFlagValues(t *testing.T) {
+	names := []string{"--served-model-name", "a", "b", "--port", "8000"}
+	assert.Equal(t, []string{"a", "b"}, FlagServedModelName.Values(names))
+	assert.Equal(t, []string{"c"}, FlagServedModelName.Values(append(names, "--served_model_name=c")), "the last occurrence wins")
+	assert.Empty(t, FlagServedModelName.Values([]string{"--port", "8000"}))
+}
+
+// TestFlagWithout: a rank's command drops the server's own --port in every spelling vLLM reads.
+func TestFlagWithout(t *testing.T) {
+	for _, words := range [][]string{
+		{"vllm", "serve", "m", "--port", "9000", "--x"},
+		{"vllm", "serve", "m", "--port=9000", "--x"},
+		{"vllm", "serve", "m", "--port", "8000", "--x", "--port=9000"},
+	} {
+		assert.Equal(t, []string{"vllm", "serve", "m", "--x"}, FlagPort.Without(words), "%q", words)
 	}
 }

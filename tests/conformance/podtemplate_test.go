@@ -162,6 +162,10 @@ var podRuleCases = []struct {
 		p.Containers[0].Resources.Limits["example.com/rdma"] = resource.MustParse("2")
 	}},
 	{"extended request without a limit", func(p *corev1.PodSpec) { delete(p.Containers[0].Resources.Limits, "example.com/rdma") }},
+	{"GPU request without a limit", func(p *corev1.PodSpec) {
+		delete(p.Containers[0].Resources.Limits, "nvidia.com/gpu")
+		p.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+	}},
 	{"unqualified resource name", func(p *corev1.PodSpec) {
 		p.Containers[1].Resources.Limits = corev1.ResourceList{"gpu": resource.MustParse("1")}
 	}},
