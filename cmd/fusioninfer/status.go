@@ -73,11 +73,14 @@ type statusError struct {
 // inputProblems are a manifest's problems, each printed on its own line.
 type inputProblems []string
 
-func (p inputProblems) Error() string { return fmt.Sprintf("%d problem(s) in the manifest", len(p)) }
+func (p inputProblems) Error() string { return plural(len(p), "problem") + " in the manifest" }
 
 func runStatus(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, opts statusOptions) error {
 	if opts.output != "text" && opts.output != "json" {
 		return fmt.Errorf("-o %q: give text or json", opts.output)
+	}
+	if opts.timeout <= 0 { // a context that is already over: every request would fail at once
+		return fmt.Errorf("--timeout %s: give a duration above zero such as 30s or 2m", opts.timeout)
 	}
 	err := reportStatus(ctx, stdin, stdout, opts)
 	var code exitCode
