@@ -180,3 +180,76 @@ func TestDidYouMean(t *testing.T) {
 		assert.Equal(t, want, didYouMean(serviceType, path), path)
 	}
 }
+
+// TestWrongTypesInEmbeddedStructsAreAtTheirField: a value of the wrong type under a field Go
+// embeds (a probe's handler, a volume's source) is named by its JSON path, with list indexes and
+// no Go struct names, at its own line.
+func TestWrongTypesInEmbeddedStructsAreAtTheirField(t *testing.T) {
+	const service = `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: a}
+spec:
+  roles:
+    - name: b
+      componentType: worker
+      template:
+        spec:
+          containers:
+            - name: vllm
+              readinessProbe:
+                exec:
+                  command: "cat /tmp/ready"
+          volumes:
+            - name: shm
+              emptyDir: "yes"
+`
+	_, errs := Decode([]byte(service))
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), `line 14: spec.roles[0].template.spec.containers[0].readinessProbe.exec.command: must be a list, not string`)
+	assert.Contains(t, errs[0].Error(), `line 17: spec.roles[0].template.spec.volumes[0].emptyDir: must be an object, not string`)
+	assert.NotContains(t, errs[0].Error(), "ProbeHandler")
+}
+
+// TestDocumentEndStartsTheNext: a document ended by "..." is followed by the next one, which is
+// read, not dropped.
+func TestDocumentEndStartsTheNext(t *testing.T) {
+	docs, errs := Decode([]byte(strings.Replace(twoServices, "---\n---   # an empty document is skipped\n", "...\n\n", 1)))
+	require.Empty(t, errs)
+	require.Len(t, docs, 2)
+	assert.Equal(t, "second", docs[1].Service.Name)
+	assert.Equal(t, 11, docs[1].Line)
+	assert.Equal(t, 15, docs[1].LineOf("metadata.name"))
+}
+
+// TestDecodingProblemsLeaveTheRest: a document with decoding problems (unknown fields, values of
+// the wrong type) keeps the service the rest of it says, for validation to report its own
+// problems with them; what was left out is not validated.
+func TestDecodingProblemsLeaveTheRest(t *testing.T) {
+	const service = `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: a}
+spec:
+  roles:
+    - name: b
+      componentType: worker
+      replica: 2
+      multinode: {nodeCount: many}
+    - name: c
+      componentType: worker
+      replicas: "3"
+`
+	docs := DecodeEach([]byte(service))
+	require.Len(t, docs, 1)
+	doc := docs[0]
+	require.NotNil(t, doc.Problems)
+	require.NotNil(t, doc.Service, "the rest of the document")
+	assert.Len(t, doc.Problems.Problems, 3)
+	assert.Equal(t, "c", doc.Service.Spec.Roles[1].Name)
+	assert.Zero(t, doc.Service.Spec.Roles[0].Multinode.NodeCount, "left out")
+	assert.True(t, doc.LeftOut("spec.roles[0].multinode.nodeCount"))
+	assert.True(t, doc.LeftOut("spec.roles[1].replicas"))
+	assert.False(t, doc.LeftOut("spec.roles[1].name"))
+	assert.False(t, doc.LeftOut("spec.roles[0].replica"), "an unknown field is ignored, not left out")
+	_, errs := Decode([]byte(service))
+	require.Len(t, errs, 1, "Decode returns only services without problems")
+}

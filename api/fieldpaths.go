@@ -80,6 +80,34 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return fields
 }
 
+// withoutEmbedded is a field path as encoding/json names a field of the wrong type, less the Go
+// names of the embedded structs it passes through, which a manifest does not write
+// ("readinessProbe.ProbeHandler.exec" is "readinessProbe.exec").
+func withoutEmbedded(root reflect.Type, path string) string {
+	t := root
+	var names []string
+	for _, segment := range strings.Split(path, ".") {
+		for t != nil && (indirect(t).Kind() == reflect.Slice || indirect(t).Kind() == reflect.Array) {
+			t = indirect(t).Elem() // the path has no list indexes: a name after a list is its element's
+		}
+		if t != nil && indirect(t).Kind() == reflect.Struct {
+			if f, ok := indirect(t).FieldByName(segment); ok && f.Anonymous && jsonName(f) == "" {
+				t = f.Type
+				continue
+			}
+		}
+		names = append(names, segment)
+		t, _ = child(t, segment)
+	}
+	return strings.Join(names, ".")
+}
+
+// jsonName is the name a struct field's tag gives it, "" for none.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
 func indirect(t reflect.Type) reflect.Type {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()

@@ -344,8 +344,10 @@ func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role to receive KV caches from`, badLine+5),
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine+9),
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}`, badLine+13),
+		// A decoding problem hides none of the rules the rest of its document breaks.
+		fmt.Sprintf(`-:%d: InferenceService "typo": spec.roles[0].template: Required value: the pod template of the model server`, typoLine+6),
 		fmt.Sprintf(`-:%d: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`, typoLine+8),
-		"4 problems; nothing rendered",
+		"5 problems; nothing rendered",
 	}, "\n")+"\n", stderr)
 }
 

@@ -129,7 +129,8 @@ func TestStatusErrorsAsJSON(t *testing.T) {
 	require.Equal(t, 1, runMain([]string{"status", "-f", "-", "-o", "json"}, strings.NewReader(bad), &out, &errOut))
 	var report statusError
 	require.NoError(t, json.Unmarshal(out.Bytes(), &report), out.String())
-	assert.Equal(t, []string{`-:6: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`}, report.Problems)
+	assert.Equal(t, []string{`-:6: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`,
+		`-:6: InferenceService "a": spec.roles[0].template: Required value: the pod template of the model server`}, report.Problems)
 
 	cmd := exec.Command(testcli.Binary(t), "status", "--name", "x", "-o", "json")
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(v string) bool {
