@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -252,4 +253,18 @@ spec:
 	assert.False(t, doc.LeftOut("spec.roles[0].replica"), "an unknown field is ignored, not left out")
 	_, errs := Decode([]byte(service))
 	require.Len(t, errs, 1, "Decode returns only services without problems")
+}
+
+// TestAManifestHoldsAtMostMaxServices: a stream of more services than a render can hold at once
+// is refused at the first one too many, which is not decoded (nor any after it).
+func TestAManifestHoldsAtMostMaxServices(t *testing.T) {
+	one := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\nspec: {roles: [{name: b, componentType: worker}]}\n---\n"
+	docs, errs := Decode([]byte(strings.Repeat(one, MaxServices)))
+	assert.Empty(t, errs)
+	assert.Equal(t, MaxServices, len(docs))
+	docs, errs = Decode([]byte(strings.Repeat(one, MaxServices+5)))
+	assert.Equal(t, MaxServices, len(docs))
+	require.Len(t, errs, 1)
+	assert.Equal(t, fmt.Sprintf("line %d: a manifest holds at most %d services: split it into files of fewer, and render or deploy each",
+		MaxServices*5+1, MaxServices), errs[0].Error())
 }

@@ -281,3 +281,29 @@ func (m manifestLines) line(path string) int {
 	}
 	return at + m.first - 1
 }
+
+// LargestValue is the field path of the largest single value in v's JSON (a string, a number;
+// not an object or list, which are many values) and its size in bytes: what makes an object
+// built from v large, to name when it is too large.
+func LargestValue(v any) (*field.Path, int) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, 0
+	}
+	var largest *field.Path
+	var size int
+	var start int64
+	jsonWalk{
+		beforeValue: func(dec *json.Decoder, _ *field.Path, _ reflect.Type) (read, stop bool) {
+			start = dec.InputOffset()
+			return false, false
+		},
+		afterToken: func(dec *json.Decoder, path *field.Path) bool {
+			if n := int(dec.InputOffset() - start); path != nil && n > size {
+				largest, size = path, n
+			}
+			return false
+		},
+	}.walk(json.NewDecoder(bytes.NewReader(data)), nil, reflect.TypeOf(v))
+	return largest, size
+}

@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,4 +78,22 @@ spec:
 	assert.Contains(t, problems[0], `bad.yaml:8: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`)
 	assert.Contains(t, problems[1], `bad.yaml:9: InferenceService "ds": spec.roles[0].multinode.nodeCount: Invalid value: 0`)
 	assert.Contains(t, problems[2], `bad.yaml:15: spec.roles[0].template.spec.containers[0].ports: must be a list, not string`)
+}
+
+// BenchmarkLoadManifest loads a manifest of 1,000 one-role services, as `fusioninfer render`
+// does: the cost of a service of a large manifest (issue 42 measured 109,000 in one file: 105 s,
+// 4.2 GB), which MaxManifestBytes bounds.
+func BenchmarkLoadManifest(b *testing.B) {
+	var manifest strings.Builder
+	for i := range 1000 {
+		manifest.WriteString(manifestService(fmt.Sprintf("s%d", i), "llm", 1) + "---\n")
+	}
+	data := []byte(manifest.String())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, problems := render.LoadManifest("many.yaml", data, nil); len(problems) > 0 {
+			b.Fatal(problems[0])
+		}
+	}
 }
