@@ -151,3 +151,18 @@ func TestStatusErrorsAsJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(stdout, &report), string(stdout))
 	assert.Contains(t, report.Error, "no kubeconfig found (KUBECONFIG names "+missing+", and no such file exists)")
 }
+
+// TestStatusByNameReadsTheContextsNamespace: without --namespace, a service given by name is
+// looked for in the kubeconfig context's namespace, as kubectl looks; --namespace overrides it.
+func TestStatusByNameReadsTheContextsNamespace(t *testing.T) {
+	kubeconfig := fakeAPIServer(t, nil, nil, "")
+	data, err := os.ReadFile(kubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(strings.Replace(string(data), "{cluster: c, user: u}", "{cluster: c, user: u, namespace: team}", 1)), 0o600))
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, runMain([]string{"status", "--name", "x", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), `no InferenceService "x" in namespace "team"`)
+	errOut.Reset()
+	assert.Equal(t, 1, runMain([]string{"status", "--name", "x", "-n", "other", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), `no InferenceService "x" in namespace "other"`)
+}
