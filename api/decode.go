@@ -341,16 +341,40 @@ func DecodeStrictlyAt(jsonData []byte, into any, at *field.Path) error {
 // decodeJSON is strict decoding of a service, with its apiVersion and kind checked: its problems,
 // and the service the rest of the document says (nil when there is none, or it is of another kind).
 func decodeJSON(jsonData []byte) (*InferenceService, []decodeProblem) {
+	if problem, other := otherKind(jsonData); other {
+		return nil, []decodeProblem{problem} // its fields are another kind's: naming each says nothing
+	}
 	var svc InferenceService
 	problems, whole := strictDecode(jsonData, &svc)
 	if !whole {
 		return nil, problems
 	}
-	if svc.APIVersion != APIVersion || svc.Kind != Kind {
-		return nil, append(problems, decodeProblem{path: "apiVersion", message: fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
-			svc.APIVersion, svc.Kind, APIVersion, Kind)})
+	if svc.APIVersion != APIVersion || svc.Kind != Kind { // a kind of the wrong type, left out
+		return nil, problems
 	}
 	return &svc, problems
+}
+
+// otherKind is the one problem of a document of another kind than an InferenceService (false
+// when it is one, or is no object, which strict decoding says): for an object the render made
+// (it carries ServiceLabel), that it is rendered output and where it came from.
+func otherKind(jsonData []byte) (decodeProblem, bool) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Labels map[string]any `json:"labels"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(jsonData, &head) != nil || head.APIVersion == APIVersion && head.Kind == Kind {
+		return decodeProblem{}, false
+	}
+	if service, ok := head.Metadata.Labels[ServiceLabel].(string); ok && head.Kind != "" {
+		return decodeProblem{path: "apiVersion", message: fmt.Sprintf("this is rendered output, a %s of InferenceService %q: give the InferenceService manifest it was rendered from",
+			head.Kind, service)}, true
+	}
+	return decodeProblem{path: "apiVersion", message: fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
+		head.APIVersion, head.Kind, APIVersion, Kind)}, true
 }
 
 type documentChunk struct {

@@ -78,6 +78,10 @@ func TestDecodeIsStrict(t *testing.T) {
 			yaml: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {roles: []}\n",
 			want: []string{`apiVersion/kind "apps/v1"/"Deployment": must be "fusioninfer.io/v1alpha1"/"InferenceService"`},
 		},
+		"rendered output": {
+			yaml: "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata:\n  name: q-inference-0\n  labels: {fusioninfer.io/service: q}\nspec: {replicas: 1, leaderWorkerTemplate: {size: 1}}\n",
+			want: []string{`line 1: this is rendered output, a LeaderWorkerSet of InferenceService "q": give the InferenceService manifest it was rendered from`},
+		},
 		"wrong type": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: [{name: a, componentType: worker, replicas: two}]}\n",
 			want: []string{"line 4: spec.roles[0].replicas: must be an integer, not string"},
@@ -87,6 +91,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, errs := Decode([]byte(tc.yaml))
 			require.Len(t, errs, 1)
+			require.Len(t, errs[0].(*DecodeError).Problems, len(tc.want), "%v", errs[0])
 			for _, w := range tc.want {
 				assert.Contains(t, errs[0].Error(), w)
 			}
