@@ -28,8 +28,9 @@ type Document struct {
 	// no rest (a YAML syntax error, another kind, a document that is no object).
 	Problems *DecodeError
 	lines    manifestLines
-	// leftOut are the field paths of the values of the wrong type decoding left out.
-	leftOut []string
+	// leftOut are the field paths of the values of the wrong type decoding left out; misspelt
+	// those of the fields unknown ones were probably meant to be.
+	leftOut, misspelt []string
 }
 
 // DecodeError reports every problem found in one document of a manifest stream.
@@ -97,11 +98,17 @@ func DecodeEach(data []byte) []Document {
 }
 
 // LeftOut reports whether the field at path (a field.Error's Field) is, holds or is within a
-// value of the wrong type that decoding left out: validation's verdict there is about a value the
-// user did not write, and the decoding problem already says what is wrong.
+// value of the wrong type that decoding left out, or is (or is within) the field a misspelt one
+// was meant to be ("image" of "imag"): validation's verdict there is about a value the user did
+// not write as read, and the decoding problem already says what is wrong.
 func (d Document) LeftOut(path string) bool {
 	for _, out := range d.leftOut {
 		if within(path, out) || within(out, path) {
+			return true
+		}
+	}
+	for _, meant := range d.misspelt {
+		if within(path, meant) {
 			return true
 		}
 	}
@@ -132,6 +139,9 @@ func decodeOne(text []byte, startLine int) Document {
 			located[i] = Problem{Line: doc.lines.line(p.path), Message: p.message}
 			if p.typeError {
 				doc.leftOut = append(doc.leftOut, p.path)
+			}
+			if p.meant != "" {
+				doc.misspelt = append(doc.misspelt, p.meant)
 			}
 		}
 		doc.Problems = &DecodeError{Line: startLine, Problems: located}
@@ -236,6 +246,8 @@ type decodeProblem struct {
 	path, message string
 	// typeError: a value of the wrong type, which ends decoding.
 	typeError bool
+	// meant is the field an unknown one was probably meant to be, "" if none is near.
+	meant string
 }
 
 var serviceType = reflect.TypeFor[InferenceService]()
@@ -279,6 +291,7 @@ func strictProblems(strictErrs []error, root reflect.Type) []decodeProblem {
 			if strings.HasPrefix(e.Error(), "unknown field") {
 				if near := didYouMean(root, problem.path); near != "" {
 					problem.message += fmt.Sprintf(" (did you mean %q?)", near)
+					problem.meant = strings.TrimSuffix(problem.path, pathSegments(problem.path)[len(pathSegments(problem.path))-1]) + near
 				}
 			}
 		}
@@ -473,7 +486,7 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	if path == "" {
 		return decodeProblem{message: fmt.Sprintf("the document must be %s, not %s", want, typeErr.Value), typeError: true}
 	}
-	return decodeProblem{path, fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), true}
+	return decodeProblem{path: path, message: fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), typeError: true}
 }
 
 var quantityType = reflect.TypeFor[resource.Quantity]()
@@ -488,9 +501,9 @@ func unmarshalerProblem(jsonData []byte, err error, root reflect.Type) decodePro
 		return decodeProblem{message: err.Error(), typeError: true}
 	}
 	if indirect(t) == quantityType {
-		return decodeProblem{path, fmt.Sprintf("%s: must be a quantity such as 16Gi, 500m or 2, not %s", path, value), true}
+		return decodeProblem{path: path, message: fmt.Sprintf("%s: must be a quantity such as 16Gi, 500m or 2, not %s", path, value), typeError: true}
 	}
-	return decodeProblem{path, fmt.Sprintf("%s: %s, not %s", path, refusal.Error(), value), true}
+	return decodeProblem{path: path, message: fmt.Sprintf("%s: %s, not %s", path, refusal.Error(), value), typeError: true}
 }
 
 // valueRefusedBy is the first value in jsonData, under the type root, whose type's own

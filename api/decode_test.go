@@ -256,6 +256,7 @@ spec:
 	assert.True(t, doc.LeftOut("spec.roles[1].replicas"))
 	assert.False(t, doc.LeftOut("spec.roles[1].name"))
 	assert.False(t, doc.LeftOut("spec.roles[0].replica"), "an unknown field is ignored, not left out")
+	assert.True(t, doc.LeftOut("spec.roles[0].replicas"), "what the misspelt field was meant to be")
 	_, errs := Decode([]byte(service))
 	require.Len(t, errs, 1, "Decode returns only services without problems")
 }
