@@ -21,8 +21,16 @@ import (
 type Document struct {
 	Service *InferenceService
 	// Line is the 1-based line of the file where the document starts.
-	Line  int
-	lines manifestLines
+	Line int
+	// Problems are the document's decoding problems, nil when there are none. Service is then
+	// what the rest of the document says (each value of the wrong type left out, an unknown field
+	// ignored), for validation to report its problems too, never to build; or nil when there is
+	// no rest (a YAML syntax error, another kind, a document that is no object).
+	Problems *DecodeError
+	lines    manifestLines
+	// leftOut are the field paths of the values of the wrong type decoding left out; misspelt
+	// those of the fields unknown ones were probably meant to be.
+	leftOut, misspelt []string
 }
 
 // DecodeError reports every problem found in one document of a manifest stream.
@@ -48,43 +56,97 @@ func (e *DecodeError) Error() string {
 
 // Decode reads a multi-document YAML stream of InferenceServices. Decoding is strict: an unknown
 // or duplicated field is an error naming its path, and a YAML syntax error names its line in the
-// whole stream. Empty documents are skipped. All documents are checked; every error is returned.
+// whole stream. Empty documents are skipped. All documents are checked; every error is returned,
+// and only the documents without one.
 func Decode(data []byte) ([]Document, []error) {
 	var docs []Document
 	var errs []error
-	for _, chunk := range splitDocuments(data) {
-		if isBlank(chunk.text) {
+	for _, doc := range DecodeEach(data) {
+		if doc.Problems != nil {
+			errs = append(errs, doc.Problems)
 			continue
 		}
-		svc, lines, err := decodeOne(chunk.text, chunk.line)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case svc != nil: // a document that is only comments, or null ("~", "&anchor"), holds no service
-			docs = append(docs, Document{Service: svc, Line: chunk.line, lines: lines})
-		}
+		docs = append(docs, doc)
 	}
 	return docs, errs
 }
 
-func decodeOne(text []byte, startLine int) (*InferenceService, manifestLines, error) {
+// MaxServices is the most services one manifest holds. Every service of a render is built and
+// held before anything is printed or registered, at about 1 ms and 90 KB of allocations a
+// one-role service (core/render BenchmarkLoadManifest): 1,000 take about a second, where 109,000
+// took 105 s and 4.2 GB (issue 42) with nothing printed until the end.
+const MaxServices = 1000
+
+// DecodeEach is Decode that keeps each document with its problems (Document.Problems) and what
+// the rest of it says, so that a front door reports a document's decoding problems and the rules
+// the rest breaks at once.
+func DecodeEach(data []byte) []Document {
+	var docs []Document
+	for _, chunk := range splitDocuments(data) {
+		if isBlank(chunk.text) {
+			continue
+		}
+		if len(docs) == MaxServices {
+			return append(docs, Document{Line: chunk.line, Problems: &DecodeError{Line: chunk.line, Problems: []Problem{{chunk.line,
+				fmt.Sprintf("a manifest holds at most %d services: split it into files of fewer, and render or deploy each", MaxServices)}}}})
+		}
+		if doc := decodeOne(chunk.text, chunk.line); doc.Service != nil || doc.Problems != nil {
+			docs = append(docs, doc) // a document that is only null ("~", "&anchor") holds no service
+		}
+	}
+	return docs
+}
+
+// LeftOut reports whether the field at path (a field.Error's Field) is, holds or is within a
+// value of the wrong type that decoding left out, or is (or is within) the field a misspelt one
+// was meant to be ("image" of "imag"): validation's verdict there is about a value the user did
+// not write as read, and the decoding problem already says what is wrong.
+func (d Document) LeftOut(path string) bool {
+	for _, out := range d.leftOut {
+		if within(path, out) || within(out, path) {
+			return true
+		}
+	}
+	for _, meant := range d.misspelt {
+		if within(path, meant) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether the field path is parent or within it.
+func within(path, parent string) bool {
+	return path == parent || strings.HasPrefix(path, parent+".") || strings.HasPrefix(path, parent+"[")
+}
+
+func decodeOne(text []byte, startLine int) Document {
+	doc := Document{Line: startLine}
 	jsonData, err := yaml.YAMLToJSONStrict(text)
 	if err != nil {
-		return nil, manifestLines{}, yamlError(err, startLine)
+		doc.Problems = yamlError(err, startLine)
+		return doc
 	}
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
-		return nil, manifestLines{}, nil
+		return doc
 	}
-	lines := newManifestLines(text, startLine)
+	doc.lines = newManifestLines(text, startLine)
 	svc, problems := decodeJSON(jsonData)
+	doc.Service = svc
 	if len(problems) > 0 {
 		located := make([]Problem, len(problems))
 		for i, p := range problems {
-			located[i] = Problem{Line: lines.line(p.path), Message: p.message}
+			located[i] = Problem{Line: doc.lines.line(p.path), Message: p.message}
+			if p.typeError {
+				doc.leftOut = append(doc.leftOut, p.path)
+			}
+			if p.meant != "" {
+				doc.misspelt = append(doc.misspelt, p.meant)
+			}
 		}
-		return nil, lines, &DecodeError{Line: startLine, Problems: located}
+		doc.Problems = &DecodeError{Line: startLine, Problems: located}
 	}
-	return svc, lines, nil
+	return doc
 }
 
 // yamlError is a YAML parser's error in a document that starts at startLine, at the line it names.
@@ -108,7 +170,7 @@ func DecodeFile(file string, data []byte, into any) (FileLines, error) {
 		return FileLines{file: file}, &FileError{File: file, Problems: yamlError(err, 1).Problems}
 	}
 	lines := FileLines{file, newManifestLines(data, 1)}
-	if problems := strictDecode(jsonData, into); len(problems) > 0 {
+	if problems, _ := strictDecode(jsonData, into); len(problems) > 0 {
 		located := make([]Problem, len(problems))
 		for i, p := range problems {
 			located[i] = Problem{Line: lines.lines.line(p.path), Message: p.message}
@@ -184,19 +246,43 @@ type decodeProblem struct {
 	path, message string
 	// typeError: a value of the wrong type, which ends decoding.
 	typeError bool
+	// meant is the field an unknown one was probably meant to be, "" if none is near.
+	meant string
 }
 
 var serviceType = reflect.TypeFor[InferenceService]()
 
+// maxTypeProblems bounds the values of the wrong type one document reports: beyond it, the
+// document is not what the user meant to write, and more lines say no more.
+const maxTypeProblems = 50
+
 // strictDecode decodes JSON into the struct into points to: an unknown or duplicated field is a
 // problem naming its path (an unknown one with the known field it is nearest to), and a value of
-// the wrong type is the one problem, naming its path with list indexes.
-func strictDecode(jsonData []byte, into any) []decodeProblem {
+// the wrong type is a problem naming its path with list indexes. encoding/json reports the first
+// value of the wrong type only: each is left out (made null) and the rest decoded again, to find
+// the next. whole is false when into holds nothing (the wrong type at the root, or a value that
+// could not be left out); else it holds the rest of the document.
+func strictDecode(jsonData []byte, into any) (problems []decodeProblem, whole bool) {
 	root := reflect.TypeOf(into).Elem()
-	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, into)
-	if err != nil {
-		return []decodeProblem{typeProblem(jsonData, err, root)}
+	for {
+		strictErrs, err := sigsjson.UnmarshalStrict(jsonData, into)
+		if err == nil {
+			return append(problems, strictProblems(strictErrs, root)...), true
+		}
+		problem := typeProblem(jsonData, err, root)
+		problems = append(problems, problem)
+		rest, ok := leaveOut(jsonData, problem.path, root)
+		if !ok || len(problems) >= maxTypeProblems {
+			return problems, false
+		}
+		jsonData = rest
+		reflect.ValueOf(into).Elem().SetZero()
 	}
+}
+
+// strictProblems are sigs.k8s.io/json's strict errors (unknown and duplicated fields) as problems
+// at their paths.
+func strictProblems(strictErrs []error, root reflect.Type) []decodeProblem {
 	var problems []decodeProblem
 	for _, e := range strictErrs {
 		problem := decodeProblem{message: e.Error()}
@@ -205,12 +291,35 @@ func strictDecode(jsonData []byte, into any) []decodeProblem {
 			if strings.HasPrefix(e.Error(), "unknown field") {
 				if near := didYouMean(root, problem.path); near != "" {
 					problem.message += fmt.Sprintf(" (did you mean %q?)", near)
+					problem.meant = strings.TrimSuffix(problem.path, pathSegments(problem.path)[len(pathSegments(problem.path))-1]) + near
 				}
 			}
 		}
 		problems = append(problems, problem)
 	}
 	return problems
+}
+
+// leaveOut is jsonData with the value at the field path made null, which decoding leaves as it
+// was (a zero value); false when there is no value at path to leave out (the root's, or a path
+// without the list indexes that find it).
+func leaveOut(jsonData []byte, path string, root reflect.Type) ([]byte, bool) {
+	var rest []byte
+	jsonWalk{beforeValue: func(dec *json.Decoder, at *field.Path, _ reflect.Type) (read, stop bool) {
+		if at.String() != path {
+			return false, false
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return true, true
+		}
+		end := int(dec.InputOffset())
+		if start := end - len(raw); start >= 0 && bytes.Equal(jsonData[start:end], raw) && !bytes.Equal(raw, []byte("null")) {
+			rest = append(append(append([]byte{}, jsonData[:start]...), "null"...), jsonData[end:]...)
+		}
+		return true, true
+	}}.walk(json.NewDecoder(bytes.NewReader(jsonData)), nil, root)
+	return rest, rest != nil
 }
 
 // DecodeStrictly decodes JSON into the struct into points to as strictly as a manifest (every
@@ -224,7 +333,7 @@ func DecodeStrictly(jsonData []byte, into any) error {
 // document (a role's pod template, which the component receives on its own): every problem
 // names its field from the document's root.
 func DecodeStrictlyAt(jsonData []byte, into any, at *field.Path) error {
-	problems := strictDecode(jsonData, into)
+	problems, _ := strictDecode(jsonData, into)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -242,21 +351,43 @@ func DecodeStrictlyAt(jsonData []byte, into any, at *field.Path) error {
 	return errors.New(strings.Join(texts, "; "))
 }
 
-// decodeJSON is strict decoding of a service, with its apiVersion and kind checked.
+// decodeJSON is strict decoding of a service, with its apiVersion and kind checked: its problems,
+// and the service the rest of the document says (nil when there is none, or it is of another kind).
 func decodeJSON(jsonData []byte) (*InferenceService, []decodeProblem) {
+	if problem, other := otherKind(jsonData); other {
+		return nil, []decodeProblem{problem} // its fields are another kind's: naming each says nothing
+	}
 	var svc InferenceService
-	problems := strictDecode(jsonData, &svc)
-	if len(problems) == 1 && problems[0].typeError {
+	problems, whole := strictDecode(jsonData, &svc)
+	if !whole {
 		return nil, problems
 	}
-	if svc.APIVersion != APIVersion || svc.Kind != Kind {
-		problems = append(problems, decodeProblem{path: "apiVersion", message: fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
-			svc.APIVersion, svc.Kind, APIVersion, Kind)})
-	}
-	if len(problems) > 0 {
+	if svc.APIVersion != APIVersion || svc.Kind != Kind { // a kind of the wrong type, left out
 		return nil, problems
 	}
-	return &svc, nil
+	return &svc, problems
+}
+
+// otherKind is the one problem of a document of another kind than an InferenceService (false
+// when it is one, or is no object, which strict decoding says): for an object the render made
+// (it carries ServiceLabel), that it is rendered output and where it came from.
+func otherKind(jsonData []byte) (decodeProblem, bool) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Labels map[string]any `json:"labels"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(jsonData, &head) != nil || head.APIVersion == APIVersion && head.Kind == Kind {
+		return decodeProblem{}, false
+	}
+	if service, ok := head.Metadata.Labels[ServiceLabel].(string); ok && head.Kind != "" {
+		return decodeProblem{path: "apiVersion", message: fmt.Sprintf("this is rendered output, a %s of InferenceService %q: give the InferenceService manifest it was rendered from",
+			head.Kind, service)}, true
+	}
+	return decodeProblem{path: "apiVersion", message: fmt.Sprintf("apiVersion/kind %q/%q: must be %q/%q",
+		head.APIVersion, head.Kind, APIVersion, Kind)}, true
 }
 
 type documentChunk struct {
@@ -264,7 +395,7 @@ type documentChunk struct {
 	line int
 }
 
-// splitDocuments splits a YAML stream on "---" separator lines, remembering where each starts,
+// splitDocuments splits a YAML stream on "---" and "..." lines (isSeparator), remembering where each starts,
 // the way k8s.io/apimachinery's YAMLReader splits, so that errors can name absolute lines.
 func splitDocuments(data []byte) []documentChunk {
 	var chunks []documentChunk
@@ -286,8 +417,10 @@ func splitDocuments(data []byte) []documentChunk {
 	return append(chunks, current)
 }
 
+// isSeparator: a "---" line starts a document, and a "..." line ends one (YAML 1.2, 9.1.4),
+// after which another may follow without "---": either is where one document ends.
 func isSeparator(line []byte) bool {
-	if !bytes.HasPrefix(line, []byte("---")) {
+	if !bytes.HasPrefix(line, []byte("---")) && !bytes.HasPrefix(line, []byte("...")) {
 		return false
 	}
 	rest := bytes.TrimSpace(line[3:])
@@ -330,8 +463,9 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	// the value found there is then not the field named (nor a map value of it), and the
 	// field's name is all there is.
 	path := valuePathAt(jsonData, typeErr.Offset, root)
-	if found := withoutIndexes(path); found != typeErr.Field && !strings.HasPrefix(found, typeErr.Field+".") {
-		path = typeErr.Field
+	named := withoutEmbedded(root, typeErr.Field)
+	if found := withoutIndexes(path); found != named && !strings.HasPrefix(found, named+".") {
+		path = named
 	}
 	want := "a " + typeErr.Type.String()
 	switch typeErr.Type.Kind() {
@@ -352,7 +486,7 @@ func typeProblem(jsonData []byte, err error, root reflect.Type) decodeProblem {
 	if path == "" {
 		return decodeProblem{message: fmt.Sprintf("the document must be %s, not %s", want, typeErr.Value), typeError: true}
 	}
-	return decodeProblem{path, fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), true}
+	return decodeProblem{path: path, message: fmt.Sprintf("%s: must be %s, not %s", path, want, typeErr.Value), typeError: true}
 }
 
 var quantityType = reflect.TypeFor[resource.Quantity]()
@@ -367,9 +501,9 @@ func unmarshalerProblem(jsonData []byte, err error, root reflect.Type) decodePro
 		return decodeProblem{message: err.Error(), typeError: true}
 	}
 	if indirect(t) == quantityType {
-		return decodeProblem{path, fmt.Sprintf("%s: must be a quantity such as 16Gi, 500m or 2, not %s", path, value), true}
+		return decodeProblem{path: path, message: fmt.Sprintf("%s: must be a quantity such as 16Gi, 500m or 2, not %s", path, value), typeError: true}
 	}
-	return decodeProblem{path, fmt.Sprintf("%s: %s, not %s", path, refusal.Error(), value), true}
+	return decodeProblem{path: path, message: fmt.Sprintf("%s: %s, not %s", path, refusal.Error(), value), typeError: true}
 }
 
 // valueRefusedBy is the first value in jsonData, under the type root, whose type's own

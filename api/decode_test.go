@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,6 +78,10 @@ func TestDecodeIsStrict(t *testing.T) {
 			yaml: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {roles: []}\n",
 			want: []string{`apiVersion/kind "apps/v1"/"Deployment": must be "fusioninfer.io/v1alpha1"/"InferenceService"`},
 		},
+		"rendered output": {
+			yaml: "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata:\n  name: q-inference-0\n  labels: {fusioninfer.io/service: q}\nspec: {replicas: 1, leaderWorkerTemplate: {size: 1}}\n",
+			want: []string{`line 1: this is rendered output, a LeaderWorkerSet of InferenceService "q": give the InferenceService manifest it was rendered from`},
+		},
 		"wrong type": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: [{name: a, componentType: worker, replicas: two}]}\n",
 			want: []string{"line 4: spec.roles[0].replicas: must be an integer, not string"},
@@ -86,6 +91,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, errs := Decode([]byte(tc.yaml))
 			require.Len(t, errs, 1)
+			require.Len(t, errs[0].(*DecodeError).Problems, len(tc.want), "%v", errs[0])
 			for _, w := range tc.want {
 				assert.Contains(t, errs[0].Error(), w)
 			}
@@ -179,4 +185,92 @@ func TestDidYouMean(t *testing.T) {
 	} {
 		assert.Equal(t, want, didYouMean(serviceType, path), path)
 	}
+}
+
+// TestWrongTypesInEmbeddedStructsAreAtTheirField: a value of the wrong type under a field Go
+// embeds (a probe's handler, a volume's source) is named by its JSON path, with list indexes and
+// no Go struct names, at its own line.
+func TestWrongTypesInEmbeddedStructsAreAtTheirField(t *testing.T) {
+	const service = `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: a}
+spec:
+  roles:
+    - name: b
+      componentType: worker
+      template:
+        spec:
+          containers:
+            - name: vllm
+              readinessProbe:
+                exec:
+                  command: "cat /tmp/ready"
+          volumes:
+            - name: shm
+              emptyDir: "yes"
+`
+	_, errs := Decode([]byte(service))
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), `line 14: spec.roles[0].template.spec.containers[0].readinessProbe.exec.command: must be a list, not string`)
+	assert.Contains(t, errs[0].Error(), `line 17: spec.roles[0].template.spec.volumes[0].emptyDir: must be an object, not string`)
+	assert.NotContains(t, errs[0].Error(), "ProbeHandler")
+}
+
+// TestDocumentEndStartsTheNext: a document ended by "..." is followed by the next one, which is
+// read, not dropped.
+func TestDocumentEndStartsTheNext(t *testing.T) {
+	docs, errs := Decode([]byte(strings.Replace(twoServices, "---\n---   # an empty document is skipped\n", "...\n\n", 1)))
+	require.Empty(t, errs)
+	require.Len(t, docs, 2)
+	assert.Equal(t, "second", docs[1].Service.Name)
+	assert.Equal(t, 11, docs[1].Line)
+	assert.Equal(t, 15, docs[1].LineOf("metadata.name"))
+}
+
+// TestDecodingProblemsLeaveTheRest: a document with decoding problems (unknown fields, values of
+// the wrong type) keeps the service the rest of it says, for validation to report its own
+// problems with them; what was left out is not validated.
+func TestDecodingProblemsLeaveTheRest(t *testing.T) {
+	const service = `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: a}
+spec:
+  roles:
+    - name: b
+      componentType: worker
+      replica: 2
+      multinode: {nodeCount: many}
+    - name: c
+      componentType: worker
+      replicas: "3"
+`
+	docs := DecodeEach([]byte(service))
+	require.Len(t, docs, 1)
+	doc := docs[0]
+	require.NotNil(t, doc.Problems)
+	require.NotNil(t, doc.Service, "the rest of the document")
+	assert.Len(t, doc.Problems.Problems, 3)
+	assert.Equal(t, "c", doc.Service.Spec.Roles[1].Name)
+	assert.Zero(t, doc.Service.Spec.Roles[0].Multinode.NodeCount, "left out")
+	assert.True(t, doc.LeftOut("spec.roles[0].multinode.nodeCount"))
+	assert.True(t, doc.LeftOut("spec.roles[1].replicas"))
+	assert.False(t, doc.LeftOut("spec.roles[1].name"))
+	assert.False(t, doc.LeftOut("spec.roles[0].replica"), "an unknown field is ignored, not left out")
+	assert.True(t, doc.LeftOut("spec.roles[0].replicas"), "what the misspelt field was meant to be")
+	_, errs := Decode([]byte(service))
+	require.Len(t, errs, 1, "Decode returns only services without problems")
+}
+
+// TestAManifestHoldsAtMostMaxServices: a stream of more services than a render can hold at once
+// is refused at the first one too many, which is not decoded (nor any after it).
+func TestAManifestHoldsAtMostMaxServices(t *testing.T) {
+	one := "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: a}\nspec: {roles: [{name: b, componentType: worker}]}\n---\n"
+	docs, errs := Decode([]byte(strings.Repeat(one, MaxServices)))
+	assert.Empty(t, errs)
+	assert.Equal(t, MaxServices, len(docs))
+	docs, errs = Decode([]byte(strings.Repeat(one, MaxServices+5)))
+	assert.Equal(t, MaxServices, len(docs))
+	require.Len(t, errs, 1)
+	assert.Equal(t, fmt.Sprintf("line %d: a manifest holds at most %d services: split it into files of fewer, and render or deploy each",
+		MaxServices*5+1, MaxServices), errs[0].Error())
 }

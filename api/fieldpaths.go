@@ -80,6 +80,34 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return fields
 }
 
+// withoutEmbedded is a field path as encoding/json names a field of the wrong type, less the Go
+// names of the embedded structs it passes through, which a manifest does not write
+// ("readinessProbe.ProbeHandler.exec" is "readinessProbe.exec").
+func withoutEmbedded(root reflect.Type, path string) string {
+	t := root
+	var names []string
+	for _, segment := range strings.Split(path, ".") {
+		for t != nil && (indirect(t).Kind() == reflect.Slice || indirect(t).Kind() == reflect.Array) {
+			t = indirect(t).Elem() // the path has no list indexes: a name after a list is its element's
+		}
+		if t != nil && indirect(t).Kind() == reflect.Struct {
+			if f, ok := indirect(t).FieldByName(segment); ok && f.Anonymous && jsonName(f) == "" {
+				t = f.Type
+				continue
+			}
+		}
+		names = append(names, segment)
+		t, _ = child(t, segment)
+	}
+	return strings.Join(names, ".")
+}
+
+// jsonName is the name a struct field's tag gives it, "" for none.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
 func indirect(t reflect.Type) reflect.Type {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -252,4 +280,30 @@ func (m manifestLines) line(path string) int {
 		node = next
 	}
 	return at + m.first - 1
+}
+
+// LargestValue is the field path of the largest single value in v's JSON (a string, a number;
+// not an object or list, which are many values) and its size in bytes: what makes an object
+// built from v large, to name when it is too large.
+func LargestValue(v any) (*field.Path, int) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, 0
+	}
+	var largest *field.Path
+	var size int
+	var start int64
+	jsonWalk{
+		beforeValue: func(dec *json.Decoder, _ *field.Path, _ reflect.Type) (read, stop bool) {
+			start = dec.InputOffset()
+			return false, false
+		},
+		afterToken: func(dec *json.Decoder, path *field.Path) bool {
+			if n := int(dec.InputOffset() - start); path != nil && n > size {
+				largest, size = path, n
+			}
+			return false
+		},
+	}.walk(json.NewDecoder(bytes.NewReader(data)), nil, reflect.TypeOf(v))
+	return largest, size
 }

@@ -491,7 +491,11 @@ func validateAdapters(rm *ResolvedModel, path *field.Path) field.ErrorList {
 		}
 		for j, target := range split.Targets {
 			tp := p.Child("targets").Index(j)
-			if !slices.Contains(adapterNames, target.Adapter) {
+			switch {
+			case len(adapterNames) == 0:
+				errs = append(errs, field.Invalid(tp.Child("adapter"), target.Adapter,
+					"must name one of the model's adapters, and it has none: give "+path.Child("adapters").String()))
+			case !slices.Contains(adapterNames, target.Adapter):
 				errs = append(errs, field.Invalid(tp.Child("adapter"), target.Adapter,
 					"must name one of the model's adapters: "+strings.Join(adapterNames, ", ")))
 			}

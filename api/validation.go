@@ -22,6 +22,9 @@ import (
 // ReservedLabelPrefix marks the labels the project sets; users may not set them.
 const ReservedLabelPrefix = "fusioninfer.io/"
 
+// ServiceLabel names, on every object the render makes, the InferenceService it was rendered from.
+const ServiceLabel = ReservedLabelPrefix + "service"
+
 // LWS names its leader StatefulSet after itself and its worker StatefulSets "{lws}-{group}";
 // Kubernetes labels each StatefulSet's pods with "controller-revision-hash: {sts}-{hash}", a
 // label value of at most 63 characters with a hash of up to 10 characters and a dash.

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	src, err := modelsource.Parse(*source)
 	if err != nil {
-		return err
+		return fmt.Errorf("--source %q: %w", *source, err)
 	}
 	for _, p := range exclude {
 		if err := modelsource.ValidPattern(p); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=..."; a binary from
@@ -31,8 +32,8 @@ func main() {
 	os.Exit(runMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// errReported means the error's message is already on stderr (a list of problems, or a flag
-// error with the usage); runMain prints it nowhere else.
+// errReported means the error's message is already on stderr (a list of problems); runMain
+// prints it nowhere else.
 var errReported = errors.New("reported")
 
 // runMain is the whole command: its exit status is 0 on success and 1 otherwise (status has its
@@ -86,11 +87,29 @@ prints what installs the cluster's prerequisites (docs/install.md).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRenderCommand(), newPlanCommand(), newStatusCommand(), newPlatformCommand())
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		fmt.Fprintf(c.ErrOrStderr(), "fusioninfer: %v\n\n%s", err, c.UsageString())
-		return fmt.Errorf("%w: %w", errReported, err)
-	})
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	return root
+}
+
+// flagError is a flag's problem as one line that says what the flag takes, for pflag's words
+// ("invalid argument "x" for "--timeout" flag: time: invalid duration "x""), which are Go's.
+// runMain prints it with the command's --help to read, not the whole usage.
+func flagError(err error) error {
+	var invalid *pflag.InvalidValueError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	flag := invalid.GetFlag()
+	switch flag.Value.Type() {
+	case "bool":
+		return fmt.Errorf("--%s %q: give true or false", flag.Name, invalid.GetValue())
+	case "duration":
+		return fmt.Errorf("--%s %q: give a duration such as 30s or 2m", flag.Name, invalid.GetValue())
+	case "int", "int32", "int64", "uint", "uint32", "uint64":
+		return fmt.Errorf("--%s %q: give a whole number", flag.Name, invalid.GetValue())
+	}
+	// The project's own flag values say what they take themselves.
+	return fmt.Errorf("--%s %q: %w", flag.Name, invalid.GetValue(), errors.Unwrap(invalid))
 }
 
 // unknownSubcommand refuses any argument of a command group, with cobra's suggestions, as cobra

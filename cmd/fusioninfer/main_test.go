@@ -199,7 +199,7 @@ func TestOutputDirectoryMustBeEmpty(t *testing.T) {
 
 	stdout, stderr, err := run(t, "", "render", "-f", "../../examples/manifests/story1-monolithic.yaml", "-o", dir, "--replace")
 	require.NoError(t, err, stderr)
-	assert.Contains(t, stdout, "wrote 1 objects")
+	assert.Contains(t, stdout, "wrote 1 object to")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "only the new render's file is left")
@@ -274,7 +274,7 @@ func TestAServiceIsRenderedOnce(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, more+":1"+second+story1Path+":1)")
-	assert.Contains(t, stderr, "1 problem(s); nothing rendered")
+	assert.Contains(t, stderr, "1 problem; nothing rendered")
 }
 
 // TestAFileGivenTwiceUnderAnotherSpellingIsRefused: the same file through an absolute path or a
@@ -344,8 +344,10 @@ func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role to receive KV caches from`, badLine+5),
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine+9),
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}`, badLine+13),
+		// A decoding problem hides none of the rules the rest of its document breaks.
+		fmt.Sprintf(`-:%d: InferenceService "typo": spec.roles[0].template: Required value: the pod template of the model server`, typoLine+6),
 		fmt.Sprintf(`-:%d: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`, typoLine+8),
-		"4 problem(s); nothing rendered",
+		"5 problems; nothing rendered",
 	}, "\n")+"\n", stderr)
 }
 
@@ -524,6 +526,35 @@ func TestNeverSilent(t *testing.T) {
 			}
 		})
 	}
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 0, runMain([]string{"render", "-f", story1Path}, strings.NewReader(""), &out, &errOut))
+	assert.Empty(t, errOut.String())
+	assert.NotEmpty(t, out.String())
+}
+
+// TestFlagErrorsAreOneLine: a flag given a value it does not take is one line on stderr that
+// says what the flag takes, with no usage and no Go (strconv.ParseBool, time.ParseDuration).
+func TestFlagErrorsAreOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"render", "--summary=maybe"}, `fusioninfer: --summary "maybe": give true or false (see 'fusioninfer render --help')`},
+		{[]string{"status", "--timeout", "soon"}, `fusioninfer: --timeout "soon": give a duration such as 30s or 2m (see 'fusioninfer status --help')`},
+		{[]string{"status", "-f", story1Path, "--timeout", "0s"}, `fusioninfer: --timeout 0s: give a duration above zero such as 30s or 2m (see 'fusioninfer status --help')`},
+		{[]string{"plan", "-f", story1Path, "--gpus-per-node", "eight"}, `fusioninfer: --gpus-per-node "eight": not a whole number; --gpus-per-node takes a whole number of GPUs, at least 1 (see 'fusioninfer plan --help')`},
+		{[]string{"render", "--bogus"}, `fusioninfer: unknown flag: --bogus (see 'fusioninfer render --help')`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			assert.Equal(t, 1, runMain(tc.args, strings.NewReader(""), &out, &errOut))
+			assert.Empty(t, out.String())
+			assert.Equal(t, tc.want+"\n", errOut.String())
+		})
+	}
+}
+
+func TestNeverSilentSucceeds(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 0, runMain([]string{"render", "-f", story1Path}, strings.NewReader(""), &out, &errOut))
 	assert.Empty(t, errOut.String())

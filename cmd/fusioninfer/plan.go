@@ -80,7 +80,7 @@ func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return []planner.Cluster{cluster}, []string{fmt.Sprintf("%d GPUs (%s)", cluster.GPUs(), o.nodesFile)}, nil
+		return []planner.Cluster{cluster}, []string{fmt.Sprintf("%s (%s)", plural(cluster.GPUs(), "GPU"), o.nodesFile)}, nil
 	case len(o.nodes) > 0:
 		if o.gpusPerNode < 1 {
 			return nil, nil, fmt.Errorf("--nodes needs --gpus-per-node, a whole number of GPUs of every node, at least 1")
@@ -95,7 +95,7 @@ func (o planOptions) clusters() ([]planner.Cluster, []string, error) {
 					"a cluster has at most %d GPUs in all", n, g, n, g, int64(math.MaxInt64))
 			}
 			clusters = append(clusters, planner.Uniform(n, g))
-			labels = append(labels, fmt.Sprintf("%d GPUs (%d x %d)", n*g, n, g))
+			labels = append(labels, fmt.Sprintf("%s (%d x %d)", plural(n*g, "GPU"), n, g))
 		}
 		return clusters, labels, nil
 	}
@@ -201,13 +201,13 @@ func writePlan(w io.Writer, tree *render.Tree, clusters []planner.Cluster, label
 		code = max(code, planExitCodes[p.Status])
 	}
 	first := predictions[0]
-	fullSize := fmt.Sprintf("%d GPUs at full size", first.GPUsFull)
+	fullSize := plural(first.GPUsFull, "GPU") + " at full size"
 	if first.GPUsBase != first.GPUsFull {
-		fullSize = fmt.Sprintf("%d GPUs at maxReplicas, %d GPUs for the base replicas", first.GPUsFull, first.GPUsBase)
+		fullSize = fmt.Sprintf("%s at maxReplicas, %s for the base replicas", plural(first.GPUsFull, "GPU"), plural(first.GPUsBase, "GPU"))
 	}
 	if tree.Service.Spec.GangScheduled() {
-		fmt.Fprintf(w, "InferenceService %s: %s, %d GPUs for the gang's minimal set\n",
-			tree.Service.Name, fullSize, first.GPUsMinimal)
+		fmt.Fprintf(w, "InferenceService %s: %s, %s for the gang's minimal set\n",
+			tree.Service.Name, fullSize, plural(first.GPUsMinimal, "GPU"))
 		fmt.Fprintln(w, "A prediction of Volcano's gang rules for the PodGroup this service emits, counting GPUs; not of every scheduler plugin.")
 	} else {
 		fmt.Fprintf(w, "InferenceService %s: %s; each replica is placed on its own (no PodGroup)\n",
@@ -222,7 +222,7 @@ func writePlan(w io.Writer, tree *render.Tree, clusters []planner.Cluster, label
 	header := []string{"CLUSTER"}
 	if perReplica {
 		for _, r := range first.Replicas {
-			header = append(header, fmt.Sprintf("%s (%d GPUs)", r.Name(), r.GPUs()))
+			header = append(header, fmt.Sprintf("%s (%s)", r.Name(), plural(r.GPUs(), "GPU")))
 		}
 	} else {
 		for _, role := range roleOrder(first) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPlanFlagsSayWhatIsAllowed: a cluster size that is no whole number of nodes, or GPUs that
@@ -47,4 +48,21 @@ func TestPlanOfAHugeCluster(t *testing.T) {
 	requireExit(t, 0, err, stderr)
 	assert.Contains(t, stdout, "1000000000000000000 GPUs (1000000000 x 1000000000)")
 	assert.Contains(t, stdout, "4000000000 GPUs (4 x 1000000000)")
+}
+
+// TestOneIsSingular: one GPU, one object, one problem are said in the singular.
+func TestOneIsSingular(t *testing.T) {
+	stdout, stderr, err := run(t, "", "plan", "-f", story1Path, "--nodes", "1", "--gpus-per-node", "1")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stdout, "qwen-inference: 1 GPU at full size;")
+	assert.Contains(t, stdout, "inference-0 (1 GPU)")
+	assert.Contains(t, stdout, "\n1 GPU (1 x 1)")
+	assert.NotContains(t, stdout, "1 GPUs")
+
+	var out bytes.Buffer
+	require.NoError(t, writeObjectFiles(t.TempDir(), false, []objectFile{{"llm", "Service", "one", func() ([]byte, error) { return []byte("kind: Service\n"), nil }}}, &out))
+	assert.Contains(t, out.String(), "wrote 1 object to ")
+
+	_, stderr, _ = run(t, "apiVersion: fusioninfer.io/v1alpha1\nkind: Service\n", "render", "-f", "-")
+	assert.Contains(t, stderr, "\n1 problem; nothing rendered\n")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -32,10 +33,11 @@ func newPlatformCommand() *cobra.Command {
 		Use:   "render [-f SPEC] [-o DIR]",
 		Short: "Print the objects that install the cluster's prerequisites as YAML",
 		Long: `render prints the objects of the Platform component, in apply order, as multi-document YAML:
-LeaderWorkerSet v0.9.0 (its own gang scheduling off: the service's PodGroup gangs the pods),
-Volcano v1.14.1 with the scheduler configuration the gang rules need, the InferencePool and
-llm-d router CRDs of the Gateway API Inference Extension v1.2.0, KEDA v2.21.0 and
-prometheus-operator's PodMonitor CRD, from their upstream release manifests.
+LeaderWorkerSet (its own gang scheduling off: the service's PodGroup gangs the pods), Volcano
+with the scheduler configuration the gang rules need, the Gateway API Inference Extension's
+InferencePool, InferenceObjective and InferenceModelRewrite CRDs (which the Endpoint Picker
+reads), KEDA and prometheus-operator's PodMonitor CRD, from their upstream release manifests:
+  ` + strings.Join(platform.Versions(), "\n  ") + `
 
 A spec file (-f) says which parts to install, Volcano's scheduler configuration, and whether
 the controllers' Deployments are rendered (controllers: false); without one, everything is.

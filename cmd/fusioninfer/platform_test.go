@@ -77,3 +77,14 @@ func TestPlatformUnknownSubcommand(t *testing.T) {
 	require.NoError(t, err, "the group alone prints its help")
 	require.Contains(t, stdout, "Available Commands:")
 }
+
+// TestPlatformRenderHelpSaysWhatItInstalls: the help names the upstream release of every part
+// the core installs (platform.Versions), and no CRDs it does not install.
+func TestPlatformRenderHelpSaysWhatItInstalls(t *testing.T) {
+	stdout, stderr, err := run(t, "", "platform", "render", "--help")
+	require.NoError(t, err, stderr)
+	for _, v := range platform.Versions() {
+		require.Contains(t, stdout, v)
+	}
+	require.NotContains(t, stdout, "llm-d router CRDs")
+}

@@ -66,7 +66,7 @@ func runRender(stdin io.Reader, stdout, stderr io.Writer, opts renderOptions) er
 		for _, p := range problems {
 			fmt.Fprintln(stderr, p)
 		}
-		fmt.Fprintf(stderr, "%d problem(s); nothing rendered\n", len(problems))
+		fmt.Fprintf(stderr, "%s; nothing rendered\n", plural(len(problems), "problem"))
 		return errInvalidInput
 	}
 	for _, tree := range trees {
@@ -271,6 +271,6 @@ func writeObjectFiles(dir string, replace bool, objects []objectFile, stdout io.
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %d objects to %s\n", len(objects), dir)
+	fmt.Fprintf(stdout, "wrote %s to %s\n", plural(len(objects), "object"), dir)
 	return nil
 }

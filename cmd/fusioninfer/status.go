@@ -54,7 +54,7 @@ Exit status: 0 Running, 2 not running yet, 3 failed (waiting will not help), 1 a
 	}
 	cmd.Flags().StringArrayVarP(&opts.files, "filename", "f", nil, `the service's manifest ("-" for stdin)`)
 	cmd.Flags().StringVar(&opts.name, "name", "", "the service's name, without a manifest")
-	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "its namespace (default: the manifest's, else default)")
+	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "its namespace (default: the manifest's, else default; with --name, the kubeconfig context's)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "text", "text or json")
 	cmd.Flags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig file (default: as kubectl finds it)")
 	cmd.Flags().StringVar(&opts.kubeContext, "context", "", "kubeconfig context")
@@ -73,11 +73,14 @@ type statusError struct {
 // inputProblems are a manifest's problems, each printed on its own line.
 type inputProblems []string
 
-func (p inputProblems) Error() string { return fmt.Sprintf("%d problem(s) in the manifest", len(p)) }
+func (p inputProblems) Error() string { return plural(len(p), "problem") + " in the manifest" }
 
 func runStatus(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, opts statusOptions) error {
 	if opts.output != "text" && opts.output != "json" {
 		return fmt.Errorf("-o %q: give text or json", opts.output)
+	}
+	if opts.timeout <= 0 { // a context that is already over: every request would fail at once
+		return fmt.Errorf("--timeout %s: give a duration above zero such as 30s or 2m", opts.timeout)
 	}
 	err := reportStatus(ctx, stdin, stdout, opts)
 	var code exitCode
@@ -122,6 +125,9 @@ func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts s
 	worst := 0
 	var reports []*diagnosis.Report
 	for _, target := range services {
+		if target.namespace == "" { // by name, without --namespace: the context's, as kubectl reads
+			target.namespace = clients.Namespace
+		}
 		observed, err := clients.Service(ctx, target.name, target.namespace, target.svc)
 		if err != nil {
 			return err
@@ -159,7 +165,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// statusTarget is one service to diagnose; svc is nil without a manifest.
+// statusTarget is one service to diagnose; svc is nil without a manifest, and namespace empty
+// for the kubeconfig context's (a name without --namespace). A manifest's service without a
+// namespace is in "default", where render and the component put it.
 type statusTarget struct {
 	name, namespace string
 	svc             *api.InferenceService
@@ -173,11 +181,7 @@ func statusTargets(stdin io.Reader, opts statusOptions) ([]statusTarget, error) 
 		if err := checkNamespaceFlag(opts.namespace); err != nil {
 			return nil, err
 		}
-		namespace := opts.namespace
-		if namespace == "" {
-			namespace = api.DefaultNamespace
-		}
-		return []statusTarget{{name: opts.name, namespace: namespace}}, nil
+		return []statusTarget{{name: opts.name, namespace: opts.namespace}}, nil
 	case len(opts.files) == 0:
 		return nil, errors.New("give -f FILE (the service's manifest) or --name NAME")
 	}

@@ -129,7 +129,8 @@ func TestStatusErrorsAsJSON(t *testing.T) {
 	require.Equal(t, 1, runMain([]string{"status", "-f", "-", "-o", "json"}, strings.NewReader(bad), &out, &errOut))
 	var report statusError
 	require.NoError(t, json.Unmarshal(out.Bytes(), &report), out.String())
-	assert.Equal(t, []string{`-:6: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`}, report.Problems)
+	assert.Equal(t, []string{`-:6: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`,
+		`-:6: InferenceService "a": spec.roles[0].template: Required value: the pod template of the model server`}, report.Problems)
 
 	cmd := exec.Command(testcli.Binary(t), "status", "--name", "x", "-o", "json")
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(v string) bool {
@@ -149,4 +150,19 @@ func TestStatusErrorsAsJSON(t *testing.T) {
 	require.Error(t, err)
 	require.NoError(t, json.Unmarshal(stdout, &report), string(stdout))
 	assert.Contains(t, report.Error, "no kubeconfig found (KUBECONFIG names "+missing+", and no such file exists)")
+}
+
+// TestStatusByNameReadsTheContextsNamespace: without --namespace, a service given by name is
+// looked for in the kubeconfig context's namespace, as kubectl looks; --namespace overrides it.
+func TestStatusByNameReadsTheContextsNamespace(t *testing.T) {
+	kubeconfig := fakeAPIServer(t, nil, nil, "")
+	data, err := os.ReadFile(kubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(strings.Replace(string(data), "{cluster: c, user: u}", "{cluster: c, user: u, namespace: team}", 1)), 0o600))
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, runMain([]string{"status", "--name", "x", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), `no InferenceService "x" in namespace "team"`)
+	errOut.Reset()
+	assert.Equal(t, 1, runMain([]string{"status", "--name", "x", "-n", "other", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), `no InferenceService "x" in namespace "other"`)
 }

@@ -35,8 +35,8 @@ func writeSummary(w io.Writer, s render.Summary) {
 		for _, r := range s.Roles {
 			mins = append(mins, fmt.Sprintf("%s %dx%d", r.Name, r.MinReplicas, r.NodesPerRep))
 		}
-		fmt.Fprintf(&body, "gang: Volcano PodGroup %s, mode %s, minMember %d (%s), minimal set %d GPUs\n",
-			s.PodGroup, s.GangMode, s.MinMember, strings.Join(mins, " + "), s.MinimalGPUs)
+		fmt.Fprintf(&body, "gang: Volcano PodGroup %s, mode %s, minMember %d (%s), minimal set %s\n",
+			s.PodGroup, s.GangMode, s.MinMember, strings.Join(mins, " + "), plural(s.MinimalGPUs, "GPU"))
 	} else {
 		body.WriteString("gang: off (default scheduler; single-node, monolithic)\n")
 	}
@@ -47,8 +47,8 @@ func writeSummary(w io.Writer, s render.Summary) {
 			if r.Expert {
 				expert = ", expert parallel"
 			}
-			ranks = append(ranks, fmt.Sprintf("%s %d a replica (%d a pod of %d GPUs, %s a rank%s)",
-				r.Name, r.Ranks, r.LocalRanks, r.GPUsPerPod, plural(r.RankGPUs, "GPU"), expert))
+			ranks = append(ranks, fmt.Sprintf("%s %d a replica (%d a pod of %s, %s a rank%s)",
+				r.Name, r.Ranks, r.LocalRanks, plural(r.GPUsPerPod, "GPU"), plural(r.RankGPUs, "GPU"), expert))
 		}
 	}
 	if len(ranks) > 0 {
@@ -93,7 +93,7 @@ func taskNames(names []string) string {
 }
 
 // plural is a count and its noun: "1 GPU", "2 GPUs".
-func plural(n int, noun string) string {
+func plural[N ~int | ~int32 | ~int64](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -5,6 +5,7 @@
 package modelsource
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -53,41 +54,42 @@ var (
 	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$`)
 )
 
-// Parse reads a source URI. Its errors say what is allowed.
+// Parse reads a source URI. Its errors say what is allowed, not the URI, which the caller names
+// (a field.Invalid shows the value; a flag its name and value).
 func Parse(uri string) (Source, error) {
 	scheme, rest, ok := strings.Cut(uri, "://")
 	if !ok {
-		return Source{}, fmt.Errorf("%q has no scheme: write hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image", uri)
+		return Source{}, errors.New("no scheme: write hf://org/name[@revision], s3://bucket/prefix, gs://bucket/prefix, pvc://claim/path or oci://image")
 	}
 	switch Scheme(scheme) {
 	case HuggingFace:
 		repo, revision, hasRevision := strings.Cut(rest, "@")
 		if !hubRepo.MatchString(repo) || strings.Contains(repo, "..") {
-			return Source{}, fmt.Errorf("%q: a Hub source is hf://org/name[@revision]", uri)
+			return Source{}, errors.New("a Hub source is hf://org/name[@revision]")
 		}
 		if hasRevision && (!hubRev.MatchString(revision) || strings.Contains(revision, "..")) {
-			return Source{}, fmt.Errorf("%q: the revision after @ must be a branch, tag or commit", uri)
+			return Source{}, errors.New("the revision after @ must be a branch, tag or commit")
 		}
 		return Source{Scheme: HuggingFace, Location: repo, Revision: revision}, nil
 	case S3, GCS:
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if !bucketName.MatchString(bucket) {
-			return Source{}, fmt.Errorf("%q: %q is not a bucket name", uri, bucket)
+			return Source{}, fmt.Errorf("%q is not a bucket name", bucket)
 		}
-		return Source{Scheme: Scheme(scheme), Location: bucket, Path: cleanPath(prefix)}, validPath(uri, prefix)
+		return Source{Scheme: Scheme(scheme), Location: bucket, Path: cleanPath(prefix)}, validPath(prefix)
 	case PVC:
 		claim, dir, _ := strings.Cut(rest, "/")
 		if !dnsLabel.MatchString(claim) {
-			return Source{}, fmt.Errorf("%q: %q is not a claim name", uri, claim)
+			return Source{}, fmt.Errorf("%q is not a claim name", claim)
 		}
-		return Source{Scheme: PVC, Location: claim, Path: cleanPath(dir)}, validPath(uri, dir)
+		return Source{Scheme: PVC, Location: claim, Path: cleanPath(dir)}, validPath(dir)
 	case OCI:
 		if rest == "" || strings.ContainsAny(rest, " \t") {
-			return Source{}, fmt.Errorf("%q: an image source is oci://registry/repository:tag (or @sha256:digest)", uri)
+			return Source{}, errors.New("an image source is oci://registry/repository:tag (or @sha256:digest)")
 		}
 		return Source{Scheme: OCI, Location: rest}, nil
 	}
-	return Source{}, fmt.Errorf("%q: unknown scheme %q: use one of %s", uri, scheme, strings.Join(schemeNames(), ", "))
+	return Source{}, fmt.Errorf("unknown scheme %q: use one of %s", scheme, strings.Join(schemeNames(), ", "))
 }
 
 func schemeNames() []string {
@@ -101,10 +103,10 @@ func schemeNames() []string {
 func cleanPath(p string) string { return strings.Trim(p, "/") }
 
 // validPath refuses a path that climbs out of its bucket or claim.
-func validPath(uri, p string) error {
+func validPath(p string) error {
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." || part == "." {
-			return fmt.Errorf("%q: the path may not contain %q", uri, part)
+			return fmt.Errorf("the path may not contain %q", part)
 		}
 	}
 	return nil

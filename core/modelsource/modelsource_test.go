@@ -40,7 +40,7 @@ func TestParse(t *testing.T) {
 
 func TestParseRefuses(t *testing.T) {
 	for uri, want := range map[string]string{
-		"deepseek-ai/DeepSeek-R1":  "has no scheme",
+		"deepseek-ai/DeepSeek-R1":  "no scheme: write hf://",
 		"http://example.com/model": `unknown scheme "http": use one of hf, s3, gs, pvc, oci`,
 		"hf://org/name/extra":      "a Hub source is hf://org/name[@revision]",
 		"hf://org/..":              "a Hub source is hf://org/name[@revision]",

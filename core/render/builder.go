@@ -249,6 +249,9 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 	if errs := checkPoolReach(tree); len(errs) > 0 {
 		return nil, errs
 	}
+	if errs := checkObjectSizes(tree); len(errs) > 0 {
+		return nil, errs
+	}
 	return tree, nil
 }
 

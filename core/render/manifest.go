@@ -1,7 +1,6 @@
 package render
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
@@ -23,19 +22,16 @@ func LoadManifest(file string, data []byte, adjust func(*api.InferenceService) *
 		text string
 	}
 	var found []problem
-	docs, errs := api.Decode(data)
-	for _, err := range errs {
-		var decodeErr *api.DecodeError
-		if !errors.As(err, &decodeErr) {
-			found = append(found, problem{0, fmt.Sprintf("%s: %v", file, err)})
+	for _, doc := range api.DecodeEach(data) {
+		if doc.Problems != nil {
+			for _, p := range doc.Problems.Problems {
+				found = append(found, problem{p.Line, fmt.Sprintf("%s:%d: %s", file, p.Line, p.Message)})
+			}
+		}
+		svc := doc.Service
+		if svc == nil {
 			continue
 		}
-		for _, p := range decodeErr.Problems {
-			found = append(found, problem{p.Line, fmt.Sprintf("%s:%d: %s", file, p.Line, p.Message)})
-		}
-	}
-	for _, doc := range docs {
-		svc := doc.Service
 		service := fmt.Sprintf("InferenceService %q", svc.Name)
 		if adjust != nil {
 			if err := adjust(svc); err != nil {
@@ -44,12 +40,17 @@ func LoadManifest(file string, data []byte, adjust func(*api.InferenceService) *
 				continue
 			}
 		}
+		// A document with decoding problems is validated for the rules the rest of it breaks,
+		// all reported at once, and never built.
 		tree, verrs := Build(svc)
 		for _, e := range verrs {
+			if doc.LeftOut(e.Field) {
+				continue
+			}
 			line := doc.LineOf(e.Field)
 			found = append(found, problem{line, fmt.Sprintf("%s:%d: %s: %v", file, line, service, e)})
 		}
-		if tree != nil {
+		if tree != nil && doc.Problems == nil {
 			trees = append(trees, tree)
 			sources = append(sources, Source{File: file, Line: doc.Line, Service: svc.Name})
 		}

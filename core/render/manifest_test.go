@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,4 +50,50 @@ func TestAServiceIsGivenOnce(t *testing.T) {
 	assert.Empty(t, loadAll(t, [2]string{"a.yaml", svc}, [2]string{"b.yaml", manifestService("svc", "llm", 1)}),
 		"one name in two namespaces")
 	assert.Len(t, loadAll(t, [2]string{"a.yaml", svc + "---\n" + svc + "---\n" + svc}), 2, "each later one is named once")
+}
+
+// TestDecodingAndValidationProblemsAtOnce: a document's decoding problems (an unknown field, a
+// value of the wrong type) do not hide the rules the rest of it breaks; a rule about a value
+// decoding left out is not reported again.
+func TestDecodingAndValidationProblemsAtOnce(t *testing.T) {
+	const manifest = `apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: ds}
+spec:
+  roles:
+    - name: inference
+      componentType: worker
+      replica: 2
+      multinode: {nodeCount: 0}
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.11.0
+              ports: "8000"
+`
+	trees, _, problems := render.LoadManifest("bad.yaml", []byte(manifest), nil)
+	assert.Empty(t, trees, "nothing is built of a document with problems")
+	require.Len(t, problems, 3, "%q", problems)
+	assert.Contains(t, problems[0], `bad.yaml:8: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`)
+	assert.Contains(t, problems[1], `bad.yaml:9: InferenceService "ds": spec.roles[0].multinode.nodeCount: Invalid value: 0`)
+	assert.Contains(t, problems[2], `bad.yaml:15: spec.roles[0].template.spec.containers[0].ports: must be a list, not string`)
+}
+
+// BenchmarkLoadManifest loads a manifest of 1,000 one-role services, as `fusioninfer render`
+// does: the cost of a service of a large manifest (issue 42 measured 109,000 in one file: 105 s,
+// 4.2 GB), which MaxManifestBytes bounds.
+func BenchmarkLoadManifest(b *testing.B) {
+	var manifest strings.Builder
+	for i := range 1000 {
+		manifest.WriteString(manifestService(fmt.Sprintf("s%d", i), "llm", 1) + "---\n")
+	}
+	data := []byte(manifest.String())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, problems := render.LoadManifest("many.yaml", data, nil); len(problems) > 0 {
+			b.Fatal(problems[0])
+		}
+	}
 }

@@ -9,7 +9,7 @@ import (
 
 // Labels the core sets on every LeaderWorkerSet and pod template (docs/design/0000-the-fusioninfer-design.md).
 const (
-	LabelService       = api.ReservedLabelPrefix + "service"
+	LabelService       = api.ServiceLabel
 	LabelComponentType = api.ReservedLabelPrefix + "component-type"
 	LabelRoleName      = api.ReservedLabelPrefix + "role-name"
 	LabelReplicaIndex  = api.ReservedLabelPrefix + "replica-index"

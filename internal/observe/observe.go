@@ -51,6 +51,9 @@ type Clients struct {
 	// pod's proxy (the LoRA loaders' state).
 	core   rest.Interface
 	server string
+	// Namespace is the kubeconfig context's namespace, "default" when it names none: where
+	// kubectl looks for what is given without a namespace.
+	Namespace string
 }
 
 // NewClients are clients of the cluster a kubeconfig names, found as kubectl finds it when
@@ -106,7 +109,11 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{dynamic: dyn, core: core, server: config.Host}, nil
+	namespace, _, err := loader.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to read: %v; give --kubeconfig or set KUBECONFIG", firstLine(err.Error()))
+	}
+	return &Clients{dynamic: dyn, core: core, server: config.Host, Namespace: namespace}, nil
 }
 
 // resource is a kind the status reads: its API resource and the typed object it is read into.

@@ -193,3 +193,37 @@ func TestArchitectureNamesPathsThatExist(t *testing.T) {
 		assert.NoError(t, err, "docs/architecture.md names %s", m[1])
 	}
 }
+
+// TestCLIStatusExamplesGiveAManifest: `fusioninfer status` reads a cluster, so its samples are not
+// run; the manifest each gives (-f, with its -n) is one render reads, an InferenceService, not
+// render's output.
+func TestCLIStatusExamplesGiveAManifest(t *testing.T) {
+	bin := testcli.Binary(t)
+	ran := 0
+	for _, ex := range examples(t) {
+		args, ok := strings.CutPrefix(ex.command, "fusioninfer status ")
+		if !ok {
+			continue
+		}
+		ran++
+		dir := t.TempDir()
+		require.NoError(t, os.Symlink(filepath.Join(testcli.Root(), "examples"), filepath.Join(dir, "examples")))
+		words := strings.Fields(args)
+		var render []string
+		for i := 0; i+1 < len(words); i++ {
+			if words[i] == "-f" || words[i] == "-n" {
+				render = append(render, words[i], words[i+1])
+			}
+		}
+		cmd := exec.Command(bin, append([]string{"render"}, render...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "docs/cli.md: `%s` gives a manifest render reads: %s", ex.command, firstLine(string(out)))
+	}
+	assert.NotZero(t, ran, "docs/cli.md shows status")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
