@@ -20,12 +20,15 @@ import (
 
 // coveringTries is how many random completions of a pair the covering array tries before it
 // calls the pair one validation refuses.
-const coveringTries = 40
+const coveringTries = 200
 
 // minCoveredPairs is the share of all pairs of features that valid services must cover: pairs
 // validation refuses (a dual-pods prefill role, adapters of a model named only in the
 // arguments) are left out, but most pairs combine, or the check covers little.
 const minCoveredPairs = 0.8
+
+// minValidDrawn is the percentage of randomly drawn combinations validation must accept.
+const minValidDrawn = 30
 
 // featureTree is a generated service's tree and pods.
 type featureTree struct {
@@ -39,13 +42,13 @@ func coveringTrees(t *testing.T) []featureTree {
 	t.Helper()
 	rows, unreachable := featurespace.CoveringArray(1, coveringTries, func(f featurespace.Features) error {
 		if _, errs := api.Resolve(featurespace.Service(f)); len(errs) > 0 {
-			return errs.ToAggregate()
+			return errs[0]
 		}
 		return nil
 	})
 	all := len(featurespace.AllPairs())
 	for p, err := range unreachable {
-		t.Logf("no valid service combines %s: %v", p, firstLine(err))
+		t.Logf("no valid service combines %s: %v", p, err)
 	}
 	covered := all - len(unreachable)
 	t.Logf("%d services cover %d of %d pairs of features", len(rows), covered, all)
@@ -88,17 +91,23 @@ func TestFeatureSpaceInvariants(t *testing.T) {
 				}
 			})
 			t.Run("random", func(t *testing.T) {
+				valid, drawn := 0, 0
 				rapid.Check(t, func(rt *rapid.T) {
 					f := featurespace.Draw(rt)
 					svc := featurespace.Service(f)
+					drawn++
 					if _, errs := api.Resolve(svc); len(errs) > 0 {
 						rt.Skip("validation refuses it")
 					}
+					valid++
 					ft := buildFeatures(rt, f)
 					if msgs := inv.Check(ft.tree, ft.pods); len(msgs) > 0 {
 						rt.Fatalf("%s", violations(f, msgs))
 					}
 				})
+				if !t.Failed() && valid < drawn*minValidDrawn/100 {
+					t.Fatalf("only %d of %d random services were valid: the generator checks little", valid, drawn)
+				}
 			})
 		})
 	}
@@ -115,9 +124,4 @@ func violations(f featurespace.Features, msgs []string) string {
 		text += fmt.Sprintf("\n  ... and %d more", more)
 	}
 	return text
-}
-
-func firstLine(err error) string {
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
 }

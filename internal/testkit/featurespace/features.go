@@ -9,6 +9,7 @@ package featurespace
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,19 +34,19 @@ var Dimensions = []Dimension{
 	// how a replica runs: one pod; two pods on Ray; vLLM's data parallel in one pod (2 ranks);
 	// data x expert parallel over two pods (2 ranks a pod)
 	{"launch", []string{"single", "ray-multinode", "data-parallel", "wide-ep"}},
+	// where the weights come from: the server's --model, the Hub into a cache, a claim, S3 streamed
+	{"model", []string{"args", "hf-cache", "pvc", "s3-streamer"}},
 	// the router and its Endpoint Picker release and strategy
 	{"router", []string{"none", "llm-d-router", "llm-d-router-prefix-cache", "llm-d-router-lora-affinity", "gie-v1.5.0", "gie-v1.2.0", "lwepp"}},
 	// LoRA adapters of the model: fetched into the cache, or mounted from a claim
 	{"adapters", []string{"none", "fetched", "mounted"}},
 	{"dualPods", []string{"off", "on"}},
-	// where the weights come from: the server's --model, the Hub into a cache, a claim, S3 streamed
-	{"model", []string{"args", "hf-cache", "pvc", "s3-streamer"}},
 	{"monitoring", []string{"off", "podMonitors", "podMonitors-dashboard"}},
 	{"autoscaling", []string{"off", "on"}},
 	{"rollout", []string{"default", "surge", "partition-order"}},
 	// the server's port: 8000 declared as http, 8000 undeclared, --port 8090 declared (whose
-	// rank 1 is 8091, the LoRA loader's)
-	{"port", []string{"8000-declared", "8000-undeclared", "8090-flag"}},
+	// rank 1 is 8091), --port 8091 declared (8091 is the LoRA loader's)
+	{"port", []string{"8000-declared", "8000-undeclared", "8090-flag", "8091-flag"}},
 	// the template's own readiness probe on the server's port, or none
 	{"probe", []string{"given", "none"}},
 }
@@ -160,9 +161,9 @@ func servingRole(f Features, kind api.ComponentType) api.Role {
 	switch f.Value("port") {
 	case "8000-declared":
 		server.Ports = []corev1.ContainerPort{{Name: api.ServingPortName, ContainerPort: port}}
-	case "8090-flag":
-		port = 8090
-		server.Args = append(server.Args, "--port", "8090")
+	case "8090-flag", "8091-flag":
+		port = atoi32(strings.TrimSuffix(f.Value("port"), "-flag"))
+		server.Args = append(server.Args, "--port", strconv.Itoa(int(port)))
 		server.Ports = []corev1.ContainerPort{{Name: api.ServingPortName, ContainerPort: port}}
 	}
 	if f.Value("probe") == "given" {

@@ -397,8 +397,9 @@ func dashboardSelectors(tree *render.Tree, pods []*Pod) []string {
 				case "statefulset":
 					out = append(out, statefulSetMatcher(query, m, pods)...)
 				default:
-					if !scrapedLabel(tree, pods, m) {
-						out = append(out, fmt.Sprintf("dashboard: the query %q selects %s, which no PodMonitor sets from a label of a pod it scrapes", query, m))
+					if program := exporter(vs.Name); !scrapedLabel(tree, pods, m, program) {
+						out = append(out, fmt.Sprintf("dashboard: the query %q selects %s, which no PodMonitor sets from a label of a pod it scrapes that runs the %s exporting %s",
+							query, m, program, vs.Name))
 					}
 				}
 			}
@@ -408,9 +409,21 @@ func dashboardSelectors(tree *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// scrapedLabel: a PodMonitor sets the matcher's label from a pod label, and a pod it scrapes has
-// a value of that label the matcher selects.
-func scrapedLabel(tree *render.Tree, pods []*Pod, m *labels.Matcher) bool {
+// exporter is the program whose /metrics has a metric: vLLM's (vllm:), the Endpoint Picker's
+// (inference_), "" for any (Prometheus' own up).
+func exporter(metric string) string {
+	switch {
+	case strings.HasPrefix(metric, "vllm:"):
+		return ProgramVLLM
+	case strings.HasPrefix(metric, "inference_"):
+		return ProgramEndpointPicker
+	}
+	return ""
+}
+
+// scrapedLabel: a PodMonitor sets the matcher's label from a pod label, and a pod it scrapes that
+// runs the program (any, for "") has a value of that label the matcher selects.
+func scrapedLabel(tree *render.Tree, pods []*Pod, m *labels.Matcher, program string) bool {
 	for _, pm := range podMonitors(tree) {
 		for _, ep := range pm.Spec.PodMetricsEndpoints {
 			for _, rc := range ep.RelabelConfigs {
@@ -419,7 +432,8 @@ func scrapedLabel(tree *render.Tree, pods []*Pod, m *labels.Matcher) bool {
 				}
 				source := strings.TrimPrefix(string(rc.SourceLabels[0]), "__meta_kubernetes_pod_label_")
 				for _, pod := range pods {
-					if !selectsWith(pm.Spec.Selector, pod) {
+					if !selectsWith(pm.Spec.Selector, pod) ||
+						(program != "" && !slices.ContainsFunc(pod.Processes, func(p *Process) bool { return p.Program == program })) {
 						continue
 					}
 					for k, v := range pod.Labels {

@@ -33,8 +33,8 @@ func (f Features) covers(p Pair) bool { return f[p.I] == p.A && f[p.J] == p.B }
 
 // CoveringArray is a set of valid feature combinations in which every pair of features that any
 // valid service can combine appears (a covering array of strength 2, built greedily as AETG
-// does): for each pair not yet covered, of tries random combinations that hold it, the valid one
-// covering the most uncovered pairs joins the array. Unreachable are the pairs no try made valid,
+// does): for each pair not yet covered, of tries random combinations that hold it (each other
+// feature left out at even odds), the valid one covering the most uncovered pairs joins the array. Unreachable are the pairs no try made valid,
 // each with what validation said of the last try.
 func CoveringArray(seed uint64, tries int, valid func(Features) error) (rows []Features, unreachable map[Pair]error) {
 	rng := rand.New(rand.NewPCG(seed, 42))
@@ -54,7 +54,9 @@ func CoveringArray(seed uint64, tries int, valid func(Features) error) (rows []F
 		for range tries {
 			f := make(Features, len(Dimensions))
 			for d := range Dimensions {
-				f[d] = rng.IntN(len(Dimensions[d].Values))
+				if rng.IntN(2) == 0 { // half the features left out: most combine with anything
+					f[d] = rng.IntN(len(Dimensions[d].Values))
+				}
 			}
 			f[p.I], f[p.J] = p.A, p.B
 			if err := valid(f); err != nil {
@@ -86,12 +88,26 @@ func CoveringArray(seed uint64, tries int, valid func(Features) error) (rows []F
 	return rows, unreachable
 }
 
-// Draw is a random combination of features, for rapid: each dimension's value drawn on its own,
-// so rapid shrinks a failing combination towards the features left out.
+// Draw is a random combination of features, for rapid: each feature left out at even odds (most
+// features combine with anything, so most draws are valid), else one of its values; rapid shrinks
+// a failing combination towards the features left out. A feature that only exists on another is
+// drawn only with it: adapters are of spec.model (not of a model the arguments name), dual pods
+// are a worker role's.
 func Draw(t *rapid.T) Features {
 	f := make(Features, len(Dimensions))
 	for d, dim := range Dimensions {
-		f[d] = rapid.IntRange(0, len(dim.Values)-1).Draw(t, dim.Name)
+		if needs, ok := drawnOnlyWith[dim.Name]; ok && f.Value(needs.dimension) == needs.without {
+			continue
+		}
+		if rapid.Bool().Draw(t, dim.Name+" set") {
+			f[d] = rapid.IntRange(1, len(dim.Values)-1).Draw(t, dim.Name)
+		}
 	}
 	return f
+}
+
+// drawnOnlyWith: a feature Draw leaves out when an earlier dimension has a value.
+var drawnOnlyWith = map[string]struct{ dimension, without string }{
+	"adapters": {"model", "args"},
+	"dualPods": {"topology", "prefill-decode"},
 }
