@@ -236,15 +236,36 @@ func inPodTargets(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// podMonitors are the tree's PodMonitors.
-func podMonitors(tree *render.Tree) []*monitoringv1.PodMonitor {
-	var out []*monitoringv1.PodMonitor
+// Objects are the tree's objects of a type, in order.
+func Objects[T any](tree *render.Tree) []T {
+	var out []T
 	for _, o := range tree.Objects {
-		if pm, ok := o.Object.(*monitoringv1.PodMonitor); ok {
-			out = append(out, pm)
+		if obj, ok := o.Object.(T); ok {
+			out = append(out, obj)
 		}
 	}
 	return out
+}
+
+// podMonitors are the tree's PodMonitors.
+func podMonitors(tree *render.Tree) []*monitoringv1.PodMonitor {
+	return Objects[*monitoringv1.PodMonitor](tree)
+}
+
+// vectorSelectors are the series selectors of a PromQL query.
+func vectorSelectors(query string) ([]*parser.VectorSelector, error) {
+	expr, err := parser.ParseExpr(query)
+	if err != nil {
+		return nil, err
+	}
+	var out []*parser.VectorSelector
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if vs, ok := node.(*parser.VectorSelector); ok {
+			out = append(out, vs)
+		}
+		return nil
+	})
+	return out, nil
 }
 
 func selectsWith(selector metav1.LabelSelector, pod *Pod) bool {
@@ -300,23 +321,15 @@ func servingPods(pods []*Pod, role string) []*Pod {
 // reads, and no pod of another role; its namespace is the service's.
 func kedaQueries(tree *render.Tree, pods []*Pod) []string {
 	var out []string
-	for _, o := range tree.Objects {
-		so, ok := o.Object.(*keda.ScaledObject)
-		if !ok {
-			continue
-		}
+	for _, so := range Objects[*keda.ScaledObject](tree) {
 		for _, trigger := range so.Spec.Triggers {
 			query := trigger.Metadata["query"]
-			expr, err := parser.ParseExpr(query)
+			selectors, err := vectorSelectors(query)
 			if err != nil {
 				out = append(out, fmt.Sprintf("ScaledObject %s: its query %q does not parse: %v", so.Name, query, err))
 				continue
 			}
-			parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
-				vs, ok := node.(*parser.VectorSelector)
-				if !ok {
-					return nil
-				}
+			for _, vs := range selectors {
 				for _, m := range vs.LabelMatchers {
 					switch m.Name {
 					case "namespace":
@@ -327,8 +340,7 @@ func kedaQueries(tree *render.Tree, pods []*Pod) []string {
 						out = append(out, podMatcherSelectsOneRole(so.Name, m, pods)...)
 					}
 				}
-				return nil
-			})
+			}
 		}
 	}
 	return out
@@ -380,16 +392,12 @@ func dashboardSelectors(tree *render.Tree, pods []*Pod) []string {
 			out = append(out, fmt.Sprintf("dashboard: a query %q is not a JSON string", e[1]))
 			continue
 		}
-		expr, err := parser.ParseExpr(query)
+		selectors, err := vectorSelectors(query)
 		if err != nil {
 			out = append(out, fmt.Sprintf("dashboard: the query %q does not parse: %v", query, err))
 			continue
 		}
-		parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
-			vs, ok := node.(*parser.VectorSelector)
-			if !ok {
-				return nil
-			}
+		for _, vs := range selectors {
 			for _, m := range vs.LabelMatchers {
 				switch m.Name {
 				case labels.MetricName:
@@ -403,8 +411,7 @@ func dashboardSelectors(tree *render.Tree, pods []*Pod) []string {
 					}
 				}
 			}
-			return nil
-		})
+		}
 	}
 	return out
 }

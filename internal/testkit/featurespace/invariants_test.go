@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
@@ -49,12 +47,7 @@ func check(t *testing.T, name string, tree *render.Tree) []string {
 }
 
 func firstLWS(tree *render.Tree) *lwsv1.LeaderWorkerSet {
-	for _, o := range tree.Objects {
-		if lws, ok := o.Object.(*lwsv1.LeaderWorkerSet); ok {
-			return lws
-		}
-	}
-	return nil
+	return Objects[*lwsv1.LeaderWorkerSet](tree)[0]
 }
 
 // Each invariant the render keeps today is seen to fail on a tree broken as the rule forbids, so
@@ -74,13 +67,11 @@ func TestInvariantsSeeABrokenTree(t *testing.T) {
 			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9999)}}}
 		}},
 		{"b/dashboard-selects-scraped-labels", `selects role="router", which no PodMonitor sets`, func(tree *render.Tree) {
-			for _, o := range tree.Objects {
-				if pm, ok := o.Object.(*monitoringv1.PodMonitor); ok {
-					for i := range pm.Spec.PodMetricsEndpoints {
-						for j := range pm.Spec.PodMetricsEndpoints[i].RelabelConfigs {
-							if pm.Spec.PodMetricsEndpoints[i].RelabelConfigs[j].TargetLabel == "role" {
-								pm.Spec.PodMetricsEndpoints[i].RelabelConfigs[j].TargetLabel = "component"
-							}
+			for _, pm := range podMonitors(tree) {
+				for i := range pm.Spec.PodMetricsEndpoints {
+					for j := range pm.Spec.PodMetricsEndpoints[i].RelabelConfigs {
+						if pm.Spec.PodMetricsEndpoints[i].RelabelConfigs[j].TargetLabel == "role" {
+							pm.Spec.PodMetricsEndpoints[i].RelabelConfigs[j].TargetLabel = "component"
 						}
 					}
 				}
