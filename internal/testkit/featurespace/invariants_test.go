@@ -102,3 +102,26 @@ func TestInvariantsSeeABrokenTree(t *testing.T) {
 		})
 	}
 }
+
+// The GPU invariant sees a multi-node Ray server that uses fewer GPUs than its group asks for,
+// in either spelling of vLLM's flags (issue 42 items 6 and 9): validation refuses such a service,
+// or the invariant flags its tree.
+func TestGPUInvariantSeesIdleGPUsOfARayGroup(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no tensor parallel":           nil,
+		"tensor_parallel_size spelled": {"--tensor_parallel_size", "4"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc := Service(features(t, map[string]string{"launch": "ray-multinode"}))
+			server := &svc.Spec.Roles[0].Template.Spec.Containers[0]
+			server.Args = append([]string{"--model", baseModel}, args...)
+			server.Resources.Limits[api.GPUResourceName] = resource.MustParse("8")
+			tree, errs := render.Build(svc)
+			if len(errs) > 0 {
+				t.Logf("validation refuses it: %v", errs)
+				return
+			}
+			require.Contains(t, strings.Join(check(t, "d/gpus-asked-are-gpus-used", tree), "\n"), "but its group of 2 pods asks for 16")
+		})
+	}
+}

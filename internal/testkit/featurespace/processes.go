@@ -155,6 +155,7 @@ func scriptProcesses(c *corev1.Container) ([]*Process, error) {
 
 // vllmProcess is a vLLM server of a command line: its port (the last --port, else 8000) and GPUs.
 func vllmProcess(c *corev1.Container, name string, words, devices []string) *Process {
+	words = dashedFlags(words)
 	proc := &Process{Container: c.Name, Program: ProgramVLLM, Name: name, Devices: devices, PortFlags: allFlagValues(words, "--port")}
 	port := int32(api.DefaultServingPort)
 	if len(proc.PortFlags) > 0 {
@@ -165,6 +166,23 @@ func vllmProcess(c *corev1.Container, name string, words, devices []string) *Pro
 	pp, _, _ := vllm.ParallelSize(words, vllm.ParallelFlags.Pipeline)
 	proc.TensorPipeline = tp * pp
 	return proc
+}
+
+// dashedFlags are the words with each flag's name in its dashed spelling, as vLLM reads them:
+// its FlexibleArgumentParser takes --tensor_parallel_size for --tensor-parallel-size
+// (vllm/utils/argparse_utils.py, parse_args).
+func dashedFlags(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if name, value, hasValue := strings.Cut(w, "="); strings.HasPrefix(name, "--") {
+			w = "--" + strings.ReplaceAll(name[2:], "_", "-")
+			if hasValue {
+				w += "=" + value
+			}
+		}
+		out[i] = w
+	}
+	return out
 }
 
 // routingSidecar is llm-d's routing (disaggregation) sidecar: it listens on --port (+ i for each
