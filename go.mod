@@ -20,6 +20,7 @@ require (
 	k8s.io/client-go v0.35.1
 	k8s.io/component-helpers v0.34.3
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570
+	pgregory.net/rapid v1.2.0
 	sigs.k8s.io/gateway-api v1.5.1
 	sigs.k8s.io/gateway-api-inference-extension v1.2.0
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
@@ -141,7 +142,7 @@ require (
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/jpillora/backoff v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51 // indirect
+	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51
 	github.com/kevinburke/ssh_config v1.6.0 // indirect
 	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect

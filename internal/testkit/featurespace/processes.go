@@ -1,0 +1,273 @@
+package featurespace
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	shellquote "github.com/kballard/go-shellquote"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+)
+
+// Programs a process may be.
+const (
+	ProgramVLLM           = "vLLM server"
+	ProgramRayHead        = "Ray head"
+	ProgramRayWorker      = "Ray worker"
+	ProgramRoutingSidecar = "routing sidecar"
+	ProgramLoRALoader     = "LoRA loader"
+	ProgramRequester      = "dual-pods requester"
+	ProgramEndpointPicker = "Endpoint Picker"
+	ProgramOther          = "other program"
+)
+
+// A Process is one program a container runs, read from its command line as the program would
+// read it: the ports it listens on, the ports of its pod it sends to, the GPUs it uses.
+type Process struct {
+	Container string
+	Program   string
+	// Name says which process it is in messages (its container, its rank).
+	Name    string
+	Listens []int32
+	// PortFlags are the values of every --port its command line gives (a server reads the last).
+	PortFlags []string
+	// Targets are ports of its own pod it sends requests to, each to a program of a kind.
+	Targets []Target
+	// TensorPipeline is a vLLM server's tensor x pipeline parallel size: the GPUs it spans.
+	TensorPipeline int64
+	// Devices are CUDA_VISIBLE_DEVICES, nil when unset.
+	Devices []string
+}
+
+// A Target is a port of the pod a process sends to, and the program that must answer there.
+type Target struct {
+	Port    int32
+	Program string
+	What    string
+}
+
+func (p *Process) String() string { return fmt.Sprintf("%s %q", p.Program, p.Name) }
+
+// readProcesses reads what each long-running container of the pod runs.
+func (p *Pod) readProcesses() error {
+	for _, c := range p.containers() {
+		procs, err := containerProcesses(c)
+		if err != nil {
+			return fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		p.Processes = append(p.Processes, procs...)
+	}
+	return nil
+}
+
+// containerProcesses are the processes a container runs: a vLLM server (or one a data parallel
+// rank, or Ray's head and a server, from a shell script), llm-d's routing sidecar, the LoRA
+// loader, FMA's requester, an Endpoint Picker; any other program listens on what it declares.
+func containerProcesses(c *corev1.Container) ([]*Process, error) {
+	switch {
+	case c.Name == api.RoutingSidecarName:
+		return []*Process{routingSidecar(c)}, nil
+	case c.Name == api.LoRALoaderContainerName:
+		return []*Process{loraLoader(c)}, nil
+	case envValue(c, "SPI_PORT") != "" && envValue(c, "PROBES_PORT") != "":
+		return []*Process{{Container: c.Name, Program: ProgramRequester, Name: c.Name,
+			Listens: []int32{atoi32(envValue(c, "PROBES_PORT")), atoi32(envValue(c, "SPI_PORT"))}}}, nil
+	case flagOf(c.Args, "--grpc-port") != "":
+		proc := &Process{Container: c.Name, Program: ProgramEndpointPicker, Name: c.Name}
+		for _, f := range []string{"--grpc-port", "--grpc-health-port", "--metrics-port"} {
+			if v := flagOf(c.Args, f); v != "" {
+				proc.Listens = append(proc.Listens, atoi32(v))
+			}
+		}
+		return []*Process{proc}, nil
+	case vllm.IsShellScript(c):
+		return scriptProcesses(c)
+	case vllm.RunsServer(c):
+		words := vllm.CommandLine(c)
+		if len(c.Command) == 0 {
+			words = append([]string{"vllm", "serve"}, words...) // the image's entrypoint
+		}
+		return []*Process{vllmProcess(c, c.Name, words, envDevices(c))}, nil
+	}
+	proc := &Process{Container: c.Name, Program: ProgramOther, Name: c.Name}
+	for _, cp := range c.Ports {
+		proc.Listens = append(proc.Listens, cp.ContainerPort)
+	}
+	return []*Process{proc}, nil
+}
+
+// scriptProcesses are the processes of a `sh -c` script, line by line: `ray start --head`,
+// `ray start --address`, and each `vllm serve` (a data parallel rank's line ends in `&`; a
+// CUDA_VISIBLE_DEVICES= assignment before it is its environment).
+func scriptProcesses(c *corev1.Container) ([]*Process, error) {
+	words := vllm.CommandLine(c)
+	script := words[len(words)-1]
+	var out []*Process
+	rank := 0
+	for _, line := range strings.Split(script, "\n") {
+		for _, command := range strings.Split(line, " && ") {
+			words, err := shellquote.Split(command)
+			if err != nil || len(words) == 0 {
+				continue // the script's own shell code (functions, loops), not a program's command
+			}
+			if i := indexOf(words, "&"); i >= 0 {
+				words = words[:i]
+			}
+			if words[0] == "exec" {
+				words = words[1:]
+			}
+			devices := envDevices(c)
+			for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
+				if v, ok := strings.CutPrefix(words[0], "CUDA_VISIBLE_DEVICES="); ok {
+					devices = strings.Split(v, ",")
+				}
+				words = words[1:]
+			}
+			switch {
+			case len(words) >= 3 && path.Base(words[0]) == "ray" && words[1] == "start" && indexOf(words, "--head") >= 0:
+				head := &Process{Container: c.Name, Program: ProgramRayHead, Name: c.Name + " ray head"}
+				if v := flagOf(words, "--port"); v != "" {
+					head.Listens = []int32{atoi32(v)}
+				}
+				out = append(out, head)
+			case len(words) >= 2 && path.Base(words[0]) == "ray" && words[1] == "start":
+				out = append(out, &Process{Container: c.Name, Program: ProgramRayWorker, Name: c.Name + " ray worker"})
+			case len(words) >= 2 && path.Base(words[0]) == "vllm" && words[1] == "serve":
+				name := c.Name
+				if indexOf(words, "--data-parallel-rank") >= 0 {
+					name = fmt.Sprintf("%s local rank %d", c.Name, rank)
+					rank++
+				}
+				out = append(out, vllmProcess(c, name, words, devices))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no program found in its script %q", script)
+	}
+	return out, nil
+}
+
+// vllmProcess is a vLLM server of a command line: its port (the last --port, else 8000) and GPUs.
+func vllmProcess(c *corev1.Container, name string, words, devices []string) *Process {
+	words = dashedFlags(words)
+	proc := &Process{Container: c.Name, Program: ProgramVLLM, Name: name, Devices: devices, PortFlags: allFlagValues(words, "--port")}
+	port := int32(api.DefaultServingPort)
+	if len(proc.PortFlags) > 0 {
+		port = atoi32(proc.PortFlags[len(proc.PortFlags)-1])
+	}
+	proc.Listens = []int32{port}
+	tp, _, _ := vllm.ParallelSize(words, vllm.ParallelFlags.Tensor)
+	pp, _, _ := vllm.ParallelSize(words, vllm.ParallelFlags.Pipeline)
+	proc.TensorPipeline = tp * pp
+	return proc
+}
+
+// dashedFlags are the words with each flag's name in its dashed spelling, as vLLM reads them:
+// its FlexibleArgumentParser takes --tensor_parallel_size for --tensor-parallel-size
+// (vllm/utils/argparse_utils.py, parse_args).
+func dashedFlags(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if name, value, hasValue := strings.Cut(w, "="); strings.HasPrefix(name, "--") {
+			w = "--" + strings.ReplaceAll(name[2:], "_", "-")
+			if hasValue {
+				w += "=" + value
+			}
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// routingSidecar is llm-d's routing (disaggregation) sidecar: it listens on --port (+ i for each
+// data parallel rank) and forwards to the model server's port (+ i).
+func routingSidecar(c *corev1.Container) *Process {
+	proc := &Process{Container: c.Name, Program: ProgramRoutingSidecar, Name: c.Name, PortFlags: allFlagValues(c.Args, "--port")}
+	ranks := int32(1)
+	if v := flagOf(c.Args, "--data-parallel-size"); v != "" {
+		ranks = atoi32(v)
+	}
+	port := atoi32(flagOf(c.Args, "--port"))
+	server := flagOf(c.Args, "--model-server-port")
+	if server == "" {
+		server = flagOf(c.Args, "--vllm-port")
+	}
+	for i := range ranks {
+		proc.Listens = append(proc.Listens, port+i)
+		proc.Targets = append(proc.Targets, Target{Port: atoi32(server) + i, Program: ProgramVLLM, What: "the model server it forwards to"})
+	}
+	return proc
+}
+
+// loraLoader is the LoRA loader (cmd/fusioninfer-lora-loader): it listens on --listen (default
+// :8091) and loads adapters into the server at --server.
+func loraLoader(c *corev1.Container) *Process {
+	proc := &Process{Container: c.Name, Program: ProgramLoRALoader, Name: c.Name}
+	listen := flagOf(c.Args, "--listen")
+	if listen == "" {
+		listen = ":" + strconv.Itoa(vllm.LoRALoaderPort)
+	}
+	_, port, _ := strings.Cut(listen, ":")
+	proc.Listens = []int32{atoi32(port)}
+	if u, err := url.Parse(flagOf(c.Args, "--server")); err == nil {
+		proc.Targets = []Target{{Port: atoi32(u.Port()), Program: ProgramVLLM, What: "the server it loads adapters into (--server)"}}
+	}
+	return proc
+}
+
+// flagOf is a flag's last value in its forms --flag value and --flag=value; "" when absent.
+func flagOf(words []string, name string) string {
+	v, _ := vllm.FlagValue(words, name)
+	return v
+}
+
+// allFlagValues are every value a flag is given.
+func allFlagValues(words []string, name string) []string {
+	var out []string
+	for i, w := range words {
+		switch {
+		case w == name && i+1 < len(words):
+			out = append(out, words[i+1])
+		case strings.HasPrefix(w, name+"="):
+			out = append(out, strings.TrimPrefix(w, name+"="))
+		}
+	}
+	return out
+}
+
+func envValue(c *corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func envDevices(c *corev1.Container) []string {
+	if v := envValue(c, "CUDA_VISIBLE_DEVICES"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
+}
+
+func indexOf(words []string, w string) int {
+	for i, x := range words {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// atoi32 is a port or count; 0 for what is not a number (which no program listens on).
+func atoi32(s string) int32 {
+	n, _ := strconv.ParseInt(s, 10, 32)
+	return int32(n)
+}
