@@ -190,11 +190,7 @@ func checkTree(t *testing.T, tree *render.Tree) {
 	modelObjects, wantModelObjects := 0, 0
 	if m := tree.Service.Spec.Monitoring; m != nil {
 		if m.PodMonitors {
-			for i := range tree.Service.Spec.Roles {
-				if !tree.Service.Spec.Roles[i].DualPods() {
-					wantMonitoring++
-				}
-			}
+			wantMonitoring += len(tree.Service.Spec.Roles) // every role's, a dual-pods role's too
 		}
 		if m.Dashboard {
 			wantMonitoring++

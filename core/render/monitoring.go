@@ -36,9 +36,6 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 	if m.PodMonitors {
 		for i := range svc.Spec.Roles {
 			role := &svc.Spec.Roles[i]
-			if role.DualPods() { // its servers run in pods FMA makes, not in the LWS's
-				continue
-			}
 			refs = append(refs, Ref{TypeMeta: KindPodMonitor, Name: api.PodMonitorName(svc.Name, role.Name), Namespace: svc.Namespace,
 				Suffix: podMonitorSuffix(role.Name), Role: role.Name})
 		}
@@ -50,7 +47,8 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 }
 
 // buildPodMonitor scrapes /metrics of a role's servers (the leader of each replica: workers only
-// join its Ray cluster; every pod and rank with parallelism) on their serving port, or of the router's Endpoint Picker on its metrics
+// join its Ray cluster; every pod and rank with parallelism; FMA's server-running pods of a
+// dual-pods role) on their serving port, or of the router's Endpoint Picker on its metrics
 // port, and labels every series with the service, role and replica.
 func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing, servingPort int32) *monitoringv1.PodMonitor {
 	endpoint := monitoringv1.PodMetricsEndpoint{Path: "/metrics", RelabelConfigs: []monitoringv1.RelabelConfig{
@@ -74,6 +72,13 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 			rank.PortNumber = ptr.To(port)
 			endpoints = append(endpoints, rank)
 		}
+	case role.DualPods():
+		// The servers run in the pods FMA makes from the requesters (dualpods.go serverPatch):
+		// they keep the service's and role's labels, lose the per-pod ones (a replica's too) and
+		// carry the serving label; the requesters themselves serve no metrics.
+		selector = map[string]string{LabelService: svc.Name, LabelRoleName: role.Name, LabelServing: "true"}
+		endpoint.PortNumber = ptr.To(servingPort)
+		endpoints = append(endpoints, endpoint)
 	default:
 		selector = map[string]string{LabelService: svc.Name, LabelRoleName: role.Name, lwsv1.WorkerIndexLabelKey: "0"}
 		endpoint.PortNumber = ptr.To(servingPort)

@@ -35,6 +35,24 @@ func (f Flag) In(words []string) bool {
 // Value is the flag's value in a command line (FlagValue).
 func (f Flag) Value(words []string) (string, bool) { return FlagValue(words, f.Names()...) }
 
+// Occurrences are the values of every occurrence of the flag, in order, under any name and
+// spelling: a command line that gives it twice shows both (argparse keeps the last).
+func (f Flag) Occurrences(words []string) []string {
+	var values []string
+	for i := 0; i < len(words); i++ {
+		name, value, hasValue := splitFlag(words[i])
+		switch {
+		case !slices.Contains(f.Names(), name):
+		case hasValue:
+			values = append(values, value)
+		case i+1 < len(words):
+			values = append(values, words[i+1])
+			i++
+		}
+	}
+	return values
+}
+
 // Without is a command line with every occurrence of the flag, in any name and spelling, and
 // its value ("--flag value" or "--flag=value") taken out.
 func (f Flag) Without(words []string) []string {

@@ -127,3 +127,12 @@ func TestFlagWithout(t *testing.T) {
 		assert.Equal(t, []string{"vllm", "serve", "m", "--x"}, FlagPort.Without(words), "%q", words)
 	}
 }
+
+// TestFlagOccurrences: every value a command line gives a flag, in either spelling, in order.
+func TestFlagOccurrences(t *testing.T) {
+	assert.Equal(t, []string{"8000", "8001", "8002"},
+		FlagPort.Occurrences([]string{"serve", "--port", "8000", "--x", "--port=8001", "--port", "8002"}))
+	assert.Equal(t, []string{"4", "2"},
+		FlagTensorParallelSize.Occurrences([]string{"--tensor_parallel_size", "4", "-tp=2"}))
+	assert.Empty(t, FlagPort.Occurrences([]string{"serve", "m"}))
+}

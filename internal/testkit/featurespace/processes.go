@@ -155,40 +155,22 @@ func scriptProcesses(c *corev1.Container) ([]*Process, error) {
 
 // vllmProcess is a vLLM server of a command line: its port (the last --port, else 8000) and GPUs.
 func vllmProcess(c *corev1.Container, name string, words, devices []string) *Process {
-	words = dashedFlags(words)
-	proc := &Process{Container: c.Name, Program: ProgramVLLM, Name: name, Devices: devices, PortFlags: allFlagValues(words, "--port")}
+	proc := &Process{Container: c.Name, Program: ProgramVLLM, Name: name, Devices: devices, PortFlags: vllm.FlagPort.Occurrences(words)}
 	port := int32(api.DefaultServingPort)
 	if len(proc.PortFlags) > 0 {
 		port = atoi32(proc.PortFlags[len(proc.PortFlags)-1])
 	}
 	proc.Listens = []int32{port}
-	tp, _, _ := vllm.ParallelSize(words, vllm.ParallelFlags.Tensor)
-	pp, _, _ := vllm.ParallelSize(words, vllm.ParallelFlags.Pipeline)
+	tp, _, _ := vllm.ParallelSize(words, vllm.FlagTensorParallelSize)
+	pp, _, _ := vllm.ParallelSize(words, vllm.FlagPipelineParallelSize)
 	proc.TensorPipeline = tp * pp
 	return proc
-}
-
-// dashedFlags are the words with each flag's name in its dashed spelling, as vLLM reads them:
-// its FlexibleArgumentParser takes --tensor_parallel_size for --tensor-parallel-size
-// (vllm/utils/argparse_utils.py, parse_args).
-func dashedFlags(words []string) []string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		if name, value, hasValue := strings.Cut(w, "="); strings.HasPrefix(name, "--") {
-			w = "--" + strings.ReplaceAll(name[2:], "_", "-")
-			if hasValue {
-				w += "=" + value
-			}
-		}
-		out[i] = w
-	}
-	return out
 }
 
 // routingSidecar is llm-d's routing (disaggregation) sidecar: it listens on --port (+ i for each
 // data parallel rank) and forwards to the model server's port (+ i).
 func routingSidecar(c *corev1.Container) *Process {
-	proc := &Process{Container: c.Name, Program: ProgramRoutingSidecar, Name: c.Name, PortFlags: allFlagValues(c.Args, "--port")}
+	proc := &Process{Container: c.Name, Program: ProgramRoutingSidecar, Name: c.Name, PortFlags: vllm.FlagPort.Occurrences(c.Args)}
 	ranks := int32(1)
 	if v := flagOf(c.Args, "--data-parallel-size"); v != "" {
 		ranks = atoi32(v)
@@ -225,20 +207,6 @@ func loraLoader(c *corev1.Container) *Process {
 func flagOf(words []string, name string) string {
 	v, _ := vllm.FlagValue(words, name)
 	return v
-}
-
-// allFlagValues are every value a flag is given.
-func allFlagValues(words []string, name string) []string {
-	var out []string
-	for i, w := range words {
-		switch {
-		case w == name && i+1 < len(words):
-			out = append(out, words[i+1])
-		case strings.HasPrefix(w, name+"="):
-			out = append(out, strings.TrimPrefix(w, name+"="))
-		}
-	}
-	return out
 }
 
 func envValue(c *corev1.Container, name string) string {
