@@ -64,7 +64,6 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 	return strings.Join(append(lines, rankWatch...), "\n")
 }
 
-
 // rankWatch ends the script's lines: until the pod stops, it looks every second for a rank that
 // has ended, and then ends the container: the other ranks get TERM and are waited for, and the
 // shell exits non-zero (the rank's status, or 1), so the kubelet restarts the container and LWS
