@@ -17,10 +17,13 @@ import (
 // nothing, drops it, FMA's server patch carries it). One rule for every path.
 
 // The default probes' timings: readiness is asked often, so a pod joins the pool soon after its
-// server answers; the startup probe's period is what its failure threshold counts in.
+// server answers; the startup probe's period is what its failure threshold counts in. Each waits
+// 5 s for an answer, not the API's 1 s: a server busy with a batch answers /health late, and a
+// data-parallel pod's probe starts Python and asks every rank (dataparallel.go RankReadinessProbe).
 const (
 	serverReadinessPeriodSeconds = 5
 	serverStartupPeriodSeconds   = 10
+	serverProbeTimeoutSeconds    = 5
 )
 
 // serveOnDeclaredPort declares the server's port on its container when the template declares
@@ -50,11 +53,13 @@ func serveOnDeclaredPort(pod *corev1.PodSpec, port int32) {
 func defaultServerProbes(server *corev1.Container, port int32, load time.Duration) {
 	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: api.VLLMHealthPath, Port: intstr.FromInt32(port)}}
 	if server.ReadinessProbe == nil {
-		server.ReadinessProbe = &corev1.Probe{ProbeHandler: *health.DeepCopy(), PeriodSeconds: serverReadinessPeriodSeconds}
+		server.ReadinessProbe = &corev1.Probe{ProbeHandler: *health.DeepCopy(), PeriodSeconds: serverReadinessPeriodSeconds,
+			TimeoutSeconds: serverProbeTimeoutSeconds}
 	}
 	if server.StartupProbe == nil {
 		period := time.Duration(serverStartupPeriodSeconds) * time.Second
 		server.StartupProbe = &corev1.Probe{ProbeHandler: health, PeriodSeconds: serverStartupPeriodSeconds,
+			TimeoutSeconds:   serverProbeTimeoutSeconds,
 			FailureThreshold: int32((load + period - 1) / period)}
 	}
 }

@@ -393,6 +393,7 @@ func TestDataParallelReadinessProbeRunsPython(t *testing.T) {
 		t.Skip("no python3 here")
 	}
 	const podIP = "127.20.0.9"
+	const probeTimeout = 5
 	for _, tc := range []struct {
 		name string
 		hang bool
@@ -426,7 +427,9 @@ func TestDataParallelReadinessProbeRunsPython(t *testing.T) {
 			server := &corev1.Container{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0",
 				Env: []corev1.EnvVar{{Name: "LWS_WORKER_INDEX", Value: "1"}, {Name: api.PodIPVariable,
 					ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}}
-			server.ReadinessProbe = render.RankReadinessProbe(server, int32(base), 2)
+			// the rendered default's 5 s, not the API's 1 s: the interpreter's start alone can
+			// take a second on a loaded machine
+			server.ReadinessProbe = render.RankReadinessProbe(&corev1.Container{ReadinessProbe: &corev1.Probe{TimeoutSeconds: probeTimeout}}, int32(base), 2)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "moe-0-1", Namespace: "llm", UID: "u"},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{*server}}, Status: corev1.PodStatus{PodIP: podIP}}
 			run := testRun(t, pod, &pod.Spec.Containers[0], nil)
@@ -443,7 +446,7 @@ func TestDataParallelReadinessProbeRunsPython(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Equal(t, fmt.Sprintf(tc.want, base+1), err.Error())
-			assert.Less(t, time.Since(began), 1500*time.Millisecond, "within the probe's timeout (1 s) and the interpreter's start")
+			assert.Less(t, time.Since(began), time.Duration(probeTimeout)*time.Second+500*time.Millisecond, "within the probe's timeout and the interpreter's start")
 		})
 	}
 }
