@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
@@ -215,4 +217,35 @@ func TestMountedAdapters(t *testing.T) {
 	for _, m := range loader.VolumeMounts {
 		assert.NotEqual(t, api.ModelMountPath, m.MountPath, "no adapter in the model's volume: the loader does not mount it")
 	}
+}
+
+// TestAdaptersReachEveryDataParallelRank: each local rank of a data parallel pod is a server the
+// pool routes to (its own port), so the pod's loader loads every adapter into each of them, and
+// the pool's ports are exactly the servers the loader reconciles.
+func TestAdaptersReachEveryDataParallelRank(t *testing.T) {
+	svc := story(t, loraStory).Service
+	server := svc.Spec.RoleNamed("server")
+	server.Parallelism = &api.Parallelism{Data: 4}
+	server.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceName("nvidia.com/gpu")] = resource.MustParse("4")
+	tree := build(t, svc)
+	pod := objectOf[*lwsv1.LeaderWorkerSet](t, tree, "llama-lora-server-0").Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	var loader *corev1.Container
+	for i := range pod.Containers {
+		if pod.Containers[i].Name == render.LoRALoaderContainerName {
+			loader = &pod.Containers[i]
+		}
+	}
+	require.NotNil(t, loader, "one loader a pod")
+	var servers []string
+	for i, arg := range loader.Args {
+		if arg == "--server" {
+			servers = append(servers, loader.Args[i+1])
+		}
+	}
+	var routed []string
+	for _, p := range objectOf[*inferencev1.InferencePool](t, tree, "llama-lora-pool").Spec.TargetPorts {
+		routed = append(routed, fmt.Sprintf("http://localhost:%d", p.Number))
+	}
+	assert.Equal(t, []string{"http://localhost:8000", "http://localhost:8001", "http://localhost:8002", "http://localhost:8003"}, servers)
+	assert.Equal(t, routed, servers, "every rank the pool routes to")
 }

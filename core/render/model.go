@@ -228,7 +228,7 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 		}
 	}
 	if m.HasAdapters() {
-		serveAdapters(serviceName, owner, m, resolved.ServingPorts[role.Name], &tpl.Spec)
+		serveAdapters(serviceName, owner, m, resolved.ServingPorts[role.Name], role.LocalRanks(), &tpl.Spec)
 	}
 	if m.CompileCache != nil {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: api.CompileCacheVolumeName, VolumeSource: corev1.VolumeSource{
