@@ -41,8 +41,8 @@ const (
 	maxModelNameLength = 256
 	// MaxDownloadTimeout bounds cache.downloadTimeout.
 	MaxDownloadTimeout = 7 * 24 * time.Hour
-	// AdapterContainerPrefix begins the name of an adapter's container in the download Job, and
-	// of a mounted adapter's volume in a server pod (AdapterVolumeName).
+	// AdapterContainerPrefix begins the name of a mounted adapter's volume in a server pod
+	// (AdapterVolumeName), so an adapter's name is at most a DNS label's length less it.
 	AdapterContainerPrefix = "adapter-"
 	// AdaptersMountRoot is where a server pod mounts the adapters whose volumes are mounted as
 	// they are (pvc://, oci://): each at a directory of its name.
