@@ -207,15 +207,17 @@ func (l *loader) sync(ctx context.Context) (state []vllm.AdapterState, blocking 
 	if err := dec.Decode(&want); err != nil {
 		return nil, fmt.Sprintf("the adapter list %s: %v", l.list, err), nil
 	}
-	// the files are the pod's, the same for every server: checked once
+	// the files are the pod's, the same for every server: checked once; an adapter loaded from
+	// them stays loaded, named only when a server still needs it (unsent)
 	filesErr := make([]error, len(want.Adapters))
 	for i, a := range want.Adapters {
 		filesErr[i] = l.checkFiles(a.Path)
 	}
+	unsent := make([]bool, len(want.Adapters))
 	serverErrs := make([][]string, len(want.Adapters)) // per adapter, each server's failure
 	var silent []string
 	for _, server := range l.servers {
-		errs, unloadFailed, err := l.syncServer(ctx, server, want.Adapters, filesErr)
+		errs, unloadFailed, err := l.syncServer(ctx, server, want.Adapters, filesErr, unsent)
 		if err != nil {
 			silent = append(silent, l.named(server)+"is not answering yet: "+err.Error())
 			continue
@@ -233,7 +235,7 @@ func (l *loader) sync(ctx context.Context) (state []vllm.AdapterState, blocking 
 	for i, a := range want.Adapters {
 		s := vllm.AdapterState{Name: a.Name, Path: a.Path}
 		switch {
-		case filesErr[i] != nil:
+		case unsent[i]:
 			s.Error = filesErr[i].Error()
 		case len(serverErrs[i]) > 0:
 			s.Error = strings.Join(serverErrs[i], "; ")
@@ -266,9 +268,9 @@ func (l *loader) on(server string) string {
 
 // syncServer loads and unloads on one server until its adapters are the list's: per adapter of
 // the list, why it failed on this server ("" when it is loaded, or when its files are missing,
-// filesErr: then it is not sent); a line for each adapter no longer listed that failed to unload;
-// an error when the server does not answer.
-func (l *loader) syncServer(ctx context.Context, server string, want []vllm.Adapter, filesErr []error) (errs, unloadFailed []string, err error) {
+// filesErr: then it is not sent, and unsent says so); a line for each adapter no longer listed
+// that failed to unload; an error when the server does not answer.
+func (l *loader) syncServer(ctx context.Context, server string, want []vllm.Adapter, filesErr []error, unsent []bool) (errs, unloadFailed []string, err error) {
 	loaded, err := l.loadedAdapters(ctx, server)
 	if err != nil {
 		return nil, nil, err
@@ -278,9 +280,13 @@ func (l *loader) syncServer(ctx context.Context, server string, want []vllm.Adap
 	for i, a := range want {
 		wanted[a.Name] = true
 		path, isLoaded := loaded[a.Name]
-		if isLoaded && path == a.Path || filesErr[i] != nil {
-			// loaded; or its files are missing: not sent to the server, which would refuse it the
-			// same way with a less plain cause, and a previous version stays loaded
+		if isLoaded && path == a.Path {
+			continue
+		}
+		if filesErr[i] != nil {
+			// not sent to the server, which would refuse it the same way with a less plain cause;
+			// a previous version stays loaded
+			unsent[i] = true
 			continue
 		}
 		if isLoaded && path != "" {

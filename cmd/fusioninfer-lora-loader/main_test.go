@@ -322,3 +322,21 @@ func TestLoaderTakesEveryServerFlag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"http://localhost:8000"}, opts.servers)
 }
+
+// TestLoaderKeepsWhatIsLoadedWhenItsFilesGo: the files are checked only before a load: an
+// adapter every rank has loaded stays loaded, and listed so, when its directory goes.
+func TestLoaderKeepsWhatIsLoadedWhenItsFilesGo(t *testing.T) {
+	l, fakes, file := newRanksLoader(t, 2)
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"})
+	l.reconcile(context.Background())
+	require.NoError(t, os.Remove(filepath.Join(l.root, "/models/hf/org/sql/v1", vllm.AdapterConfigFile)))
+	l.reconcile(context.Background())
+	assert.Equal(t, []vllm.AdapterState{{Name: "sql", Path: "/models/hf/org/sql/v1", Loaded: true}}, l.state)
+	assert.Equal(t, map[string]string{"sql": "/models/hf/org/sql/v1"}, fakes[1].loaded)
+
+	fakes[1].loaded = map[string]string{} // a rank restarted: it needs the files, which are gone
+	l.reconcile(context.Background())
+	require.Len(t, l.state, 1)
+	assert.False(t, l.state[0].Loaded)
+	assert.Contains(t, l.state[0].Error, "no adapter_config.json in /models/hf/org/sql/v1")
+}
