@@ -41,8 +41,8 @@ const (
 	maxModelNameLength = 256
 	// MaxDownloadTimeout bounds cache.downloadTimeout.
 	MaxDownloadTimeout = 7 * 24 * time.Hour
-	// AdapterContainerPrefix begins the name of an adapter's container in the download Job, and
-	// of a mounted adapter's volume in a server pod (AdapterVolumeName).
+	// AdapterContainerPrefix begins the name of a mounted adapter's volume in a server pod
+	// (AdapterVolumeName), so an adapter's name is at most a DNS label's length less it.
 	AdapterContainerPrefix = "adapter-"
 	// AdaptersMountRoot is where a server pod mounts the adapters whose volumes are mounted as
 	// they are (pvc://, oci://): each at a directory of its name.
@@ -585,6 +585,7 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 			errs = append(errs, field.Forbidden(rolePath.Child("modelFlexibility"), "the model's adapters are loaded by a sidecar beside the server, which dual pods run elsewhere"))
 		}
 	}
+	errs = append(errs, validatePoolModelNames(spec, fldPath, resolved)...)
 	type modelAt struct {
 		model      *Model
 		splitsPath *field.Path
@@ -618,6 +619,70 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 					"(the Platform does) and set endpointPicker.crdGroups to %s or %s, or use endpointPicker.release %s",
 					release, strings.Join(groups, ", "), strings.Join(cluster.Groups(), " and "), CRDGroupsInferenceExtension, CRDGroupsBoth, eppconfig.ReleaseRouter)))
 			}
+		}
+	}
+	return errs
+}
+
+// validatePoolModelNames checks, behind a router, that each name of an adapter or split of one
+// model is no other model's: every serving role is in the router's one pool, and the Endpoint
+// Picker sends a request for a name to any of the pool's servers (a split's rewrite too: two
+// of one name are two InferenceModelRewrites matching it). The same adapter (name and source) of
+// the same base model on two roles is allowed: it serves alike wherever a request lands.
+func validatePoolModelNames(spec *InferenceServiceSpec, fldPath *field.Path, resolved *Resolved) field.ErrorList {
+	if spec.Router() == nil {
+		return nil
+	}
+	// what a name is to the models seen so far
+	type named struct {
+		model     *field.Path
+		what      string // "serves its base model under", "has an adapter of", "has a split of"
+		served    string // the base model's served name
+		source    string // an adapter's source
+		isAdapter bool
+	}
+	names := map[string]named{}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		owner := ModelOwner(role)
+		rm := resolved.Models[owner]
+		if !role.ComponentType.Serving() || spec.ModelOf(role) == nil || rm == nil || seen[owner] {
+			continue
+		}
+		seen[owner] = true
+		path := fldPath.Child("model")
+		if owner != "" {
+			path = fldPath.Child("roles").Index(i).Child("model")
+		}
+		served := rm.ServedName()
+		check := func(name string, at *field.Path, adapter *LoRAAdapter) {
+			other, found := names[name]
+			switch {
+			case !found:
+				n := named{model: path, what: "has a split of", served: served}
+				if adapter != nil {
+					n.what, n.source, n.isAdapter = "has an adapter of", adapter.Source, true
+				}
+				names[name] = n
+			case other.model.String() == path.String():
+				// the model's own base name: validateAdapters says so
+			case adapter != nil && other.isAdapter && other.served == served && other.source == adapter.Source:
+				// the same adapter of the same base model: served alike wherever a request lands
+			default:
+				errs = append(errs, field.Invalid(at, name, fmt.Sprintf("%s %s this name, and the router's pool sends a request for it "+
+					"to any server of either model: give it another name", other.model, other.what)))
+			}
+		}
+		if _, found := names[served]; !found {
+			names[served] = named{model: path, what: "serves its base model under", served: served}
+		}
+		for j := range rm.Model.Adapters {
+			check(rm.Model.Adapters[j].Name, path.Child("adapters").Index(j).Child("name"), &rm.Model.Adapters[j])
+		}
+		for j, split := range rm.Model.AdapterSplits {
+			check(split.Name, path.Child("adapterSplits").Index(j).Child("name"), nil)
 		}
 	}
 	return errs

@@ -182,6 +182,65 @@ func adapterService() *InferenceService {
 	return s
 }
 
+// twoModelService is adapterService with a second serving role of its own model, in the one pool.
+func twoModelService() *InferenceService {
+	s := adapterService()
+	s.Spec.Roles = append(s.Spec.Roles, Role{Name: "big", ComponentType: ComponentTypeWorker, Template: server(),
+		Model: &Model{Source: "hf://meta-llama/Llama-3.1-70B-Instruct@1e9e39f249a16976918f6564b8830bc894c89659",
+			Cache:    &ModelCache{Size: "300Gi", StorageClassName: "shared-rwx"},
+			Adapters: []LoRAAdapter{{Name: "legal", Source: "hf://org/llama-3.1-70b-legal-lora@v1"}}}})
+	return s
+}
+
+// TestAdapterNamesAreThePoolsOwn: behind a router, every serving role is in one pool, and the
+// Endpoint Picker sends a request for a name to any of its servers: a name of one model's
+// adapter or split that another model of the pool serves reaches a server without it (or, two
+// splits, gives two rewrites of one name). The same adapter of the same base on two roles (a
+// prefill and a decode role, each with its own model) serves alike wherever it lands.
+func TestAdapterNamesAreThePoolsOwn(t *testing.T) {
+	assert.Empty(t, Validate(twoModelService()))
+	big := func(s *InferenceService) *Model { return s.Spec.Roles[2].Model }
+	cases := []struct {
+		name   string
+		mutate func(s *InferenceService)
+		want   string
+	}{
+		{"one adapter name on two base models", func(s *InferenceService) { big(s).Adapters[0].Name = "sql" },
+			`spec.roles[2].model.adapters[0].name: Invalid value: "sql": spec.model has an adapter of this name, and the router's pool ` +
+				`sends a request for it to any server of either model: give it another name`},
+		{"one split name on two models", func(s *InferenceService) {
+			big(s).AdapterSplits = []AdapterSplit{{Name: "support", Targets: []AdapterSplitTarget{{Adapter: "legal", Weight: 1}}}}
+		}, `spec.roles[2].model.adapterSplits[0].name: Invalid value: "support": spec.model has a split of this name`},
+		{"an adapter named as another model", func(s *InferenceService) {
+			big(s).Adapters[0].Name = "sql"
+			s.Spec.Model.Adapters[0].Name, s.Spec.Model.AdapterSplits = "sql-v1", nil
+			s.Spec.Model.Name = "sql"
+		}, `spec.roles[2].model.adapters[0].name: Invalid value: "sql": spec.model serves its base model under this name`},
+		{"a split named as another model's adapter", func(s *InferenceService) {
+			big(s).AdapterSplits = []AdapterSplit{{Name: "sql", Targets: []AdapterSplitTarget{{Adapter: "legal", Weight: 1}}}}
+		}, `spec.roles[2].model.adapterSplits[0].name: Invalid value: "sql": spec.model has an adapter of this name`},
+		{"one name, another source, one base", func(s *InferenceService) {
+			m := *s.Spec.Model
+			m.AdapterSplits = nil
+			m.Adapters = []LoRAAdapter{{Name: "sql", Source: "hf://org/llama-3.1-8b-sql-lora@v2"}}
+			s.Spec.Roles[2].Model = &m
+		}, `spec.roles[2].model.adapters[0].name: Invalid value: "sql": spec.model has an adapter of this name`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assertRefused(t, twoModelService, tc.mutate, tc.want) })
+	}
+
+	s := twoModelService()
+	m := *s.Spec.Model
+	m.AdapterSplits = nil
+	s.Spec.Roles[2].Model = &m
+	assert.Empty(t, Validate(s), "the same adapters of the same base model on two roles serve alike")
+	s = twoModelService()
+	big(s).Adapters[0].Name = "sql"
+	s.Spec.Model.AdapterSplits, s.Spec.Roles = nil, []Role{s.Spec.Roles[0], s.Spec.Roles[2]}
+	assert.Empty(t, Validate(s), "no router, no pool: each role is reached on its own")
+}
+
 func TestAdapterServicePasses(t *testing.T) {
 	assert.Empty(t, Validate(adapterService()))
 	s := adapterService()

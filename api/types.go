@@ -399,7 +399,9 @@ type Model struct {
 // LoRAAdapter is one LoRA adapter of a model.
 type LoRAAdapter struct {
 	// Name is the adapter's public name, what requests ask for: a DNS label (lowercase letters,
-	// digits and '-'), unique among the model's adapters and splits.
+	// digits and '-'), unique among the model's adapters and splits; behind a router, no other
+	// model's name, adapter or split (every serving role is in its one pool), unless that is the
+	// same adapter (name and source) of the same base model.
 	Name string `json:"name" pulumi:"name"`
 	// Source is where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or
 	// gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a
@@ -410,7 +412,8 @@ type LoRAAdapter struct {
 
 // AdapterSplit is a public name served by several adapters, each getting a share of its requests.
 type AdapterSplit struct {
-	// Name is the public name requests ask for: a DNS label, not an adapter's name.
+	// Name is the public name requests ask for: a DNS label, not an adapter's name, nor, behind a
+	// router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
 	Name string `json:"name" pulumi:"name"`
 	// Targets are the adapters the requests go to, with their weights.
 	Targets []AdapterSplitTarget `json:"targets" pulumi:"targets"`

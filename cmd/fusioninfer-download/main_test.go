@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -174,6 +175,12 @@ func jobCommand(t *testing.T, source, cache string, exclude ...string) []string 
 
 func cachedTree(t *testing.T, source string, exclude ...string) *render.Tree {
 	t.Helper()
+	return adaptersTree(t, source, nil, exclude...)
+}
+
+// adaptersTree is cachedTree's service with LoRA adapters of the model, by name.
+func adaptersTree(t *testing.T, source string, adapters map[string]string, exclude ...string) *render.Tree {
+	t.Helper()
 	data, err := os.ReadFile("../../examples/manifests/story1-monolithic.yaml")
 	require.NoError(t, err)
 	docs, errs := api.Decode(data)
@@ -181,6 +188,9 @@ func cachedTree(t *testing.T, source string, exclude ...string) *render.Tree {
 	svc := docs[0].Service
 	svc.Spec.Roles[0].Template.Spec.Containers[0].Args = nil
 	svc.Spec.Model = &api.Model{Source: source, Name: "tiny", Cache: &api.ModelCache{Size: "1Gi", StorageClassName: "shared", Exclude: exclude}}
+	for _, name := range slices.Sorted(maps.Keys(adapters)) {
+		svc.Spec.Model.Adapters = append(svc.Spec.Model.Adapters, api.LoRAAdapter{Name: name, Source: adapters[name]})
+	}
 	tree, verrs := render.Build(svc)
 	require.Empty(t, verrs)
 	return tree
@@ -416,4 +426,50 @@ func TestCommandLineErrors(t *testing.T) {
 		assert.Error(t, err, name)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(out), "\n")+1, "%s: one line: %s", name, out)
 	}
+}
+
+// TestAdaptersDownloadOneAfterTheOther: the Job's adapters container, as the core renders it,
+// fetches every adapter's source into its directory, each once, in one process; one that fails
+// keeps none of the others from completing, is named, and fails the container, and the retry
+// completes it and does nothing for the others.
+func TestAdaptersDownloadOneAfterTheOther(t *testing.T) {
+	store := &fakeS3{bucket: "adapters", objects: map[string][]byte{
+		"sql/v1/adapter_config.json":           []byte(`{"r": 8}`),
+		"sql/v1/adapter_model.safetensors":     []byte("sql weights"),
+		"support/v1/adapter_config.json":       []byte(`{"r": 16}`),
+		"support/v1/adapter_model.safetensors": []byte("support weights"),
+	}}
+	server := httptest.NewServer(store)
+	defer server.Close()
+	env := []string{"AWS_ENDPOINT_URL=" + server.URL, "AWS_ACCESS_KEY_ID=key", "AWS_SECRET_ACCESS_KEY=secret", "AWS_REGION=us-east-1",
+		"AWS_EC2_METADATA_DISABLED=true"}
+	tree := adaptersTree(t, "s3://adapters/base", map[string]string{"sql": "s3://adapters/sql/v1", "sql-again": "s3://adapters/sql/v1",
+		"support": "s3://adapters/support/v1", "legal": "s3://adapters/legal"})
+	var args []string
+	for _, o := range tree.Objects {
+		if job, ok := o.Object.(*batchv1.Job); ok {
+			require.Len(t, job.Spec.Template.Spec.Containers, 2)
+			c := job.Spec.Template.Spec.Containers[1]
+			require.Equal(t, render.AdapterDownloadContainerName, c.Name)
+			args = slices.Clone(c.Args)
+		}
+	}
+	cache := t.TempDir()
+	args[slices.Index(args, api.ModelMountPath)] = cache
+	assert.Equal(t, 3, strings.Count(strings.Join(args, " "), "--source"), "sql's source once: %v", args)
+
+	out, err := runDownloader(t, args, env...)
+	require.Error(t, err, out)
+	assert.Contains(t, out, "1 of 3 sources failed (a rerun resumes them): s3://adapters/legal: s3://adapters/legal has no files")
+	for _, dir := range []string{"s3/adapters/sql/v1", "s3/adapters/support/v1"} {
+		_, err := os.Stat(filepath.Join(cache, dir, download.CompleteMarker))
+		assert.NoError(t, err, "%s completes though legal fails", dir)
+	}
+
+	store.objects["legal/adapter_config.json"] = []byte(`{"r": 8}`)
+	out, err = runDownloader(t, args, env...)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "s3://adapters/sql/v1 is complete in")
+	_, err = os.Stat(filepath.Join(cache, "s3/adapters/legal", download.CompleteMarker))
+	assert.NoError(t, err)
 }

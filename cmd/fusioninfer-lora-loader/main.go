@@ -1,11 +1,13 @@
 // Command fusioninfer-lora-loader keeps a vLLM server's LoRA adapters those of a list: the
 // sidecar of every server pod of a model with adapters (docs/lora.md,
 // docs/design/0027-lora-adapters.md). It reads the list from the model's adapters ConfigMap,
-// mounted as a file, every --interval, and reconciles the server in its pod with it through vLLM's
-// runtime LoRA API (VLLM_ALLOW_RUNTIME_LORA_UPDATING): loads what is missing or whose path
-// changed, unloads what the list no longer has; an adapter whose directory has no
-// adapter_config.json is not sent to the server, and named. GET /ready answers 200 once the list
-// has been read and every adapter of it tried against the answering server (the container's
+// mounted as a file, every --interval, and reconciles each server in its pod with it (one --server
+// a server: each local rank of a data parallel pod is one, and the pool routes to every rank)
+// through vLLM's runtime LoRA API (VLLM_ALLOW_RUNTIME_LORA_UPDATING): loads what is missing or
+// whose path changed, unloads what the list no longer has; an adapter whose directory has no
+// adapter_config.json is not sent to the servers, and named. An adapter is loaded when every
+// server has it. GET /ready answers 200 once the list has been read and every adapter of it tried
+// against every server, all answering (the container's
 // readiness probe, so a new pod takes traffic only after its adapters loaded), else 503 with the
 // cause; an adapter that failed is named in its answer but holds nothing back: the pod's base
 // model and its other adapters serve (docs/design/0027-lora-adapters.md). GET /adapters is its state as JSON (vllm.LoaderState), which
@@ -53,37 +55,27 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
-	flags := flag.NewFlagSet("fusioninfer-lora-loader", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	list := flags.String("adapters", "", "the adapter list: JSON {\"adapters\": [{\"name\", \"path\"}]}, the ConfigMap's file")
-	server := flags.String("server", "http://localhost:8000", "the vLLM server's base URL")
-	listen := flags.String("listen", ":"+strconv.Itoa(vllm.LoRALoaderPort), "the address of /ready and /adapters")
-	root := flags.String("root", "/", "the directory the list's paths are in (the pod's file system, where the adapters' volumes are "+
-		"mounted at the server's paths; another for a loader run outside its pod)")
-	interval := flags.Duration("interval", 5*time.Second, "how often the list is read and the server reconciled")
-	probe := flags.Bool("probe", false, "ask the running loader at --listen whether it is ready: print why not and exit 1 "+
-		"(the container's readiness probe, whose output the kubelet's event carries)")
-	showVersion := flags.Bool("version", false, "print the version")
-	if err := flags.Parse(args); err != nil {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if *showVersion {
+	if opts.version {
 		fmt.Fprintln(stderr, version)
 		return nil
 	}
-	if *probe {
-		return probeReady(ctx, *listen, stderr)
+	if opts.probe {
+		return probeReady(ctx, opts.listen, stderr)
 	}
-	if *list == "" {
+	if opts.list == "" {
 		return errors.New("give --adapters")
 	}
-	l := &loader{list: *list, root: *root, server: strings.TrimRight(*server, "/"), client: &http.Client{Timeout: 5 * time.Minute},
+	l := &loader{list: opts.list, root: opts.root, servers: opts.servers, client: &http.Client{Timeout: 5 * time.Minute},
 		log: log.New(stderr, "", log.LstdFlags|log.LUTC)}
-	httpServer := &http.Server{Addr: *listen, Handler: l, ReadHeaderTimeout: 10 * time.Second}
+	httpServer := &http.Server{Addr: opts.listen, Handler: l, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.ListenAndServe() }()
 	defer httpServer.Close()
-	ticker := time.NewTicker(*interval)
+	ticker := time.NewTicker(opts.interval)
 	defer ticker.Stop()
 	for {
 		l.reconcile(ctx)
@@ -96,6 +88,43 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 }
+
+// options are the loader's command line.
+type options struct {
+	list, listen, root string
+	servers            []string
+	interval           time.Duration
+	probe, version     bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var opts options
+	flags := flag.NewFlagSet("fusioninfer-lora-loader", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.StringVar(&opts.list, "adapters", "", "the adapter list: JSON {\"adapters\": [{\"name\", \"path\"}]}, the ConfigMap's file")
+	flags.Func("server", "a vLLM server's base URL, "+defaultServer+" unless given; repeated for each server of the pod "+
+		"(each local rank of a data parallel pod)", func(url string) error {
+		opts.servers = append(opts.servers, strings.TrimRight(url, "/"))
+		return nil
+	})
+	flags.StringVar(&opts.listen, "listen", ":"+strconv.Itoa(vllm.LoRALoaderPort), "the address of /ready and /adapters")
+	flags.StringVar(&opts.root, "root", "/", "the directory the list's paths are in (the pod's file system, where the adapters' volumes are "+
+		"mounted at the server's paths; another for a loader run outside its pod)")
+	flags.DurationVar(&opts.interval, "interval", 5*time.Second, "how often the list is read and the server reconciled")
+	flags.BoolVar(&opts.probe, "probe", false, "ask the running loader at --listen whether it is ready: print why not and exit 1 "+
+		"(the container's readiness probe, whose output the kubelet's event carries)")
+	flags.BoolVar(&opts.version, "version", false, "print the version")
+	if err := flags.Parse(args); err != nil {
+		return opts, err
+	}
+	if len(opts.servers) == 0 {
+		opts.servers = []string{defaultServer}
+	}
+	return opts, nil
+}
+
+// defaultServer is vLLM's own address in its pod, on its default port.
+const defaultServer = "http://localhost:8000"
 
 // probeReady asks the loader listening at addr for /ready; not ready is an error that says why.
 func probeReady(ctx context.Context, addr string, out io.Writer) error {
@@ -127,7 +156,8 @@ func probeReady(ctx context.Context, addr string, out io.Writer) error {
 
 // loader reconciles one server with one list.
 type loader struct {
-	list, server string
+	list    string
+	servers []string
 	// root is the directory the list's paths are in: "/" in the loader's pod, where the adapters'
 	// volumes are mounted as the server's are.
 	root   string
@@ -162,8 +192,10 @@ func (l *loader) reconcile(ctx context.Context) {
 	l.state, l.problem, l.blocking, l.reconciled = state, problem, blocking, true
 }
 
-// sync is one pass over the list: each adapter's state, what kept the pass from trying them
-// (blocking), and a line for each adapter that failed.
+// sync is one pass over the list and every server: each adapter's state, what kept the pass from
+// trying them (blocking), and a line for each adapter that failed. An adapter is loaded when every
+// server has it; a server that does not answer holds the list back (the answering ones are
+// reconciled all the same).
 func (l *loader) sync(ctx context.Context) (state []vllm.AdapterState, blocking string, failed []string) {
 	data, err := os.ReadFile(l.list)
 	if err != nil {
@@ -175,59 +207,120 @@ func (l *loader) sync(ctx context.Context) (state []vllm.AdapterState, blocking 
 	if err := dec.Decode(&want); err != nil {
 		return nil, fmt.Sprintf("the adapter list %s: %v", l.list, err), nil
 	}
-	loaded, err := l.loadedAdapters(ctx)
-	if err != nil {
-		return nil, fmt.Sprintf("the model server is not answering yet: %v", err), nil
+	// the files are the pod's, the same for every server: checked once; an adapter loaded from
+	// them stays loaded, named only when a server still needs it (unsent)
+	filesErr := make([]error, len(want.Adapters))
+	for i, a := range want.Adapters {
+		filesErr[i] = l.checkFiles(a.Path)
 	}
-	wanted := map[string]bool{}
-	for _, a := range want.Adapters {
-		wanted[a.Name] = true
+	unsent := make([]bool, len(want.Adapters))
+	serverErrs := make([][]string, len(want.Adapters)) // per adapter, each server's failure
+	var silent []string
+	for _, server := range l.servers {
+		errs, unloadFailed, err := l.syncServer(ctx, server, want.Adapters, filesErr, unsent)
+		if err != nil {
+			silent = append(silent, l.named(server)+"is not answering yet: "+err.Error())
+			continue
+		}
+		for i, e := range errs {
+			if e != "" {
+				serverErrs[i] = append(serverErrs[i], l.on(server)+e)
+			}
+		}
+		failed = append(failed, unloadFailed...)
+	}
+	if len(silent) > 0 {
+		return nil, "the model server " + strings.Join(silent, "; "), nil
+	}
+	for i, a := range want.Adapters {
 		s := vllm.AdapterState{Name: a.Name, Path: a.Path}
-		path, isLoaded := loaded[a.Name]
-		if isLoaded && path == a.Path {
+		switch {
+		case unsent[i]:
+			s.Error = filesErr[i].Error()
+		case len(serverErrs[i]) > 0:
+			s.Error = strings.Join(serverErrs[i], "; ")
+		default:
 			s.Loaded = true
-			state = append(state, s)
-			continue
 		}
-		if err := l.checkFiles(a.Path); err != nil {
-			// not sent to the server, which would refuse it the same way with a less plain cause;
-			// a previous version stays loaded
-			s.Error = err.Error()
-			failed = append(failed, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
-			state = append(state, s)
-			continue
-		}
-		if isLoaded && path != "" && path != a.Path {
-			// replaced: vLLM refuses to load a name it has, so the old one goes first
-			if err := l.post(ctx, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": a.Name}); err != nil {
-				s.Error = fmt.Sprintf("unloading its previous version (%s): %v", path, err)
-			}
-			isLoaded = false
-		}
-		if !isLoaded && s.Error == "" {
-			if err := l.post(ctx, vllm.PathLoadLoRAAdapter, map[string]string{"lora_name": a.Name, "lora_path": a.Path}); err != nil {
-				s.Error = err.Error()
-			} else {
-				l.log.Printf("loaded adapter %s from %s", a.Name, a.Path)
-			}
-		}
-		s.Loaded = s.Error == ""
 		if !s.Loaded {
 			failed = append(failed, fmt.Sprintf("adapter %s (%s) failed to load: %s", a.Name, a.Path, s.Error))
 		}
 		state = append(state, s)
 	}
+	return state, "", failed
+}
+
+// named is how a message names a server: "" when the loader has one, else its URL and a space.
+func (l *loader) named(server string) string {
+	if len(l.servers) == 1 {
+		return ""
+	}
+	return server + " "
+}
+
+// on begins a server's failure: "" when the loader has one server, else "on {its URL}: ".
+func (l *loader) on(server string) string {
+	if len(l.servers) == 1 {
+		return ""
+	}
+	return "on " + server + ": "
+}
+
+// syncServer loads and unloads on one server until its adapters are the list's: per adapter of
+// the list, why it failed on this server ("" when it is loaded, or when its files are missing,
+// filesErr: then it is not sent, and unsent says so); a line for each adapter no longer listed
+// that failed to unload; an error when the server does not answer.
+func (l *loader) syncServer(ctx context.Context, server string, want []vllm.Adapter, filesErr []error, unsent []bool) (errs, unloadFailed []string, err error) {
+	loaded, err := l.loadedAdapters(ctx, server)
+	if err != nil {
+		return nil, nil, err
+	}
+	errs = make([]string, len(want))
+	wanted := map[string]bool{}
+	for i, a := range want {
+		wanted[a.Name] = true
+		path, isLoaded := loaded[a.Name]
+		if isLoaded && path == a.Path {
+			continue
+		}
+		if filesErr[i] != nil {
+			// not sent to the server, which would refuse it the same way with a less plain cause;
+			// a previous version stays loaded
+			unsent[i] = true
+			continue
+		}
+		if isLoaded && path != "" {
+			// replaced: vLLM refuses to load a name it has, so the old one goes first
+			if err := l.post(ctx, server, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": a.Name}); err != nil {
+				errs[i] = fmt.Sprintf("unloading its previous version (%s): %v", path, err)
+				continue
+			}
+		}
+		if err := l.post(ctx, server, vllm.PathLoadLoRAAdapter, map[string]string{"lora_name": a.Name, "lora_path": a.Path}); err != nil {
+			errs[i] = err.Error()
+		} else {
+			l.log.Printf("loaded adapter %s from %s%s", a.Name, a.Path, l.into(server))
+		}
+	}
 	for name := range loaded {
 		if wanted[name] {
 			continue
 		}
-		if err := l.post(ctx, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": name}); err != nil {
-			failed = append(failed, fmt.Sprintf("adapter %s, no longer listed, failed to unload: %v", name, err))
+		if err := l.post(ctx, server, vllm.PathUnloadLoRAAdapter, map[string]string{"lora_name": name}); err != nil {
+			unloadFailed = append(unloadFailed, fmt.Sprintf("adapter %s, no longer listed, failed to unload: %s%v", name, l.on(server), err))
 		} else {
-			l.log.Printf("unloaded adapter %s", name)
+			l.log.Printf("unloaded adapter %s%s", name, l.into(server))
 		}
 	}
-	return state, "", failed
+	return errs, unloadFailed, nil
+}
+
+// into ends a log line of a load or unload: "" when the loader has one server, else which.
+func (l *loader) into(server string) string {
+	if len(l.servers) == 1 {
+		return ""
+	}
+	return " on " + server
 }
 
 // checkFiles says why the adapter at path cannot load when its directory lacks the file vLLM reads
@@ -248,8 +341,8 @@ func (l *loader) checkFiles(path string) error {
 // loadedAdapters are the server's adapters and their paths: the cards of /v1/models with a
 // parent (vllm/entrypoints/openai/serving_models.py, show_available_models: an adapter's card has
 // the base model as parent and its path as root).
-func (l *loader) loadedAdapters(ctx context.Context) (map[string]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.server+vllm.PathModels, nil)
+func (l *loader) loadedAdapters(ctx context.Context, server string) (map[string]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+vllm.PathModels, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -281,12 +374,12 @@ func (l *loader) loadedAdapters(ctx context.Context) (map[string]string, error) 
 }
 
 // post sends a JSON body to the server; an answer other than 2xx is an error with vLLM's message.
-func (l *loader) post(ctx context.Context, path string, body map[string]string) error {
+func (l *loader) post(ctx context.Context, server, path string, body map[string]string) error {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.server+path, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, server+path, bytes.NewReader(data))
 	if err != nil {
 		return err
 	}

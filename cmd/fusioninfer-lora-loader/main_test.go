@@ -117,7 +117,7 @@ func newTestLoader(t *testing.T) (*loader, *fakeServer, string) {
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	file := filepath.Join(t.TempDir(), "adapters.json")
-	return &loader{list: file, root: t.TempDir(), server: srv.URL, client: srv.Client(), log: log.New(io.Discard, "", 0)}, fake, file
+	return &loader{list: file, root: t.TempDir(), servers: []string{srv.URL}, client: srv.Client(), log: log.New(io.Discard, "", 0)}, fake, file
 }
 
 func ready(t *testing.T, l *loader) (int, string) {
@@ -254,4 +254,89 @@ func TestProbeSaysWhyNotReady(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, probe(&out))
 	assert.Contains(t, out.String(), "adapter big (/models/hf/org/big/v1) failed to load: 400 Bad Request: LoRA rank 64")
+}
+
+// newRanksLoader is a loader of a data parallel pod: one vLLM server a local rank, each its own
+// HTTP server (core/render DataParallelScript: port + rank).
+func newRanksLoader(t *testing.T, ranks int) (*loader, []*fakeServer, string) {
+	l, first, file := newTestLoader(t)
+	fakes := []*fakeServer{first}
+	for range ranks - 1 {
+		fake := newFakeServer()
+		srv := httptest.NewServer(fake)
+		t.Cleanup(srv.Close)
+		fakes = append(fakes, fake)
+		l.servers = append(l.servers, srv.URL)
+	}
+	return l, fakes, file
+}
+
+// TestLoaderLoadsEveryRank: a data parallel pod's ranks are each a server the pool routes to, so
+// each gets every adapter, follows the list's changes, and one that failed names its rank.
+func TestLoaderLoadsEveryRank(t *testing.T) {
+	l, fakes, file := newRanksLoader(t, 3)
+	ctx := context.Background()
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"}, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v1"})
+	l.reconcile(ctx)
+	for i, fake := range fakes {
+		assert.Equal(t, map[string]string{"sql": "/models/hf/org/sql/v1", "support": "/models/s3/a/support/v1"}, fake.loaded, "rank %d", i)
+		fake.takeCalls()
+	}
+	code, _ := ready(t, l)
+	assert.Equal(t, http.StatusOK, code)
+
+	// one rank restarted and lost its adapters; sql removed; the third rank refuses support v2
+	fakes[1].loaded = map[string]string{}
+	fakes[2].refuse["/models/s3/a/support/v2"] = "LoRA rank 64 is greater than max_lora_rank 16."
+	writeList(t, l, file, vllm.Adapter{Name: "support", Path: "/models/s3/a/support/v2"})
+	l.reconcile(ctx)
+	assert.Equal(t, map[string]string{"support": "/models/s3/a/support/v2"}, fakes[0].loaded)
+	assert.Equal(t, map[string]string{"support": "/models/s3/a/support/v2"}, fakes[1].loaded)
+	assert.Equal(t, map[string]string{}, fakes[2].loaded, "unloaded, then refused")
+
+	rec := httptest.NewRecorder()
+	l.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, vllm.PathLoaderState, nil))
+	var state vllm.LoaderState
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &state))
+	require.Len(t, state.Adapters, 1)
+	assert.False(t, state.Adapters[0].Loaded, "an adapter is loaded when every rank has it")
+	assert.Equal(t, "on "+l.servers[2]+": 400 Bad Request: LoRA rank 64 is greater than max_lora_rank 16.", state.Adapters[0].Error)
+	code, body := ready(t, l)
+	assert.Equal(t, http.StatusOK, code, "the pod serves what loaded")
+	assert.Contains(t, body, "adapter support (/models/s3/a/support/v2) failed to load: on "+l.servers[2])
+
+	// a rank not answering holds the pod back, and is named
+	fakes[1].healthy = false
+	l.reconcile(ctx)
+	code, body = ready(t, l)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "the model server "+l.servers[1]+" is not answering yet")
+}
+
+// TestLoaderTakesEveryServerFlag: --server repeats, one a rank; vLLM's default port without it.
+func TestLoaderTakesEveryServerFlag(t *testing.T) {
+	opts, err := parseFlags([]string{"--adapters", "/a.json", "--server", "http://localhost:8000", "--server", "http://localhost:8001/"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"http://localhost:8000", "http://localhost:8001"}, opts.servers)
+	opts, err = parseFlags([]string{"--adapters", "/a.json"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"http://localhost:8000"}, opts.servers)
+}
+
+// TestLoaderKeepsWhatIsLoadedWhenItsFilesGo: the files are checked only before a load: an
+// adapter every rank has loaded stays loaded, and listed so, when its directory goes.
+func TestLoaderKeepsWhatIsLoadedWhenItsFilesGo(t *testing.T) {
+	l, fakes, file := newRanksLoader(t, 2)
+	writeList(t, l, file, vllm.Adapter{Name: "sql", Path: "/models/hf/org/sql/v1"})
+	l.reconcile(context.Background())
+	require.NoError(t, os.Remove(filepath.Join(l.root, "/models/hf/org/sql/v1", vllm.AdapterConfigFile)))
+	l.reconcile(context.Background())
+	assert.Equal(t, []vllm.AdapterState{{Name: "sql", Path: "/models/hf/org/sql/v1", Loaded: true}}, l.state)
+	assert.Equal(t, map[string]string{"sql": "/models/hf/org/sql/v1"}, fakes[1].loaded)
+
+	fakes[1].loaded = map[string]string{} // a rank restarted: it needs the files, which are gone
+	l.reconcile(context.Background())
+	require.Len(t, l.state, 1)
+	assert.False(t, l.state[0].Loaded)
+	assert.Contains(t, l.state[0].Error, "no adapter_config.json in /models/hf/org/sql/v1")
 }

@@ -708,3 +708,30 @@ spec:
 	assert.Contains(t, stderr, `spec.roles[0].template.spec.containers[0].ports[0].containerPort: Invalid value: 9100: vLLM listens on 8000 without --port`)
 	assert.Contains(t, stderr, `spec.roles[1].template.spec.containers[0].args: Invalid value: 8091: the LoRA loader of a model with adapters listens on 8091`)
 }
+
+// TestRenderRefusesAnAdapterNameTwoModelsOfThePoolServe: through the manifest door, a second
+// role's own model with an adapter named as the first model's is refused at its field: the
+// router's pool would send a request for it to servers of either base model.
+func TestRenderRefusesAnAdapterNameTwoModelsOfThePoolServe(t *testing.T) {
+	manifest, err := os.ReadFile("../../examples/manifests/llama-lora-adapters.yaml")
+	require.NoError(t, err)
+	second := `    - name: big
+      componentType: worker
+      model:
+        source: hf://meta-llama/Llama-3.1-70B-Instruct@1e9e39f249a16976918f6564b8830bc894c89659
+        cache: {size: 300Gi, storageClassName: shared-rwx}
+        adapters:
+          - {name: sql, source: "hf://example-org/llama-3.1-70b-sql-lora@v1"}
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              resources: {limits: {nvidia.com/gpu: "1"}}
+`
+	stdout, stderr, err := run(t, string(manifest)+second, "render", "-f", "-")
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, `spec.roles[2].model.adapters[0].name: Invalid value: "sql": spec.model has an adapter of this name, `+
+		`and the router's pool sends a request for it to any server of either model: give it another name`)
+}

@@ -49,8 +49,9 @@ var loraLoaderResources = corev1.ResourceRequirements{
 
 // serveAdapters turns LoRA on in a pod's server and adds the loader beside it: vLLM's flags
 // (unless the template sets them), its runtime adapter API, the loader reading the adapter list
-// mounted from the model's ConfigMap and calling the server on its port.
-func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, pod *corev1.PodSpec) {
+// mounted from the model's ConfigMap and calling the server on each of its ports: one a local
+// rank of a data parallel pod (DataParallelScript), each of which the pool routes to.
+func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port, ranks int32, pod *corev1.PodSpec) {
 	server := &pod.Containers[api.ServingContainerIndex(pod)]
 	if !vllm.FlagEnableLoRA.In(vllm.CommandLine(server)) {
 		server.Args = append(server.Args, vllm.FlagEnableLoRA.Name)
@@ -87,12 +88,15 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port int32, 
 		server.VolumeMounts = append(server.VolumeMounts, mount)
 		loaderMounts = append(loaderMounts, mount)
 	}
+	args := []string{"--adapters", adaptersMountPath + "/" + AdapterListFile}
+	for _, rankPort := range api.RankPorts(port, ranks) {
+		args = append(args, "--server", fmt.Sprintf("http://localhost:%d", rankPort))
+	}
 	pod.Containers = append(pod.Containers, corev1.Container{
-		Name:    LoRALoaderContainerName,
-		Image:   image,
-		Command: []string{LoRALoaderCommand},
-		Args: []string{"--adapters", adaptersMountPath + "/" + AdapterListFile,
-			"--server", fmt.Sprintf("http://localhost:%d", port)},
+		Name:         LoRALoaderContainerName,
+		Image:        image,
+		Command:      []string{LoRALoaderCommand},
+		Args:         args,
 		Resources:    *loraLoaderResources.DeepCopy(),
 		VolumeMounts: loaderMounts,
 		// ready once every adapter of the list it read was tried against the answering server: a new

@@ -3,6 +3,7 @@ package render_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -11,10 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
@@ -70,11 +74,12 @@ func TestLoRAServiceRendersAdapters(t *testing.T) {
 
 	job := objectOf[*batchv1.Job](t, tree, "llama-lora-model-download")
 	containers := job.Spec.Template.Spec.Containers
-	require.Len(t, containers, 4, "the base model and each adapter, fetched side by side into one cache")
-	assert.Equal(t, "adapter-support-v1", containers[2].Name)
-	assert.Equal(t, []string{"--source", "s3://adapters/llama-3.1-8b/support/v1", "--cache", api.ModelMountPath}, containers[2].Args)
-	assert.Equal(t, containers[0].EnvFrom, containers[2].EnvFrom, "the adapters' downloads have the model's credentials")
-	assert.Equal(t, containers[0].VolumeMounts, containers[2].VolumeMounts)
+	require.Len(t, containers, 2, "the base model, and the adapters one after the other, side by side into one cache")
+	assert.Equal(t, render.AdapterDownloadContainerName, containers[1].Name)
+	assert.Equal(t, []string{"--cache", api.ModelMountPath, "--source", "hf://example-org/llama-3.1-8b-sql-lora@v1",
+		"--source", "s3://adapters/llama-3.1-8b/support/v1", "--source", "s3://adapters/llama-3.1-8b/support/v2"}, containers[1].Args)
+	assert.Equal(t, containers[0].EnvFrom, containers[1].EnvFrom, "the adapters' downloads have the model's credentials")
+	assert.Equal(t, containers[0].VolumeMounts, containers[1].VolumeMounts)
 
 	rewrite := objectOf[*render.InferenceModelRewrite](t, tree, "llama-lora-support")
 	assert.Equal(t, "llama-lora-pool", string(rewrite.Spec.PoolRef.Name))
@@ -99,7 +104,7 @@ func TestAddingAnAdapterChangesNoLeaderWorkerSet(t *testing.T) {
 	assert.Equal(t, objectsOf[*lwsv1.LeaderWorkerSet](before), objectsOf[*lwsv1.LeaderWorkerSet](after))
 	assert.NotEqual(t, objectOf[*corev1.ConfigMap](t, before, "llama-lora-adapters").Data,
 		objectOf[*corev1.ConfigMap](t, after, "llama-lora-adapters").Data)
-	assert.Len(t, objectOf[*batchv1.Job](t, after, "llama-lora-model-download").Spec.Template.Spec.Containers, 5)
+	assert.Contains(t, objectOf[*batchv1.Job](t, after, "llama-lora-model-download").Spec.Template.Spec.Containers[1].Args, "gs://adapters/legal")
 }
 
 // TestAdaptersAreListedAfterTheyAreFetched: the ConfigMap waits for the download Job, so a loader
@@ -191,9 +196,14 @@ func TestMountedAdapters(t *testing.T) {
 	assert.Equal(t, vllm.Adapter{Name: "legal", Path: "/adapters/legal"}, list.Adapters[3])
 	var fetched []string
 	for _, c := range objectOf[*batchv1.Job](t, tree, "llama-lora-model-download").Spec.Template.Spec.Containers {
-		fetched = append(fetched, c.Name)
+		for i, arg := range c.Args {
+			if arg == "--source" {
+				fetched = append(fetched, c.Args[i+1])
+			}
+		}
 	}
-	assert.Equal(t, []string{"download", "adapter-support-v1", "adapter-support-v2"}, fetched, "a mounted adapter is not fetched")
+	assert.Equal(t, []string{svc.Spec.Model.Source, "s3://adapters/llama-3.1-8b/support/v1", "s3://adapters/llama-3.1-8b/support/v2"}, fetched,
+		"a mounted adapter is not fetched")
 	assert.Contains(t, render.DescribeModel(render.Summarize(tree).Models[0]), "LoRA adapters sql, support-v1, support-v2, legal "+
 		"(sql, legal mounted read-only from their claims or images, the others fetched by the same Job, listed in ConfigMap llama-lora-adapters")
 
@@ -277,4 +287,86 @@ func TestCRDGroupsThroughTheManifest(t *testing.T) {
 	require.Empty(t, errs)
 	rewrite := objectOf[*render.InferenceModelRewrite](t, build(t, docs[0].Service), "llama-lora-support")
 	assert.Equal(t, "llm-d.ai/v1alpha2", rewrite.APIVersion)
+}
+
+// TestAdaptersReachEveryDataParallelRank: each local rank of a data parallel pod is a server the
+// pool routes to (its own port), so the pod's loader loads every adapter into each of them, and
+// the pool's ports are exactly the servers the loader reconciles.
+func TestAdaptersReachEveryDataParallelRank(t *testing.T) {
+	svc := story(t, loraStory).Service
+	server := svc.Spec.RoleNamed("server")
+	server.Parallelism = &api.Parallelism{Data: 4}
+	server.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceName("nvidia.com/gpu")] = resource.MustParse("4")
+	tree := build(t, svc)
+	pod := objectOf[*lwsv1.LeaderWorkerSet](t, tree, "llama-lora-server-0").Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+	var loader *corev1.Container
+	for i := range pod.Containers {
+		if pod.Containers[i].Name == render.LoRALoaderContainerName {
+			loader = &pod.Containers[i]
+		}
+	}
+	require.NotNil(t, loader, "one loader a pod")
+	var servers []string
+	for i, arg := range loader.Args {
+		if arg == "--server" {
+			servers = append(servers, loader.Args[i+1])
+		}
+	}
+	var routed []string
+	for _, p := range objectOf[*inferencev1.InferencePool](t, tree, "llama-lora-pool").Spec.TargetPorts {
+		routed = append(routed, fmt.Sprintf("http://localhost:%d", p.Number))
+	}
+	assert.Equal(t, []string{"http://localhost:8000", "http://localhost:8001", "http://localhost:8002", "http://localhost:8003"}, servers)
+	assert.Equal(t, routed, servers, "every rank the pool routes to")
+}
+
+// TestEveryAdapterSourceIsFetchedOnceByABoundedJob is a property over generated adapter lists
+// (many adapters, sources shared between adapters, an adapter whose source is the base model's,
+// mounted ones among them): the download Job fetches each cache directory once, by one container
+// (two writers of one directory would share its .part files), every fetched adapter's directory
+// among them, with at most two containers (the base model, the adapters) whatever the number of
+// adapters, so the Job's pod fits a node.
+func TestEveryAdapterSourceIsFetchedOnceByABoundedJob(t *testing.T) {
+	base := story(t, loraStory).Service.Spec.Model.Source
+	pool := []string{base, "hf://meta-llama/Llama-3.1-8B-Instruct@0e9e39f249a16976918f6564b8830bc894c89659", "hf://org/sql-lora@v1", "hf://org/sql-lora@main", "hf://org/sql-lora",
+		"s3://adapters/support/v1", "s3://adapters/support/v2", "gs://adapters/legal", "pvc://adapters/llama/sql", "oci://registry.example.com/a/b:v1"}
+	random := rand.New(rand.NewPCG(42, 27))
+	for round := range 60 {
+		svc := story(t, loraStory).Service
+		svc.Spec.Model.AdapterSplits = nil
+		svc.Spec.Model.Adapters = nil
+		n := 1 + random.IntN(8)
+		if round%10 == 0 {
+			n = 300
+		}
+		for i := range n {
+			source := pool[random.IntN(len(pool))]
+			if n == 300 && i%2 == 0 {
+				source = fmt.Sprintf("s3://adapters/many/%d", i)
+			}
+			svc.Spec.Model.Adapters = append(svc.Spec.Model.Adapters, api.LoRAAdapter{Name: fmt.Sprintf("a%d", i), Source: source})
+		}
+		tree := build(t, svc)
+		job := objectOf[*batchv1.Job](t, tree, "llama-lora-model-download")
+		containers := job.Spec.Template.Spec.Containers
+		assert.LessOrEqual(t, len(containers), 2, "round %d: %d adapters", round, n)
+		writers := map[string]int{} // cache directory -> containers that write it
+		for _, c := range containers {
+			for i, arg := range c.Args {
+				if arg == "--source" {
+					src, err := modelsource.Parse(c.Args[i+1])
+					require.NoError(t, err)
+					writers[src.CacheDir()]++
+				}
+			}
+		}
+		for dir, count := range writers {
+			assert.Equal(t, 1, count, "round %d: %s is fetched %d times", round, dir, count)
+		}
+		for _, a := range svc.Spec.Model.Adapters {
+			if src, _ := modelsource.Parse(a.Source); src.Downloaded() {
+				assert.Contains(t, writers, src.CacheDir(), "round %d: adapter %s is fetched", round, a.Name)
+			}
+		}
+	}
 }

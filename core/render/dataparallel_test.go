@@ -231,9 +231,9 @@ func TestDataParallelReadinessProbeChecksEveryRank(t *testing.T) {
 		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
 	}, {
 		name:    "no probe: vLLM's GET /health, as every server's default readiness probe",
-		prefill: []string{"HTTP", "", "/health", "0.6", "8000", "8"},
-		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
-		timings: corev1.Probe{PeriodSeconds: 5},
+		prefill: []string{"HTTP", "", "/health", "4.6", "8000", "8"},
+		decode:  []string{"HTTP", "", "/health", "4.6", "8200", "8"},
+		timings: corev1.Probe{PeriodSeconds: 5, TimeoutSeconds: 5},
 	}, {
 		name: "the port by name, HTTPS, a header and the probe's timings",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http"),

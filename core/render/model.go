@@ -166,14 +166,15 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) 
 		container.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: *ref}}}
 	}
 	containers := []corev1.Container{container}
-	// each adapter beside the base model, in parallel: the Job completes when every one has
-	for _, a := range m.Adapters {
-		if a.Mounted() {
-			continue // mounted in the servers' pods as it is
-		}
+	// the adapters beside the base model, in one container that fetches them one after the other:
+	// a container each would ask a node for 500m a adapter (300 adapters: 150 CPUs in one pod)
+	if sources := adapterSources(m); len(sources) > 0 {
 		c := *container.DeepCopy()
-		c.Name = api.AdapterContainerPrefix + a.Name
-		c.Args = []string{"--source", a.Source, "--cache", api.ModelMountPath}
+		c.Name = AdapterDownloadContainerName
+		c.Args = []string{"--cache", api.ModelMountPath}
+		for _, source := range sources {
+			c.Args = append(c.Args, "--source", source)
+		}
 		containers = append(containers, c)
 	}
 	return &batchv1.Job{
@@ -195,6 +196,25 @@ func buildDownloadJob(svc *api.InferenceService, ref Ref, m *api.ResolvedModel) 
 			},
 		},
 	}
+}
+
+// AdapterDownloadContainerName is the download Job's container that fetches the model's adapters.
+const AdapterDownloadContainerName = "adapters"
+
+// adapterSources are the sources the download Job fetches for a model's adapters, in the spec's
+// order: each cache directory once, and none that is the base model's, which its own container
+// fetches. Two writers of one directory would share its .part files (internal/download).
+func adapterSources(m *api.ResolvedModel) []string {
+	fetched := map[string]bool{m.Parsed.CacheDir(): true}
+	var sources []string
+	for _, a := range m.Adapters {
+		if a.Mounted() || fetched[a.Parsed.CacheDir()] {
+			continue // mounted in the servers' pods as it is, or fetched already
+		}
+		fetched[a.Parsed.CacheDir()] = true
+		sources = append(sources, a.Source)
+	}
+	return sources
 }
 
 // useModel points a serving role's template at its model: the model's volume mounted read-only
@@ -230,7 +250,7 @@ func useModel(serviceName string, spec *api.InferenceServiceSpec, role *api.Role
 		}
 	}
 	if m.HasAdapters() {
-		serveAdapters(serviceName, owner, m, vllmPort, &tpl.Spec)
+		serveAdapters(serviceName, owner, m, vllmPort, role.LocalRanks(), &tpl.Spec)
 	}
 	if m.CompileCache != nil {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: api.CompileCacheVolumeName, VolumeSource: corev1.VolumeSource{

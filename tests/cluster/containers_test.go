@@ -119,8 +119,7 @@ func TestLoRALoaderRunsWithTheRenderedArguments(t *testing.T) {
 	data, err := os.ReadFile(list)
 	require.NoError(t, err, "the adapter list is there")
 	assert.Equal(t, config.Data[render.AdapterListFile], string(data))
-	server, _ := vllm.FlagValue(args, "--server")
-	assert.Equal(t, "http://127.20.0.7:8000", server, "the server of its own pod")
+	assert.Equal(t, []string{"http://127.20.0.7:8000"}, flagValues(args, "--server"), "the server of its own pod, and no other")
 	// the cache claim is a directory of the suite's, shared by the pods that mount it; the loader
 	// finds an adapter's files at the list's path under its --root, as in its pod
 	root, found := vllm.FlagValue(args, "--root")

@@ -39,19 +39,33 @@ func loraLoaderLaunch(run *containerRun) ([]launch, error) {
 const loraLoaderDefaultListen = ":8091"
 
 // loraLoaderArgs maps the loader's arguments, its container's or its exec readiness probe's
-// (`fusioninfer-lora-loader --probe`, which asks the running loader at --listen): its server at
-// localhost, the pod's own network, is the server's forwarder at the pod's address; its --listen
-// port is a loopback port of the container's own, the same for the loader and its probe.
+// (`fusioninfer-lora-loader --probe`, which asks the running loader at --listen): each of its
+// servers (--server repeats, one a data parallel rank) at localhost, the pod's own network, is
+// that server's forwarder at the pod's address; its --listen port is a loopback port of the
+// container's own, the same for the loader and its probe.
 func loraLoaderArgs(run *containerRun, args []string) ([]string, error) {
 	args = slices.Clone(args)
-	if server, found := vllm.FlagValue(args, "--server"); found {
+	for i, arg := range args {
+		server, inline := strings.CutPrefix(arg, "--server=")
+		switch {
+		case inline:
+		case arg == "--server" && i+1 < len(args):
+			server = args[i+1]
+		default:
+			continue
+		}
 		u, err := url.Parse(server)
 		if err != nil {
 			return nil, fmt.Errorf("the loader's --server %q: %w", server, err)
 		}
-		if host := u.Hostname(); host == "localhost" || host == "127.0.0.1" {
-			u.Host = net.JoinHostPort(run.pod.Status.PodIP, u.Port())
-			args = append(args, "--server", u.String()) // the last of a flag's values counts (Go's flag)
+		if host := u.Hostname(); host != "localhost" && host != "127.0.0.1" {
+			continue
+		}
+		u.Host = net.JoinHostPort(run.pod.Status.PodIP, u.Port())
+		if inline {
+			args[i] = "--server=" + u.String()
+		} else {
+			args[i+1] = u.String()
 		}
 	}
 	listen, found := vllm.FlagValue(args, "--listen")

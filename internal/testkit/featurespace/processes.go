@@ -188,7 +188,7 @@ func routingSidecar(c *corev1.Container) *Process {
 }
 
 // loraLoader is the LoRA loader (cmd/fusioninfer-lora-loader): it listens on --listen (default
-// :8091) and loads adapters into the server at --server.
+// :8091) and loads adapters into each server at a --server (it repeats: one a data parallel rank).
 func loraLoader(c *corev1.Container) *Process {
 	proc := &Process{Container: c.Name, Program: ProgramLoRALoader, Name: c.Name}
 	listen := flagOf(c.Args, "--listen")
@@ -197,8 +197,10 @@ func loraLoader(c *corev1.Container) *Process {
 	}
 	_, port, _ := strings.Cut(listen, ":")
 	proc.Listens = []int32{atoi32(port)}
-	if u, err := url.Parse(flagOf(c.Args, "--server")); err == nil {
-		proc.Targets = []Target{{Port: atoi32(u.Port()), Program: ProgramVLLM, What: "the server it loads adapters into (--server)"}}
+	for _, server := range (vllm.Flag{Name: "--server"}).Occurrences(c.Args) { // one a data parallel rank
+		if u, err := url.Parse(server); err == nil {
+			proc.Targets = append(proc.Targets, Target{Port: atoi32(u.Port()), Program: ProgramVLLM, What: "a server it loads adapters into (--server)"})
+		}
 	}
 	return proc
 }

@@ -15,7 +15,7 @@ import (
 var _ = internal.GetEnvOrDefault
 
 type AdapterSplit struct {
-	// The public name requests ask for: a DNS label, not an adapter's name.
+	// The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
 	Name string `pulumi:"name"`
 	// The adapters the requests go to, with their weights.
 	Targets []AdapterSplitTarget `pulumi:"targets"`
@@ -33,7 +33,7 @@ type AdapterSplitInput interface {
 }
 
 type AdapterSplitArgs struct {
-	// The public name requests ask for: a DNS label, not an adapter's name.
+	// The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
 	Name pulumi.StringInput `pulumi:"name"`
 	// The adapters the requests go to, with their weights.
 	Targets AdapterSplitTargetArrayInput `pulumi:"targets"`
@@ -90,7 +90,7 @@ func (o AdapterSplitOutput) ToAdapterSplitOutputWithContext(ctx context.Context)
 	return o
 }
 
-// The public name requests ask for: a DNS label, not an adapter's name.
+// The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
 func (o AdapterSplitOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v AdapterSplit) string { return v.Name }).(pulumi.StringOutput)
 }
@@ -1334,7 +1334,7 @@ func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
 }
 
 type LoRAAdapter struct {
-	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
 	Name string `pulumi:"name"`
 	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
 	Source string `pulumi:"source"`
@@ -1352,7 +1352,7 @@ type LoRAAdapterInput interface {
 }
 
 type LoRAAdapterArgs struct {
-	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
 	Name pulumi.StringInput `pulumi:"name"`
 	// Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
 	Source pulumi.StringInput `pulumi:"source"`
@@ -1409,7 +1409,7 @@ func (o LoRAAdapterOutput) ToLoRAAdapterOutputWithContext(ctx context.Context) L
 	return o
 }
 
-// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
 func (o LoRAAdapterOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v LoRAAdapter) string { return v.Name }).(pulumi.StringOutput)
 }

@@ -10,7 +10,7 @@ import * as pulumiKubernetes from "@pulumi/kubernetes";
 
 export interface AdapterSplitArgs {
     /**
-     * The public name requests ask for: a DNS label, not an adapter's name.
+     * The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
      */
     name: pulumi.Input<string>;
     /**
@@ -134,7 +134,7 @@ export interface GangPolicyArgs {
 
 export interface LoRAAdapterArgs {
     /**
-     * The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+     * The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
      */
     name: pulumi.Input<string>;
     /**

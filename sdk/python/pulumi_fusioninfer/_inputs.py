@@ -72,7 +72,7 @@ __all__ = [
 class AdapterSplitArgsDict(TypedDict):
     name: pulumi.Input[_builtins.str]
     """
-    The public name requests ask for: a DNS label, not an adapter's name.
+    The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
     """
     targets: pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgsDict']]]
     """
@@ -85,7 +85,7 @@ class AdapterSplitArgs:
                  name: pulumi.Input[_builtins.str],
                  targets: pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgs']]]):
         """
-        :param pulumi.Input[_builtins.str] name: The public name requests ask for: a DNS label, not an adapter's name.
+        :param pulumi.Input[_builtins.str] name: The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
         :param pulumi.Input[Sequence[pulumi.Input['AdapterSplitTargetArgs']]] targets: The adapters the requests go to, with their weights.
         """
         pulumi.set(__self__, "name", name)
@@ -95,7 +95,7 @@ class AdapterSplitArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
         """
-        The public name requests ask for: a DNS label, not an adapter's name.
+        The public name requests ask for: a DNS label, not an adapter's name, nor, behind a router, any other model's name, adapter or split (one InferenceModelRewrite a name in the pool).
         """
         return pulumi.get(self, "name")
 
@@ -637,7 +637,7 @@ class GangPolicyArgs:
 class LoRAAdapterArgsDict(TypedDict):
     name: pulumi.Input[_builtins.str]
     """
-    The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+    The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
     """
     source: pulumi.Input[_builtins.str]
     """
@@ -650,7 +650,7 @@ class LoRAAdapterArgs:
                  name: pulumi.Input[_builtins.str],
                  source: pulumi.Input[_builtins.str]):
         """
-        :param pulumi.Input[_builtins.str] name: The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+        :param pulumi.Input[_builtins.str] name: The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
         :param pulumi.Input[_builtins.str] source: Where the adapter's files are: hf://org/name[@revision], s3://bucket/prefix or gs://bucket/prefix, fetched into the model's cache beside the base model (which then needs a cache); or pvc://claim/path (a claim in the service's namespace) or oci://image (an image volume), mounted read-only in the server's pod at /adapters/{name}, as the base model's are.
         """
         pulumi.set(__self__, "name", name)
@@ -660,7 +660,7 @@ class LoRAAdapterArgs:
     @pulumi.getter
     def name(self) -> pulumi.Input[_builtins.str]:
         """
-        The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits.
+        The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
         """
         return pulumi.get(self, "name")
 
