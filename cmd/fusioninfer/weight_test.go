@@ -13,18 +13,21 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 )
 
-// maxCLIBytes is issue 13's ceiling for the CLI as `make build` builds it (28.3 MB when set).
-const maxCLIBytes = 30_000_000
+// maxCLIBytes is the ceiling for the CLI as `make build` builds it: issue 13 set 30 MB at 28.3
+// MB; it was raised to 31 MB at 30.1 MB, grown by the project's own rules (issue 42's checks:
+// the packages api, render, vllm and diagnosis, 150 KB), not by an import. What it is there to
+// catch is an import's weight: client-go's typed clientset alone adds tens of megabytes.
+const maxCLIBytes = 31_000_000
 
 // TestTheCLIStaysLight: the CLI links what it renders (docs/design/0017-a-light-cli.md). It stays
-// under 30 MB, and nothing in it turns off the linker's dead-code elimination of methods: a
+// under 31 MB, and nothing in it turns off the linker's dead-code elimination of methods: a
 // function that looks methods up by a name known only at run time (text/template, a
 // MethodByName) is marked <ReflectMethod> by the linker, and then every exported method of every
 // type in the binary is kept. When this fails, the chain printed says which import brought it.
 func TestTheCLIStaysLight(t *testing.T) {
 	info, err := os.Stat(testcli.Binary(t))
 	require.NoError(t, err)
-	require.Less(t, info.Size(), int64(maxCLIBytes), "the CLI grew past 30 MB: see docs/performance.md#build-cost for what pulls weight")
+	require.Less(t, info.Size(), int64(maxCLIBytes), "the CLI grew past 31 MB: see docs/performance.md#build-cost for what pulls weight")
 
 	cmd := exec.Command("go", "build", "-ldflags=-dumpdep", "-o", filepath.Join(t.TempDir(), "fusioninfer"), "./cmd/fusioninfer")
 	cmd.Dir = testcli.Root()
