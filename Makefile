@@ -23,14 +23,14 @@ test:
 	$(GO) test -short ./... -skip '^Test(TypeScript|Python)'
 
 ## check: what make test leaves out, all of which CI runs: gofmt, go vet, staticcheck, the
-## tests short mode skips (GIE v1.5.0's Endpoint Picker, the oracle of core/eppconfig's tests, is
+## tests short mode skips (GIE v1.5.0's Endpoint Picker, the oracle of api/eppconfig's tests, is
 ## built once into the user cache first: minutes cold, outside go test's 10-minute limit per
 ## package), and the TypeScript and Python SDKs with their examples under Pulumi's mocks (npm and
 ## PyPI packages installed here) and as the release packages them. The tests that read what those
 ## programs registered run from test-typescript and test-python, after them; under CI they fail
 ## rather than skip when run without it.
 check: vet lint
-	$(GO) test ./core/eppconfig -run '^TestGIE150PluginsAreTheEPPs$$' -count=1 -timeout 30m
+	$(GO) test ./api/eppconfig -run '^TestGIE150PluginsAreTheEPPs$$' -count=1 -timeout 30m
 	$(GO) test ./... -skip '^Test(TypeScript|Python)'
 	$(MAKE) test-typescript
 	$(MAKE) test-python
@@ -177,10 +177,10 @@ golden:
 	$(GO) test ./core/platform -run TestGolden -update
 
 ## record-state: record the stack of every example manifest, deployed with this tree, as the state
-## of release VERSION (deploy/testdata/state/vVERSION), which make test previews with the code of
+## of release VERSION (program/testdata/state/vVERSION), which make test previews with the code of
 ## every later commit (docs/design/0025-state-is-a-contract.md). At a release, before make release.
 record-state:
-	$(GO) test ./deploy -run TestRecordState -record -count=1
+	$(GO) test ./program -run TestRecordState -record -count=1
 
 clean:
 	rm -rf bin dist
@@ -192,7 +192,7 @@ clean:
 ## and Python SDK packages, all in dist/ and all of version VERSION.
 release:
 	@test -z "$$(git status --porcelain)" || { echo "release: commit or stash first; a release is a tagged commit"; exit 1; }
-	@test -d deploy/testdata/state/v$(VERSION) || { echo "release: record the stacks' state of v$(VERSION) first (make record-state), and commit it"; exit 1; }
+	@test -d program/testdata/state/v$(VERSION) || { echo "release: record the stacks' state of v$(VERSION) first (make record-state), and commit it"; exit 1; }
 	git rev-parse -q --verify refs/tags/v$(VERSION) > /dev/null || git tag -a v$(VERSION) -m "pulumi-fusioninfer v$(VERSION)"
 	rm -rf dist && mkdir -p dist
 	for platform in $(PLATFORMS); do \

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 )
 

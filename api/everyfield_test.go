@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/specfill"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/specfill"
 )
 
 // TestEveryFieldThroughTheManifest: a manifest carries every field of the input model to the

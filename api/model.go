@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // Where a server finds its model (docs/design/0015-model-weights.md).

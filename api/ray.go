@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // A multi-node replica's leader runs Ray's head beside the model server (render/ray.go,

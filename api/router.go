@@ -15,8 +15,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // Routing on prefill/decode services: llm-d's routing sidecar takes the serving port of every

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // GPUResourceName is the extended resource of NVIDIA GPUs.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/frontdoor"
 )
 
 // inputs are a manifest as the component's inputs: its spec's fields are the inputs' names.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/specfill"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/specfill"
 )
 
 // TestEveryFieldThroughTheProvider: every field of the input model is in the served schema (so a

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/frontdoor"
 )
 
 // TestConstructPlatformEqualsTheCore: a TypeScript, Python or YAML program's Platform registers

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/download"
 )
 

@@ -39,7 +39,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // version is stamped by the build (-X main.version), as the image's tag.

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // fakeAPIServer answers the status command's reads as a cluster would: empty lists, except what

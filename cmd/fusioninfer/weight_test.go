@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // maxCLIBytes is the ceiling for the CLI as `make build` builds it: issue 13 set 30 MB at 28.3

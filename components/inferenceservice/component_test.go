@@ -14,7 +14,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/specfill"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/specfill"
 )
 
 // TestEveryFieldThroughTheGoArgs: the Go component's Args carry every field of the input model,

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
 )
 
 // TestAFailedChildIsTheOnlyError: when a replica's wait fails, the program fails with that

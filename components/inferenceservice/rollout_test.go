@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
 )
 
 // The rollout a Pulumi engine runs is fixed by the options the component registers: each LWS is

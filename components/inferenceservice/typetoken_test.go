@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
 )
 
 // TestTypeTokensAsTheProviderParsesThem: pulumi-kubernetes takes a resource's group, version and

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	coreplatform "github.com/fusioninfer/pulumi-fusioninfer/core/platform"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
 )
 
 // TestChildrenAreTheCoreObjects: one child per object of the core, in its order, of the

@@ -3,8 +3,8 @@ package diagnosis
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // LoRALoader is what a server pod's LoRA loader said of itself (cmd/fusioninfer-lora-loader, its

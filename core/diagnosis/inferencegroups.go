@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 )
 
 // InferenceGroups are the API groups the Endpoint Pickers read objectives and rewrites in.

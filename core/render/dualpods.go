@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // The dual-pods contract of FMA v0.6.4 (llm-d's dual-pod architecture, with the annotation keys of the release).

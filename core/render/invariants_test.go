@@ -10,7 +10,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/featurespace"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/featurespace"
 )
 
 // The invariants over the feature space (issue 42, "The check that keeps the class closed"):

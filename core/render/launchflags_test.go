@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // launchFlagServices are, for each feature of vllm.LaunchFlags, an example that turns it on and

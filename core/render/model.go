@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // A model's objects (docs/design/0015-model-weights.md): the cache claim, the Job that fills it

@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // LabelPDRole is the label llm-d's prefill and decode filters select pods by.

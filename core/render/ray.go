@@ -8,7 +8,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // Ray launch of a multi-node vLLM replica (docs/design/0000-the-fusioninfer-design.md): the leader starts the Ray head

@@ -18,7 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 )
 
 // Kinds of a router's objects.

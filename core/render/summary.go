@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 )
 
 // RoleSummary is what one serving role asks of the cluster.

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
 )
 
 // GCSEndpoint is Google Cloud Storage's S3-compatible XML API, which takes HMAC keys as S3

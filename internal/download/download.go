@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
 )
 
 // CompleteMarker is the file a complete download leaves in the source's directory.

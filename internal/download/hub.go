@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
 )
 
 // DefaultHubEndpoint is the Hugging Face Hub; HF_ENDPOINT replaces it (a mirror, an enterprise Hub).

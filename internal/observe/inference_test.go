@@ -13,8 +13,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
 )
 
 // TestInferenceObjectsOfEveryGroup: the status reads the objectives and rewrites of each API

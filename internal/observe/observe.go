@@ -36,10 +36,10 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 )
 

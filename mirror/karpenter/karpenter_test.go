@@ -13,8 +13,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/mirrortest"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/mirrortest"
 )
 
 // TestKarpenterMirrorsAgreeWithKarpenter: every field of the Karpenter mirrors, set, decodes

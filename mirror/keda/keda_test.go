@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/mirrortest"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/keda"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/mirrortest"
 )
 
 // TestDeepCopiesShareNothing: a filled mirror's deep copy is equal to it, and changing every

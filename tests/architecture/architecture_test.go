@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/architecture.md's generated tables")
@@ -178,18 +178,18 @@ func TestRulesCatchAnImportUpward(t *testing.T) {
 	}
 	for _, bad := range []pkg{
 		p("api", "core/render"),
-		p("core/vllm", "api"),
+		p("api/vllm", "api"),
 		p("core/render", "github.com/pulumi/pulumi/sdk/v3/go/pulumi"),
-		p("components/inferenceservice", "internal/testkit/pulumimock"),
+		p("components/inferenceservice", "tests/kit/pulumimock"),
 		p("examples/go/story1-monolithic", "core/render"),
 		p("nowhere/new"),
 	} {
 		assert.Len(t, violations([]pkg{bad}), 1, "%s importing %v", bad.ImportPath, bad.Imports)
 	}
 	for _, good := range []pkg{
-		p("api", "core/vllm", "mirror/karpenter"),
-		p("core/render", "api", "core/eppconfig", "mirror/keda"),
-		p("tests/e2e/harness", "internal/testkit/enginetest", "tests/cluster"),
+		p("api", "api/vllm", "mirror/karpenter"),
+		p("core/render", "api", "api/eppconfig", "mirror/keda"),
+		p("tests/e2e/harness", "tests/kit/enginetest", "tests/cluster"),
 	} {
 		assert.Empty(t, violations([]pkg{good}), "%s importing %v", good.ImportPath, good.Imports)
 	}

@@ -21,19 +21,19 @@ var (
 
 // everything is the module's library: what a test helper or a door may import (never tests/ or
 // examples/).
-var everything = []string{"api", "cmd", "components", "core", "deploy", "internal", "mirror", "provider", "third_party"}
+var everything = []string{"api", "cmd", "components", "core", "internal", "mirror", "program", "provider", "third_party"}
 
 var rules = []rule{
 	{folder: "third_party", why: "upstream files we embed"},
 	{folder: "mirror", why: "copies of upstream, each held to it by tests"},
-	{folder: "core/vllm", mayNotLink: []string{pulumi, clientGo},
+	{folder: "api/vllm", mayNotLink: []string{pulumi, clientGo},
 		why: "a leaf: vLLM's command line and metrics, read by validation, the core and eppconfig"},
-	{folder: "core/modelsource", mayNotLink: []string{pulumi, clientGo},
+	{folder: "api/modelsource", mayNotLink: []string{pulumi, clientGo},
 		why: "a leaf: a model's source URI, read by validation, the core and the downloader"},
-	{folder: "core/eppconfig", mayImport: []string{"core/vllm"}, mayNotLink: []string{pulumi, clientGo},
+	{folder: "api/eppconfig", mayImport: []string{"api/vllm"}, mayNotLink: []string{pulumi, clientGo},
 		why: "a leaf: the Endpoint Picker's configurations and the EPP loader's rules"},
 	{folder: "internal/goparse", why: "a leaf: Go files as the go command builds them, for make gen"},
-	{folder: "api", mayImport: []string{"core/vllm", "core/modelsource", "core/eppconfig", "mirror/karpenter"},
+	{folder: "api", mayImport: []string{"api/vllm", "api/modelsource", "api/eppconfig", "mirror/karpenter"},
 		mayNotLink: []string{pulumi, clientGo},
 		why:        "the input model: on the leaves whose rules validation asks, never on what builds on it"},
 	{folder: "api/internal/defaultsgen", mayImport: []string{"internal/goparse"},
@@ -44,16 +44,16 @@ var rules = []rule{
 		why: "the Pulumi components, over the core"},
 	{folder: "components/inferenceservice/internal/argsgen", mayImport: []string{"internal/goparse"},
 		why: "make gen's generator of the Go Args"},
-	{folder: "internal/download", mayImport: []string{"core/modelsource"},
+	{folder: "internal/download", mayImport: []string{"api/modelsource"},
 		why: "what the download Job runs"},
 	{folder: "internal/observe", mayImport: []string{"api", "core", "mirror"},
 		mayNotLink: []string{"k8s.io/client-go/kubernetes"},
 		why:        "a cluster's objects read for `status`; the typed clientset would link every API group"},
-	{folder: "internal/testkit", mayImport: append([]string{"internal/testkit"}, everything...),
+	{folder: "tests/kit", mayImport: append([]string{"tests/kit"}, everything...),
 		why: "test helpers; they compare the doors, so they import the provider"},
 	{folder: "cmd", mayImport: []string{"api", "core", "components", "mirror", "internal/download", "internal/observe", "third_party"},
 		why: "the binaries, a door"},
-	{folder: "deploy", mayImport: []string{"api", "core", "components"},
+	{folder: "program", mayImport: []string{"api", "core", "components"},
 		why: "the root Pulumi program, a door"},
 	{folder: "provider", mayImport: []string{"api", "core", "components", "mirror", "internal/goparse", "provider", "third_party"},
 		why: "the multi-language plugin and make gen's schema and SDKs, a door"},

@@ -24,8 +24,8 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
 )
 
 // The programs that stand for images, and the command lines they are run with.

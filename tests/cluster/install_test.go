@@ -15,7 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // installCommand is docs/install.md's platform command: `... fusioninfer@VERSION platform render ARGS | kubectl apply ...`.

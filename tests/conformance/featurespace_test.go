@@ -20,11 +20,11 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/featurespace"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/featurespace"
 )
 
 // (e) of issue 42's invariants over the feature space: every object of the services of a covering
-// array of all pairs of features (internal/testkit/featurespace) is accepted by the API server in
+// array of all pairs of features (tests/kit/featurespace) is accepted by the API server in
 // a server-side dry run, and every pod template in it (an LWS's leader and worker templates, a
 // Job's, a Deployment's) is accepted as the template of a StatefulSet, as LWS makes of it: a CRD's
 // schema does not check a pod template, the server's pod rules do (a GPU request without a limit).

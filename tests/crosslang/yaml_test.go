@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/frontdoor"
 )
 
 // yamlProgram is the part of a Pulumi YAML program the test reads.

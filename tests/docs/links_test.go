@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // linkTarget is a Markdown link's target, "](target)"; a target without its closing parenthesis

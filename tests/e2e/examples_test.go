@@ -13,7 +13,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
-// Every example manifest, each service's component built from it as deploy/ does, runs on the
+// Every example manifest, each service's component built from it as program/ does, runs on the
 // cluster (harness.AssertProgramRuns). The Go example programs run in their own packages.
 func TestExamplesDeployRunAndLeaveNothing(t *testing.T) {
 	harness.AddNodesWithTopology(t, "examples", 40, 8)

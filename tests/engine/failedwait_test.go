@@ -18,7 +18,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
 // timesOut is a kubernetes provider whose wait for the LWS named lws times out: its Create

@@ -12,7 +12,7 @@ import (
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
 // pluginEnv makes the test binary serve the kubernetes provider stand-in over gRPC instead of

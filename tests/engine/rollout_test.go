@@ -28,8 +28,8 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/kubeprovider"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
 // update is one LWS write the engine ran: its start and end are numbers of the fake cluster's

@@ -13,9 +13,9 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // registerWithComponent deploys a manifest file through the component under mocks.

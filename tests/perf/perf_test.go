@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // BenchmarkCLIRenderTarget renders 1,000 decode replicas x 4 nodes + 250 prefill replicas x 2

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // demoStory is the Makefile's DEMO_STORY.

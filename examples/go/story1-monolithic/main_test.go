@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/frontdoor"
 )
 
 // TestProgramDeploysTheManifestsObjects: this program registers exactly the objects the CLI

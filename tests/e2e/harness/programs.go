@@ -33,7 +33,7 @@ func ManifestServices(t testing.TB, path string) []*api.InferenceService {
 	return services
 }
 
-// ServicesProgram deploys each service's component from its decoded spec, as deploy/ does.
+// ServicesProgram deploys each service's component from its decoded spec, as program/ does.
 func ServicesProgram(services ...*api.InferenceService) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		for _, svc := range services {

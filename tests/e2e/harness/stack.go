@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
 // Stack is one Pulumi stack of a program, deployed by the real engine through the wire.

@@ -23,13 +23,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/modelsource"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/modelsource"
-	"github.com/fusioninfer/pulumi-fusioninfer/core/vllm"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // fineTunes are the adapters the affinity load's clients ask for, one each.

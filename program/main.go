@@ -1,4 +1,4 @@
-// Command deploy is the root Pulumi program (Pulumi.yaml at the repository root): it deploys
+// Command program is the root Pulumi program (Pulumi.yaml at the repository root): it deploys
 // every InferenceService of the manifest file named in stack config, the same file the CLI
 // renders.
 //

@@ -45,7 +45,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/semver"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/enginetest"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
 var record = flag.Bool("record", false, "record the stack of every example manifest, deployed with this tree's code, as the state of version VERSION (testdata/state/vVERSION)")

@@ -15,8 +15,8 @@ import (
 	"go.yaml.in/yaml/v2"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/testcli"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // Objects are Kubernetes objects as plain JSON-typed maps, by "Kind/name".

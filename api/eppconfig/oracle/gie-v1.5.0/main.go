@@ -4,7 +4,7 @@
 // and loads the configuration through the EPP's own loader with the plugins its runner registers
 // (cmd/epp/runner/runner.go: parseConfigurationPhaseOne, parseConfigurationPhaseTwo,
 // configureAndStartDatalayer's Configure), and writes the verdict as a JSON line on stdout.
-// core/eppconfig's tests hold eppconfig.CheckGIE150 and the rendered Deployment's flags to
+// api/eppconfig's tests hold eppconfig.CheckGIE150 and the rendered Deployment's flags to
 // it. It is a module of its own: the project's module pins GIE v1.2.0, whose loader is the oracle
 // of that release.
 package main

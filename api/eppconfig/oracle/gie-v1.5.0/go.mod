@@ -1,7 +1,7 @@
 // Module oracle builds GIE v1.5.0's Endpoint Picker loader and flags as a program the tests of
-// core/eppconfig ask (main.go). GIE v1.5.0 needs controller-runtime v0.23 and k8s.io v0.35.3,
+// api/eppconfig ask (main.go). GIE v1.5.0 needs controller-runtime v0.23 and k8s.io v0.35.3,
 // and the project's module pins GIE v1.2.0, so it has a module of its own.
-module github.com/fusioninfer/pulumi-fusioninfer/core/eppconfig/oracle/gie-v1.5.0
+module github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig/oracle/gie-v1.5.0
 
 go 1.26
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/frontdoor"
-	"github.com/fusioninfer/pulumi-fusioninfer/internal/testkit/pulumimock"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/frontdoor"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/pulumimock"
 )
 
 func withConfig(values map[string]string) pulumi.RunOption {
