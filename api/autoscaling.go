@@ -57,9 +57,11 @@ func validateAutoscaling(spec *InferenceServiceSpec, role *Role, rolePath *field
 	switch {
 	case as.MaxReplicas < 1 || as.MaxReplicas > MaxReplicas:
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), as.MaxReplicas, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
-	case as.MaxReplicas < role.baseReplicas():
+	case as.MaxReplicas <= role.baseReplicas():
+		// the autoscaler adds replicas above the base, to at most maxReplicas - base: none is a
+		// ScaledObject KEDA's CRD refuses (spec.maxReplicaCount >= 1)
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), as.MaxReplicas,
-			fmt.Sprintf("must be >= minReplicas (%d)", role.baseReplicas())))
+			fmt.Sprintf("must be above minReplicas (%d): the autoscaler adds replicas above them; without room for one, remove autoscaling", role.baseReplicas())))
 	}
 	if as.Follow != nil {
 		errs = append(errs, validateFollow(spec, role, path)...)

@@ -38,13 +38,17 @@ func TestAutoscalingRules(t *testing.T) {
 		{"minReplicas above maxReplicas", func(s *InferenceService) {
 			s.Spec.Roles[1].Replicas = nil
 			decode(s).MinReplicas, decode(s).MaxReplicas = ptr.To(4), 3
-		}, "spec.roles[1].autoscaling.maxReplicas: Invalid value: 3: must be >= minReplicas (4)"},
+		}, "spec.roles[1].autoscaling.maxReplicas: Invalid value: 3: must be above minReplicas (4): the autoscaler adds replicas above them; without room for one, remove autoscaling"},
+		{"maxReplicas at minReplicas: no room for an elastic replica", func(s *InferenceService) {
+			s.Spec.Roles[1].Replicas = nil
+			decode(s).MinReplicas, decode(s).MaxReplicas = ptr.To(3), 3
+		}, "spec.roles[1].autoscaling.maxReplicas: Invalid value: 3: must be above minReplicas (3): the autoscaler adds replicas above them; without room for one, remove autoscaling"},
 		{"maxReplicas above the replica bound", func(s *InferenceService) { decode(s).MaxReplicas = 4294967297 },
 			"spec.roles[1].autoscaling.maxReplicas: Invalid value: 4294967297: must be >= 1 and <= 10000"},
 		{"minReplicas above the replica bound, not wrapped", func(s *InferenceService) {
 			s.Spec.Roles[1].Replicas = nil
 			decode(s).MinReplicas = ptr.To(4294967297)
-		}, "spec.roles[1].autoscaling.maxReplicas: Invalid value: 5: must be >= minReplicas (4294967297)"},
+		}, "spec.roles[1].autoscaling.maxReplicas: Invalid value: 5: must be above minReplicas (4294967297): the autoscaler adds replicas above them; without room for one, remove autoscaling"},
 		{"maxReplicas required", func(s *InferenceService) { decode(s).MaxReplicas = 0 },
 			"spec.roles[1].autoscaling.maxReplicas: Invalid value: 0: must be >= 1 and <= 10000"},
 		{"minReplicas at least 1", func(s *InferenceService) { s.Spec.Roles[1].Replicas = nil; decode(s).MinReplicas = ptr.To(0) },
