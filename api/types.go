@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package api is the input model: the InferenceService spec users write (YAML for the CLI, the Go
 // component's Args, a TypeScript, Python or YAML program's inputs through the provider), its
 // defaults, the name of every object, strict decoding and validation. It imports Kubernetes and

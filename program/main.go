@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command program is the root Pulumi program (Pulumi.yaml at the repository root): it deploys
 // every InferenceService of the manifest file named in stack config, the same file the CLI
 // renders.

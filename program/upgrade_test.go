@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The state contract (design 0025): a stack keeps, for each child, its URN (the component's name,

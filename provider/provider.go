@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package provider hosts the InferenceService component in the multi-language provider
 // pulumi-resource-fusioninfer, built with pulumi-go-provider's infer: TypeScript, Python and YAML
 // programs construct the same Go component the Go programs call.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package eppconfig holds the Endpoint Picker (EPP) configurations a router role deploys, for
 // the release its spec names (releases.go: llm-d-router v0.10.0 by default, GIE v1.5.0, GIE v1.2.0
 // and GIE's lightweight lwepp, which reads none): presets for the routing strategies, strict

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package modelsource reads a model's source URI (spec.model.source): where the weights are, the
 // directory of the cache they are downloaded to, and the model's public name. Validation, the core
 // and the downloader (cmd/fusioninfer-download) all read sources through it; it imports nothing of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package vllm
 
 // vLLM's LoRA serving (docs/design/0027-lora-adapters.md): the flags that turn it on and size it

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package vllm
 
 // The metrics of vLLM's /metrics endpoint the project names (vLLM v0.33.0, the examples' server,

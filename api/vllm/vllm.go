@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vllm reads vLLM's command line as a pod template gives it: flags in their argparse
 // forms, the parallelism sizes, and whether the command is a shell script. Validation and the core
 // both read the server's flags through it.

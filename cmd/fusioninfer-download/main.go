@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fusioninfer-download fills a model cache: the command of an InferenceService's
 // download Job ("{service}-model-download", docs/model-weights.md). It downloads every file of
 // each --source, one source after the other, into --cache/{the source's directory}, resuming files an earlier attempt left

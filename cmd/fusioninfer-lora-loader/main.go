@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fusioninfer-lora-loader keeps a vLLM server's LoRA adapters those of a list: the
 // sidecar of every server pod of a model with adapters (docs/lora.md,
 // docs/design/0027-lora-adapters.md). It reads the list from the model's adapters ConfigMap,

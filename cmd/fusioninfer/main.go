@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fusioninfer renders InferenceService manifests (fusioninfer.io/v1alpha1) into the
 // Kubernetes objects the pulumi-fusioninfer component would create, with no cluster and no Pulumi.
 package main

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package inferenceservice is the Pulumi component fusioninfer:index:InferenceService for Go
 // programs: an LLM inference service on Kubernetes from one spec, the same spec the CLI reads
 // from a manifest and the provider from a TypeScript, Python or YAML program.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package inferenceservice
 
 // Args and RoleArgs are generated from the api package's InferenceServiceSpec and Role.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubetoken names the pulumi-kubernetes resource type of a Kubernetes kind, as both
 // components register their children: the provider reads the group, version and kind back from
 // it (pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go gvkFromURN, mirrored in

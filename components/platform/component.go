@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package platform is the Pulumi component fusioninfer:index:Platform: the cluster's
 // prerequisites (core/platform) as one pulumi-kubernetes child per object. It knows nothing
 // of what the objects are; the core does.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package diagnosis explains, from what a cluster holds of a service at one moment, whether it
 // runs and, when it does not, the first cause that holds each replica back, in plain words, with
 // the object to look at and a fix. It reads objects and does no I/O: `fusioninfer status` reads

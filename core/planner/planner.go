@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package planner predicts how much of a service a cluster of a given shape runs: which replicas
 // Volcano's gang rules let it place, for the PodGroup this project emits (docs/design/0003). It
 // counts GPUs only and follows the gang and hard network-topology rules; it is a prediction of

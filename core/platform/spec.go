@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package platform is the pure core of the Platform component: from a Spec, the objects that
 // install a cluster's prerequisites (LeaderWorkerSet, Volcano, the Inference Extension's and
 // llm-d router's CRDs, KEDA, prometheus-operator's PodMonitor CRD) at the versions the e2e suite

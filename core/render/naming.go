@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package render is the pure core: it turns a validated InferenceService into the exact
 // Kubernetes objects to create, typed with the upstream APIs. It imports no Pulumi package, does
 // no I/O, and is deterministic. The Pulumi component and the CLI are thin shells over it.

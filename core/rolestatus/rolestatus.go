@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rolestatus is the one status model of a serving role: the words the component's
 // `status` output and `fusioninfer status` both use, the one reading of a LeaderWorkerSet's
 // status, and the rule from a role's replicas to its phase. It reads typed LWS objects and does

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package download fills a model cache from a model source (cmd/fusioninfer-download, the
 // download Job's command): every file of the source into the source's directory of the cache
 // (modelsource.Source.CacheDir), each one resumed where an earlier attempt stopped and verified

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package goparse parses the Go files of one package folder as the go command builds it: the
 // files go/build selects for this platform and build tags (go/parser.ParseDir, deprecated since
 // Go 1.25, took every file of the folder whatever its build constraints).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package observe reads what a cluster holds of one InferenceService (client-go, the kubeconfig
 // as kubectl finds it) into diagnosis.Observed: `fusioninfer status` and the e2e suite's recorded
 // fixtures use it. Its errors are one line that says what to do.

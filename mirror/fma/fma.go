@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fma mirrors, for tests, what llm-d fast model actuation's dual-pods controller
 // (FMA v0.6.4, github.com/llm-d-incubation/llm-d-fast-model-actuation) does to pods: the
 // server-providing pod it makes from a requester, and what it does to that pod when the requester

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package karpenter holds the parts of Karpenter's API this project writes or reads, as structs
 // whose JSON is Karpenter's: the karpenter.sh/v1 NodePool and NodeClaim (karpenter.go), and
 // Karpenter's rule for the labels of a NodePool's nodes (karpenterlabels.go). Karpenter's own

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package karpenter
 
 // Karpenter v1 (sigs.k8s.io/karpenter v1.8.0, pkg/apis/v1): the NodePool of a karpenter pool, and

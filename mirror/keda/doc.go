@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package keda holds the part of KEDA's API this project writes, as structs whose JSON is KEDA's:
 // the keda.sh/v1alpha1 ScaledObject (keda.go). KEDA's module does not build with this project's
 // Kubernetes libraries (docs/design/0014-autoscaling.md), so no test links KEDA's type:

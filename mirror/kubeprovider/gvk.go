@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubeprovider holds the rules of the pulumi-kubernetes provider (v4.32.0) that this
 // project depends on, mirrored from its source because the provider itself cannot be had here:
 // how it reads a resource's group, version and kind from its type token, what Check makes of the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package descriptions reads the doc comments of the Go types behind the provider's schema (the
 // component's Args, the api package's nested structs, the component's outputs), so the schema
 // describes every input and output in the words the Go code already uses. The provider cannot

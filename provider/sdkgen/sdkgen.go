@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sdkgen generates the TypeScript, Python and Go SDKs of the provider from its schema
 // with Pulumi's own code generators (pkg/v3/codegen), without the Pulumi CLI. Kubernetes types
 // resolve against the pulumi-kubernetes package schema given as data (third_party/pulumi-kubernetes, v4.32.0).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package architecture holds the layers to the code: every import of every package of the module,
 // as `go list` reads them (with the e2e and conformance build tags too), against the rules of
 // rules_test.go; and docs/architecture.md's tables of the rules and of the imports, written from

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package architecture
 
 // The layers as rules by folder, the one source of what may import what (docs/architecture.md's

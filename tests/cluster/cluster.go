@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cluster runs a real Kubernetes control plane for the project's suites, with no container
 // runtime: etcd and a kube-apiserver built from go.etcd.io/etcd and k8s.io/kubernetes (enough for
 // tests/conformance); with Options, also kube-controller-manager and kube-scheduler, the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build conformance
 
 // Package conformance proves that a real Kubernetes API server, with the upstream CRDs, accepts

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package crosslang proves that a TypeScript (or Python) user and a Go user who describe the same
 // service get the same Kubernetes objects: the inputs a program's InferenceService registration
 // carried under its language's Pulumi mocks go through the provider's Construct, and the objects

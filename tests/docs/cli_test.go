@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package docs holds the docs to what the project is: docs/cli.md's synopsis names every flag of
 // every command, and each command it shows with its output prints that output (as tests/readme
 // does for the README); docs/architecture.md names paths that exist.

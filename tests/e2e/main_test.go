@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build e2e
 
 // Package e2e deploys InferenceServices through Pulumi's real engine onto a simulated cluster

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package engine_test drives two successive deployments of an InferenceService through Pulumi's
 // engine in-process (pkg/v3's lifecycle test framework, with a fake kubernetes provider) and
 // checks the rollout the engine actually performs: how many replicas of a role update at once,

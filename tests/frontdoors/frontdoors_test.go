@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package frontdoors proves \"several front doors, one truth\" (docs/architecture.md): for every example manifest,
 // the children the Pulumi component registers (under mocks) are the objects the CLI renders.
 package frontdoors

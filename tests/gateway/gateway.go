@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gateway is a test gateway for one InferencePool, as a Gateway API implementation that
 // supports InferencePool backends routes to it (GIE's implementer's guide): for each HTTP request
 // it asks the pool's Endpoint Picker over Envoy's ext_proc protocol (extproc.go) which model server

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package perf measures the CLI as a user runs it: the whole process, on a service of the size
 // the foundation issue sets as the target.
 package perf

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package readme holds the README to what the project does: its length, and the `make demo`
 // summary it shows, which must be what the CLI prints.
 package readme

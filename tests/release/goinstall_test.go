@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package release installs the project as users get it from a release: the module at the version
 // of the VERSION file, served by a Go module proxy, fetched with the README's own commands.
 package release

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fma embeds the CRDs, ValidatingAdmissionPolicies and bindings of llm-d fast model
 // actuation v0.6.4, which no Go module ships; see ../README.md for their source and licence.
 package fma

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package platform embeds the upstream release manifests the Platform component installs, built
 // from the Go modules that ship them by update.sh; see ../README.md for their source, version and
 // licence.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command defaultsgen writes api/zz_generated.defaults.go: one constant per `default`
 // tag of the input model's fields, Default{Struct}{Field}, so that a field's default is declared
 // once, on the field, and the code that applies it (api/defaults.go), the field reference

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story1-monolithic is a Pulumi program: Story 1 of the fusioninfer InferenceService design: Qwen3-8B as one single-GPU replica.
 package main
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story2-disaggregated is a Pulumi program: Story 2 of the fusioninfer InferenceService design: Qwen3-8B as 2 prefill and 4 decode replicas, gang scheduled.
 package main
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story3-multinode is a Pulumi program: Story 3 of the fusioninfer InferenceService design: DeepSeek-R1, 2 replicas x 4 nodes x 8 GPUs on Ray.
 package main
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story4-disaggregated-multinode is a Pulumi program: Story 4 of the fusioninfer InferenceService design: DeepSeek-R1 disaggregated and multi-node, 10 pods, 80 GPUs.
 package main
 

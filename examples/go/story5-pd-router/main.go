@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story5-pd-router is a Pulumi program: Qwen3-32B prefill/decode behind a Gateway API
 // Inference Extension router (examples/manifests/qwen-pd-router.yaml).
 package main

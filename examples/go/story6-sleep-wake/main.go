@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story6-sleep-wake is a Pulumi program: Granite 3.3 2B on 3 single-GPU replicas whose
 // servers sleep and wake through llm-d's dual pods (examples/manifests/granite-sleep-wake.yaml).
 package main

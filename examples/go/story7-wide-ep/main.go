@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story7-wide-ep is a Pulumi program: DeepSeek-R1 prefill/decode with wide expert
 // parallelism behind a router (examples/manifests/deepseek-wide-ep-pd.yaml, docs/wide-ep.md).
 package main

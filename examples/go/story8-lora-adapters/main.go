@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command story8-lora-adapters is a Pulumi program: Llama 3.1 8B on 2 single-GPU replicas
 // serving three LoRA adapters beside the base model, a 90/10 split between two versions of one,
 // behind a router with LoRA affinity (examples/manifests/llama-lora-adapters.yaml, docs/lora.md).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command describe writes the doc comments of the schema's Go types as JSON (`make gen` puts them
 // in provider/descriptions.json, which the provider embeds); with -reference FILE it also writes
 // the field reference between FILE's markers (docs/reference.md).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pulumi-resource-fusioninfer is the multi-language provider plugin: it hosts the
 // InferenceService component for TypeScript, Python and YAML programs.
 package main

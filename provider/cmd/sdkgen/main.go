@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command sdkgen regenerates sdk/nodejs, sdk/python and sdk/go from provider/schema.json
 // (`make gen`): fusioninfer-sdkgen -schema provider/schema.json -kubernetes third_party/pulumi-kubernetes/schema.json -out sdk
 package main

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build conformance
 
 // Package platform checks what `fusioninfer platform render` prints against a real kube-apiserver

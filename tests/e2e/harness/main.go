@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package harness deploys Pulumi Go programs through Pulumi's real engine (in-process, pkg/v3's
 // lifecycle framework) onto the simulated cluster of tests/cluster, with a stand-in for the
 // pulumi-kubernetes provider (wire.go), and checks what the real controllers make of them. Used

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build e2e
 
 // Package karpenter proves the node pools a service renders on a real Karpenter (v1.8.0, its kwok

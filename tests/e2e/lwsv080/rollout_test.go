@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build e2e
 
 // Package lwsv080 shows, on the LeaderWorkerSet controller v0.8.0, what the README warns of: its

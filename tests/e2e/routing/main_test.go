@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build e2e
 
 // Package routing sends requests through what a router role deploys, on the simulated cluster

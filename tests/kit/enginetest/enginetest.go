@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package enginetest runs a Pulumi Go program through Pulumi's real engine in-process (pkg/v3's
 // lifecycle test framework), with a kubernetes provider the caller gives: the fake of tests/engine
 // or the stand-in for the wire of tests/e2e. Tests only.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package featurespace generates InferenceServices that combine the project's features (roles and
 // prefill/decode, multi-node Ray, data and expert parallelism, routers, LoRA adapters, dual pods,
 // model sources, monitoring, autoscaling, rollouts, the server's port) and checks invariants that

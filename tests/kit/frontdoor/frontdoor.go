@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package frontdoor compares the project's two front doors in tests: the objects the CLI
 // renders and the children a Pulumi program registers under mocks, both keyed "Kind/name".
 package frontdoor

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mirrortest holds what the tests of the mirror packages (mirror/karpenter, mirror/keda)
 // share: a filler that sets every field with values both a mirror and its upstream type carry, and
 // the check that a mirror's generated deep copy shares nothing with its original (tests only).

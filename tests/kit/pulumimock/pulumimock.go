@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pulumimock records what a Pulumi program registers, under the SDK's resource mocks,
 // so tests can assert children, parents, dependencies, inputs and outputs without an engine.
 package pulumimock

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package specfill makes InferenceServices with every field of the input model set, for the
 // tests that prove each front door carries every field (tests only).
 package specfill

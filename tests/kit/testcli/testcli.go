@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testcli builds the fusioninfer CLI once per test binary, so tests run the real program.
 package testcli
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command oracle is GIE v1.5.0's Endpoint Picker, as far as its start-up goes: for each request on
 // stdin (a JSON line: a configuration and the EPP's command-line arguments) it parses the
 // arguments with the EPP's own flag set (pkg/epp/server options: AddFlags, Complete, Validate)

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command argsgen writes the Go component's Args (components/inferenceservice/args_generated.go)
 // from the one hand-written input model, api's InferenceServiceSpec and Role: the same
 // fields, types and doc comments, except that a role's pod template is a Pulumi Input (it may hold

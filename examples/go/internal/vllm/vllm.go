@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vllm builds the pod template the examples serve with: one vLLM container.
 package vllm
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command build-programs builds every program of the simulated cluster into the user cache
 // (tests/cluster BuildPrograms): `make cluster-programs`, which CI runs in the background beside
 // make test.

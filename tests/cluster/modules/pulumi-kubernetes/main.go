@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Module pulumi-kubernetes builds the real kubernetes provider of Pulumi, pulumi-kubernetes
 // v4.25.0, for the e2e suite's engine to launch as its "kubernetes" plugin.
 //
