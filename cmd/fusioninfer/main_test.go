@@ -737,3 +737,17 @@ func TestRenderRefusesAnAdapterNameTwoModelsOfThePoolServe(t *testing.T) {
 	assert.Contains(t, stderr, `spec.roles[2].model.adapters[0].name: Invalid value: "sql": spec.model has an adapter of this name, `+
 		`and the router's pool sends a request for it to any server of either model: give it another name`)
 }
+
+// TestEveryExampleRendersTogether: the examples are one catalogue a user may render at once
+// (`render -f a.yaml -f b.yaml ...`): no two of them claim one namespace and name.
+func TestEveryExampleRendersTogether(t *testing.T) {
+	files, err := filepath.Glob("../../examples/manifests/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	args := []string{"render"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	_, stderr, err := run(t, "", args...)
+	require.NoError(t, err, stderr)
+}

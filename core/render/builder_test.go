@@ -250,10 +250,10 @@ func TestBuildDoesNotChangeItsInput(t *testing.T) {
 func TestAwaitMinimalCreatesTheMinimalSetFirst(t *testing.T) {
 	tree := story(t, "qwen-pd-nixl.yaml")
 	assert.Equal(t, []string{
-		"PodGroup/qwen3-32b-pd",
-		"LeaderWorkerSet/qwen3-32b-pd-prefill-0", "LeaderWorkerSet/qwen3-32b-pd-decode-0", "LeaderWorkerSet/qwen3-32b-pd-decode-1",
-		"LeaderWorkerSet/qwen3-32b-pd-prefill-1", "LeaderWorkerSet/qwen3-32b-pd-decode-2", "LeaderWorkerSet/qwen3-32b-pd-decode-3",
-		"LeaderWorkerSet/qwen3-32b-pd-decode-4", "LeaderWorkerSet/qwen3-32b-pd-decode-5",
+		"PodGroup/qwen3-32b-nixl",
+		"LeaderWorkerSet/qwen3-32b-nixl-prefill-0", "LeaderWorkerSet/qwen3-32b-nixl-decode-0", "LeaderWorkerSet/qwen3-32b-nixl-decode-1",
+		"LeaderWorkerSet/qwen3-32b-nixl-prefill-1", "LeaderWorkerSet/qwen3-32b-nixl-decode-2", "LeaderWorkerSet/qwen3-32b-nixl-decode-3",
+		"LeaderWorkerSet/qwen3-32b-nixl-decode-4", "LeaderWorkerSet/qwen3-32b-nixl-decode-5",
 	}, names(tree))
 	for _, o := range tree.Objects[1:4] {
 		assert.True(t, o.Awaited, o.Name)
