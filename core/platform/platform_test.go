@@ -27,6 +27,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden file from the current output")
 
 func off() *bool { f := false; return &f }
+func on() *bool  { t := true; return &t }
 
 func render(t *testing.T, spec *platform.Spec) []platform.Object {
 	t.Helper()
@@ -131,6 +132,18 @@ func TestParts(t *testing.T) {
 		KEDA: &platform.Part{Install: off()}, PrometheusOperatorCRDs: &platform.Part{Install: off()},
 	})))
 	require.Equal(t, map[string]int{"CustomResourceDefinition": 1}, kinds[platform.PartPrometheusOperatorCRDs])
+	require.NotContains(t, kinds, platform.PartGatewayAPI, "the Gateway API only when asked for")
+	gatewayAPI := kindsOf(render(t, &platform.Spec{GatewayAPI: &platform.OptionalPart{Install: on()}}))[platform.PartGatewayAPI]
+	require.Equal(t, map[string]int{"CustomResourceDefinition": 8, "ValidatingAdmissionPolicy": 1,
+		"ValidatingAdmissionPolicyBinding": 1}, gatewayAPI)
+	require.Equal(t, []string{"backendtlspolicies.gateway.networking.k8s.io", "gatewayclasses.gateway.networking.k8s.io",
+		"gateways.gateway.networking.k8s.io", "grpcroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
+		"listenersets.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io", "tlsroutes.gateway.networking.k8s.io"},
+		slices.Sorted(slices.Values(crdNames(render(t, &platform.Spec{
+			LeaderWorkerSet: &platform.Part{Install: off()}, Volcano: &platform.VolcanoPart{Install: off()},
+			InferenceExtension: &platform.Part{Install: off()}, KEDA: &platform.Part{Install: off()},
+			PrometheusOperatorCRDs: &platform.Part{Install: off()}, GatewayAPI: &platform.OptionalPart{Install: on()},
+		})))))
 	require.Equal(t, 1, kinds[platform.PartLeaderWorkerSet]["Deployment"])
 	require.Equal(t, 3, kinds[platform.PartVolcano]["Deployment"])
 	require.Equal(t, 3, kinds[platform.PartKEDA]["Deployment"])
@@ -162,7 +175,7 @@ func TestParts(t *testing.T) {
 // TestOrder: a part's namespace and CRDs come first (Foundation), then what refers to them;
 // objects are listed part by part.
 func TestOrder(t *testing.T) {
-	objects := render(t, &platform.Spec{})
+	objects := render(t, &platform.Spec{GatewayAPI: &platform.OptionalPart{Install: on()}})
 	var parts []string
 	for _, o := range objects {
 		if len(parts) == 0 || parts[len(parts)-1] != o.Part {
@@ -230,7 +243,7 @@ func TestImagesPinned(t *testing.T) {
 	require.Equal(t, 8, count)
 	require.Equal(t, []string{"sigs.k8s.io/lws@v0.9.0", "volcano.sh/volcano@v1.14.1", "github.com/kedacore/keda/v2@v2.21.0",
 		"sigs.k8s.io/gateway-api-inference-extension@v1.2.0", "sigs.k8s.io/gateway-api-inference-extension@v1.5.0",
-		"github.com/prometheus-operator/prometheus-operator@v0.88.0"},
+		"sigs.k8s.io/gateway-api@v1.5.1", "github.com/prometheus-operator/prometheus-operator@v0.88.0"},
 		platform.Versions())
 }
 
@@ -248,7 +261,10 @@ func TestDeterministic(t *testing.T) {
 // unchanged; their hashes hold them). After an intended change: go test ./core/platform
 // -run TestGolden -update, and review the diff.
 func TestGolden(t *testing.T) {
-	for name, spec := range map[string]*platform.Spec{"all": {}, "without-controllers": {Controllers: off()}} {
+	for name, spec := range map[string]*platform.Spec{
+		"all":                 {GatewayAPI: &platform.OptionalPart{Install: on()}},
+		"without-controllers": {Controllers: off()},
+	} {
 		t.Run(name, func(t *testing.T) {
 			var index strings.Builder
 			var bodies []platform.Object

@@ -62,6 +62,7 @@ var partFiles = map[string]string{
 	PartLeaderWorkerSet:        "lws.yaml.gz",
 	PartVolcano:                "volcano.yaml.gz",
 	PartInferenceExtension:     "inference-extension.yaml.gz",
+	PartGatewayAPI:             "gateway-api.yaml.gz",
 	PartKEDA:                   "keda.yaml.gz",
 	PartPrometheusOperatorCRDs: "prometheus-operator.yaml.gz",
 }
@@ -73,7 +74,8 @@ var controllerKinds = []string{"Deployment", "Service", "Job", "Secret", "APISer
 // kindOrder is the order objects are listed in, as Helm installs them: what others refer to first.
 var kindOrder = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap",
 	"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment", "Job",
-	"APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+	"APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 // Render returns the platform's objects, deterministic, in install order (part by part; in a
 // part, kindOrder, then as upstream lists them); an invalid spec gives a *ValidationError.

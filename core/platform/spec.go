@@ -36,6 +36,12 @@ type Spec struct {
 	// Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read
 	// rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
 	InferenceExtension *Part `json:"inferenceExtension,omitempty" pulumi:"inferenceExtension,optional"`
+	// GatewayAPI: the Gateway API's CRDs of its standard channel, v1.5.1 (GatewayClass, Gateway,
+	// HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy, ListenerSet, TLSRoute, and the
+	// policy that refuses an older channel's CRDs over them), what a router in gateway mode needs
+	// for its HTTPRoute, the version whose types the render uses. Off by default: a standalone
+	// router needs none of it, and a gateway's installer or the cloud often owns these CRDs.
+	GatewayAPI *OptionalPart `json:"gatewayAPI,omitempty" pulumi:"gatewayAPI,optional"`
 	// KEDA: the autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks)
 	// in keda.
 	KEDA *Part `json:"keda,omitempty" pulumi:"keda,optional"`
@@ -58,6 +64,12 @@ type Part struct {
 	Install *bool `json:"install,omitempty" pulumi:"install,optional" default:"true"`
 }
 
+// OptionalPart is a prerequisite installed only when asked for.
+type OptionalPart struct {
+	// Install: whether to install the part (default false).
+	Install *bool `json:"install,omitempty" pulumi:"install,optional" default:"false"`
+}
+
 // VolcanoPart is Volcano, with its scheduler's configuration.
 type VolcanoPart struct {
 	// Install: whether to install Volcano (default true).
@@ -74,17 +86,20 @@ const (
 	PartLeaderWorkerSet        = "leaderWorkerSet"
 	PartVolcano                = "volcano"
 	PartInferenceExtension     = "inferenceExtension"
+	PartGatewayAPI             = "gatewayAPI"
 	PartKEDA                   = "keda"
 	PartPrometheusOperatorCRDs = "prometheusOperatorCRDs"
 )
 
 // Parts are every part, in install order.
-var Parts = []string{PartLeaderWorkerSet, PartVolcano, PartInferenceExtension, PartKEDA, PartPrometheusOperatorCRDs}
+var Parts = []string{PartLeaderWorkerSet, PartVolcano, PartInferenceExtension, PartGatewayAPI, PartKEDA, PartPrometheusOperatorCRDs}
 
 // Installs says whether the spec installs a part.
 func (s *Spec) Installs(part string) bool {
 	var install *bool
 	switch part {
+	case PartGatewayAPI:
+		return s.GatewayAPI != nil && s.GatewayAPI.Install != nil && *s.GatewayAPI.Install
 	case PartLeaderWorkerSet:
 		install = installOf(s.LeaderWorkerSet)
 	case PartVolcano:

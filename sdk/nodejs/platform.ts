@@ -43,6 +43,7 @@ export class Platform extends pulumi.ComponentResource {
         opts = opts || {};
         if (!opts.id) {
             resourceInputs["controllers"] = args?.controllers;
+            resourceInputs["gatewayAPI"] = args?.gatewayAPI;
             resourceInputs["inferenceExtension"] = args?.inferenceExtension;
             resourceInputs["keda"] = args?.keda;
             resourceInputs["leaderWorkerSet"] = args?.leaderWorkerSet;
@@ -67,6 +68,10 @@ export interface PlatformArgs {
      * Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
      */
     controllers?: boolean;
+    /**
+     * The Gateway API's CRDs of its standard channel, v1.5.1 (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy, ListenerSet, TLSRoute, and the policy that refuses an older channel's CRDs over them), what a router in gateway mode needs for its HTTPRoute, the version whose types the render uses. Off by default: a standalone router needs none of it, and a gateway's installer or the cloud often owns these CRDs.
+     */
+    gatewayAPI?: pulumi.Input<inputs.OptionalPartArgs | undefined>;
     /**
      * The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs in inference.networking.x-k8s.io only, the set a router's endpointPicker.crdGroups names by default: each release that reads them watches that group there (llm-d-router v0.10.0 too, as its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
      */

@@ -72,7 +72,7 @@ type Options struct {
 	// Karpenter runs Karpenter's kwok cloud provider (KarpenterVersion), which launches kwok
 	// nodes of GPUInstanceTypes for the NodePools' pending pods; it needs Kwok.
 	Karpenter bool
-	// Platform installs every object `fusioninfer platform render` prints (the controllers'
+	// Platform installs every object `fusioninfer platform render` prints for WholePlatform (the controllers'
 	// Deployments and webhook configurations too, with no controller running), and no other CRD
 	// in a version of its own: what tests/conformance/platform checks. Not with the others.
 	Platform bool
@@ -119,7 +119,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	switch {
 	case opts.Platform:
-		if err := c.installPlatform(ctx, &platform.Spec{}, func(platform.Object) bool { return false }); err != nil {
+		if err := c.installPlatform(ctx, WholePlatform(), func(platform.Object) bool { return false }); err != nil {
 			return c, err
 		}
 	case usesPlatform(opts):

@@ -32,7 +32,15 @@ import (
 // (vc-webhook-manager) and KEDA's (keda-admission-webhooks); their configurations would send
 // every request they match to a server that is not there.
 
-// platformSpec is what the cluster installs through the Platform for opts.
+// WholePlatform is every part of the Platform, the optional ones too: what Options.Platform
+// installs and tests/conformance/platform holds to the API server.
+func WholePlatform() *platform.Spec {
+	on := true
+	return &platform.Spec{GatewayAPI: &platform.OptionalPart{Install: &on}}
+}
+
+// platformSpec is what the cluster installs through the Platform for opts: what docs/install.md's
+// command installs (TestInstallIsWhatTheE2EInstalls); the HTTPRoute CRD comes from projectCRDs.
 func platformSpec(opts Options) *platform.Spec {
 	off := false
 	part := func(install bool) *platform.Part {

@@ -13,6 +13,9 @@ GIE=v1.2.0
 # v1.5.0 renamed an InferenceModelRewrite rule's "split" to "targets", which v1.2.0's CRD prunes
 GIE_ROUTER_CRDS=v1.5.0
 PROMETHEUS_OPERATOR=v0.88.0
+# the Gateway API's standard channel: the version of this module's sigs.k8s.io/gateway-api, whose
+# HTTPRoute type the render uses (GIE v1.5.0 tests with v1.3.0 and later: hack/verify-manifests.sh)
+GATEWAY_API=v1.5.1
 
 out=third_party/platform
 dir() { go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
@@ -54,14 +57,18 @@ routersrc=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE_ROUTER_CRDS)
 src=$(dir github.com/prometheus-operator/prometheus-operator $PROMETHEUS_OPERATOR)
 cat "$src/example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml" >"$out/prometheus-operator.yaml"
 
+# The Gateway API: its release's standard-install.yaml is `kustomize build config/crd`.
+src=$(dir sigs.k8s.io/gateway-api $GATEWAY_API)
+kubectl kustomize "$src/config/crd" >"$out/gateway-api.yaml"
+
 # Compressed, so the CLI that embeds them stays light (cmd/fusioninfer/weight_test.go): gzip -n
 # writes no name or time, so the same manifest is the same file.
-for f in lws volcano keda inference-extension prometheus-operator; do
+for f in lws volcano keda inference-extension gateway-api prometheus-operator; do
 	gzip -n -9 -f "$out/$f.yaml"
 done
 
 for m in sigs.k8s.io/lws@$LWS volcano.sh/volcano@$VOLCANO github.com/kedacore/keda/v2@$KEDA \
 	sigs.k8s.io/gateway-api-inference-extension@$GIE sigs.k8s.io/gateway-api-inference-extension@$GIE_ROUTER_CRDS \
-	github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
+	sigs.k8s.io/gateway-api@$GATEWAY_API github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR; do
 	echo "$m"
 done >"$out/versions.txt"

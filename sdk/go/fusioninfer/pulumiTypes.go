@@ -3178,6 +3178,143 @@ func (o NodePoolArrayOutput) Index(i pulumi.IntInput) NodePoolOutput {
 	}).(NodePoolOutput)
 }
 
+type OptionalPart struct {
+	// Whether to install the part (default false).
+	Install *bool `pulumi:"install"`
+}
+
+// OptionalPartInput is an input type that accepts OptionalPartArgs and OptionalPartOutput values.
+// You can construct a concrete instance of `OptionalPartInput` via:
+//
+//	OptionalPartArgs{...}
+type OptionalPartInput interface {
+	pulumi.Input
+
+	ToOptionalPartOutput() OptionalPartOutput
+	ToOptionalPartOutputWithContext(context.Context) OptionalPartOutput
+}
+
+type OptionalPartArgs struct {
+	// Whether to install the part (default false).
+	Install pulumi.BoolPtrInput `pulumi:"install"`
+}
+
+func (OptionalPartArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*OptionalPart)(nil)).Elem()
+}
+
+func (i OptionalPartArgs) ToOptionalPartOutput() OptionalPartOutput {
+	return i.ToOptionalPartOutputWithContext(context.Background())
+}
+
+func (i OptionalPartArgs) ToOptionalPartOutputWithContext(ctx context.Context) OptionalPartOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(OptionalPartOutput)
+}
+
+func (i OptionalPartArgs) ToOptionalPartPtrOutput() OptionalPartPtrOutput {
+	return i.ToOptionalPartPtrOutputWithContext(context.Background())
+}
+
+func (i OptionalPartArgs) ToOptionalPartPtrOutputWithContext(ctx context.Context) OptionalPartPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(OptionalPartOutput).ToOptionalPartPtrOutputWithContext(ctx)
+}
+
+// OptionalPartPtrInput is an input type that accepts OptionalPartArgs, OptionalPartPtr and OptionalPartPtrOutput values.
+// You can construct a concrete instance of `OptionalPartPtrInput` via:
+//
+//	        OptionalPartArgs{...}
+//
+//	or:
+//
+//	        nil
+type OptionalPartPtrInput interface {
+	pulumi.Input
+
+	ToOptionalPartPtrOutput() OptionalPartPtrOutput
+	ToOptionalPartPtrOutputWithContext(context.Context) OptionalPartPtrOutput
+}
+
+type optionalPartPtrType OptionalPartArgs
+
+func OptionalPartPtr(v *OptionalPartArgs) OptionalPartPtrInput {
+	return (*optionalPartPtrType)(v)
+}
+
+func (*optionalPartPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**OptionalPart)(nil)).Elem()
+}
+
+func (i *optionalPartPtrType) ToOptionalPartPtrOutput() OptionalPartPtrOutput {
+	return i.ToOptionalPartPtrOutputWithContext(context.Background())
+}
+
+func (i *optionalPartPtrType) ToOptionalPartPtrOutputWithContext(ctx context.Context) OptionalPartPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(OptionalPartPtrOutput)
+}
+
+type OptionalPartOutput struct{ *pulumi.OutputState }
+
+func (OptionalPartOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*OptionalPart)(nil)).Elem()
+}
+
+func (o OptionalPartOutput) ToOptionalPartOutput() OptionalPartOutput {
+	return o
+}
+
+func (o OptionalPartOutput) ToOptionalPartOutputWithContext(ctx context.Context) OptionalPartOutput {
+	return o
+}
+
+func (o OptionalPartOutput) ToOptionalPartPtrOutput() OptionalPartPtrOutput {
+	return o.ToOptionalPartPtrOutputWithContext(context.Background())
+}
+
+func (o OptionalPartOutput) ToOptionalPartPtrOutputWithContext(ctx context.Context) OptionalPartPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v OptionalPart) *OptionalPart {
+		return &v
+	}).(OptionalPartPtrOutput)
+}
+
+// Whether to install the part (default false).
+func (o OptionalPartOutput) Install() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v OptionalPart) *bool { return v.Install }).(pulumi.BoolPtrOutput)
+}
+
+type OptionalPartPtrOutput struct{ *pulumi.OutputState }
+
+func (OptionalPartPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**OptionalPart)(nil)).Elem()
+}
+
+func (o OptionalPartPtrOutput) ToOptionalPartPtrOutput() OptionalPartPtrOutput {
+	return o
+}
+
+func (o OptionalPartPtrOutput) ToOptionalPartPtrOutputWithContext(ctx context.Context) OptionalPartPtrOutput {
+	return o
+}
+
+func (o OptionalPartPtrOutput) Elem() OptionalPartOutput {
+	return o.ApplyT(func(v *OptionalPart) OptionalPart {
+		if v != nil {
+			return *v
+		}
+		var ret OptionalPart
+		return ret
+	}).(OptionalPartOutput)
+}
+
+// Whether to install the part (default false).
+func (o OptionalPartPtrOutput) Install() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *OptionalPart) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.Install
+	}).(pulumi.BoolPtrOutput)
+}
+
 type Parallelism struct {
 	// The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.
 	Data int `pulumi:"data"`
@@ -4624,6 +4761,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*NodeClassRefPtrInput)(nil)).Elem(), NodeClassRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolInput)(nil)).Elem(), NodePoolArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*NodePoolArrayInput)(nil)).Elem(), NodePoolArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*OptionalPartInput)(nil)).Elem(), OptionalPartArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*OptionalPartPtrInput)(nil)).Elem(), OptionalPartArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ParallelismInput)(nil)).Elem(), ParallelismArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ParallelismPtrInput)(nil)).Elem(), ParallelismArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*PartInput)(nil)).Elem(), PartArgs{})
@@ -4674,6 +4813,8 @@ func init() {
 	pulumi.RegisterOutputType(NodeClassRefPtrOutput{})
 	pulumi.RegisterOutputType(NodePoolOutput{})
 	pulumi.RegisterOutputType(NodePoolArrayOutput{})
+	pulumi.RegisterOutputType(OptionalPartOutput{})
+	pulumi.RegisterOutputType(OptionalPartPtrOutput{})
 	pulumi.RegisterOutputType(ParallelismOutput{})
 	pulumi.RegisterOutputType(ParallelismPtrOutput{})
 	pulumi.RegisterOutputType(PartOutput{})

@@ -342,6 +342,13 @@ export interface NodePoolArgs {
     taints?: pulumi.Input<pulumi.Input<inputs.TaintArgs>[] | undefined>;
 }
 
+export interface OptionalPartArgs {
+    /**
+     * Whether to install the part (default false).
+     */
+    install?: pulumi.Input<boolean | undefined>;
+}
+
 export interface ParallelismArgs {
     /**
      * The data parallel size: the ranks of one replica (vLLM's --data-parallel-size). It equals dataLocal x multinode.nodeCount.

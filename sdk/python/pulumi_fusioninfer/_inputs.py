@@ -53,6 +53,8 @@ __all__ = [
     'NodeClassRefArgsDict',
     'NodePoolArgs',
     'NodePoolArgsDict',
+    'OptionalPartArgs',
+    'OptionalPartArgsDict',
     'ParallelismArgs',
     'ParallelismArgsDict',
     'PartArgs',
@@ -1610,6 +1612,35 @@ class NodePoolArgs:
     @taints.setter
     def taints(self, value: pulumi.Input[Optional[Sequence[pulumi.Input['TaintArgs']]]]):
         pulumi.set(self, "taints", value)
+
+
+class OptionalPartArgsDict(TypedDict):
+    install: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
+    """
+    Whether to install the part (default false).
+    """
+
+@pulumi.input_type
+class OptionalPartArgs:
+    def __init__(__self__, *,
+                 install: pulumi.Input[Optional[_builtins.bool]] = None):
+        """
+        :param pulumi.Input[_builtins.bool] install: Whether to install the part (default false).
+        """
+        if install is not None:
+            pulumi.set(__self__, "install", install)
+
+    @_builtins.property
+    @pulumi.getter
+    def install(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Whether to install the part (default false).
+        """
+        return pulumi.get(self, "install")
+
+    @install.setter
+    def install(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "install", value)
 
 
 class ParallelismArgsDict(TypedDict):

@@ -21,6 +21,7 @@ __all__ = ['PlatformArgs', 'Platform']
 class PlatformArgs:
     def __init__(__self__, *,
                  controllers: Optional[_builtins.bool] = None,
+                 gateway_api: pulumi.Input[Optional['OptionalPartArgs']] = None,
                  inference_extension: pulumi.Input[Optional['PartArgs']] = None,
                  keda: pulumi.Input[Optional['PartArgs']] = None,
                  leader_worker_set: pulumi.Input[Optional['PartArgs']] = None,
@@ -30,6 +31,7 @@ class PlatformArgs:
         The set of arguments for constructing a Platform resource.
 
         :param _builtins.bool controllers: Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+        :param pulumi.Input['OptionalPartArgs'] gateway_api: The Gateway API's CRDs of its standard channel, v1.5.1 (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy, ListenerSet, TLSRoute, and the policy that refuses an older channel's CRDs over them), what a router in gateway mode needs for its HTTPRoute, the version whose types the render uses. Off by default: a standalone router needs none of it, and a gateway's installer or the cloud often owns these CRDs.
         :param pulumi.Input['PartArgs'] inference_extension: The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs in inference.networking.x-k8s.io only, the set a router's endpointPicker.crdGroups names by default: each release that reads them watches that group there (llm-d-router v0.10.0 too, as its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
         :param pulumi.Input['PartArgs'] keda: The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         :param pulumi.Input['PartArgs'] leader_worker_set: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
@@ -38,6 +40,8 @@ class PlatformArgs:
         """
         if controllers is not None:
             pulumi.set(__self__, "controllers", controllers)
+        if gateway_api is not None:
+            pulumi.set(__self__, "gateway_api", gateway_api)
         if inference_extension is not None:
             pulumi.set(__self__, "inference_extension", inference_extension)
         if keda is not None:
@@ -60,6 +64,18 @@ class PlatformArgs:
     @controllers.setter
     def controllers(self, value: Optional[_builtins.bool]):
         pulumi.set(self, "controllers", value)
+
+    @_builtins.property
+    @pulumi.getter(name="gatewayAPI")
+    def gateway_api(self) -> pulumi.Input[Optional['OptionalPartArgs']]:
+        """
+        The Gateway API's CRDs of its standard channel, v1.5.1 (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy, ListenerSet, TLSRoute, and the policy that refuses an older channel's CRDs over them), what a router in gateway mode needs for its HTTPRoute, the version whose types the render uses. Off by default: a standalone router needs none of it, and a gateway's installer or the cloud often owns these CRDs.
+        """
+        return pulumi.get(self, "gateway_api")
+
+    @gateway_api.setter
+    def gateway_api(self, value: pulumi.Input[Optional['OptionalPartArgs']]):
+        pulumi.set(self, "gateway_api", value)
 
     @_builtins.property
     @pulumi.getter(name="inferenceExtension")
@@ -129,6 +145,7 @@ class Platform(pulumi.ComponentResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  controllers: Optional[_builtins.bool] = None,
+                 gateway_api: pulumi.Input[Optional[Union['OptionalPartArgs', 'OptionalPartArgsDict']]] = None,
                  inference_extension: pulumi.Input[Optional[Union['PartArgs', 'PartArgsDict']]] = None,
                  keda: pulumi.Input[Optional[Union['PartArgs', 'PartArgsDict']]] = None,
                  leader_worker_set: pulumi.Input[Optional[Union['PartArgs', 'PartArgsDict']]] = None,
@@ -141,6 +158,7 @@ class Platform(pulumi.ComponentResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param _builtins.bool controllers: Whether to install the controllers; false leaves out every controller's Deployment, Service, Job, Secret and APIService, for controllers that run elsewhere (the e2e suite runs them as processes); the CRDs, namespaces, RBAC, configuration and webhook configurations stay. The webhooks (and the LWS CRD's conversion webhook) still name the left-out Services with failurePolicy Fail, so whatever runs the controllers must serve them there or point their clientConfig at itself, as the e2e suite does (tests/cluster/platform.go); until then creates of those kinds are refused. Default true.
+        :param pulumi.Input[Union['OptionalPartArgs', 'OptionalPartArgsDict']] gateway_api: The Gateway API's CRDs of its standard channel, v1.5.1 (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy, ListenerSet, TLSRoute, and the policy that refuses an older channel's CRDs over them), what a router in gateway mode needs for its HTTPRoute, the version whose types the render uses. Off by default: a standalone router needs none of it, and a gateway's installer or the cloud often owns these CRDs.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] inference_extension: The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs in inference.networking.x-k8s.io only, the set a router's endpointPicker.crdGroups names by default: each release that reads them watches that group there (llm-d-router v0.10.0 too, as its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] keda: The autoscaler KEDA v2.21.0 (CRDs, RBAC, operator, metrics server, admission webhooks) in keda.
         :param pulumi.Input[Union['PartArgs', 'PartArgsDict']] leader_worker_set: LWS v0.9.0 (CRDs, RBAC, webhooks, controller) in lws-system, its own gang scheduling management off: the service's PodGroup gangs its pods.
@@ -172,6 +190,7 @@ class Platform(pulumi.ComponentResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  controllers: Optional[_builtins.bool] = None,
+                 gateway_api: pulumi.Input[Optional[Union['OptionalPartArgs', 'OptionalPartArgsDict']]] = None,
                  inference_extension: pulumi.Input[Optional[Union['PartArgs', 'PartArgsDict']]] = None,
                  keda: pulumi.Input[Optional[Union['PartArgs', 'PartArgsDict']]] = None,
                  leader_worker_set: pulumi.Input[Optional[Union['PartArgs', 'PartArgsDict']]] = None,
@@ -189,6 +208,7 @@ class Platform(pulumi.ComponentResource):
             __props__ = PlatformArgs.__new__(PlatformArgs)
 
             __props__.__dict__["controllers"] = controllers
+            __props__.__dict__["gateway_api"] = gateway_api
             __props__.__dict__["inference_extension"] = inference_extension
             __props__.__dict__["keda"] = keda
             __props__.__dict__["leader_worker_set"] = leader_worker_set

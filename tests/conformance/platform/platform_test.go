@@ -48,7 +48,7 @@ func resourceOf(t *testing.T, obj *unstructured.Unstructured) dynamic.ResourceIn
 // TestEveryObjectIsKept: the server stored every object of the whole platform as rendered: each
 // field rendered reads back the same (the server adds defaults, changes none).
 func TestEveryObjectIsKept(t *testing.T) {
-	all, err := coreplatform.Render(&coreplatform.Spec{})
+	all, err := coreplatform.Render(testcluster.WholePlatform())
 	require.NoError(t, err)
 	require.Len(t, cluster.Platform(), len(all), "Start installed the whole platform")
 	for _, o := range all {
@@ -109,7 +109,7 @@ func empty(v any) bool {
 // TestABrokenObjectIsRefused: the negative control: the same server refuses a Deployment of the
 // platform with a field of the wrong type.
 func TestABrokenObjectIsRefused(t *testing.T) {
-	all, err := coreplatform.Render(&coreplatform.Spec{})
+	all, err := coreplatform.Render(testcluster.WholePlatform())
 	require.NoError(t, err)
 	for _, o := range all {
 		if o.Object.GetKind() != "Deployment" {
