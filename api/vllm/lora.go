@@ -39,6 +39,14 @@ type Adapter struct {
 	Path string `json:"path"`
 }
 
+// The loader's flags (cmd/fusioninfer-lora-loader), as the render gives them and the tests read
+// them: FlagLoaderServer is a server it loads adapters into, a base URL (it repeats: one a data
+// parallel rank); FlagLoaderListen the address of its endpoints, ":LoRALoaderPort" unless given.
+var (
+	FlagLoaderServer = Flag{Name: "--server"}
+	FlagLoaderListen = Flag{Name: "--listen"}
+)
+
 // The loader's own endpoints (cmd/fusioninfer-lora-loader), on LoRALoaderPort of its pod:
 // PathLoaderReady answers 200 once every adapter of the list was tried (its readiness; an adapter
 // that failed is named, not held against the pod), PathLoaderState its state,

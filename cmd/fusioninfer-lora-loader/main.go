@@ -104,12 +104,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	flags := flag.NewFlagSet("fusioninfer-lora-loader", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.StringVar(&opts.list, "adapters", "", "the adapter list: JSON {\"adapters\": [{\"name\", \"path\"}]}, the ConfigMap's file")
-	flags.Func("server", "a vLLM server's base URL, "+defaultServer+" unless given; repeated for each server of the pod "+
+	flags.Func(goFlag(vllm.FlagLoaderServer), "a vLLM server's base URL, "+defaultServer+" unless given; repeated for each server of the pod "+
 		"(each local rank of a data parallel pod)", func(url string) error {
 		opts.servers = append(opts.servers, strings.TrimRight(url, "/"))
 		return nil
 	})
-	flags.StringVar(&opts.listen, "listen", ":"+strconv.Itoa(vllm.LoRALoaderPort), "the address of /ready and /adapters")
+	flags.StringVar(&opts.listen, goFlag(vllm.FlagLoaderListen), ":"+strconv.Itoa(vllm.LoRALoaderPort), "the address of /ready and /adapters")
 	flags.StringVar(&opts.root, "root", "/", "the directory the list's paths are in (the pod's file system, where the adapters' volumes are "+
 		"mounted at the server's paths; another for a loader run outside its pod)")
 	flags.DurationVar(&opts.interval, "interval", 5*time.Second, "how often the list is read and the server reconciled")
@@ -124,6 +124,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	return opts, nil
 }
+
+// goFlag is the name the flag package defines a flag by: the render's spelling without its dashes
+// (the package reads -name and --name alike).
+func goFlag(f vllm.Flag) string { return strings.TrimLeft(f.Name, "-") }
 
 // defaultServer is vLLM's own address in its pod, on its default port.
 const defaultServer = "http://localhost:8000"

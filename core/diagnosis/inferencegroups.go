@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // InferenceGroups are the API groups the Endpoint Pickers read objectives and rewrites in.
@@ -18,13 +19,14 @@ var InferenceGroups = []string{eppconfig.GroupLLMD, eppconfig.GroupInferenceX}
 // Picker ignores: they are in another API group than the one its release watches on a cluster
 // that serves their kind in the groups observed (eppconfig.Release.WatchedGroup), or it reads no
 // such kind. A rewrite it ignores leaves the names it matches unknown (404), an objective its
-// requests without their priority; waiting cures neither. The release is the spec's: without
-// the spec, or without the groups observed, nothing is said.
+// requests without their priority; waiting cures neither. The release is the spec's, or without
+// the spec the one the service's Endpoint Picker Deployment names (pickerRelease); without
+// either, or without the groups observed, nothing is said.
 func (d *diagnoser) inferenceGroupCauses(service string) []Cause {
-	if d.svc == nil || d.svc.Spec.Router() == nil || d.o.InferenceGroups == nil {
+	release, known := d.pickerRelease(service)
+	if !known || d.o.InferenceGroups == nil {
 		return nil
 	}
-	release := d.svc.Spec.Router().EndpointPickerRelease()
 	type object struct{ kind, apiVersion, name, pool string }
 	var objects []object
 	for _, o := range d.o.InferenceObjectives {
@@ -63,6 +65,26 @@ func (d *diagnoser) inferenceGroupCauses(service string) []Cause {
 		out = append(out, cause)
 	}
 	return out
+}
+
+// pickerRelease is the release of the service's Endpoint Picker: the spec's router's, or without
+// the spec the one its Deployment names (render.AnnotationEndpointPickerRelease; a Deployment
+// rendered before the annotation, or a name no release has, says nothing). A spec without a
+// router has none.
+func (d *diagnoser) pickerRelease(service string) (eppconfig.Release, bool) {
+	if d.svc != nil {
+		if router := d.svc.Spec.Router(); router != nil {
+			return router.EndpointPickerRelease(), true
+		}
+		return "", false
+	}
+	for _, dep := range d.o.Deployments {
+		release := eppconfig.Release(dep.Annotations[render.AnnotationEndpointPickerRelease])
+		if dep.Name == api.EndpointPickerName(service) && slices.Contains(eppconfig.Releases(), release) {
+			return release, true
+		}
+	}
+	return "", false
 }
 
 // crdGroupsOf is the endpointPicker.crdGroups value of the groups a cluster serves.

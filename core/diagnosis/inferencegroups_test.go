@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 
@@ -121,4 +122,87 @@ func TestRecordedObjectsKeepTheirGroup(t *testing.T) {
 		assert.Equal(t, group+"/v1alpha2", read.InferenceObjectives[i].APIVersion)
 		assert.Equal(t, group+"/v1alpha2", read.InferenceModelRewrites[i].APIVersion)
 	}
+}
+
+// TestWithoutTheSpecTheDeploymentNamesTheRelease: `fusioninfer status --name`, without the spec,
+// reads the running Endpoint Picker's release from its Deployment's annotation
+// (render.AnnotationEndpointPickerRelease), and says of the rewrites it ignores what it would say
+// with the spec; a Deployment without the annotation (rendered before it), one that names no
+// release, or another Deployment's says nothing.
+func TestWithoutTheSpecTheDeploymentNamesTheRelease(t *testing.T) {
+	x, llmd := eppconfig.GroupInferenceX, eppconfig.GroupLLMD
+	const pool = "qwen-inference-pool"
+	rewriteIn := func(group string) render.InferenceModelRewrite {
+		return render.InferenceModelRewrite{
+			TypeMeta:   metav1.TypeMeta{APIVersion: group + "/v1alpha2", Kind: eppconfig.KindModelRewrite},
+			ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-support", Namespace: "status-healthy"},
+			Spec:       render.InferenceModelRewriteSpec{PoolRef: &inferencev1alpha2.PoolObjectReference{Name: pool}}}
+	}
+	cases := []struct {
+		name     string
+		release  api.EndpointPickerRelease
+		annotate func(annotations map[string]string) // the rendered Deployment's annotations, changed
+		rename   string                              // the Deployment's name, if not the rendered one
+		served   []string
+		rewrite  string // its group
+		want     string // the cause's text; empty: none
+	}{
+		{name: "llm-d-router with both installed ignores the Inference Extension's rewrite", release: api.EPPReleaseLLMDRouter,
+			served: []string{llmd, x}, rewrite: x,
+			want: "InferenceModelRewrite/qwen-inference-support: NotWatched: it is in inference.networking.x-k8s.io, and the Endpoint Picker " +
+				"(llm-d-router-v0.10.0) watches InferenceModelRewrites in llm-d.ai on this cluster"},
+		{name: "llm-d-router reads the rewrite in the group it watches", release: api.EPPReleaseLLMDRouter,
+			served: []string{llmd, x}, rewrite: llmd},
+		{name: "GIE v1.5.0 ignores llm-d.ai's", release: api.EPPReleaseGIE150, served: []string{llmd, x}, rewrite: llmd,
+			want: "InferenceModelRewrite/qwen-inference-support: NotWatched: it is in llm-d.ai, and the Endpoint Picker (gie-v1.5.0) watches " +
+				"InferenceModelRewrites in inference.networking.x-k8s.io on this cluster"},
+		{name: "GIE v1.2.0 reads no rewrite", release: api.EPPReleaseGIE, served: []string{x}, rewrite: x,
+			want: "(gie-v1.2.0) watches no InferenceModelRewrite on this cluster"},
+		{name: "a Deployment rendered before the annotation says nothing", release: api.EPPReleaseLLMDRouter,
+			annotate: func(a map[string]string) { delete(a, render.AnnotationEndpointPickerRelease) }, served: []string{llmd, x}, rewrite: x},
+		{name: "a release no Endpoint Picker has says nothing", release: api.EPPReleaseLLMDRouter,
+			annotate: func(a map[string]string) { a[render.AnnotationEndpointPickerRelease] = "llm-d-router-v9" }, served: []string{llmd, x}, rewrite: x},
+		{name: "another Deployment's annotation is not the picker's", release: api.EPPReleaseLLMDRouter, rename: "qwen-inference-dual-pods-controller",
+			served: []string{llmd, x}, rewrite: x},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _ := story1Routed(t)
+			svc.Spec.Router().EndpointPicker = &api.EndpointPicker{Release: tc.release}
+			epp := renderedDeployment(t, svc)
+			require.Equal(t, string(tc.release), epp.Annotations[render.AnnotationEndpointPickerRelease], "the render names the release")
+			if tc.annotate != nil {
+				tc.annotate(epp.Annotations)
+			}
+			if tc.rename != "" {
+				epp.Name = tc.rename
+			}
+			o := fixture(t, "healthy")
+			o.Deployments = append(o.Deployments, *epp)
+			o.InferenceGroups = map[string][]string{eppconfig.KindObjective: tc.served, eppconfig.KindModelRewrite: tc.served}
+			o.InferenceModelRewrites = append(o.InferenceModelRewrites, rewriteIn(tc.rewrite))
+			report := diagnosis.Diagnose("qwen-inference", "status-healthy", nil, o)
+			text := report.Text()
+			if tc.want == "" {
+				assert.NotContains(t, text, "NotWatched")
+				return
+			}
+			assert.Equal(t, diagnosis.Failed, report.Phase, text)
+			assert.Contains(t, text, tc.want)
+		})
+	}
+}
+
+// renderedDeployment is the Endpoint Picker Deployment the service renders.
+func renderedDeployment(t *testing.T, svc *api.InferenceService) *appsv1.Deployment {
+	t.Helper()
+	tree, errs := render.Build(svc)
+	require.Empty(t, errs)
+	for _, o := range tree.Objects {
+		if dep, ok := o.Object.(*appsv1.Deployment); ok && dep.Name == api.EndpointPickerName(svc.Name) {
+			return dep.DeepCopy()
+		}
+	}
+	t.Fatal("no Endpoint Picker Deployment")
+	return nil
 }

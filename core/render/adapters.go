@@ -92,7 +92,7 @@ func serveAdapters(serviceName, owner string, m *api.ResolvedModel, port, ranks 
 	}
 	args := []string{"--adapters", adaptersMountPath + "/" + AdapterListFile}
 	for _, rankPort := range api.RankPorts(port, ranks) {
-		args = append(args, "--server", fmt.Sprintf("http://localhost:%d", rankPort))
+		args = append(args, vllm.FlagLoaderServer.Name, fmt.Sprintf("http://localhost:%d", rankPort))
 	}
 	pod.Containers = append(pod.Containers, corev1.Container{
 		Name:         LoRALoaderContainerName,

@@ -27,6 +27,12 @@ const (
 	ManagedBy = "fusioninfer"
 )
 
+// AnnotationEndpointPickerRelease on the Endpoint Picker's Deployment names the release it runs
+// (endpointPicker.release): what the picker reads, and in which API group, depends on it, and
+// `fusioninfer status` without the spec reads it there. On the Deployment only, not its pod
+// template: a change of release changes the image and arguments, which roll the pods anyway.
+const AnnotationEndpointPickerRelease = api.ReservedLabelPrefix + "endpoint-picker-release"
+
 // Annotations read by pulumi-kubernetes when it creates an object.
 const (
 	AnnotationPulumiWaitFor   = "pulumi.com/waitFor"

@@ -327,6 +327,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 		// would never end.
 		annotations = map[string]string{AnnotationPulumiWaitFor: waitForOneReady}
 	}
+	annotations = merged(annotations, map[string]string{AnnotationEndpointPickerRelease: string(r.release())})
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta(KindDeployment),
 		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: annotations},

@@ -160,13 +160,17 @@ func TestEndpointPickerPermissionsPerRelease(t *testing.T) {
 				assert.Equal(t, c.flag, contains(container.Args, "--ha-enable-leader-election"))
 				assert.Equal(t, appsv1.RecreateDeploymentStrategyType, epp.Spec.Strategy.Type)
 			}
+			// every Deployment names its release, for `fusioninfer status` without the spec
+			release := map[string]string{render.AnnotationEndpointPickerRelease: string(tc.release)}
 			if tc.lease != "" {
-				assert.Equal(t, map[string]string{render.AnnotationPulumiWaitFor: "jsonpath={.status.readyReplicas}"},
+				assert.Equal(t, map[string]string{render.AnnotationPulumiWaitFor: "jsonpath={.status.readyReplicas}", render.AnnotationEndpointPickerRelease: string(tc.release)},
 					objectOf[*appsv1.Deployment](t, ha, "").Annotations, "with a leader election pulumi up waits for a ready pod, the leader")
 			} else {
-				assert.Empty(t, objectOf[*appsv1.Deployment](t, ha, "").Annotations, "every replica serves: the Deployment's own wait")
+				assert.Equal(t, release, objectOf[*appsv1.Deployment](t, ha, "").Annotations, "every replica serves: the Deployment's own wait")
 			}
-			assert.Empty(t, objectOf[*appsv1.Deployment](t, single, "").Annotations, "one replica: the Deployment's own wait")
+			assert.Equal(t, release, objectOf[*appsv1.Deployment](t, single, "").Annotations, "one replica: the Deployment's own wait")
+			assert.NotContains(t, objectOf[*appsv1.Deployment](t, single, "").Spec.Template.Annotations, render.AnnotationEndpointPickerRelease,
+				"not on the pods: the annotation rolls none")
 		})
 	}
 }

@@ -169,7 +169,7 @@ func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.
 			name, namespace, render.LabelService, name)
 	}
 	c.addLoRALoaders(ctx, o, name)
-	if svc != nil && svc.Spec.Router() != nil {
+	if routed(o, name, svc) {
 		if err := c.addInferenceObjects(ctx, o, namespace); err != nil {
 			return nil, err
 		}
@@ -320,6 +320,16 @@ func (c *Clients) addKarpenter(ctx context.Context, o *diagnosis.Observed, name 
 		}
 	}
 	return nil
+}
+
+// routed says whether the service has a router: its spec's, or without the spec, an Endpoint
+// Picker Deployment of its name among the objects found (its release annotation then says what
+// the picker reads, core/diagnosis inferencegroups.go).
+func routed(o *diagnosis.Observed, name string, svc *api.InferenceService) bool {
+	if svc != nil {
+		return svc.Spec.Router() != nil
+	}
+	return slices.ContainsFunc(o.Deployments, func(d appsv1.Deployment) bool { return d.Name == api.EndpointPickerName(name) })
 }
 
 // inferenceKinds are the kinds an Endpoint Picker may watch in either of its API groups.

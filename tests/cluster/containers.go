@@ -58,6 +58,9 @@ type ContainerProcess struct {
 	// Log is the file of the process's output.
 	Log     string
 	Started time.Time
+	// ListenAfter is how long after Started its program was started (ListenAfterAnnotation: a
+	// server loading its model); 0 for at once.
+	ListenAfter time.Duration
 	// Err is why the container could not be run (nothing else is set then), or how it ended.
 	Err error
 
@@ -66,6 +69,17 @@ type ContainerProcess struct {
 	mu     sync.Mutex
 	ended  time.Time
 	ready  time.Time // when the suite reported its pod Ready
+	// listening: when its program first accepted a connection on each of its ports (polled, for a
+	// process of ListenAfterAnnotation only).
+	listening time.Time
+}
+
+// ListeningAt says when the program first accepted a connection on each of its ports, for a
+// process of ListenAfterAnnotation (polled every 20 ms); false before, or for another process.
+func (p *ContainerProcess) ListeningAt() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.listening, !p.listening.IsZero()
 }
 
 // ReadyAt says when the suite reported the process's pod Ready, once its readiness probes
@@ -265,6 +279,7 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 	var processes []*ContainerProcess
 	var listeners []net.Listener
 	for _, l := range launches {
+		run.listenAfter = max(run.listenAfter, l.listenAfter)
 		p, own, err := k.startProcess(run, binary, im, l)
 		listeners = append(listeners, own...)
 		if err != nil {
@@ -281,7 +296,8 @@ func (k *containers) start(pod *corev1.Pod, container *corev1.Container, im imag
 func (k *containers) startProcess(run *containerRun, binary string, im image, l launch) (*ContainerProcess, []net.Listener, error) {
 	pod, container := run.pod, run.container
 	p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP,
-		Program: im.binary.name + " " + im.binary.version, Args: l.args, Ports: map[int32]int{}, Rank: l.rank, exited: make(chan struct{})}
+		Program: im.binary.name + " " + im.binary.version, Args: l.args, Ports: map[int32]int{}, Rank: l.rank, ListenAfter: l.listenAfter,
+		exited: make(chan struct{})}
 	listeners := make([]net.Listener, 0, len(l.ports))
 	for _, containerPort := range l.ports {
 		hostPort := run.ports[containerPort]
@@ -292,7 +308,7 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 			return nil, nil, fmt.Errorf("the pod's address %s:%d: %w", pod.Status.PodIP, containerPort, err)
 		}
 		listeners = append(listeners, ln)
-		go forward(ln, fmt.Sprintf("127.0.0.1:%d", hostPort), p.exited)
+		go forward(ln, fmt.Sprintf("127.0.0.1:%d", hostPort), p.exited, l.listenAfter == 0)
 	}
 	name := pod.Namespace + "." + pod.Name + "." + container.Name
 	if l.rank != noRank {
@@ -306,6 +322,12 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 	}
 	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(l.args, " "))
 	cmd := exec.Command(binary, l.args...)
+	if l.listenAfter > 0 {
+		// The process runs from now, as the container does; its program (and so its ports) only
+		// after the delay: sh sleeps, then becomes the program, in the same process group.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `sleep "$0" && exec "$@"`,
+			strconv.FormatFloat(l.listenAfter.Seconds(), 'f', 3, 64), binary}, l.args...)...)
+	}
 	cmd.Env = append(l.env, "PATH="+os.Getenv("PATH"), "HOME="+run.scratch("home"))
 	cmd.Dir = run.scratch("workdir")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -323,6 +345,12 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 		rank = fmt.Sprintf(" rank %d", l.rank)
 	}
 	k.logf("%s/%s %s%s: started %s (pid %d), ports %v", pod.Namespace, pod.Name, container.Name, rank, p.Program, cmd.Process.Pid, p.Ports)
+	if l.listenAfter > 0 {
+		k.logf("%s/%s %s%s: its program starts in %s", pod.Namespace, pod.Name, container.Name, rank, l.listenAfter)
+		go p.watchListening(func(format string, args ...any) {
+			k.logf("%s/%s %s%s: "+format, append([]any{pod.Namespace, pod.Name, container.Name, rank}, args...)...)
+		})
+	}
 	go func() {
 		err := cmd.Wait()
 		closeAll(listeners)
@@ -334,6 +362,29 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 		k.logf("%s/%s %s%s: ended (%v); its ports refuse connections", pod.Namespace, pod.Name, container.Name, rank, err)
 	}()
 	return p, listeners, nil
+}
+
+// watchListening sets p.listening once the program accepts a connection on each of its loopback
+// ports, or gives up when it ends.
+func (p *ContainerProcess) watchListening(logf func(format string, args ...any)) {
+	for _, port := range p.Ports {
+		for {
+			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			if err == nil {
+				_ = conn.Close()
+				break
+			}
+			select {
+			case <-p.exited:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	p.mu.Lock()
+	p.listening = time.Now()
+	p.mu.Unlock()
+	logf("listening, %s after its container started", p.listening.Sub(p.Started).Round(time.Millisecond))
 }
 
 // Stop ends the process as its container's runtime would stop it: SIGTERM, then SIGKILL after
@@ -411,6 +462,8 @@ type containerRun struct {
 	binary    string            // the program's file
 	ports     map[int32]int     // container port -> loopback port
 	mounts    map[string]string // mount path -> directory
+	// listenAfter: its program starts this long after the container (ListenAfterAnnotation).
+	listenAfter time.Duration
 }
 
 // listen gives a container port a loopback port of its own (once).
@@ -427,12 +480,15 @@ func (run *containerRun) listen(containerPort int32) (int, error) {
 
 // forward accepts connections to a pod's address and port and copies each to and from the
 // program's loopback port. kwok reports a pod Ready as it makes it Running (it runs no probes), a
-// moment before its program listens; a connection waits for the program then, as no connection
-// would have been sent before a readiness probe passed. Once the program has taken a connection,
-// or has ended, a connection it does not take ends at once, as a stopped program's port refuses
-// one: a client waiting 30 s there would see a hang no pod shows.
-func forward(l net.Listener, backend string, exited <-chan struct{}) {
+// moment before its program listens; a connection waits for the program then (wait), as no
+// connection would have been sent before a readiness probe passed. Once the program has taken a
+// connection, or has ended, a connection it does not take ends at once, as a stopped program's
+// port refuses one: a client waiting 30 s there would see a hang no pod shows. Without wait (a
+// program that starts late on purpose, ListenAfterAnnotation) it ends at once before too: a
+// request sent to a server that does not listen yet fails, as it would on a cluster.
+func forward(l net.Listener, backend string, exited <-chan struct{}, wait bool) {
 	var listened atomic.Bool
+	listened.Store(!wait)
 	for {
 		conn, err := l.Accept()
 		if err != nil {

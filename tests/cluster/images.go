@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -33,11 +34,13 @@ type image struct {
 }
 
 // launch is one process of a container: its arguments and variables, the container ports it
-// serves, and the data parallel rank it is (vLLM's --data-parallel-rank; noRank for none).
+// serves, the data parallel rank it is (vLLM's --data-parallel-rank; noRank for none), and how
+// long after the container starts its program runs (ListenAfterAnnotation; 0: at once).
 type launch struct {
-	args, env []string
-	ports     []int32
-	rank      int
+	args, env   []string
+	ports       []int32
+	rank        int
+	listenAfter time.Duration
 }
 
 // noRank is the rank of a process that serves no data parallel rank.

@@ -38,7 +38,7 @@ func loraLoaderLaunch(run *containerRun) ([]launch, error) {
 }
 
 // loraLoaderDefaultListen is the loader's --listen default (cmd/fusioninfer-lora-loader).
-const loraLoaderDefaultListen = ":8091"
+var loraLoaderDefaultListen = ":" + strconv.Itoa(vllm.LoRALoaderPort)
 
 // loraLoaderArgs maps the loader's arguments, its container's or its exec readiness probe's
 // (`fusioninfer-lora-loader --probe`, which asks the running loader at --listen): each of its
@@ -48,10 +48,10 @@ const loraLoaderDefaultListen = ":8091"
 func loraLoaderArgs(run *containerRun, args []string) ([]string, error) {
 	args = slices.Clone(args)
 	for i, arg := range args {
-		server, inline := strings.CutPrefix(arg, "--server=")
+		server, inline := strings.CutPrefix(arg, vllm.FlagLoaderServer.Name+"=")
 		switch {
 		case inline:
-		case arg == "--server" && i+1 < len(args):
+		case arg == vllm.FlagLoaderServer.Name && i+1 < len(args):
 			server = args[i+1]
 		default:
 			continue
@@ -65,12 +65,12 @@ func loraLoaderArgs(run *containerRun, args []string) ([]string, error) {
 		}
 		u.Host = net.JoinHostPort(run.pod.Status.PodIP, u.Port())
 		if inline {
-			args[i] = "--server=" + u.String()
+			args[i] = vllm.FlagLoaderServer.Name + "=" + u.String()
 		} else {
 			args[i+1] = u.String()
 		}
 	}
-	listen, found := vllm.FlagValue(args, "--listen")
+	listen, found := vllm.FlagLoaderListen.Value(args)
 	if !found {
 		listen = loraLoaderDefaultListen
 	}
@@ -86,7 +86,7 @@ func loraLoaderArgs(run *containerRun, args []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(args, "--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))), nil
+	return append(args, vllm.FlagLoaderListen.Name, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))), nil
 }
 
 // flagValues are the values of a flag that takes several (argparse's nargs="+"): the words after

@@ -29,6 +29,27 @@ import (
 // simulated accelerator is like.
 const ModelServerArgsAnnotation = "e2e.fusioninfer.io/model-server-args"
 
+// ListenAfterAnnotation on a pod (a Go duration) makes its simulated model servers start
+// listening that long after their container starts, as vLLM listens only once it has loaded the
+// model: until then the pod's port refuses connections, and a probe of it fails. A test-cluster
+// feature, for the tests of the servers' readiness probes (docs/e2e.md). Unlike
+// ReadyAfterAnnotation, which keeps the pod Pending, the pod runs meanwhile: it is Ready when its
+// probes say so, and with none (as the kubelet does) as soon as its container starts.
+const ListenAfterAnnotation = "e2e.fusioninfer.io/listen-after"
+
+// listenDelay is the pod's ListenAfterAnnotation, 0 without it.
+func listenDelay(pod *corev1.Pod) (time.Duration, error) {
+	value, ok := pod.Annotations[ListenAfterAnnotation]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("annotation %s: %q is not a duration of 0 or more (a Go duration: 20s)", ListenAfterAnnotation, value)
+	}
+	return d, nil
+}
+
 // vLLM's flags llm-d-inference-sim reads with the same meaning (its pkg/common/parser.go
 // ParseCommandParamsAndLoadConfig): values, and switches.
 var (
@@ -59,13 +80,17 @@ func modelServerLaunches(run *containerRun) ([]launch, error) {
 		}
 	}
 	env = append(env, "POD_NAME="+run.pod.Name, "POD_NAMESPACE="+run.pod.Namespace, "POD_IP="+run.pod.Status.PodIP)
+	delay, err := listenDelay(run.pod)
+	if err != nil {
+		return nil, err
+	}
 	var launches []launch
 	for _, server := range servers {
 		l, err := run.modelServerLaunch(server)
 		if err != nil {
 			return nil, err
 		}
-		l.env = env
+		l.env, l.listenAfter = env, delay
 		launches = append(launches, l)
 	}
 	if len(launches) == 1 && launches[0].rank == noRank {

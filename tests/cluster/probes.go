@@ -204,10 +204,27 @@ func (k *containers) reportReady(pod *corev1.Pod, notReady []string, why string)
 	}
 }
 
-// readinessCheck is one run of the container's readiness probe (with none: the program listens
-// on each declared port).
+// readinessCheck is one run of what makes the container ready: its readiness probe; with none,
+// its startup probe (the kubelet counts a container without a readiness probe ready once it has
+// started, and started once its startup probe passes: k8s.io/kubernetes
+// pkg/kubelet/prober/prober_manager.go UpdatePodStatus); with neither, nothing for a server that
+// listens late on purpose (ListenAfterAnnotation: Ready as its container starts, as on a
+// cluster), and otherwise the program listening on each declared port (kwok starts the pod a
+// moment before the suite runs its program).
 func (run *containerRun) readinessCheck() (func() error, error) {
-	probe := run.container.ReadinessProbe
+	switch {
+	case run.container.ReadinessProbe != nil:
+		return run.probeCheck(run.container.ReadinessProbe)
+	case run.container.StartupProbe != nil:
+		return run.probeCheck(run.container.StartupProbe)
+	case run.listenAfter > 0:
+		return func() error { return nil }, nil
+	}
+	return run.probeCheck(nil)
+}
+
+// probeCheck is one run of a probe (nil: the program listens on each declared port).
+func (run *containerRun) probeCheck(probe *corev1.Probe) (func() error, error) {
 	check := func() error { // no probe: the program listens on each declared port
 		for _, port := range run.ports {
 			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)

@@ -79,10 +79,10 @@ func containerProcesses(c *corev1.Container) ([]*Process, error) {
 	case envValue(c, "SPI_PORT") != "" && envValue(c, "PROBES_PORT") != "":
 		return []*Process{{Container: c.Name, Program: ProgramRequester, Name: c.Name,
 			Listens: []int32{atoi32(envValue(c, "PROBES_PORT")), atoi32(envValue(c, "SPI_PORT"))}}}, nil
-	case flagOf(c.Args, "--grpc-port") != "":
+	case (vllm.Flag{Name: "--grpc-port"}).In(c.Args):
 		proc := &Process{Container: c.Name, Program: ProgramEndpointPicker, Name: c.Name}
 		for _, f := range []string{"--grpc-port", "--grpc-health-port", "--metrics-port"} {
-			if v := flagOf(c.Args, f); v != "" {
+			if v, found := vllm.FlagValue(c.Args, f); found {
 				proc.Listens = append(proc.Listens, atoi32(v))
 			}
 		}
@@ -133,7 +133,7 @@ func scriptProcesses(c *corev1.Container) ([]*Process, error) {
 			switch {
 			case len(words) >= 3 && path.Base(words[0]) == "ray" && words[1] == "start" && indexOf(words, "--head") >= 0:
 				head := &Process{Container: c.Name, Program: ProgramRayHead, Name: c.Name + " ray head"}
-				if v := flagOf(words, "--port"); v != "" {
+				if v, found := vllm.FlagValue(words, "--port"); found {
 					head.Listens = []int32{atoi32(v)}
 				}
 				out = append(out, head)
@@ -174,13 +174,14 @@ func vllmProcess(c *corev1.Container, name string, words, devices []string) *Pro
 func routingSidecar(c *corev1.Container) *Process {
 	proc := &Process{Container: c.Name, Program: ProgramRoutingSidecar, Name: c.Name, PortFlags: vllm.FlagPort.Occurrences(c.Args)}
 	ranks := int32(1)
-	if v := flagOf(c.Args, "--data-parallel-size"); v != "" {
+	if v, found := vllm.FlagValue(c.Args, "--data-parallel-size"); found {
 		ranks = atoi32(v)
 	}
-	port := atoi32(flagOf(c.Args, "--port"))
-	server := flagOf(c.Args, "--model-server-port")
-	if server == "" {
-		server = flagOf(c.Args, "--vllm-port")
+	listen, _ := vllm.FlagValue(c.Args, "--port")
+	port := atoi32(listen)
+	server, found := vllm.FlagValue(c.Args, "--model-server-port")
+	if !found {
+		server, _ = vllm.FlagValue(c.Args, "--vllm-port")
 	}
 	for i := range ranks {
 		proc.Listens = append(proc.Listens, port+i)
@@ -193,24 +194,18 @@ func routingSidecar(c *corev1.Container) *Process {
 // :8091) and loads adapters into each server at a --server (it repeats: one a data parallel rank).
 func loraLoader(c *corev1.Container) *Process {
 	proc := &Process{Container: c.Name, Program: ProgramLoRALoader, Name: c.Name}
-	listen := flagOf(c.Args, "--listen")
-	if listen == "" {
+	listen, found := vllm.FlagLoaderListen.Value(c.Args)
+	if !found {
 		listen = ":" + strconv.Itoa(vllm.LoRALoaderPort)
 	}
 	_, port, _ := strings.Cut(listen, ":")
 	proc.Listens = []int32{atoi32(port)}
-	for _, server := range (vllm.Flag{Name: "--server"}).Occurrences(c.Args) { // one a data parallel rank
+	for _, server := range vllm.FlagLoaderServer.Occurrences(c.Args) { // one a data parallel rank
 		if u, err := url.Parse(server); err == nil {
 			proc.Targets = append(proc.Targets, Target{Port: atoi32(u.Port()), Program: ProgramVLLM, What: "a server it loads adapters into (--server)"})
 		}
 	}
 	return proc
-}
-
-// flagOf is a flag's last value in its forms --flag value and --flag=value; "" when absent.
-func flagOf(words []string, name string) string {
-	v, _ := vllm.FlagValue(words, name)
-	return v
 }
 
 func envValue(c *corev1.Container, name string) string {
