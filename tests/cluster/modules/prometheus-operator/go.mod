@@ -1,5 +1,6 @@
 // Module prometheus-operator holds prometheus-operator's CRDs (example/prometheus-operator-crd), which
-// conformance and e2e install for the PodMonitors the core emits. Nothing is built from it.
+// conformance and e2e install for the PodMonitors the core emits, and builds cmd/prometheus-config,
+// which writes the Prometheus configuration the operator's own generator makes of those PodMonitors.
 module github.com/fusioninfer/pulumi-fusioninfer/tests/cluster/modules/prometheus-operator
 
 go 1.26.0
