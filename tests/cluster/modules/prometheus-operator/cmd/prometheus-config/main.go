@@ -57,8 +57,11 @@ func run(podMonitorsFile, apiServer, tokenFile, version, interval, out string) e
 	p := &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e", Namespace: "monitoring"},
 		Spec: monitoringv1.PrometheusSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
-			Version:                     version,
-			ScrapeInterval:              monitoringv1.Duration(interval),
+			Version:        version,
+			ScrapeInterval: monitoringv1.Duration(interval),
+			// The operator's config reloader fills the replica label in from the pod's name; no
+			// reloader runs here, and one Prometheus has no replica to tell apart.
+			ReplicaExternalLabelName:    ptr.To(""),
 			PodMonitorSelector:          &metav1.LabelSelector{},
 			PodMonitorNamespaceSelector: &metav1.LabelSelector{},
 			APIServerConfig: &monitoringv1.APIServerConfig{
@@ -66,7 +69,10 @@ func run(podMonitorsFile, apiServer, tokenFile, version, interval, out string) e
 				Authorization: &monitoringv1.Authorization{CredentialsFile: tokenFile},
 				TLSConfig:     &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{InsecureSkipVerify: ptr.To(true)}},
 			},
-		}},
+		},
+			// The CRD's default, which the API server would have filled in.
+			EvaluationInterval: "30s",
+		},
 	}
 	cg, err := prompkg.NewConfigGenerator(slog.New(slog.NewTextHandler(os.Stderr, nil)), p)
 	if err != nil {
