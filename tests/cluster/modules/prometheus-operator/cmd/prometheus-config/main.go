@@ -18,9 +18,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus-operator/prometheus-operator/pkg/assets"
+	"github.com/prometheus-operator/prometheus-operator/pkg/operator"
 	prompkg "github.com/prometheus-operator/prometheus-operator/pkg/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -88,7 +90,35 @@ func run(podMonitorsFile, apiServer, tokenFile, version, interval, out string) e
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(out, cfg, 0o644)
+	expanded, err := expandReloaderVariables(cfg, map[string]string{operator.ShardEnvVar: "0"})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, expanded, 0o644)
+}
+
+// reloaderVariable is a $(NAME) reference the generator leaves for the config reloader.
+var reloaderVariable = regexp.MustCompile(`\$\(([a-zA-Z_0-9]+)\)`)
+
+// expandReloaderVariables does what the operator's config reloader (cmd/prometheus-config-reloader,
+// thanos' pkg/reloader) does to the generated file before Prometheus reads it: $(NAME) becomes the
+// reloader container's variable NAME, which the operator sets (pkg/operator config_reloader.go
+// CreateConfigReloader: SHARD, the Prometheus shard; POD_NAME). Without it the sharding rule's
+// `$(SHARD);` keeps no target. A name not in env is an error, as it is for the reloader.
+func expandReloaderVariables(cfg []byte, env map[string]string) ([]byte, error) {
+	var missing []string
+	out := reloaderVariable.ReplaceAllFunc(cfg, func(ref []byte) []byte {
+		name := string(reloaderVariable.FindSubmatch(ref)[1])
+		value, ok := env[name]
+		if !ok {
+			missing = append(missing, name)
+		}
+		return []byte(value)
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the configuration names reloader variables this program does not set: %v", missing)
+	}
+	return out, nil
 }
 
 // readPodMonitors decodes the stream, keyed namespace/name as the operator keys them.
