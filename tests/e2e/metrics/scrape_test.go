@@ -151,6 +151,16 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		return nil
 	}
 	waitFor(t, "the elastic replica is scraped", time.Minute, scrapedAgain)
+	// The Endpoint Picker's own series, scraped from its metrics port, count it in the pool.
+	waitFor(t, "the scraped Endpoint Picker counts 2 ready pods in its pool", time.Minute, func() error {
+		got := harness.PromQuery(t, `inference_pool_ready_pods{namespace="metrics",role="router"}`)
+		for _, v := range got {
+			if v == 2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("inference_pool_ready_pods: %v", got)
+	})
 	failed := stop()
 	assert.Empty(t, failed, "every request of the load was served")
 
