@@ -129,7 +129,8 @@ e2e-karpenter:
 ## simulated cluster: a real control plane, the LWS controller, Volcano and kwok's GPU nodes
 ## (tests/cluster), one cluster a package, one package at a time; requests through a router's real
 ## Endpoint Picker to llm-d-inference-sim servers (tests/e2e/routing, which needs CAP_NET_ADMIN for
-## its pods' network). What it proves: docs/e2e.md.
+## its pods' network); a real Prometheus scraping the rendered PodMonitors and KEDA scaling from it
+## (tests/e2e/metrics, the same network). What it proves: docs/e2e.md.
 e2e:
 	$(GO) vet -tags e2e ./tests/e2e/... ./examples/go/...
 	$(GO) test -tags e2e -count=1 -v -p 1 -timeout 60m ./tests/e2e/... ./examples/go/...

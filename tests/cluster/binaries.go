@@ -52,6 +52,14 @@ var (
 // llm-d-inference-sim builds without cgo (its Dockerfile's CGO_ENABLED=0; its ZMQ is pure Go).
 var buildEnvironment = map[string][]string{"inference-sim": {"CGO_ENABLED=0"}}
 
+// buildTags are a wrapper module's build tags: Prometheus' plugins/ link every service discovery
+// unless remove_all_sd, and then only those enabled (plugins/plugin_kubernetes.go's constraint).
+var buildTags = map[string]string{"prometheus": "remove_all_sd,enable_kubernetes_sd"}
+
+// moduleSources are the files of a wrapper module's own programs: their content names the build
+// beside go.sum's.
+var moduleSources = map[string][]string{"prometheus-operator": {"cmd/prometheus-config/main.go"}}
+
 // The versions the wrapper modules pin.
 const (
 	EtcdVersion       = "v3.6.5"
@@ -87,6 +95,13 @@ func (b binary) build() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	for _, source := range moduleSources[b.module] {
+		data, err := os.ReadFile(filepath.Join(dir, source))
+		if err != nil {
+			return "", err
+		}
+		sum = append(sum, data...)
+	}
 	hash := sha256.Sum256(sum)
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -120,7 +135,7 @@ func (b binary) build() (string, error) {
 	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
 	// No symbol table or DWARF: nothing here debugs them, and linking is the longest step left
 	// once the dependencies are cached (the provider is a 300 MB binary with them).
-	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", tmp, b.pkg)
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-tags", buildTags[b.module], "-o", tmp, b.pkg)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=mod"), buildEnvironment[b.module]...)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -164,12 +179,13 @@ func removeCheckoutPrograms() {
 
 // programs are every program the suites run, in the order make conformance and make e2e's
 // packages first need them (BuildPrograms): the control plane, then tests/e2e's controllers and
-// the engine's provider, autoscaling's KEDA, Karpenter, lwsv080's LWS, routing's servers and
+// the engine's provider, autoscaling's KEDA, Karpenter, lwsv080's LWS, metrics' Prometheus, routing's servers and
 // Endpoint Pickers; but those of this checkout, which each suite's process builds.
 func programs() []binary {
 	var out []binary
 	for _, b := range append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
-		volcanoScheduler, volcanoControllers, kwok, kubernetesProvider, kedaOperator, kedaAdapter, karpenterKwok, lwsControllers["v0.8.0"]},
+		volcanoScheduler, volcanoControllers, kwok, kubernetesProvider, kedaOperator, kedaAdapter, karpenterKwok, lwsControllers["v0.8.0"],
+		prometheusServer, prometheusConfig},
 		containerPrograms()...) {
 		if b.module != "" {
 			out = append(out, b)

@@ -69,6 +69,10 @@ type Options struct {
 	// server's aggregation layer) and kube-controller-manager's HPA controller, which acts on
 	// the HPAs KEDA makes.
 	KEDA bool
+	// Prometheus runs Prometheus (PrometheusVersion, only Kubernetes discovery) on loopback,
+	// reaching the pods' addresses; ScrapePodMonitors configures it from the cluster's PodMonitors
+	// as prometheus-operator would. Meant with Containers: without them no pod serves metrics.
+	Prometheus bool
 	// Karpenter runs Karpenter's kwok cloud provider (KarpenterVersion), which launches kwok
 	// nodes of GPUInstanceTypes for the NodePools' pending pods; it needs Kwok.
 	Karpenter bool
@@ -89,6 +93,8 @@ type Cluster struct {
 	Dynamic    dynamic.Interface
 	Clientset  kubernetes.Interface
 	Kubeconfig string // a kubeconfig file for the API server
+	// PrometheusURL is Prometheus' address when Options.Prometheus runs it.
+	PrometheusURL string
 
 	processes []*exec.Cmd
 	names     []string
@@ -165,6 +171,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return c, err
 		}
 		if err := c.startContainers(ctx); err != nil {
+			return c, err
+		}
+	}
+	if opts.Prometheus {
+		if err := c.startPrometheus(); err != nil {
 			return c, err
 		}
 	}

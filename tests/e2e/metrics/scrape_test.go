@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e
+
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
+)
+
+const (
+	namespace = "metrics"
+	model     = "Qwen/Qwen3-8B"
+	// slowServer makes requests wait (llm-d-inference-sim's flags, pkg/common/parser.go): one runs
+	// at a time (max-num-seqs), each takes 1 s to its first token and 50 ms a further token; the
+	// others are counted in vllm:num_requests_waiting.
+	slowServer = "--max-num-seqs=1 --time-to-first-token=1s --inter-token-latency=50ms"
+)
+
+var podMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}
+
+// serverWithoutPorts is a vLLM pod template that declares no port: the render declares the
+// serving port it scrapes and routes to (core/render serverpod.go serveOnDeclaredPort).
+func serverWithoutPorts() k8scorev1.PodTemplateSpecInput {
+	return &k8scorev1.PodTemplateSpecArgs{
+		Metadata: &k8smetav1.ObjectMetaArgs{Annotations: pulumi.StringMap{testcluster.ModelServerArgsAnnotation: pulumi.String(slowServer)}},
+		Spec: &k8scorev1.PodSpecArgs{Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
+			Name: pulumi.String("vllm"), Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
+			Args:      pulumi.ToStringArray([]string{"--model", model, "--max-model-len", "8192"}),
+			Resources: &k8scorev1.ResourceRequirementsArgs{Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String("1")}},
+		}}},
+	}
+}
+
+// TestLoadThroughTheRouterScalesTheRole: a service whose server template declares no port, with
+// a router, PodMonitors and a role autoscaled on waiting requests (base 1, at most 2, 2 waiting a
+// replica). Prometheus scrapes both PodMonitors' pods; load through the router makes requests
+// wait; KEDA reads the scraped series and adds the elastic replica, which becomes Ready; when the
+// load stops it goes again.
+func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
+	harness.EnsureNamespace(t, namespace)
+	harness.AddGPUNodes(t, "metrics", 2)
+	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
+		return &inferenceservice.Args{Namespace: namespace,
+			Monitoring: &api.Monitoring{PodMonitors: true, PrometheusAddress: harness.Cluster.PrometheusURL},
+			Roles: []inferenceservice.RoleArgs{{
+				Name: "server", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(1), Template: serverWithoutPorts(),
+				Autoscaling: &api.Autoscaling{MinReplicas: ptr.To(1), MaxReplicas: 2, Metric: api.MetricRequestsWaiting, Target: 2, ScaleDownDelay: "30s"},
+			}, {
+				Name: "router", ComponentType: api.ComponentTypeRouter,
+				EndpointPicker: &api.EndpointPicker{Release: api.EPPReleaseGIE150},
+				HTTPRoute:      map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}},
+			}}}
+	}))
+	s.Up()
+	t.Cleanup(s.Destroy)
+
+	// Both PodMonitors have their pod as a target, scraped up: the server on the port the render
+	// declared, the Endpoint Picker on its metrics port.
+	harness.ScrapedPrometheus(t)
+	pools := map[string][]harness.ScrapeTarget{}
+	for _, target := range harness.ScrapeTargets(t) {
+		pools[target.ScrapePool] = append(pools[target.ScrapePool], target)
+	}
+	server := pools[fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "server"))]
+	require.Len(t, server, 1, "the server's PodMonitor has the base replica's pod as its one target: %v", pools)
+	assert.Equal(t, "chat-server-0-0", server[0].Labels["pod"])
+	assert.Equal(t, map[string]string{"service": "chat", "role": "server", "replica": "0"},
+		map[string]string{"service": server[0].Labels["service"], "role": server[0].Labels["role"], "replica": server[0].Labels["replica"]},
+		"the PodMonitor's relabelings name the service, role and replica")
+	epp := pools[fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "router"))]
+	require.Len(t, epp, 1, "the router's PodMonitor has the Endpoint Picker as its one target: %v", pools)
+	require.NotEmpty(t, harness.PromQuery(t, `vllm:num_requests_waiting{namespace="metrics",pod="chat-server-0-0"}`),
+		"the server's vLLM metrics are scraped")
+
+	// A PodMonitor on a port the pod does not declare has no target: Prometheus' pod discovery
+	// makes one a declared port (what the render's declared port is for).
+	undeclared := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+		"metadata": map[string]any{"name": "undeclared-port", "namespace": namespace},
+		"spec": map[string]any{
+			"selector":            map[string]any{"matchLabels": map[string]any{render.LabelService: "chat", render.LabelRoleName: "server"}},
+			"podMetricsEndpoints": []any{map[string]any{"portNumber": int64(8999), "path": "/metrics"}},
+		},
+	}}
+	_, err := harness.Cluster.Dynamic.Resource(podMonitors).Namespace(namespace).Create(context.Background(), undeclared, metav1.CreateOptions{})
+	require.NoError(t, err)
+	harness.ScrapedPrometheus(t)
+	for _, target := range harness.ScrapeTargets(t) {
+		assert.NotContains(t, target.ScrapePool, "undeclared-port", "a target on an undeclared port: %+v", target)
+	}
+	require.NoError(t, harness.Cluster.Dynamic.Resource(podMonitors).Namespace(namespace).Delete(context.Background(), "undeclared-port", metav1.DeleteOptions{}))
+
+	gw, err := gateway.Start(context.Background(), harness.Cluster.Clientset, harness.Cluster.Dynamic,
+		gateway.Options{Namespace: namespace, Pool: api.PoolName("chat")})
+	require.NoError(t, err)
+	t.Cleanup(gw.Close)
+	require.Eventually(t, func() bool { return complete(gw.URL, 2) == nil }, 90*time.Second, 500*time.Millisecond,
+		"a request through the gateway is served")
+	waitFor(t, "KEDA's ScaledObject is Ready", 2*time.Minute, func() error { return scaledObjectReady(api.ElasticLeaderWorkerSetName("chat", "server")) })
+
+	// Load: 8 clients, each sending a 20-token completion after the other, through the router.
+	// One runs on the server at a time, so about 7 wait: at 2 a replica, 1 elastic replica (the most).
+	start := time.Now()
+	stop := sendLoad(gw.URL, 8, 20)
+	waitFor(t, "the scraped vllm:num_requests_waiting rises", time.Minute, func() error {
+		for _, v := range harness.PromQuery(t, `sum(vllm:num_requests_waiting{namespace="metrics"})`) {
+			if v >= 3 {
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet")
+	})
+	waitFor(t, "KEDA adds the elastic replica and it becomes Ready", 4*time.Minute, func() error {
+		return elasticReplicasReady(t, 1)
+	})
+	toReady := time.Since(start)
+	testcluster.Progress("the elastic replica was Ready %s after the load started", toReady.Round(time.Second))
+	// The new replica is scraped too (the PodMonitor selects it), and serves through the router.
+	scrapedAgain := func() error {
+		require.NoError(t, harness.Cluster.ScrapePodMonitors(context.Background()))
+		if len(harness.PromQuery(t, `up{namespace="metrics",pod=~"chat-server-elastic-.*"} == 1`)) == 0 {
+			return fmt.Errorf("the elastic replica's pod is not scraped up")
+		}
+		return nil
+	}
+	waitFor(t, "the elastic replica is scraped", time.Minute, scrapedAgain)
+	// The Endpoint Picker's own series, scraped from its metrics port, count it in the pool.
+	waitFor(t, "the scraped Endpoint Picker counts 2 ready pods in its pool", time.Minute, func() error {
+		got := harness.PromQuery(t, `inference_pool_ready_pods{namespace="metrics",role="router"}`)
+		for _, v := range got {
+			if v == 2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("inference_pool_ready_pods: %v", got)
+	})
+	failed := stop()
+	assert.Empty(t, failed, "every request of the load was served")
+
+	stopped := time.Now()
+	waitFor(t, "the elastic replica goes once the load stopped", 4*time.Minute, func() error { return elasticReplicasReady(t, 0) })
+	toGone := time.Since(stopped)
+	testcluster.Progress("the elastic replica went %s after the load stopped", toGone.Round(time.Second))
+	t.Logf("figures: load start -> elastic replica Ready %s; load stop -> elastic replica gone %s",
+		toReady.Round(time.Second), toGone.Round(time.Second))
+}
+
+// complete sends one completion through the gateway.
+func complete(url string, maxTokens int) error {
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "Tell me about the weather.", "max_tokens": maxTokens})
+	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// sendLoad keeps clients sending completions one after the other until the returned function is
+// called, which waits for those under way and returns the failures.
+func sendLoad(url string, clients, maxTokens int) func() []string {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for range clients {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := complete(url, maxTokens); err != nil {
+					mu.Lock()
+					failed = append(failed, err.Error())
+					mu.Unlock()
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		})
+	}
+	return func() []string { close(done); wg.Wait(); return failed }
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, check func() error) {
+	t.Helper()
+	var last error
+	require.Eventually(t, func() bool { last = check(); return last == nil }, timeout, time.Second,
+		"%s: %v", what, func() error { return last }())
+	testcluster.Progress("%s", what)
+}
+
+var scaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+
+func scaledObjectReady(name string) error {
+	so, err := harness.Cluster.Dynamic.Resource(scaledObjects).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if ok, why, _ := harness.HasCondition(so, "Ready", "True"); !ok {
+		return fmt.Errorf("%s", why)
+	}
+	return nil
+}
+
+// elasticReplicasReady: the elastic LWS asks for want replicas and has want Ready pods, no other.
+func elasticReplicasReady(t *testing.T, want int) error {
+	name := api.ElasticLeaderWorkerSetName("chat", "server")
+	lws, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	replicas, _, _ := unstructured.NestedInt64(lws.Object, "spec", "replicas")
+	pods, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + name})
+	if err != nil {
+		return err
+	}
+	ready := 0
+	for _, pod := range pods.Items {
+		if rolestatus.PodReady(&pod) && pod.DeletionTimestamp == nil {
+			ready++
+		}
+	}
+	if replicas != int64(want) || ready != want || len(pods.Items) != want {
+		return fmt.Errorf("%s: %d replicas, %d pods, %d Ready", name, replicas, len(pods.Items), ready)
+	}
+	return nil
+}
