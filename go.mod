@@ -32,6 +32,8 @@ require (
 	volcano.sh/apis v1.14.0
 )
 
+require github.com/grafana/grafana-foundation-sdk/go v0.0.22 // indirect
+
 require (
 	cloud.google.com/go v0.123.0 // indirect
 	cloud.google.com/go/auth v0.18.2 // indirect
