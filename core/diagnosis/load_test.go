@@ -9,8 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
 
 // The recorded /metrics are llm-d-inference-sim v0.10.2's (the e2e suite's vLLM, serving vLLM's
@@ -143,4 +146,33 @@ func TestServerEndpointsAreWhatThePodMonitorsScrape(t *testing.T) {
 		diagnosis.ServerEndpoints(o, story1(t, "status-healthy")))
 	o.Pods[0].Status.PodIP = ""
 	assert.Empty(t, diagnosis.ServerEndpoints(o, nil), "a pod without an address is not read")
+}
+
+// TestServerEndpointsOfEachKindOfPod: as the PodMonitors scrape them: a data-parallel pod, leader
+// or worker, on every rank's port (known from the spec); a Ray worker not at all; FMA's server
+// pod on its port, its requester not at all; the Endpoint Picker not at all.
+func TestServerEndpointsOfEachKindOfPod(t *testing.T) {
+	svc := manifest(t, "deepseek-wide-ep-pd.yaml", "llm")
+	pod := func(name string, labels, annotations map[string]string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm", Labels: labels, Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}}
+	}
+	role := func(name, worker string) map[string]string {
+		return map[string]string{render.LabelService: svc.Name, render.LabelRoleName: name, "leaderworkerset.sigs.k8s.io/worker-index": worker}
+	}
+	o := &diagnosis.Observed{Pods: []corev1.Pod{
+		pod("decode-0-1", role("decode", "1"), nil),
+		pod("other-0-1", role("other", "1"), nil),
+		pod("other-0-0", role("other", "0"), nil),
+		pod("requester-0-0", role("other", "0"), map[string]string{render.AnnotationDualPodsServerPatch: "{}"}),
+		pod("requester-0-0-dual-x", map[string]string{render.LabelService: svc.Name, render.LabelRoleName: "other", render.LabelServing: "true"}, nil),
+		pod("epp-1", map[string]string{render.LabelService: svc.Name, render.LabelRoleName: "router"}, nil),
+	}}
+	assert.Equal(t, []diagnosis.ServerEndpoint{
+		{Pod: "decode-0-1", Namespace: "llm", Ports: []int32{8000, 8001, 8002, 8003, 8004, 8005, 8006, 8007}},
+		{Pod: "other-0-0", Namespace: "llm", Ports: []int32{8000}},
+		{Pod: "requester-0-0-dual-x", Namespace: "llm", Ports: []int32{8000}},
+	}, diagnosis.ServerEndpoints(o, svc))
 }
