@@ -74,7 +74,9 @@ func (c *Clients) serverLoad(ctx context.Context, e diagnosis.ServerEndpoint, po
 	err := result.Error() // the API server's Status, with its message (Raw's error has none)
 	switch {
 	case apierrors.IsForbidden(err):
-		return diagnosis.ServerLoad{}, fmt.Errorf("not allowed to get pods/proxy in namespace %q (kubectl auth can-i get pods/proxy -n %s)", e.Namespace, e.Namespace)
+		// the API server's own words too: it also forbids a proxy to an address it will not dial
+		return diagnosis.ServerLoad{}, fmt.Errorf("GET /metrics on port %s through the API server: forbidden: %s (kubectl auth can-i get pods/proxy -n %s)",
+			port, firstLine(err.Error()), e.Namespace)
 	case err != nil:
 		return diagnosis.ServerLoad{}, fmt.Errorf("GET /metrics on port %s through the API server: %s", port, firstLine(err.Error()))
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,14 +62,22 @@ func TestLoadFromPrometheus(t *testing.T) {
 func TestLoadFromThePodsThroughTheAPIServer(t *testing.T) {
 	busy, err := os.ReadFile("../../core/diagnosis/testdata/metrics/inference-sim-busy.txt")
 	require.NoError(t, err)
+	var mu sync.Mutex
 	var paths []string
 	apiServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		paths = append(paths, r.URL.Path)
+		mu.Unlock()
 		if r.URL.Path == "/api/v1/namespaces/llm/pods/llama-server-0-0:8000/proxy/metrics" {
 			_, _ = w.Write(busy)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "llama-server-2-0") {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"llama-server-2-0:8000\" is forbidden: User \"viewer\" cannot get resource \"pods/proxy\" in API group \"\" in the namespace \"llm\"","reason":"Forbidden","code":403}`))
+			return
+		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error trying to reach service: dial tcp 10.0.0.2:8000: connect: connection refused","reason":"ServiceUnavailable","code":503}`))
 	}))
@@ -82,11 +92,12 @@ func TestLoadFromThePodsThroughTheAPIServer(t *testing.T) {
 			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}}
 	}
-	o := &diagnosis.Observed{Pods: []corev1.Pod{leader("llama-server-0-0", "10.0.0.1"), leader("llama-server-1-0", "10.0.0.2")}}
+	o := &diagnosis.Observed{Pods: []corev1.Pod{leader("llama-server-0-0", "10.0.0.1"), leader("llama-server-1-0", "10.0.0.2"), leader("llama-server-2-0", "10.0.0.3")}}
 	c.ServerMetrics(context.Background(), o, nil)
 	assert.Equal(t, &diagnosis.Metrics{Source: PodsMetricsSource, Pods: map[string]diagnosis.PodMetrics{
 		"llama-server-0-0": {Servers: []diagnosis.ServerLoad{{RequestsRunning: 2, RequestsWaiting: 3, KVCacheUsage: 0.0625}}},
 		"llama-server-1-0": {Err: "GET /metrics on port 8000 through the API server: error trying to reach service: dial tcp 10.0.0.2:8000: connect: connection refused"},
+		"llama-server-2-0": {Err: `GET /metrics on port 8000 through the API server: forbidden: pods "llama-server-2-0:8000" is forbidden: User "viewer" cannot get resource "pods/proxy" in API group "" in the namespace "llm" (kubectl auth can-i get pods/proxy -n llm)`},
 	}}, o.Metrics)
-	assert.Len(t, paths, 2)
+	assert.Len(t, paths, 3)
 }
