@@ -7,7 +7,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 DEMO_STORY  ?= examples/manifests/story4-disaggregated-multinode.yaml
 
-.PHONY: image release demo test check test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-cluster bench-routing golden record-state gen clean
+.PHONY: monitoring-picture image release demo test check test-typescript test-python test-packages sdk-nodejs sdk-packages cluster-programs conformance e2e e2e-karpenter build vet lint fuzz bench bench-cluster bench-routing golden record-state gen clean
 
 ## demo: render story 4 of the fusioninfer InferenceService design with the CLI: a one-screen summary, then the YAML.
 demo:
@@ -171,6 +171,14 @@ bench-cluster:
 ## It runs a cluster of its own with the pods' programs (needs CAP_NET_ADMIN, as make e2e).
 bench-routing:
 	$(GO) test -tags e2e -count=1 -run '^$$' -bench Routing -benchtime 1000x -timeout 45m ./tests/e2e/routing
+
+## monitoring-picture: docs/images/monitoring.png, the picture of docs/monitoring.md: the main dashboard's
+## panels (examples/manifests/llama-router.yaml's) drawn from the range queries of the Prometheus at
+## PROMETHEUS, one that scraped the service's PodMonitors in the last 30 minutes.
+monitoring-picture:
+	@test -n "$(PROMETHEUS)" || { echo "monitoring-picture: give PROMETHEUS=http://HOST:PORT, a Prometheus that scraped the service"; exit 1; }
+	mkdir -p docs/images
+	$(GO) run ./tests/kit/dashboards/cmd/monitoring-picture -prometheus $(PROMETHEUS) -o docs/images/monitoring.png
 
 ## golden: rewrite the cores' golden files (the services', the Platform's) after an intended change; review the diff.
 golden:

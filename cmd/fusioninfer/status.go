@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,9 @@ type statusOptions struct {
 	output                  string
 	kubeconfig, kubeContext string
 	timeout                 time.Duration
+	// prometheus is the URL of a Prometheus that scrapes the service's PodMonitors: the load is
+	// read from it, else from the pods' own /metrics.
+	prometheus string
 }
 
 // exitCode ends the command with a status other than 0 or 1, its message already printed.
@@ -41,14 +46,17 @@ cannot place (the PodGroup's condition and events), pods pending, crashing, kill
 their image (the container's last message), the model's download Job, an Endpoint Picker not
 available, an HTTPRoute no Gateway accepted. For a model with LoRA adapters it lists, per server pod,
 the adapters loaded and each that failed with its cause, asked of the pod's loader through the API
-server's pod proxy.
+server's pod proxy. Per replica it shows the load: requests running and waiting and the KV-cache
+use, from vLLM's gauges, read from the Prometheus --prometheus names (one that scrapes the service's
+PodMonitors), else from each server pod's own /metrics through the API server's pod proxy.
 
 With -f it knows the replicas the spec asks for, also those not created yet; with --name it reports
 what it finds. It reads; it changes nothing.
 
 Exit status: 0 Running, 2 not running yet, 3 failed (waiting will not help), 1 an error.`,
 		Example: `  fusioninfer status -f examples/manifests/story4-disaggregated-multinode.yaml
-  fusioninfer status --name deepseek-r1-disagg -n llm -o json`,
+  fusioninfer status --name deepseek-r1-disagg -n llm -o json
+  fusioninfer status -f llama-router.yaml --prometheus http://localhost:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStatus(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
@@ -61,6 +69,7 @@ Exit status: 0 Running, 2 not running yet, 3 failed (waiting will not help), 1 a
 	cmd.Flags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig file (default: as kubectl finds it)")
 	cmd.Flags().StringVar(&opts.kubeContext, "context", "", "kubeconfig context")
 	cmd.Flags().DurationVar(&opts.timeout, "timeout", 30*time.Second, "how long to wait for the API server")
+	cmd.Flags().StringVar(&opts.prometheus, "prometheus", "", "URL of a Prometheus that scrapes the service's PodMonitors, to read the load from (default: the pods' /metrics)")
 	return cmd
 }
 
@@ -111,6 +120,11 @@ func runStatus(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o
 
 // reportStatus prints the status of every service, and returns the worst exit code.
 func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts statusOptions) error {
+	if opts.prometheus != "" {
+		if u, err := url.Parse(opts.prometheus); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--prometheus %q: give the Prometheus' URL, such as http://localhost:9090", opts.prometheus)
+		}
+	}
 	services, err := statusTargets(stdin, opts)
 	if err != nil {
 		return err
@@ -133,6 +147,11 @@ func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts s
 		observed, err := clients.Service(ctx, target.name, target.namespace, target.svc)
 		if err != nil {
 			return err
+		}
+		if opts.prometheus != "" {
+			observed.Metrics = observe.PrometheusMetrics(ctx, http.DefaultClient, opts.prometheus, target.namespace, target.name)
+		} else {
+			clients.ServerMetrics(ctx, observed, target.svc)
 		}
 		report := diagnosis.Diagnose(target.name, target.namespace, target.svc, observed)
 		reports = append(reports, report)

@@ -74,6 +74,8 @@ func TestStatusBadInput(t *testing.T) {
 		{"no service", []string{"status"}, "fusioninfer: give -f FILE (the service's manifest) or --name NAME"},
 		{"both a file and a name", []string{"status", "-f", manifest, "--name", "x"}, "fusioninfer: give -f FILE or --name NAME, not both"},
 		{"an output it does not write", []string{"status", "--name", "x", "-o", "yaml"}, `fusioninfer: -o "yaml": give text or json`},
+		{"a Prometheus that is not a URL", []string{"status", "--name", "x", "--prometheus", "localhost:9090"},
+			`fusioninfer: --prometheus "localhost:9090": give the Prometheus' URL, such as http://localhost:9090`},
 		{"no kubeconfig", []string{"status", "--name", "x", "--kubeconfig", "/nonexistent/kubeconfig"},
 			"fusioninfer: no cluster to read: --kubeconfig /nonexistent/kubeconfig: no such file or directory; give the path of a kubeconfig file"},
 		{"a context the kubeconfig does not have", []string{"status", "--name", "x", "--kubeconfig", fakeAPIServer(t, nil, nil, ""), "--context", "nope"},

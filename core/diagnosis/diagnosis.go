@@ -64,6 +64,9 @@ type Replica struct {
 	Cause    *Cause `json:"cause,omitempty"`
 	// Adapters are the LoRA adapters of each of its pods that runs the loader, leader first.
 	Adapters []PodAdapters `json:"adapters,omitempty"`
+	// Load is its servers' load now (requests running and waiting, KV-cache usage), when their
+	// metrics were read.
+	Load *Load `json:"load,omitempty"`
 }
 
 // Role is one serving role.
@@ -83,6 +86,8 @@ type Report struct {
 	// its router and route.
 	Causes []Cause `json:"causes,omitempty"`
 	Roles  []Role  `json:"roles"`
+	// MetricsSource says where the replicas' load was read, when it was.
+	MetricsSource string `json:"metricsSource,omitempty"`
 }
 
 // waitingFailures are the reasons a container waits that waiting will not cure.
@@ -133,6 +138,7 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 			lws := rolestatus.OfLeaderWorkerSet(lwsByName[lwsName])
 			rep := d.replica(lwsName, lwsByName[lwsName], lws, r.Causes)
 			rep.Adapters = d.adapters(lwsName)
+			rep.Load = d.load(lwsName)
 			if rep.Phase == ReplicaRunning {
 				rr.ReadyReplicas++
 			}
@@ -144,6 +150,9 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 		all, allObserved = append(all, rr.Replicas...), append(allObserved, observed...)
 	}
 	r.Phase = phaseOf(all, allObserved, r.Causes)
+	if o.Metrics != nil {
+		r.MetricsSource = o.Metrics.Source
+	}
 	return r
 }
 

@@ -51,6 +51,9 @@ type Observed struct {
 	// LoRALoaders are what the LoRA loader of each running server pod said, by pod name: read
 	// from the loaders, not objects of the cluster, so fixtures do not record them.
 	LoRALoaders map[string]LoRALoader
+	// Metrics are the load of the running servers, from a Prometheus or the pods' own /metrics;
+	// nil when not read. Read from the servers, not objects of the cluster, like LoRALoaders.
+	Metrics *Metrics
 	// InferenceObjectives and InferenceModelRewrites are those of the service's namespace in
 	// every API group an Endpoint Picker reads them in (their apiVersion says which; the Go types
 	// are the same in both: llm-d-router v0.10.0's apix/v1alpha2 copies GIE's).

@@ -5,6 +5,7 @@ package diagnosis
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -46,6 +47,7 @@ func (r *Report) Text() string {
 		}
 	}
 	tw.Flush()
+	writeLoad(&b, r)
 	writeAdapters(&b, r.Roles)
 	for _, fix := range fixList {
 		fmt.Fprintf(&b, "fix: %s\n", fix)
@@ -93,3 +95,29 @@ func writeAdapters(b *bytes.Buffer, roles []Role) {
 	}
 	tw.Flush()
 }
+
+// writeLoad lists each replica's load, from its servers' metrics, and where they were read;
+// nothing when they were not.
+func writeLoad(b *bytes.Buffer, r *Report) {
+	if r.MetricsSource == "" {
+		return
+	}
+	fmt.Fprintf(b, "load, from %s:\n", r.MetricsSource)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tREPLICA\tRUNNING\tWAITING\tKV-CACHE")
+	for _, role := range r.Roles {
+		for _, rep := range role.Replicas {
+			switch l := rep.Load; {
+			case l == nil:
+			case l.Unknown != "":
+				fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tnot known: %s\n", role.Name, rep.Name, l.Unknown)
+			default:
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", role.Name, rep.Name, gauge(l.RequestsRunning), gauge(l.RequestsWaiting), percent(l.KVCacheUsage))
+			}
+		}
+	}
+	tw.Flush()
+}
+
+// gauge is a count of requests as a number, an integer when it is one.
+func gauge(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -98,16 +98,7 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 	if err != nil {
 		return nil, err
 	}
-	// the core group's REST client as client-go's typed one configures it
-	// (kubernetes/typed/core/v1/core_client.go, setConfigDefaults), with a codec of the API
-	// server's Status alone (its errors' messages): it reads raw bytes, and links no API group
-	statusOnly := runtime.NewScheme()
-	metav1.AddToGroupVersion(statusOnly, corev1.SchemeGroupVersion)
-	coreConfig := rest.CopyConfig(config)
-	coreConfig.APIPath = "/api"
-	coreConfig.GroupVersion = &corev1.SchemeGroupVersion
-	coreConfig.NegotiatedSerializer = serializer.NewCodecFactory(statusOnly).WithoutConversion()
-	core, err := rest.RESTClientFor(coreConfig)
+	core, err := coreClient(config)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +107,19 @@ func NewClients(kubeconfig, kubeContext string, timeout time.Duration) (*Clients
 		return nil, fmt.Errorf("no cluster to read: %v; give --kubeconfig or set KUBECONFIG", firstLine(err.Error()))
 	}
 	return &Clients{dynamic: dyn, core: core, server: config.Host, Namespace: namespace}, nil
+}
+
+// coreClient is the core group's REST client as client-go's typed one configures it
+// (kubernetes/typed/core/v1/core_client.go, setConfigDefaults), with a codec of the API server's
+// Status alone (its errors' messages): it reads raw bytes (a pod's proxy), and links no API group.
+func coreClient(config *rest.Config) (rest.Interface, error) {
+	statusOnly := runtime.NewScheme()
+	metav1.AddToGroupVersion(statusOnly, corev1.SchemeGroupVersion)
+	coreConfig := rest.CopyConfig(config)
+	coreConfig.APIPath = "/api"
+	coreConfig.GroupVersion = &corev1.SchemeGroupVersion
+	coreConfig.NegotiatedSerializer = serializer.NewCodecFactory(statusOnly).WithoutConversion()
+	return rest.RESTClientFor(coreConfig)
 }
 
 // resource is a kind the status reads: its API resource and the typed object it is read into.
