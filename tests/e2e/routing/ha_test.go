@@ -164,7 +164,7 @@ func (r *routed) steadyPickers(lease string) (leader, standby corev1.Pod) {
 	t := r.t
 	t.Helper()
 	why := ""
-	require.Eventually(t, func() bool {
+	steady := assert.Eventually(t, func() bool {
 		var live []corev1.Pod
 		for _, p := range pods(t, r.namespace, r.name, "router") {
 			if p.DeletionTimestamp == nil && p.Status.PodIP != "" {
@@ -216,7 +216,10 @@ func (r *routed) steadyPickers(lease string) (leader, standby corev1.Pod) {
 			why = err.Error()
 		}
 		return err == nil
-	}, 2*time.Minute, 200*time.Millisecond, "one leader and one standby: %s", &why)
+	}, 2*time.Minute, 200*time.Millisecond)
+	if !steady {
+		t.Fatalf("not one leader and one standby: %s\n%s", why, r.eppLog())
+	}
 	return leader, standby
 }
 
