@@ -43,8 +43,10 @@ func (r *routing) highlyAvailable() bool { return r.router.EndpointPickerReplica
 // Karpenter's consolidation): minAvailable 1, whatever the replica count. With leader election
 // only the leader is Ready, so its eviction is refused while it is the one Ready replica (a
 // drain of its node waits for an operator to delete it, who then takes the failover's gap
-// knowingly), and the standbys, never Ready, are always evictable (AlwaysAllow: a not-Ready pod
-// never counts against the budget, k8s.io/api policy/v1 UnhealthyPodEvictionPolicyType). Without
+// knowingly), and the standbys, never Ready, are always evictable (AlwaysAllow: a running pod that
+// is not Ready may be evicted whatever the budget, k8s.io/api policy/v1
+// UnhealthyPodEvictionPolicyType; maxUnavailable 1 would want replicas-1 Ready pods, and under the
+// default IfHealthyBudget no standby could go either). Without
 // leader election (lwepp) every replica is Ready and all but one may go.
 func (r *routing) disruptionBudget(ref Ref) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
