@@ -22,6 +22,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
@@ -89,19 +90,25 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 			require.NoError(t, oldProcess.Signal(syscall.SIGKILL))
 		}
 		// The next leader is the standby, or the pod the ReplicaSet makes for a deleted leader: it
-		// campaigns as it starts, the standby at its next retry (every 2 s), so either may win.
+		// campaigns as it starts, the standby at its next retry (every 2 s), so either may win. The
+		// replacement may get the old pod's address (kwok gives it again), so a request is the next
+		// leader's by time: sent after the old leader's process ended.
 		oldAddress := net.JoinHostPort(old.Status.PodIP, "9002")
 		var routedAgain time.Time
 		var nextAddress string
 		require.Eventually(t, func() bool {
+			ended, ok := oldProcess.Ended()
+			if !ok {
+				return false
+			}
 			for _, rec := range r.gateway.Records()[before:] {
-				if rec.EPP != oldAddress && len(rec.Picked) > 0 && rec.Completed && (routedAgain.IsZero() || rec.RoutedAt.Before(routedAgain)) {
+				if rec.Start.After(ended) && len(rec.Picked) > 0 && rec.Completed && (routedAgain.IsZero() || rec.RoutedAt.Before(routedAgain)) {
 					routedAgain, nextAddress = rec.RoutedAt, rec.EPP
 				}
 			}
 			return !routedAgain.IsZero()
 		}, 2*time.Minute, 100*time.Millisecond, "another picker takes over and decides\n%s", r.eppLog())
-		next := podAt(t, namespace, nextAddress)
+		next := podAt(t, namespace, nextAddress, old.UID)
 		nextProcess := eppProcess(t, namespace, next.Name)
 		time.Sleep(2 * time.Second)
 		requests := traffic.end()
@@ -124,7 +131,7 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 				answered++ // the EPP itself answered the client: no endpoint, shed
 			case len(rec.Picked) > 0:
 				picked++
-				assert.True(t, rec.EPP == nextAddress || rec.RoutedAt.Before(routedAgain) && rec.EPP == oldAddress,
+				assert.True(t, rec.RoutedAt.Before(routedAgain) && rec.EPP == oldAddress || !rec.RoutedAt.Before(routedAgain) && rec.EPP == nextAddress,
 					"only the leader decides: %s decided by %s", rec.ID, rec.EPP)
 			}
 			if rec.FailedClosed || rec.FailedOpen {
@@ -228,11 +235,11 @@ func (r *routed) steadyPickers(lease string) (leader, standby corev1.Pod) {
 	return leader, standby
 }
 
-// podAt is the Endpoint Picker's pod whose ext_proc address is address.
-func podAt(t testing.TB, namespace, address string) corev1.Pod {
+// podAt is the Endpoint Picker's pod whose ext_proc address is address, but the pod not.
+func podAt(t testing.TB, namespace, address string, not types.UID) corev1.Pod {
 	t.Helper()
 	for _, p := range pods(t, namespace, "chat", "router") {
-		if net.JoinHostPort(p.Status.PodIP, "9002") == address {
+		if p.UID != not && p.DeletionTimestamp == nil && net.JoinHostPort(p.Status.PodIP, "9002") == address {
 			return p
 		}
 	}
