@@ -91,8 +91,8 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 		}
 		// The next leader is the standby, or the pod the ReplicaSet makes for a deleted leader: it
 		// campaigns as it starts, the standby at its next retry (every 2 s), so either may win. The
-		// replacement may get the old pod's address (kwok gives it again), so a request is the next
-		// leader's by time: sent after the old leader's process ended.
+		// replacement may get the old pod's address (kwok gives it again), so a decision is the next
+		// leader's by time: it came after the old leader's process ended.
 		oldAddress := net.JoinHostPort(old.Status.PodIP, "9002")
 		var routedAgain time.Time
 		var nextAddress string
@@ -102,7 +102,7 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 				return false
 			}
 			for _, rec := range r.gateway.Records()[before:] {
-				if rec.Start.After(ended) && len(rec.Picked) > 0 && rec.Completed && (routedAgain.IsZero() || rec.RoutedAt.Before(routedAgain)) {
+				if rec.RoutedAt.After(ended) && len(rec.Picked) > 0 && rec.Completed && (routedAgain.IsZero() || rec.RoutedAt.Before(routedAgain)) {
 					routedAgain, nextAddress = rec.RoutedAt, rec.EPP
 				}
 			}
