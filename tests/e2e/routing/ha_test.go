@@ -131,8 +131,10 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 				answered++ // the EPP itself answered the client: no endpoint, shed
 			case len(rec.Picked) > 0:
 				picked++
-				assert.True(t, rec.RoutedAt.Before(routedAgain) && rec.EPP == oldAddress || !rec.RoutedAt.Before(routedAgain) && rec.EPP == nextAddress,
-					"only the leader decides: %s decided by %s", rec.ID, rec.EPP)
+				// The standby decides nothing while the leader lives; only the two leaders decide.
+				assert.True(t, rec.EPP == oldAddress || rec.EPP == nextAddress && !rec.RoutedAt.Before(lost),
+					"only the leader decides: %s (sent +%s, routed +%s, completed %v, %d %s) decided by %s; the old leader %s, the next %s",
+					rec.ID, since(rec.Start, lost), since(rec.RoutedAt, lost), rec.Completed, rec.Status, rec.Err, rec.EPP, oldAddress, nextAddress)
 			}
 			if rec.FailedClosed || rec.FailedOpen {
 				if firstFailure.IsZero() {
