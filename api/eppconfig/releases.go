@@ -240,6 +240,39 @@ func (r Release) LeaderElection(replicas int) bool {
 	return replicas > 1 && releases[r].leaseSuffix != ""
 }
 
+// The gRPC health services the EPPs answer on their health port.
+const (
+	// HealthServiceEPP: the EPP's own service name, answered SERVING once its pool has synced
+	// (GIE v1.6.0 pkg/lwepp/server/runserver.go HealthServerRunnable; the health servers below
+	// without leader election answer every name alike).
+	HealthServiceEPP = "inference-extension"
+	// HealthServiceLiveness and HealthServiceReadiness: with leader election, liveness is SERVING
+	// on every replica and readiness only on the elected leader whose pool has synced (GIE
+	// v1.2.0's and v1.5.0's cmd/epp/runner/health.go, llm-d-router v0.10.0's too, healthServer.Check;
+	// v0.10.0's also NOT_SERVING while draining after SIGTERM). An unknown name is SERVICE_UNKNOWN
+	// there, so HealthServiceEPP would fail every probe of a replica that elects.
+	HealthServiceLiveness  = "liveness"
+	HealthServiceReadiness = "readiness"
+)
+
+// HealthServices are the gRPC health services the liveness and readiness probes of replicas of
+// the release's EPP ask, as its chart's probes do (GIE v1.5.0
+// config/charts/epplib/templates/_deployment.yaml, llm-d-router v0.10.0
+// config/charts/routerlib/templates/_deployment.yaml; lwepp's GIE v1.6.0
+// conformance/resources/base.yaml): with leader election only the leader is Ready, so it alone is
+// an endpoint of the EPP's Service and gets ext_proc streams; the standbys live, never restarted.
+// A standby does serve ext_proc on its port (the servers run outside the election:
+// runnable.NoLeaderElection in GIE v1.5.0 pkg/epp/server/runserver.go AsRunnable), but GIE's
+// reconcilers run on the leader alone, so a standby's datastore is empty and it cannot pick;
+// llm-d-router v0.10.0 fills it on standbys too (its haPopulateNonLeaderDatastore feature gate,
+// pkg/epp/server/controller_config.go) and still reports them not Ready.
+func (r Release) HealthServices(replicas int) (liveness, readiness string) {
+	if r.LeaderElection(replicas) {
+		return HealthServiceLiveness, HealthServiceReadiness
+	}
+	return HealthServiceEPP, HealthServiceEPP
+}
+
 // LeaseName is the lease the release's EPP elects its leader with, as its manager names it.
 func (r Release) LeaseName(namespace, pool string) string {
 	return "epp-" + namespace + "-" + pool + releases[r].leaseSuffix

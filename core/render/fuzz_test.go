@@ -26,6 +26,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
@@ -250,7 +251,8 @@ func checkTree(t *testing.T, tree *render.Tree) {
 			} else {
 				routerObjects++
 			}
-		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute, *render.InferenceModelRewrite:
+		case *inferencev1.InferencePool, *inferencev1alpha2.InferencePool, *gatewayv1.HTTPRoute, *render.InferenceModelRewrite,
+			*policyv1.PodDisruptionBudget:
 			routerObjects++
 		case *unstructured.Unstructured, *admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding,
 			*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:

@@ -104,6 +104,7 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 		refs = append(refs, routerRef(svc, KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig))
 	}
 	refs = append(refs, deployment, service, routerRef(svc, poolKind, api.PoolName(svc.Name), suffixPool))
+	refs = append(refs, endpointPickerHARefs(svc)...)
 	if router.ShadowService {
 		refs = append(refs, routerRef(svc, KindService, api.ShadowServiceName(svc.Name), suffixShadowService))
 	}
@@ -168,6 +169,8 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 		return r.deployment(ref), nil
 	case suffixEPPService:
 		return r.eppService(ref), nil
+	case suffixEPPDisruptionBudget:
+		return r.disruptionBudget(ref), nil
 	case suffixPool:
 		return r.pool(ref), nil
 	case suffixShadowService:
@@ -305,10 +308,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 		GRPCPort:   eppGRPCPort, GRPCHealthPort: eppGRPCHealthPort, MetricsPort: eppMetricsPort,
 		Replicas: int(r.router.EndpointPickerReplicas()),
 	})
-	liveness, readiness := "inference-extension", "inference-extension"
-	if r.leaderElection() {
-		liveness, readiness = "liveness", "readiness" // only the leader is ready
-	}
+	liveness, readiness := r.release().HealthServices(int(r.router.EndpointPickerReplicas()))
 	grpcProbe := func(service string) corev1.ProbeHandler {
 		return corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: eppGRPCHealthPort, Service: ptr.To(service)}}
 	}
@@ -340,6 +340,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            ref.Name,
 					TerminationGracePeriodSeconds: ptr.To[int64](eppTerminationGrace),
+					TopologySpreadConstraints:     r.topologySpread(),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](eppNonRootUser), RunAsGroup: ptr.To[int64](eppNonRootUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -9,11 +9,13 @@ import "fmt"
 // the workload controllers under LWS and the Endpoint Picker, Jobs, namespaces and endpoints.
 // The volume controllers bind claims (to volumes the host-path provisioner makes, for storage
 // classes of provisioner kubernetes.io/host-path, which the e2e harness makes) and hold a claim while
-// pods use it. No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict
+// pods use it. The disruption controller keeps PodDisruptionBudgets' status, which the eviction
+// API decides by (the Endpoint Picker's budget, tests/e2e/routing). No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict
 // their pods.
 var kubeControllers = "garbage-collector-controller,namespace-controller,statefulset-controller," +
 	"deployment-controller,replicaset-controller,job-controller,endpoints-controller,endpointslice-controller," +
-	"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller"
+	"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller," +
+	"disruption-controller"
 
 // HostPathProvisioner is the provisioner kube-controller-manager runs with
 // --enable-hostpath-provisioner (for tests: its volumes are directories under /tmp of this

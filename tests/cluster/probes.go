@@ -32,14 +32,31 @@ import (
 
 // markReady waits until each container the suite runs passes its readiness probe (an HTTP GET,
 // a gRPC health check, a TCP connection to its program, or an exec of the program itself; with
-// none, until its declared ports accept), then reports the pod Ready, as the kubelet's prober does.
+// none, until its declared ports accept), then reports the pod Ready, as the kubelet's prober does;
+// it probes every 100 ms until then (the kubelet every periodSeconds: a pod here is Ready up to a
+// period sooner), for as long as the pod runs.
 // It then goes on probing every periodSeconds, as the kubelet's probe worker does
 // (k8s.io/kubernetes pkg/kubelet/prober/worker.go doProbe): failureThreshold failures in a row
 // report the pod not Ready, successThreshold passes Ready again; a container without a readiness
 // probe stays ready. A pod being deleted is no longer probed.
 func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRun) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// As the kubelet's probe worker, which probes a container that is not ready for as long as
+	// the pod runs: an Endpoint Picker's standby passes its readiness probe only once elected,
+	// which may be long after it started.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			k.mu.Lock()
+			stopping := run.stopping || run.ended
+			k.mu.Unlock()
+			if stopping {
+				cancel()
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}()
 	checks := make([]func() error, len(runs))
 	for i, run := range runs {
 		check, err := run.readinessCheck()
@@ -47,7 +64,7 @@ func (k *containers) markReady(pod *corev1.Pod, run *podRun, runs []*containerRu
 			err = run.probe(ctx, check)
 		}
 		if err != nil {
-			k.logf("%s/%s %s: never ready: %v", pod.Namespace, pod.Name, run.container.Name, err)
+			k.logf("%s/%s %s: not ready when the pod stopped: %v", pod.Namespace, pod.Name, run.container.Name, err)
 			return
 		}
 		checks[i] = check
