@@ -48,11 +48,13 @@ func Rendered(t *testing.T, file string) Objects {
 	return objects
 }
 
-// Registered are the inputs of the custom resources a program registered.
+// Registered are the inputs of the Kubernetes objects a program registered: its custom resources
+// of the kubernetes provider. A rollout's barriers are Pulumi's own Stash resources, in the state
+// only (docs/design/0038-state-linear-in-the-replicas.md), and no object of the CLI's.
 func Registered(monitor *pulumimock.Monitor) Objects {
 	var custom []registration
 	for _, r := range monitor.Resources() {
-		if r.Custom {
+		if r.Custom && strings.HasPrefix(r.Type, "kubernetes:") {
 			custom = append(custom, registration{r.Type, r.Inputs.Mappable()})
 		}
 	}
