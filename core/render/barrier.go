@@ -8,7 +8,7 @@ import "fmt"
 // no Kubernetes object. A deployment realises it as one resource that depends on every object of
 // the batch and on which every object of the next batch depends, so the chain of batches costs
 // one dependency per object instead of the whole batch before per object: a thousand replicas in
-// 25% batches name 1,750 dependencies rather than 187,500
+// 25% batches name 1,500 dependencies rather than 187,500
 // (docs/design/0038-state-linear-in-the-replicas.md).
 type RolloutBarrier struct {
 	// Batch is the number of the batch it ends (Ref.Batch), from 1.
