@@ -48,13 +48,11 @@ func Rendered(t *testing.T, file string) Objects {
 	return objects
 }
 
-// Registered are the inputs of the Kubernetes objects a program registered: its custom resources
-// of the kubernetes provider. A rollout's barriers are Pulumi's own Stash resources, in the state
-// only (docs/design/0038-state-linear-in-the-replicas.md), and no object of the CLI's.
+// Registered are the inputs of the custom resources a program registered.
 func Registered(monitor *pulumimock.Monitor) Objects {
 	var custom []registration
 	for _, r := range monitor.Resources() {
-		if r.Custom && strings.HasPrefix(r.Type, "kubernetes:") {
+		if r.Custom {
 			custom = append(custom, registration{r.Type, r.Inputs.Mappable()})
 		}
 	}
@@ -75,6 +73,11 @@ func objectsOf(registrations []registration) Objects {
 	objects := Objects{}
 	var rollouts []map[string]any
 	for _, r := range registrations {
+		if !strings.HasPrefix(r.typeToken, "kubernetes:") {
+			// A rollout's barrier: Pulumi's own Stash, in the state only, no object of the CLI's
+			// (docs/design/0038-state-linear-in-the-replicas.md).
+			continue
+		}
 		meta := r.inputs["metadata"].(map[string]any)
 		if annotations, _ := meta["annotations"].(map[string]any); annotations["pulumi.com/patchForce"] == "true" {
 			delete(annotations, "pulumi.com/patchForce")
