@@ -9,9 +9,11 @@ import (
 	"testing"
 
 	"github.com/pulumi/pulumi/pkg/v3/engine"
+	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
 	"github.com/pulumi/pulumi/pkg/v3/resource/stack"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,4 +92,35 @@ func BenchmarkStateOfAnUp(b *testing.B) {
 			b.ReportMetric(float64(bytes), "state-bytes")
 		})
 	}
+}
+
+// A second `pulumi up` of the same program changes nothing: no step of the engine's but "same",
+// the rollout barriers included (their input is the batch's description, which a re-deploy
+// keeps).
+func TestRedeployIsANoOp(t *testing.T) {
+	plan, log := enginetest.Plan(t, func(string) plugin.Provider { return enginetest.Clusterless() }, func(ctx *pulumi.Context) error {
+		_, err := inferenceservice.NewInferenceService(ctx, "svc", chat(8, nil, "")("vllm/vllm-openai:v0.33.0"))
+		return err
+	})
+	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
+	require.NoError(t, err, log.String())
+	barriers := 0
+	for _, r := range snap.Resources {
+		if r.Type == "pulumi:index:Stash" {
+			barriers++
+		}
+	}
+	require.Equal(t, 3, barriers, "8 replicas in 4 batches end 3 of them at a barrier")
+	var changed []string
+	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil,
+		func(_ workspace.Project, _ deploy.Target, _ engine.JournalEntries, events []engine.Event, err error) error {
+			for _, event := range events {
+				if pre, ok := event.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame {
+					changed = append(changed, fmt.Sprintf("%s %s", pre.Metadata.Op, pre.Metadata.URN))
+				}
+			}
+			return err
+		}, "second")
+	require.NoError(t, err, log.String())
+	assert.Empty(t, changed, "a re-deploy changes nothing")
 }
