@@ -191,6 +191,7 @@ func TestUpgradeKeepsState(t *testing.T) {
 			t.Parallel()
 			changes := previewChanges(t, example, loadState(t, file))
 			changes = slices.DeleteFunc(changes, dashboardOnly)
+			changes = slices.DeleteFunc(changes, newBarrierOnly)
 			if version != newest {
 				changes = slices.DeleteFunc(changes, func(c change) bool { return c.op == "update" || newDownloaderOnly(c) })
 			}
@@ -233,6 +234,23 @@ var (
 func dashboardOnly(c change) bool {
 	return c.op == "update" && dashboardConfigMap.MatchString(string(c.urn)) && len(c.paths) > 0 &&
 		!slices.ContainsFunc(c.paths, func(p string) bool { return !dashboardData.MatchString(p) })
+}
+
+// rolloutBarrier is the URN of a rollout's barrier: a Pulumi Stash child of an InferenceService,
+// named "{component}-batch-{n}-done" (render.RolloutBarrierSuffix).
+var rolloutBarrier = regexp.MustCompile(`^urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService\$pulumi:index:Stash::.+-batch-[0-9]+-done$`)
+
+// pulumiDefaultProvider is the engine's default provider of its built-in resources, the Stash
+// among them, which a stack gets with its first Stash.
+const pulumiDefaultProvider = "urn:pulumi:dev::pulumi-fusioninfer::pulumi:providers:pulumi::default"
+
+// newBarrierOnly: what a stack of a release before the rollout barriers gets on upgrade, and
+// nothing else: each batch's barrier, a Stash kept in the state only, created, and the
+// engine's default provider of its built-in resources with the first one
+// (docs/design/0038-state-linear-in-the-replicas.md). No Kubernetes object is created or
+// touched; the rollouts' dependencies change, which no step shows.
+func newBarrierOnly(c change) bool {
+	return c.op == "create" && (rolloutBarrier.MatchString(string(c.urn)) || string(c.urn) == pulumiDefaultProvider)
 }
 
 // TestUpgradeTestSeesChanges holds TestUpgradeKeepsState to what it checks: a recorded stack
@@ -403,4 +421,30 @@ func TestOnlyADashboardsDataIsForgiven(t *testing.T) {
 	assert.False(t, dashboardOnly(change{op: "replace", urn: dashboard, paths: []string{`data["llama-8b.json"]`}}))
 	assert.False(t, dashboardOnly(change{op: "update", urn: dashboard}))
 	assert.False(t, dashboardOnly(change{op: "update", urn: adapters, paths: []string{`data["adapters.json"]`}}))
+}
+
+// TestUpgradeAddsTheRolloutBarriersOnly: upgrading a stack recorded before the rollout barriers
+// creates exactly each batch's barrier and the engine's default provider of its built-in
+// resources; newBarrierOnly lets through those and nothing else.
+func TestUpgradeAddsTheRolloutBarriersOnly(t *testing.T) {
+	const example = "qwen-rollout" // three batches
+	changes := previewChanges(t, example, loadState(t, filepath.Join("testdata", "state", "v0.2.0", example+".json")))
+	barrier := "urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$pulumi:index:Stash::qwen3-235b-batch-"
+	assert.Equal(t, []change{
+		{op: "create", urn: resource.URN(barrier + "1-done")},
+		{op: "create", urn: resource.URN(barrier + "2-done")},
+		{op: "create", urn: pulumiDefaultProvider},
+	}, changes)
+	for _, c := range changes {
+		assert.True(t, newBarrierOnly(c), "%s", c.urn)
+	}
+	lws := resource.URN("urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet::qwen3-235b-decode-0")
+	for _, c := range []change{
+		{op: "create", urn: lws},
+		{op: "update", urn: resource.URN(barrier + "1-done")},
+		{op: "delete", urn: resource.URN(barrier + "1-done")},
+		{op: "create", urn: "urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$pulumi:index:Stash::qwen3-235b-other"},
+	} {
+		assert.False(t, newBarrierOnly(c), "%s %s", c.op, c.urn)
+	}
 }

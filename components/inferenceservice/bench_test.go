@@ -40,8 +40,16 @@ func BenchmarkComponent(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if got := len(monitor.Resources()); got != want {
-						b.Fatalf("%d resources registered, want %d", got, want)
+					got, barriers := 0, 0
+					for _, r := range monitor.Resources() {
+						if r.Type == typeBarrier {
+							barriers++
+						} else {
+							got++
+						}
+					}
+					if got != want || barriers == 0 {
+						b.Fatalf("%d resources and %d rollout barriers registered, want %d and some", got, barriers, want)
 					}
 				}
 			})

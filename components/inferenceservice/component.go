@@ -139,8 +139,9 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	if err != nil {
 		return nil, err
 	}
+	barriers := newRolloutBarriers(ctx, name, component, refs)
 	for i, ref := range refs {
-		child, err := registerChild(ctx, name, component, tree, i, ref, failures)
+		child, err := registerChild(ctx, name, component, tree, i, ref, failures, barriers)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +197,7 @@ func buildTree(ctx *pulumi.Context, shape *api.InferenceService, inputs map[int]
 // "{component}-{suffix}", parented to the component. Its name, namespace and kind are known at
 // preview; its contents come from the tree. An awaited LWS's failure is reported by failures.
 func registerChild(ctx *pulumi.Context, componentName string, component *InferenceService, tree pulumi.AnyOutput, i int, ref render.Ref,
-	failures *waitFailures) (*apiextensions.CustomResource, error) {
+	failures *waitFailures, barriers *rolloutBarriers) (*apiextensions.CustomResource, error) {
 	object := tree.ApplyT(func(t any) (map[string]any, error) {
 		return t.(*render.Tree).Objects[i].Unstructured()
 	}).(pulumi.MapOutput)
@@ -256,14 +257,15 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 		failures.watch(ref, &child, dependsOn)
 		return &child, nil
 	}
-	return registerRolledLeaderWorkerSet(ctx, componentName, component, ref, inputs, dependsOn, resolve, failures)
+	return registerRolledLeaderWorkerSet(ctx, componentName, component, ref, inputs, dependsOn, resolve, failures, barriers)
 }
 
 // registerRolledLeaderWorkerSet registers an LWS that a rollout updates in batches as two
 // resources (docs/design/0013-create-in-parallel-roll-in-batches.md): the LWS itself, which
 // creates the replica with no other replica to wait for (so a first deployment loads every
 // model at once) and ignores every later change; and its rollout, a Patch resource of the same
-// object that applies each change after the batch before is done (ref.RolloutAfter) and waits for
+// object that applies each change after the batch before is done (ref.RolloutAfter, through the
+// batch's barrier: rolloutBarriers) and waits for
 // the replica to be Available again. The rollout is the replica's latest state: the status and
 // every dependency read it. Deleting it leaves the LWS as it is (retainOnDelete): the LWS's own
 // deletion removes the replica.
@@ -272,7 +274,8 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 // on the object: the state the provider returns for it is the same whether its wait saw the
 // object before or after that apply (docs/design/0018-a-rollout-that-changes-nothing.md).
 func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref render.Ref,
-	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error), failures *waitFailures) (*apiextensions.CustomResource, error) {
+	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error), failures *waitFailures,
+	barriers *rolloutBarriers) (*apiextensions.CustomResource, error) {
 	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
 	forced := kubernetes.UntypedArgs{}
 	for k, v := range inputs {
@@ -294,11 +297,14 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 		return nil, err
 	}
 	failures.watch(ref, &lws, dependsOn)
-	after, err := resolve(ref.RolloutAfter)
-	if err != nil {
-		return nil, err
+	rolloutDependsOn := []pulumi.Resource{&lws}
+	if ref.RolloutAfter > 0 {
+		barrier, err := barriers.after(ref.RolloutAfter, resolve)
+		if err != nil {
+			return nil, err
+		}
+		rolloutDependsOn = append(rolloutDependsOn, barrier)
 	}
-	rolloutDependsOn := append([]pulumi.Resource{&lws}, after...)
 	rolloutOpts := append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(rolloutDependsOn), pulumi.RetainOnDelete(true)}, failures.option(ref)...)
 	if ref.Pinned {
 		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(render.TemplateFields))

@@ -22,6 +22,7 @@ import (
 const (
 	typeLWS      = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 	typeRollout  = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSetPatch"
+	typeBarrier  = "pulumi:index:Stash"
 	typePodGroup = "kubernetes:scheduling.volcano.sh/v1beta1:PodGroup"
 )
 
@@ -126,6 +127,7 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		typeRollout + " deepseek-r1-disagg-prefill-0-rollout",
 		typeRollout + " deepseek-r1-disagg-decode-0-rollout",
 		typeRollout + " deepseek-r1-disagg-decode-1-rollout",
+		typeBarrier + " deepseek-r1-disagg-batch-1-done",
 	}, children)
 
 	podGroup, _ := monitor.Find("deepseek-r1-disagg-podgroup")
@@ -143,10 +145,13 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 			"awaited for an hour by default: a model loads for longer than the provider's 10 minutes")
 	}
 	rollout1, _ := monitor.Find("deepseek-r1-disagg-decode-1-rollout")
+	barrier, _ := monitor.Find("deepseek-r1-disagg-batch-1-done")
+	assert.Contains(t, rollout1.Dependencies, barrier.URN(), "decode-1 is rolled after the minimal set's barrier")
 	for _, batchBefore := range []string{"deepseek-r1-disagg-prefill-0-rollout", "deepseek-r1-disagg-decode-0-rollout"} {
 		r, _ := monitor.Find(batchBefore)
-		assert.Contains(t, rollout1.Dependencies, string(r.URN()), "decode-1 is rolled after the minimal set")
+		assert.Contains(t, barrier.Dependencies, string(r.URN()), "the barrier is passed after the minimal set")
 	}
+	assert.Equal(t, "decode 0 + prefill 0", barrier.Inputs["input"].StringValue(), "the barrier names its batch")
 	decode0, _ := monitor.Find("deepseek-r1-disagg-decode-0")
 	spec := decode0.Inputs["spec"].Mappable().(map[string]any)
 	lwt := spec["leaderWorkerTemplate"].(map[string]any)

@@ -17,8 +17,10 @@ import (
 )
 
 // The rollout a Pulumi engine runs is fixed by the options the component registers: each LWS is
-// created with no other replica to wait for; its rollout depends on its LWS and on the whole
-// batch before it, waits for the Available condition, and a pinned one ignores template changes.
+// created with no other replica to wait for; its rollout depends on its LWS and on the barrier
+// of the batch before it, which depends on the whole batch and nothing else (so the dependencies
+// are linear in the replicas: docs/design/0038-state-linear-in-the-replicas.md); it waits for the
+// Available condition, and a pinned one ignores template changes.
 func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 	cases := []struct {
 		replicas       int
@@ -47,15 +49,16 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 				require.True(t, ok, "%s registered", name)
 				return r
 			}
-			var before []string
-			for _, batch := range tc.batches {
+			var before []string // the barrier of the batch before
+			barriers := 0
+			for b, batch := range tc.batches {
 				var this []string
 				for _, replica := range batch {
 					lws := find(fmt.Sprintf("svc-chat-%d", replica))
 					rollout := find(fmt.Sprintf("svc-chat-%d-rollout", replica))
 					assert.Empty(t, lws.Dependencies, "replica %d is created at once", replica)
 					assert.ElementsMatch(t, append([]string{lws.URN()}, before...), rollout.Dependencies,
-						"replica %d is rolled after exactly the batch before", replica)
+						"replica %d is rolled after the barrier of the batch before", replica)
 					for _, r := range []pulumimock.Resource{lws, rollout} {
 						annotations := r.Inputs["metadata"].Mappable().(map[string]any)["annotations"].(map[string]any)
 						assert.Equal(t, "condition=Available", annotations["pulumi.com/waitFor"], "%s is awaited", r.Name)
@@ -67,8 +70,22 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 					}
 					this = append(this, rollout.URN())
 				}
-				before = this
+				before = nil
+				if b < len(tc.batches)-1 {
+					barrier := find(fmt.Sprintf("svc-batch-%d-done", b+1))
+					assert.Equal(t, typeBarrier, barrier.Type)
+					assert.ElementsMatch(t, this, barrier.Dependencies, "batch %d's barrier is passed once the whole batch is", b+1)
+					before = []string{barrier.URN()}
+					barriers++
+				}
 			}
+			registered := 0
+			for _, r := range monitor.Resources() {
+				if r.Type == typeBarrier {
+					registered++
+				}
+			}
+			assert.Equal(t, barriers, registered, "a barrier for each batch but the last")
 		})
 	}
 }

@@ -43,11 +43,14 @@ type Ref struct {
 	Awaited bool
 	// DependsOn lists the suffixes of the objects that must exist before this one.
 	DependsOn []string
-	// RolloutAfter lists the suffixes of the objects whose update must be done (Available
-	// again) before this one is updated: the batch before in a rollout. Unlike DependsOn it
-	// does not order creation: a first deployment creates every replica at once, so that
-	// their models load in parallel (docs/design/0013-create-in-parallel-roll-in-batches.md).
-	RolloutAfter []string
+	// RolloutAfter is the batch (its Batch number) whose update must be done (every object of
+	// it Available again) before this one is updated: the batch before in a rollout, 0 for
+	// none. Unlike DependsOn it does not order creation: a first deployment creates every
+	// replica at once, so that their models load in parallel
+	// (docs/design/0013-create-in-parallel-roll-in-batches.md). A deployment waits for the
+	// batch through its barrier (RolloutBarriers), so each object names one dependency, not
+	// the whole batch before (docs/design/0038-state-linear-in-the-replicas.md).
+	RolloutAfter int
 	// Pinned is true for an LWS whose pod template a deployment leaves as it is (its replica is
 	// below the role's rolloutStrategy.partition): Pulumi ignores changes to TemplateFields.
 	Pinned bool

@@ -358,8 +358,9 @@ func checkModels(t *testing.T, tree *render.Tree) {
 func checkDependsOnEarlier(t *testing.T, tree *render.Tree) {
 	t.Helper()
 	seen := map[string]bool{}
+	after := rolloutAfter(tree)
 	for _, o := range tree.Objects {
-		for _, dep := range append(append([]string{}, o.DependsOn...), o.RolloutAfter...) {
+		for _, dep := range append(append([]string{}, o.DependsOn...), after[o.Suffix]...) {
 			if !seen[dep] {
 				t.Fatalf("%s depends on %s, which comes later", o.Suffix, dep)
 			}
@@ -391,6 +392,7 @@ func checkRolloutChain(t *testing.T, tree *render.Tree) {
 		}
 		return
 	}
+	rolledAfter := rolloutAfter(tree)
 	for batch, objects := range byBatch {
 		if batch == 0 {
 			t.Fatalf("%s is in no batch", objects[0].Suffix)
@@ -400,7 +402,7 @@ func checkRolloutChain(t *testing.T, tree *render.Tree) {
 			perRole[o.Role]++
 			after := o.DependsOn // the router's stage, and an elastic LWS
 			if o.RolledInBatches() {
-				after = o.RolloutAfter
+				after = rolledAfter[o.Suffix]
 				for _, d := range o.DependsOn {
 					if lws[d] {
 						t.Fatalf("%s waits for %s to be created", o.Suffix, d)

@@ -29,7 +29,7 @@ func rolloutPlan(svc *api.InferenceService, replicas, elastic map[string][]Ref) 
 			batch[i].Batch = batchNumber
 		}
 		for i := range batch {
-			batch[i].RolloutAfter = previous // shared, read-only
+			batch[i].RolloutAfter = batchNumber - 1
 		}
 		out = append(out, batch...)
 		previous = nil

@@ -24,6 +24,7 @@ func waves(t *testing.T, tree *render.Tree) [][]string {
 	staged := func(o render.Object) bool {
 		return o.TypeMeta == render.KindLeaderWorkerSet || o.Suffix == "epp-deployment"
 	}
+	after := rolloutAfter(tree)
 	depth := map[string]int{}
 	var out [][]string
 	for _, o := range tree.Objects { // dependencies come first
@@ -31,7 +32,7 @@ func waves(t *testing.T, tree *render.Tree) [][]string {
 			continue
 		}
 		d := 0
-		for _, dep := range append(append([]string{}, o.DependsOn...), o.RolloutAfter...) {
+		for _, dep := range append(append([]string{}, o.DependsOn...), after[o.Suffix]...) {
 			if before, ok := bySuffix[dep]; ok && staged(before) {
 				d = max(d, depth[dep]+1)
 			}
@@ -41,6 +42,26 @@ func waves(t *testing.T, tree *render.Tree) [][]string {
 			out = append(out, nil)
 		}
 		out[d] = append(out[d], o.Suffix)
+	}
+	return out
+}
+
+// rolloutAfter is, by suffix, the objects whose update must be done before the object's: the
+// members of the barrier its RolloutAfter names.
+func rolloutAfter(tree *render.Tree) map[string][]string {
+	refs := make([]render.Ref, len(tree.Objects))
+	for i, o := range tree.Objects {
+		refs[i] = o.Ref
+	}
+	members := map[int][]string{}
+	for _, b := range render.RolloutBarriers(refs) {
+		members[b.Batch] = b.Members
+	}
+	out := map[string][]string{}
+	for _, o := range tree.Objects {
+		if o.RolloutAfter > 0 {
+			out[o.Suffix] = members[o.RolloutAfter]
+		}
 	}
 	return out
 }
@@ -108,8 +129,9 @@ func TestRolloutBatchesOfOneRole(t *testing.T) {
 // another for its creation.
 func TestRolloutBatchIsUpdatedAfterTheWholeBatchBefore(t *testing.T) {
 	tree := workers(t, 6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))})
+	after := rolloutAfter(tree)
 	for i, want := range [][]string{nil, nil, {"inference-0", "inference-1"}, {"inference-0", "inference-1"}, {"inference-2", "inference-3"}, {"inference-2", "inference-3"}} {
-		assert.Equal(t, want, tree.Objects[i].RolloutAfter, tree.Objects[i].Name)
+		assert.Equal(t, want, after[tree.Objects[i].Suffix], tree.Objects[i].Name)
 		assert.Empty(t, tree.Objects[i].DependsOn, "%s is created with every other replica", tree.Objects[i].Name)
 	}
 }
@@ -158,5 +180,22 @@ func TestNoBatchesWithoutAwaits(t *testing.T) {
 		svc := workers(t, 4, nil).Service
 		svc.Spec.Await = mode
 		assert.Equal(t, want, waves(t, build(t, svc)), "%s: a batch would hold nothing back", mode)
+	}
+}
+
+// Each batch but the last ends at a barrier that names its objects; the batch after names the
+// barrier alone, so the chain is one dependency per object.
+func TestRolloutBarriersEndEachBatchButTheLast(t *testing.T) {
+	tree := workers(t, 6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))})
+	refs := make([]render.Ref, len(tree.Objects))
+	for i, o := range tree.Objects {
+		refs[i] = o.Ref
+	}
+	assert.Equal(t, []render.RolloutBarrier{
+		{Batch: 1, Suffix: "batch-1-done", Members: []string{"inference-0", "inference-1"}, Description: "inference 0-1"},
+		{Batch: 2, Suffix: "batch-2-done", Members: []string{"inference-2", "inference-3"}, Description: "inference 2-3"},
+	}, render.RolloutBarriers(refs))
+	for i, want := range []int{0, 0, 1, 1, 2, 2} {
+		assert.Equal(t, want, tree.Objects[i].RolloutAfter, tree.Objects[i].Name)
 	}
 }

@@ -73,6 +73,11 @@ func objectsOf(registrations []registration) Objects {
 	objects := Objects{}
 	var rollouts []map[string]any
 	for _, r := range registrations {
+		if !strings.HasPrefix(r.typeToken, "kubernetes:") {
+			// A rollout's barrier: Pulumi's own Stash, in the state only, no object of the CLI's
+			// (docs/design/0038-state-linear-in-the-replicas.md).
+			continue
+		}
 		meta := r.inputs["metadata"].(map[string]any)
 		if annotations, _ := meta["annotations"].(map[string]any); annotations["pulumi.com/patchForce"] == "true" {
 			delete(annotations, "pulumi.com/patchForce")

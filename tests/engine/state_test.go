@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/pulumi/pulumi/pkg/v3/engine"
+	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
+	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
+	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
+	"github.com/pulumi/pulumi/pkg/v3/resource/stack"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
+)
+
+// stateOfAnUp is the stack's state after `pulumi up` of one role of the given replicas in the
+// default rollout batches (25%), with the stand-in whose returned state is the real provider's
+// (enginetest.Clusterless): the number of dependencies it records and its size as `pulumi stack
+// export` writes it.
+func stateOfAnUp(tb testing.TB, replicas int) (edges, bytes int) {
+	tb.Helper()
+	plan, log := enginetest.Plan(tb, func(string) plugin.Provider { return enginetest.Clusterless() }, func(ctx *pulumi.Context) error {
+		_, err := inferenceservice.NewInferenceService(ctx, "svc", chat(replicas, nil, "")("vllm/vllm-openai:v0.33.0"))
+		return err
+	})
+	// As the CLI runs it with a local backend, the state saved once at the end: the lifecycle
+	// test framework checks the state after every step, which costs minutes at 400 replicas.
+	tb.Setenv("PULUMI_SKIP_CHECKPOINTS", "true")
+	snap, err := enginetest.RunAsTheCLI(engine.Update, plan, plan.GetProject(), plan.GetTarget(tb, nil), false, tb.TempDir(), nil)
+	require.NoError(tb, err, log.String())
+	return dependencies(snap), stateBytes(tb, snap)
+}
+
+// dependencies counts the dependency edges a state records: each resource's dependencies and
+// property dependencies.
+func dependencies(snap *deploy.Snapshot) int {
+	n := 0
+	for _, r := range snap.Resources {
+		n += len(r.Dependencies)
+		for _, urns := range r.PropertyDependencies {
+			n += len(urns)
+		}
+	}
+	return n
+}
+
+// stateBytes is the state's size as the local backend writes it (a checkpoint's deployment).
+func stateBytes(tb testing.TB, snap *deploy.Snapshot) int {
+	tb.Helper()
+	deployment, err := stack.SerializeDeployment(context.Background(), snap, false)
+	require.NoError(tb, err)
+	data, err := json.Marshal(deployment)
+	require.NoError(tb, err)
+	return len(data)
+}
+
+// The rollout's order costs the state a number of dependencies linear in the replicas: each
+// rollout names its LWS and the barrier of the batch before, each barrier its batch
+// (docs/design/0038-state-linear-in-the-replicas.md). Four times the replicas may cost at most a
+// little over four times the edges; naming the whole batch before, as each rollout did, cost
+// sixteen times (1,950 edges at 100 replicas, 30,600 at 400).
+func TestStateDependenciesAreLinearInTheReplicas(t *testing.T) {
+	edges100, bytes100 := stateOfAnUp(t, 100)
+	edges400, bytes400 := stateOfAnUp(t, 400)
+	t.Logf("100 replicas: %d edges, %d bytes (%d a replica); 400: %d edges, %d bytes (%d a replica)",
+		edges100, bytes100, bytes100/100, edges400, bytes400, bytes400/400)
+	assert.LessOrEqual(t, float64(edges400), 4.2*float64(edges100), "edges grow faster than the replicas: %d at 100, %d at 400", edges100, edges400)
+	assert.LessOrEqual(t, edges400, 4*400, "at most 4 edges a replica")
+	assert.LessOrEqual(t, float64(bytes400), 4.2*float64(bytes100), "the state grows faster than the replicas: %d bytes at 100, %d at 400", bytes100, bytes400)
+}
+
+// BenchmarkStateOfAnUp reports the state of `pulumi up` of 1,000 replicas in 25% batches, as
+// docs/performance.md gives it: bytes and dependency edges per replica (the goal: at most 10 KB).
+func BenchmarkStateOfAnUp(b *testing.B) {
+	for _, replicas := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("%d replicas", replicas), func(b *testing.B) {
+			var edges, bytes int
+			for b.Loop() {
+				edges, bytes = stateOfAnUp(b, replicas)
+			}
+			b.ReportMetric(float64(bytes)/float64(replicas), "state-bytes/replica")
+			b.ReportMetric(float64(edges)/float64(replicas), "edges/replica")
+			b.ReportMetric(float64(bytes), "state-bytes")
+		})
+	}
+}
+
+// A second `pulumi up` of the same program changes nothing: no step of the engine's but "same",
+// the rollout barriers included (their input is the batch's description, which a re-deploy
+// keeps).
+func TestRedeployIsANoOp(t *testing.T) {
+	plan, log := enginetest.Plan(t, func(string) plugin.Provider { return enginetest.Clusterless() }, func(ctx *pulumi.Context) error {
+		_, err := inferenceservice.NewInferenceService(ctx, "svc", chat(8, nil, "")("vllm/vllm-openai:v0.33.0"))
+		return err
+	})
+	snap, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "first")
+	require.NoError(t, err, log.String())
+	barriers := 0
+	for _, r := range snap.Resources {
+		if r.Type == "pulumi:index:Stash" {
+			barriers++
+		}
+	}
+	require.Equal(t, 3, barriers, "8 replicas in 4 batches end 3 of them at a barrier")
+	var changed []string
+	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil,
+		func(_ workspace.Project, _ deploy.Target, _ engine.JournalEntries, events []engine.Event, err error) error {
+			for _, event := range events {
+				if pre, ok := event.Payload().(engine.ResourcePreEventPayload); ok && pre.Metadata.Op != deploy.OpSame {
+					changed = append(changed, fmt.Sprintf("%s %s", pre.Metadata.Op, pre.Metadata.URN))
+				}
+			}
+			return err
+		}, "second")
+	require.NoError(t, err, log.String())
+	assert.Empty(t, changed, "a re-deploy changes nothing")
+}
