@@ -192,6 +192,7 @@ func TestUpgradeKeepsState(t *testing.T) {
 			changes := previewChanges(t, example, loadState(t, file))
 			changes = slices.DeleteFunc(changes, dashboardOnly)
 			changes = slices.DeleteFunc(changes, newBarrierOnly)
+			changes = slices.DeleteFunc(changes, newPickerBudgetOnly)
 			if version != newest {
 				changes = slices.DeleteFunc(changes, func(c change) bool { return c.op == "update" || newDownloaderOnly(c) })
 			}
@@ -421,6 +422,25 @@ func TestOnlyADashboardsDataIsForgiven(t *testing.T) {
 	assert.False(t, dashboardOnly(change{op: "replace", urn: dashboard, paths: []string{`data["llama-8b.json"]`}}))
 	assert.False(t, dashboardOnly(change{op: "update", urn: dashboard}))
 	assert.False(t, dashboardOnly(change{op: "update", urn: adapters, paths: []string{`data["adapters.json"]`}}))
+}
+
+// pickerBudget is the URN of an Endpoint Picker's PodDisruptionBudget (render's suffix "epp-pdb").
+var pickerBudget = regexp.MustCompile(`\$kubernetes:policy/v1:PodDisruptionBudget::[a-z0-9-]+-epp-pdb$`)
+
+// newPickerBudgetOnly: the disruption budget of a router with several Endpoint Pickers, created on
+// upgrade from a release that had none: a new object beside the picker, which touches no running
+// one (docs/design/0035-an-endpoint-picker-that-survives-losing-a-replica.md).
+func newPickerBudgetOnly(c change) bool {
+	return c.op == "create" && pickerBudget.MatchString(string(c.urn))
+}
+
+// TestOnlyAPickerBudgetIsForgiven: of the creates, only an Endpoint Picker's budget.
+func TestOnlyAPickerBudgetIsForgiven(t *testing.T) {
+	prefix := "urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$kubernetes:"
+	assert.True(t, newPickerBudgetOnly(change{op: "create", urn: resource.URN(prefix + "policy/v1:PodDisruptionBudget::llama-8b-epp-pdb")}))
+	assert.False(t, newPickerBudgetOnly(change{op: "update", urn: resource.URN(prefix + "policy/v1:PodDisruptionBudget::llama-8b-epp-pdb")}))
+	assert.False(t, newPickerBudgetOnly(change{op: "create", urn: resource.URN(prefix + "policy/v1:PodDisruptionBudget::llama-8b-decode-pdb")}))
+	assert.False(t, newPickerBudgetOnly(change{op: "create", urn: resource.URN(prefix + "apps/v1:Deployment::llama-8b-epp-pdb")}))
 }
 
 // TestUpgradeAddsTheRolloutBarriersOnly: upgrading a stack recorded before the rollout barriers
