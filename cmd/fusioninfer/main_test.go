@@ -158,6 +158,15 @@ func TestSummaryShowsTheRouter(t *testing.T) {
 	assert.Len(t, documents(t, stdout), 16, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
 }
 
+// A standalone router's entrance is its Service and the proxy's port, not an HTTPRoute.
+func TestSummaryShowsTheStandaloneRouter(t *testing.T) {
+	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/standalone-router.yaml", "--summary")
+	require.NoError(t, err)
+	head := strings.Split(stdout, "---")[0]
+	assert.Contains(t, head, "# router: Service qwen-standalone-router:8081 (standalone proxy) -> InferencePool qwen-standalone-pool")
+	assert.NotContains(t, head, "HTTPRoute")
+}
+
 func TestSummaryShowsTheRanks(t *testing.T) {
 	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/deepseek-wide-ep-pd.yaml", "--summary")
 	require.NoError(t, err)
