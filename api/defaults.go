@@ -257,6 +257,23 @@ func (r *Role) PoolFailureMode() FailureMode {
 	return r.FailureMode
 }
 
+// Mode is where the router's requests enter: its routerMode, else gateway when it has an
+// httproute and standalone when it has none (llm-d-router v0.10.0's charts: the
+// llm-d-router-standalone chart runs the proxy beside the picker, the gateway chart needs a
+// Gateway and an HTTPRoute).
+func (r *Role) Mode() RouterMode {
+	switch {
+	case r.RouterMode != "":
+		return r.RouterMode
+	case r.HTTPRoute != nil:
+		return RouterGateway
+	}
+	return RouterStandalone
+}
+
+// Standalone reports whether the router serves requests through its own proxy.
+func (r *Role) Standalone() bool { return r.Mode() == RouterStandalone }
+
 // EndpointPickerReplicas is the router's Endpoint Picker replicas, 1 when unset.
 func (r *Role) EndpointPickerReplicas() int32 {
 	if r.EndpointPicker == nil || r.EndpointPicker.Replicas == nil {

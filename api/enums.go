@@ -62,6 +62,7 @@ func (ModelFlexibilityMode) AllowedValues() []string {
 }
 func (PoolAPIVersion) AllowedValues() []string { return values(PoolV1, PoolV1Alpha2) }
 func (FailureMode) AllowedValues() []string    { return values(FailClose, FailOpen) }
+func (RouterMode) AllowedValues() []string     { return values(RouterStandalone, RouterGateway) }
 func (InferenceCRDGroups) AllowedValues() []string {
 	return values(CRDGroupsInferenceExtension, CRDGroupsLLMD, CRDGroupsBoth)
 }

@@ -50,6 +50,12 @@ func EndpointPickerConfigName(serviceName string) string { return serviceName + 
 func HTTPRouteName(serviceName string) string            { return serviceName + "-httproute" }
 func ShadowServiceName(serviceName string) string        { return serviceName + "-shadow" }
 
+// RouterServiceName is the Service clients call in standalone mode (the proxy beside the
+// Endpoint Picker): {service}-router. RouterProxyConfigName is its Envoy bootstrap's ConfigMap:
+// {service}-router-proxy.
+func RouterServiceName(serviceName string) string     { return serviceName + "-router" }
+func RouterProxyConfigName(serviceName string) string { return serviceName + "-router-proxy" }
+
 // DisaggSidecarName names the service account, Role and RoleBinding of the decode leaders'
 // disaggregation sidecar: {service}-disagg-sidecar.
 func DisaggSidecarName(serviceName string) string { return serviceName + "-disagg-sidecar" }

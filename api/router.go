@@ -93,6 +93,9 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		if role.ShadowService {
 			longest = ShadowServiceName(serviceName)
 		}
+		if role.Standalone() && len(RouterServiceName(serviceName)) > len(longest) {
+			longest = RouterServiceName(serviceName)
+		}
 		if len(longest) > validation.DNS1035LabelMaxLength {
 			errs = append(errs, field.Invalid(rolePath, role.Name, fmt.Sprintf(
 				"the router's Service %q is %d characters; it must be at most %d: shorten metadata.name",
@@ -155,6 +158,20 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		default:
 			errs = append(errs, field.Invalid(path, "(the configuration)", selErr.Err.Error()))
 		}
+	}
+	switch role.RouterMode {
+	case "", RouterStandalone, RouterGateway:
+	default:
+		errs = append(errs, field.NotSupported(rolePath.Child("routerMode"), role.RouterMode, role.RouterMode.AllowedValues()))
+		return errs
+	}
+	if role.Standalone() {
+		if role.HTTPRoute != nil {
+			errs = append(errs, field.Forbidden(rolePath.Child("httproute"), fmt.Sprintf(
+				"%s is %s: requests enter through the router's own proxy and Service, not a Gateway; "+
+					"remove httproute, or set routerMode: %s", rolePath.Child("routerMode"), RouterStandalone, RouterGateway)))
+		}
+		return errs
 	}
 	route, routeErrs := validateHTTPRoute(role.HTTPRoute, rolePath.Child("httproute"))
 	routing.HTTPRoute = route
@@ -228,7 +245,8 @@ func validateHTTPRoute(route map[string]any, routePath *field.Path) (*gatewayv1.
 	var errs field.ErrorList
 	if len(spec.ParentRefs) == 0 {
 		errs = append(errs, field.Required(routePath.Child("parentRefs"),
-			"the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}"))
+			"the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}, as routerMode "+
+				string(RouterGateway)+" needs (routerMode "+string(RouterStandalone)+" needs no Gateway)"))
 	}
 	for i, rule := range spec.Rules {
 		if len(rule.BackendRefs) > 0 {

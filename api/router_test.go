@@ -44,6 +44,18 @@ func TestRoutedServicesPass(t *testing.T) {
 	assert.Empty(t, Validate(monolithic))
 }
 
+// A router without httproute is standalone and needs no Gateway; with one it is gateway mode.
+func TestRouterModeDefaults(t *testing.T) {
+	svc := routedService()
+	router := &svc.Spec.Roles[2]
+	assert.Equal(t, RouterGateway, router.Mode())
+	router.HTTPRoute = nil
+	assert.Equal(t, RouterStandalone, router.Mode())
+	assert.Empty(t, Validate(svc))
+	router.RouterMode = RouterStandalone
+	assert.Empty(t, Validate(svc))
+}
+
 func TestRouterRules(t *testing.T) {
 	routerOf := func(s *InferenceService) *Role { return &s.Spec.Roles[2] }
 	decodeServer := func(s *InferenceService) *corev1.Container { return &s.Spec.Roles[1].Template.Spec.Containers[0] }
@@ -146,8 +158,18 @@ func TestRouterRules(t *testing.T) {
 			`spec.roles[2].httproute: Invalid value: "(the route)": not a Gateway API HTTPRouteSpec: error unmarshaling JSON: while decoding JSON: json: unknown field "rule"`},
 		{"httproute needs parentRefs", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"hostnames":["llm.example.com"]}`) },
 			"spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},
-		{"a router without httproute has no parentRefs", func(s *InferenceService) { routerOf(s).HTTPRoute = nil },
-			"spec.roles[2].httproute.parentRefs: Required value"},
+		{"gateway mode needs parentRefs", func(s *InferenceService) {
+			routerOf(s).HTTPRoute, routerOf(s).RouterMode = nil, RouterGateway
+		}, "spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},
+		{"standalone mode has no httproute", func(s *InferenceService) { routerOf(s).RouterMode = RouterStandalone },
+			"spec.roles[2].httproute: Forbidden: spec.roles[2].routerMode is standalone"},
+		{"routerMode known", func(s *InferenceService) { routerOf(s).RouterMode = "sidecar" },
+			`spec.roles[2].routerMode: Unsupported value: "sidecar": supported values: "standalone", "gateway"`},
+		{"the standalone Service fits a DNS label", func(s *InferenceService) {
+			s.Name = strings.Repeat("d", 57)
+			s.Spec.Roles[0].Name, s.Spec.Roles[1].Name = "p", "d"
+			routerOf(s).HTTPRoute = nil
+		}, `the router's Service "` + strings.Repeat("d", 57) + `-router" is 64 characters`},
 		{"httproute backendRefs are the router's", func(s *InferenceService) {
 			routerOf(s).HTTPRoute = httpRoute(`{"parentRefs":[{"name":"gw"}],"rules":[{},{"backendRefs":[{"name":"other"}]}]}`)
 		}, "spec.roles[2].httproute.rules[1].backendRefs: Forbidden: set by the router"},

@@ -267,7 +267,12 @@ type Role struct {
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy string `json:"strategy,omitempty" pulumi:"strategy,optional" roles:"router"`
-	// HTTPRoute is the spec of the service's Gateway API HTTPRoute: its parentRefs,
+	// RouterMode is where requests enter: standalone (the Endpoint Picker's pod runs an Envoy
+	// proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the
+	// service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone
+	// when it is not, as llm-d's router charts do.
+	RouterMode RouterMode `json:"routerMode,omitempty" pulumi:"routerMode,optional" roles:"router"`
+	// HTTPRoute is the spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs,
 	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	HTTPRoute map[string]any `json:"httproute,omitempty" pulumi:"httproute,optional" roles:"router"`
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
@@ -545,6 +550,16 @@ type PoolAPIVersion string
 const (
 	PoolV1       PoolAPIVersion = "v1"
 	PoolV1Alpha2 PoolAPIVersion = "v1alpha2"
+)
+
+// RouterMode is where a router's requests enter: its own proxy (standalone) or a Gateway.
+type RouterMode string
+
+const (
+	// RouterStandalone: an Envoy proxy beside the Endpoint Picker, reached through a Service.
+	RouterStandalone RouterMode = "standalone"
+	// RouterGateway: a Gateway API HTTPRoute to the InferencePool.
+	RouterGateway RouterMode = "gateway"
 )
 
 // FailureMode is the gateway's behaviour when the Endpoint Picker does not answer.

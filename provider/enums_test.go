@@ -49,6 +49,7 @@ func TestSchemaEnumsAreTheInputModels(t *testing.T) {
 		reflect.TypeFor[api.NetworkTopologyMode](), reflect.TypeFor[api.GangMode](), reflect.TypeFor[api.AwaitMode](),
 		reflect.TypeFor[api.ModelLoadFormat](), reflect.TypeFor[api.ModelFlexibilityMode](), reflect.TypeFor[api.PoolAPIVersion](),
 		reflect.TypeFor[api.FailureMode](), reflect.TypeFor[api.CapacityType](), reflect.TypeFor[api.InferenceCRDGroups](),
+		reflect.TypeFor[api.RouterMode](),
 		// Declared by other packages.
 		reflect.TypeFor[api.EndpointPickerRelease](), reflect.TypeFor[lwsv1.RestartPolicyType](), reflect.TypeFor[lwsv1.StartupPolicyType](),
 		reflect.TypeFor[corev1.TaintEffect](), reflect.TypeFor[corev1.PersistentVolumeAccessMode](),

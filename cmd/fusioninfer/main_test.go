@@ -158,6 +158,15 @@ func TestSummaryShowsTheRouter(t *testing.T) {
 	assert.Len(t, documents(t, stdout), 16, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
 }
 
+// A standalone router's entrance is its Service and the proxy's port, not an HTTPRoute.
+func TestSummaryShowsTheStandaloneRouter(t *testing.T) {
+	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/standalone-router.yaml", "--summary")
+	require.NoError(t, err)
+	head := strings.Split(stdout, "---")[0]
+	assert.Contains(t, head, "# router: Service qwen-standalone-router:8081 (standalone proxy) -> InferencePool qwen-standalone-pool")
+	assert.NotContains(t, head, "HTTPRoute")
+}
+
 func TestSummaryShowsTheRanks(t *testing.T) {
 	stdout, _, err := run(t, "", "render", "-f", "../../examples/manifests/deepseek-wide-ep-pd.yaml", "--summary")
 	require.NoError(t, err)
@@ -321,6 +330,7 @@ spec:
           containers: [{name: vllm, image: vllm/vllm-openai:v0.33.0}]
     - name: router
       componentType: router
+      routerMode: gateway
 ---
 apiVersion: fusioninfer.io/v1alpha1
 kind: InferenceService
@@ -340,12 +350,12 @@ func TestBadInputPrintsEveryErrorAndNothingOnStdout(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, stdout, "nothing is printed when anything is refused")
 	badLine := strings.Count(string(good), "\n") + 2 // after the good document and the separator
-	typoLine := badLine + 16
+	typoLine := badLine + 17
 	// Each problem is at the line of its field (or of the field's parent, when it is missing).
 	assert.Equal(t, strings.Join([]string{
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles: Required value: a decoder role needs a prefiller role to receive KV caches from`, badLine+5),
 		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[0].multinode.nodeCount: Invalid value: 0: must be >= 1 and <= 1024`, badLine+9),
-		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}`, badLine+13),
+		fmt.Sprintf(`-:%d: InferenceService "bad": spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}, as routerMode gateway needs (routerMode standalone needs no Gateway)`, badLine+13),
 		// A decoding problem hides none of the rules the rest of its document breaks.
 		fmt.Sprintf(`-:%d: InferenceService "typo": spec.roles[0].template: Required value: the pod template of the model server`, typoLine+6),
 		fmt.Sprintf(`-:%d: unknown field "spec.roles[0].replica" (did you mean "replicas"?)`, typoLine+8),

@@ -61,8 +61,12 @@ func writeSummary(w io.Writer, s render.Summary) {
 		if r.PoolPorts > 1 {
 			ports = fmt.Sprintf("ports %d-%d, one a rank", r.PoolPort, r.PoolPort+r.PoolPorts-1)
 		}
-		fmt.Fprintf(&body, "router: HTTPRoute %s -> InferencePool %s (%s, %s) -> Endpoint Picker %s (%s, strategy %s)\n",
-			r.HTTPRoute, r.Pool, r.PoolAPIVersion, ports, r.EndpointPicker, r.Image, r.Strategy)
+		entrance := "HTTPRoute " + r.HTTPRoute
+		if r.Service != "" {
+			entrance = fmt.Sprintf("Service %s:%d (standalone proxy)", r.Service, r.ServicePort)
+		}
+		fmt.Fprintf(&body, "router: %s -> InferencePool %s (%s, %s) -> Endpoint Picker %s (%s, strategy %s)\n",
+			entrance, r.Pool, r.PoolAPIVersion, ports, r.EndpointPicker, r.Image, r.Strategy)
 	}
 	for _, m := range s.Models {
 		fmt.Fprintf(&body, "model: %s\n", render.DescribeModel(m))

@@ -57,7 +57,12 @@ type RoleArgs struct {
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
 	Strategy string
-	// HTTPRoute is the spec of the service's Gateway API HTTPRoute: its parentRefs,
+	// RouterMode is where requests enter: standalone (the Endpoint Picker's pod runs an Envoy
+	// proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the
+	// service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone
+	// when it is not, as llm-d's router charts do.
+	RouterMode api.RouterMode
+	// HTTPRoute is the spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs,
 	// hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	HTTPRoute map[string]any
 	// EndpointPickerConfig is a raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
@@ -141,6 +146,7 @@ func (r *RoleArgs) role() api.Role {
 		Name:                          r.Name,
 		ComponentType:                 r.ComponentType,
 		Strategy:                      r.Strategy,
+		RouterMode:                    r.RouterMode,
 		HTTPRoute:                     r.HTTPRoute,
 		EndpointPickerConfig:          r.EndpointPickerConfig,
 		PoolAPIVersion:                r.PoolAPIVersion,
@@ -188,6 +194,7 @@ func roleArgs(r *api.Role) RoleArgs {
 		Name:                          r.Name,
 		ComponentType:                 r.ComponentType,
 		Strategy:                      r.Strategy,
+		RouterMode:                    r.RouterMode,
 		HTTPRoute:                     r.HTTPRoute,
 		EndpointPickerConfig:          r.EndpointPickerConfig,
 		PoolAPIVersion:                r.PoolAPIVersion,

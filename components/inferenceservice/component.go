@@ -53,7 +53,7 @@ type InferenceService struct {
 	PoolName pulumi.StringOutput `pulumi:"poolName"`
 	// EndpointPickerServiceName is the router's Endpoint Picker Service, empty without a router.
 	EndpointPickerServiceName pulumi.StringOutput `pulumi:"endpointPickerServiceName"`
-	// HTTPRouteName is the router's HTTPRoute, empty without a router.
+	// HTTPRouteName is the router's HTTPRoute, empty without a router or with a standalone one.
 	HTTPRouteName pulumi.StringOutput `pulumi:"httpRouteName"`
 	// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick
 	// endpoints; false without a router.

@@ -265,10 +265,10 @@ func TestBadInputRegistersNothing(t *testing.T) {
 			want: []string{`spec.roles[0].template.spec.containers[1].name: Duplicate value: "vllm"`,
 				`spec.roles[0].template.spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes"`},
 		},
-		"a router without parentRefs, and a lone prefiller": {
+		"a gateway router without parentRefs, and a lone prefiller": {
 			args: func() *Args {
 				a := story4Args()
-				a.Roles = []RoleArgs{a.Roles[0], {Name: "router", ComponentType: "router"}}
+				a.Roles = []RoleArgs{a.Roles[0], {Name: "router", ComponentType: "router", RouterMode: api.RouterGateway}}
 				return a
 			},
 			want: []string{"spec.roles[1].httproute.parentRefs: Required value: the Gateway the route attaches to",

@@ -111,3 +111,34 @@ func TestNoRouterNoRouterOutputs(t *testing.T) {
 		return nil
 	}))
 }
+
+// A standalone router registers its proxy's ConfigMap and the Service clients call, no
+// HTTPRoute, and names none in its outputs.
+func TestStandaloneRouterChildrenAndOutputs(t *testing.T) {
+	args := routedArgs()
+	router := &args.Roles[len(args.Roles)-1]
+	router.HTTPRoute = nil
+	monitor := &pulumimock.Monitor{}
+	var route any
+	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
+		svc, err := NewInferenceService(ctx, "deepseek-r1-disagg", args)
+		if err != nil {
+			return err
+		}
+		route, _, err = pulumimock.Await(ctx.Context(), svc.HTTPRouteName)
+		return err
+	}))
+	assert.Equal(t, "", route, "a standalone router has no HTTPRoute")
+	types := map[string]string{}
+	for _, r := range monitor.Resources() {
+		if r.Custom {
+			types[r.Name] = r.Type
+		}
+	}
+	assert.Equal(t, "kubernetes:core/v1:ConfigMap", types["deepseek-r1-disagg-router-proxy-config"])
+	assert.Equal(t, "kubernetes:core/v1:Service", types["deepseek-r1-disagg-router-service"])
+	assert.NotContains(t, types, "deepseek-r1-disagg-httproute")
+	service, _ := monitor.Find("deepseek-r1-disagg-router-service")
+	deployment, _ := monitor.Find("deepseek-r1-disagg-epp-deployment")
+	assert.Contains(t, service.Dependencies, deployment.URN(), "clients get the Service once the picker and its proxy are up")
+}

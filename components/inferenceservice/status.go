@@ -138,7 +138,10 @@ func setRouterOutputs(ctx *pulumi.Context, component *InferenceService, shape *a
 	var poolName, eppServiceName, routeName string
 	ready := pulumi.Bool(false).ToBoolOutput()
 	if shape.Spec.Router() != nil {
-		poolName, eppServiceName, routeName = api.PoolName(shape.Name), api.EndpointPickerName(shape.Name), api.HTTPRouteName(shape.Name)
+		poolName, eppServiceName = api.PoolName(shape.Name), api.EndpointPickerName(shape.Name)
+		if !shape.Spec.Router().Standalone() { // a standalone router has no HTTPRoute
+			routeName = api.HTTPRouteName(shape.Name)
+		}
 		for _, ref := range refs {
 			if ref.TypeMeta == render.KindDeployment {
 				epp := component.Children[ref.Suffix]

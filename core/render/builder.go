@@ -202,7 +202,7 @@ func Plan(svc *api.InferenceService, resolved *api.Resolved) ([]Ref, error) {
 		for _, name := range roleOrder {
 			refs = append(append(refs, replicas[name]...), elastic[name]...)
 		}
-		refs = append(append(refs, routerRefs(svc, nil)...), httpRouteRefs(svc, nil)...)
+		refs = append(append(refs, routerRefs(svc, nil)...), entranceRefs(svc, nil)...)
 	}
 	return append(refs, monitoringRefs(svc)...), nil
 }
@@ -236,7 +236,7 @@ func minimalFirstPlan(svc *api.InferenceService, roleOrder []string, replicas, e
 		}
 	}
 	out := append(append(minimal, extra...), routerRefs(svc, nil)...)
-	return append(out, httpRouteRefs(svc, minimalSuffixes)...)
+	return append(out, entranceRefs(svc, minimalSuffixes)...)
 }
 
 // Build validates the service and builds its whole tree. On invalid input it returns every

@@ -80,7 +80,7 @@ func rolloutPlan(svc *api.InferenceService, replicas, elastic map[string][]Ref) 
 			awaited = append(awaited, lws.Suffix)
 		}
 	}
-	return append(out, httpRouteRefs(svc, awaited)...)
+	return append(out, entranceRefs(svc, awaited)...)
 }
 
 // dependOnBatch adds the batch before to the dependencies of each ref. Refs with the same

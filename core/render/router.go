@@ -91,6 +91,9 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	if release.ReadsConfig() {
 		needs = append(needs, suffixEPPConfig)
 	}
+	if router.Standalone() {
+		needs = append(needs, suffixRouterProxyConfig)
+	}
 	deployment := routerRef(svc, KindDeployment, eppName, suffixEPPDeployment, append(needs, after...)...)
 	deployment.Awaited = svc.Spec.AwaitMode() != api.AwaitNone
 	service := routerRef(svc, KindService, eppName, suffixEPPService)
@@ -102,6 +105,9 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	}
 	if release.ReadsConfig() { // lwepp reads none
 		refs = append(refs, routerRef(svc, KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig))
+	}
+	if router.Standalone() {
+		refs = append(refs, standaloneRefs(svc)...)
 	}
 	refs = append(refs, deployment, service, routerRef(svc, poolKind, api.PoolName(svc.Name), suffixPool))
 	refs = append(refs, endpointPickerHARefs(svc)...)
@@ -116,14 +122,19 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	return refs
 }
 
-// httpRouteRefs are the router's HTTPRoute, last: it attaches traffic once the pool, its Endpoint
-// Picker and every awaited replica are up.
-func httpRouteRefs(svc *api.InferenceService, awaitedLeaderWorkerSets []string) []Ref {
-	if svc.Spec.Router() == nil {
+// entranceRefs are where the router's requests enter, last: they attach traffic once the pool, its
+// Endpoint Picker and every awaited replica are up. In gateway mode the HTTPRoute; standalone, the
+// Service in front of the picker's proxy.
+func entranceRefs(svc *api.InferenceService, awaitedLeaderWorkerSets []string) []Ref {
+	router := svc.Spec.Router()
+	if router == nil {
 		return nil
 	}
-	routeDependsOn := append([]string{suffixPool, suffixEPPDeployment}, awaitedLeaderWorkerSets...)
-	return []Ref{routerRef(svc, KindHTTPRoute, api.HTTPRouteName(svc.Name), suffixHTTPRoute, routeDependsOn...)}
+	dependsOn := append([]string{suffixPool, suffixEPPDeployment}, awaitedLeaderWorkerSets...)
+	if router.Standalone() {
+		return []Ref{routerServiceRef(svc, dependsOn)}
+	}
+	return []Ref{routerRef(svc, KindHTTPRoute, api.HTTPRouteName(svc.Name), suffixHTTPRoute, dependsOn...)}
 }
 
 func routerRef(svc *api.InferenceService, kind TypeMeta, name, suffix string, dependsOn ...string) Ref {
@@ -166,7 +177,7 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 	case suffixEPPConfig:
 		return &corev1.ConfigMap{TypeMeta: typeMeta(KindConfigMap), ObjectMeta: r.meta(ref), Data: map[string]string{eppConfigFile: r.configText}}, nil
 	case suffixEPPDeployment:
-		return r.deployment(ref), nil
+		return r.deployment(ref)
 	case suffixEPPService:
 		return r.eppService(ref), nil
 	case suffixEPPDisruptionBudget:
@@ -177,6 +188,10 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 		return r.shadowService(ref), nil
 	case suffixHTTPRoute:
 		return r.httpRoute(ref), nil
+	case suffixRouterProxyConfig:
+		return r.proxyConfigMap(ref)
+	case suffixRouterService:
+		return r.routerService(ref), nil
 	case suffixSidecarServiceAccount:
 		return &corev1.ServiceAccount{TypeMeta: typeMeta(KindServiceAccount), ObjectMeta: r.meta(ref)}, nil
 	case suffixSidecarRole:
@@ -287,7 +302,8 @@ func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
 // deployment is the Endpoint Picker, as the upstream inferencepool chart deploys it: one active
 // replica (Recreate, so an old leader never blocks the new one), gRPC health probes, no
 // cluster-wide permission (metrics are served without token review), a non-root read-only container.
-func (r *routing) deployment(ref Ref) *appsv1.Deployment {
+// In standalone mode the pod runs the router's proxy beside the picker (standalone.go).
+func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 	labels := r.labels()
 	// The root filesystem is read-only; plugins that cache (tokenizers) write in /tmp.
 	mounts := []corev1.VolumeMount{{Name: eppTmpVolume, MountPath: "/tmp"}}
@@ -328,7 +344,7 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 		annotations = map[string]string{AnnotationPulumiWaitFor: waitForOneReady}
 	}
 	annotations = merged(annotations, map[string]string{AnnotationEndpointPickerRelease: string(r.release())})
-	return &appsv1.Deployment{
+	deployment := &appsv1.Deployment{
 		TypeMeta:   typeMeta(KindDeployment),
 		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, Labels: labels, Annotations: annotations},
 		Spec: appsv1.DeploymentSpec{
@@ -371,6 +387,12 @@ func (r *routing) deployment(ref Ref) *appsv1.Deployment {
 			},
 		},
 	}
+	if r.router.Standalone() {
+		if err := r.addProxy(&deployment.Spec.Template); err != nil {
+			return nil, err
+		}
+	}
+	return deployment, nil
 }
 
 func (r *routing) eppService(ref Ref) *corev1.Service {

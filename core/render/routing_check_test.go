@@ -18,12 +18,14 @@ import (
 // checkRouting: a routed tree sends traffic to its own model servers. The pool selects the leader
 // pod of every replica of every serving role and nothing else of the service, the route's every
 // rule goes to the pool, and every decode leader of a prefill/decode service has the routing
-// sidecar on the pool's port.
+// sidecar on the pool's port. Its entrance is one: an HTTPRoute in gateway mode, the router's
+// Service to the picker's pod in standalone mode.
 func checkRouting(t *testing.T, tree *render.Tree) {
 	t.Helper()
 	var selector map[string]string
 	var poolPort int32
-	var routes int
+	var routes, entrances int
+	standalone := tree.Service.Spec.Router().Standalone()
 	for _, o := range tree.Objects {
 		switch obj := o.Object.(type) {
 		case *inferencev1.InferencePool:
@@ -38,8 +40,16 @@ func checkRouting(t *testing.T, tree *render.Tree) {
 				selector[string(k)] = string(v)
 			}
 			poolPort = obj.Spec.TargetPortNumber
+		case *corev1.Service:
+			if obj.Name == api.RouterServiceName(tree.Service.Name) {
+				entrances++
+				if obj.Spec.Selector[render.LabelRoleName] != tree.Service.Spec.Router().Name {
+					t.Fatalf("the router Service selects %v, not the Endpoint Picker's pods", obj.Spec.Selector)
+				}
+			}
 		case *gatewayv1.HTTPRoute:
 			routes++
+			entrances++
 			for i, rule := range obj.Spec.Rules {
 				if len(rule.BackendRefs) != 1 || string(*rule.BackendRefs[0].Kind) != "InferencePool" ||
 					string(rule.BackendRefs[0].Name) != api.PoolName(tree.Service.Name) {
@@ -48,8 +58,8 @@ func checkRouting(t *testing.T, tree *render.Tree) {
 			}
 		}
 	}
-	if selector == nil || routes != 1 {
-		t.Fatalf("a router without one pool (%v) and one route (%d)", selector, routes)
+	if selector == nil || entrances != 1 || (standalone && routes != 0) {
+		t.Fatalf("a router without one pool (%v) and one entrance (%d: %d routes, standalone %t)", selector, entrances, routes, standalone)
 	}
 	for _, o := range tree.Objects {
 		lws, ok := o.Object.(*lwsv1.LeaderWorkerSet)

@@ -63,8 +63,12 @@ type RouterSummary struct {
 	Image               string
 	// Strategy is the preset's name, "default", "custom" for a raw EndpointPickerConfig, or
 	// "round-robin" on lwepp.
-	Strategy  string
-	HTTPRoute string
+	Strategy string
+	// HTTPRoute is the gateway mode's route; Service and ServicePort the standalone router's
+	// Service, which clients call (one is empty).
+	HTTPRoute   string
+	Service     string
+	ServicePort int32
 }
 
 // Summarize describes a built tree.
@@ -208,7 +212,12 @@ func summarizeRouter(t *Tree) *RouterSummary {
 	}
 	rs := &RouterSummary{
 		Pool: api.PoolName(t.Service.Name), PoolPort: routing.PoolPort, PoolPorts: max(routing.PoolRanks, 1), EndpointPicker: api.EndpointPickerName(t.Service.Name),
-		Image: routing.Selection.Image, Strategy: routing.router.Strategy, HTTPRoute: api.HTTPRouteName(t.Service.Name),
+		Image: routing.Selection.Image, Strategy: routing.router.Strategy,
+	}
+	if routing.router.Standalone() {
+		rs.Service, rs.ServicePort = api.RouterServiceName(t.Service.Name), RouterProxyPort
+	} else {
+		rs.HTTPRoute = api.HTTPRouteName(t.Service.Name)
 	}
 	for _, o := range t.Objects {
 		if o.Suffix == suffixPool {

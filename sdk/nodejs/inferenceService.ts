@@ -41,7 +41,7 @@ export class InferenceService extends pulumi.ComponentResource {
      */
     declare public /*out*/ readonly gpusMinimal: pulumi.Output<number>;
     /**
-     * The router's HTTPRoute, empty without a router.
+     * The router's HTTPRoute, empty without a router or with a standalone one.
      */
     declare public /*out*/ readonly httpRouteName: pulumi.Output<string>;
     /**

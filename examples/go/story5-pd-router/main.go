@@ -31,7 +31,7 @@ func program(ctx *pulumi.Context) error {
 		Roles: []inferenceservice.RoleArgs{
 			{Name: "prefill", ComponentType: "prefiller", Replicas: pulumi.IntRef(2), Template: vllm.NixlTemplate("2", serverArgs...)},
 			{Name: "decode", ComponentType: "decoder", Replicas: pulumi.IntRef(2), Template: vllm.NixlTemplate("2", serverArgs...)},
-			{Name: "router", ComponentType: "router", HTTPRoute: map[string]any{
+			{Name: "router", ComponentType: "router", RouterMode: "gateway", HTTPRoute: map[string]any{
 				"parentRefs": []any{map[string]any{"name": "inference-gateway"}},
 			}},
 		},

@@ -28,7 +28,7 @@ func program(ctx *pulumi.Context) error {
 				ModelFlexibility: &api.ModelFlexibility{Mode: api.DualPods},
 				Template:         server(),
 			},
-			{Name: "router", ComponentType: "router", HTTPRoute: map[string]any{
+			{Name: "router", ComponentType: "router", RouterMode: "gateway", HTTPRoute: map[string]any{
 				"parentRefs": []any{map[string]any{"name": "inference-gateway"}},
 			}},
 		},

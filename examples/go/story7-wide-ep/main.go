@@ -30,7 +30,7 @@ func program(ctx *pulumi.Context) error {
 				Parallelism: wideEP(), Template: vllm.NixlTemplate("8", serverArgs...)},
 			{Name: "decode", ComponentType: "decoder", Replicas: pulumi.IntRef(1), Multinode: &api.Multinode{NodeCount: 2},
 				Parallelism: wideEP(), Template: vllm.NixlTemplate("8", serverArgs...)},
-			{Name: "router", ComponentType: "router", HTTPRoute: map[string]any{
+			{Name: "router", ComponentType: "router", RouterMode: "gateway", HTTPRoute: map[string]any{
 				"parentRefs": []any{map[string]any{"name": "inference-gateway"}},
 			}},
 		},

@@ -39,7 +39,7 @@ func program(ctx *pulumi.Context) error {
 		},
 		Roles: []inferenceservice.RoleArgs{
 			{Name: "server", ComponentType: "worker", Replicas: pulumi.IntRef(2), Template: server()},
-			{Name: "router", ComponentType: "router", Strategy: "lora-affinity", HTTPRoute: map[string]any{
+			{Name: "router", ComponentType: "router", RouterMode: "gateway", Strategy: "lora-affinity", HTTPRoute: map[string]any{
 				"parentRefs": []any{map[string]any{"name": "inference-gateway", "namespace": "gateways"}},
 			}},
 		},

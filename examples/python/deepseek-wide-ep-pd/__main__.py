@@ -49,7 +49,7 @@ service = fusioninfer.InferenceService(
                              multinode=fusioninfer.MultinodeArgs(node_count=2), parallelism=wide_ep(), template=server()),
         fusioninfer.RoleArgs(name="decode", component_type="decoder", replicas=1,
                              multinode=fusioninfer.MultinodeArgs(node_count=2), parallelism=wide_ep(), template=server()),
-        fusioninfer.RoleArgs(name="router", component_type="router", httproute={"parentRefs": [{"name": "inference-gateway"}]}),
+        fusioninfer.RoleArgs(name="router", component_type="router", router_mode="gateway", httproute={"parentRefs": [{"name": "inference-gateway"}]}),
     ],
 )
 

@@ -57,6 +57,7 @@ service = fusioninfer.InferenceService(
         fusioninfer.RoleArgs(
             name="router",
             component_type="router",
+            router_mode="gateway",
             strategy="lora-affinity",
             httproute={"parentRefs": [{"name": "inference-gateway", "namespace": "gateways"}]},
         ),

@@ -44,7 +44,7 @@ service = fusioninfer.InferenceService(
     roles=[
         fusioninfer.RoleArgs(name="prefill", component_type="prefiller", replicas=2, template=server()),
         fusioninfer.RoleArgs(name="decode", component_type="decoder", replicas=2, template=server()),
-        fusioninfer.RoleArgs(name="router", component_type="router", httproute={"parentRefs": [{"name": "inference-gateway"}]}),
+        fusioninfer.RoleArgs(name="router", component_type="router", router_mode="gateway", httproute={"parentRefs": [{"name": "inference-gateway"}]}),
     ],
 )
 

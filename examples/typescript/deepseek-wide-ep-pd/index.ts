@@ -32,7 +32,7 @@ const service = new fusioninfer.InferenceService("deepseek-r1-wide-ep", {
     roles: [
         { name: "prefill", componentType: "prefiller", replicas: 1, multinode: { nodeCount: 2 }, parallelism: wideEP, template: server() },
         { name: "decode", componentType: "decoder", replicas: 1, multinode: { nodeCount: 2 }, parallelism: wideEP, template: server() },
-        { name: "router", componentType: "router", httproute: { parentRefs: [{ name: "inference-gateway" }] } },
+        { name: "router", componentType: "router", routerMode: "gateway", httproute: { parentRefs: [{ name: "inference-gateway" }] } },
     ],
 });
 

@@ -43,6 +43,7 @@ const service = new fusioninfer.InferenceService("llama-lora", {
         {
             name: "router",
             componentType: "router",
+            routerMode: "gateway",
             strategy: "lora-affinity",
             httproute: { parentRefs: [{ name: "inference-gateway", namespace: "gateways" }] },
         },

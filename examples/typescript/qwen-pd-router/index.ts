@@ -31,7 +31,7 @@ const service = new fusioninfer.InferenceService("qwen3-32b-pd", {
     roles: [
         { name: "prefill", componentType: "prefiller", replicas: 2, template: server() },
         { name: "decode", componentType: "decoder", replicas: 2, template: server() },
-        { name: "router", componentType: "router", httproute: { parentRefs: [{ name: "inference-gateway" }] } },
+        { name: "router", componentType: "router", routerMode: "gateway", httproute: { parentRefs: [{ name: "inference-gateway" }] } },
     ],
 });
 

@@ -23,7 +23,7 @@ type InferenceService struct {
 	GpusAtFullSize pulumi.IntOutput `pulumi:"gpusAtFullSize"`
 	// The GPUs of the gang's minimal set (minRoleReplicas of every role): what the cluster needs before anything runs. Zero when the service is not gang scheduled.
 	GpusMinimal pulumi.IntOutput `pulumi:"gpusMinimal"`
-	// The router's HTTPRoute, empty without a router.
+	// The router's HTTPRoute, empty without a router or with a standalone one.
 	HttpRouteName pulumi.StringOutput `pulumi:"httpRouteName"`
 	// Lists, per serving role, the names of its LWSs in replica order.
 	LeaderWorkerSetNames pulumi.StringArrayMapOutput `pulumi:"leaderWorkerSetNames"`
@@ -228,7 +228,7 @@ func (o InferenceServiceOutput) GpusMinimal() pulumi.IntOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.IntOutput { return v.GpusMinimal }).(pulumi.IntOutput)
 }
 
-// The router's HTTPRoute, empty without a router.
+// The router's HTTPRoute, empty without a router or with a standalone one.
 func (o InferenceServiceOutput) HttpRouteName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.HttpRouteName }).(pulumi.StringOutput)
 }

@@ -2555,6 +2555,172 @@ func (in *restartPolicyPtr) ToRestartPolicyPtrOutputWithContext(ctx context.Cont
 	return pulumi.ToOutputWithContext(ctx, in).(RestartPolicyPtrOutput)
 }
 
+// One of: standalone, gateway.
+type RouterMode string
+
+const (
+	RouterModeSTANDALONE = RouterMode("standalone")
+	RouterModeGATEWAY    = RouterMode("gateway")
+)
+
+func (RouterMode) ElementType() reflect.Type {
+	return reflect.TypeOf((*RouterMode)(nil)).Elem()
+}
+
+func (e RouterMode) ToRouterModeOutput() RouterModeOutput {
+	return pulumi.ToOutput(e).(RouterModeOutput)
+}
+
+func (e RouterMode) ToRouterModeOutputWithContext(ctx context.Context) RouterModeOutput {
+	return pulumi.ToOutputWithContext(ctx, e).(RouterModeOutput)
+}
+
+func (e RouterMode) ToRouterModePtrOutput() RouterModePtrOutput {
+	return e.ToRouterModePtrOutputWithContext(context.Background())
+}
+
+func (e RouterMode) ToRouterModePtrOutputWithContext(ctx context.Context) RouterModePtrOutput {
+	return RouterMode(e).ToRouterModeOutputWithContext(ctx).ToRouterModePtrOutputWithContext(ctx)
+}
+
+func (e RouterMode) ToStringOutput() pulumi.StringOutput {
+	return pulumi.ToOutput(pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e RouterMode) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return pulumi.ToOutputWithContext(ctx, pulumi.String(e)).(pulumi.StringOutput)
+}
+
+func (e RouterMode) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringPtrOutputWithContext(context.Background())
+}
+
+func (e RouterMode) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return pulumi.String(e).ToStringOutputWithContext(ctx).ToStringPtrOutputWithContext(ctx)
+}
+
+type RouterModeOutput struct{ *pulumi.OutputState }
+
+func (RouterModeOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RouterMode)(nil)).Elem()
+}
+
+func (o RouterModeOutput) ToRouterModeOutput() RouterModeOutput {
+	return o
+}
+
+func (o RouterModeOutput) ToRouterModeOutputWithContext(ctx context.Context) RouterModeOutput {
+	return o
+}
+
+func (o RouterModeOutput) ToRouterModePtrOutput() RouterModePtrOutput {
+	return o.ToRouterModePtrOutputWithContext(context.Background())
+}
+
+func (o RouterModeOutput) ToRouterModePtrOutputWithContext(ctx context.Context) RouterModePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v RouterMode) *RouterMode {
+		return &v
+	}).(RouterModePtrOutput)
+}
+
+func (o RouterModeOutput) ToStringOutput() pulumi.StringOutput {
+	return o.ToStringOutputWithContext(context.Background())
+}
+
+func (o RouterModeOutput) ToStringOutputWithContext(ctx context.Context) pulumi.StringOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e RouterMode) string {
+		return string(e)
+	}).(pulumi.StringOutput)
+}
+
+func (o RouterModeOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o RouterModeOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e RouterMode) *string {
+		v := string(e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+type RouterModePtrOutput struct{ *pulumi.OutputState }
+
+func (RouterModePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RouterMode)(nil)).Elem()
+}
+
+func (o RouterModePtrOutput) ToRouterModePtrOutput() RouterModePtrOutput {
+	return o
+}
+
+func (o RouterModePtrOutput) ToRouterModePtrOutputWithContext(ctx context.Context) RouterModePtrOutput {
+	return o
+}
+
+func (o RouterModePtrOutput) Elem() RouterModeOutput {
+	return o.ApplyT(func(v *RouterMode) RouterMode {
+		if v != nil {
+			return *v
+		}
+		var ret RouterMode
+		return ret
+	}).(RouterModeOutput)
+}
+
+func (o RouterModePtrOutput) ToStringPtrOutput() pulumi.StringPtrOutput {
+	return o.ToStringPtrOutputWithContext(context.Background())
+}
+
+func (o RouterModePtrOutput) ToStringPtrOutputWithContext(ctx context.Context) pulumi.StringPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, e *RouterMode) *string {
+		if e == nil {
+			return nil
+		}
+		v := string(*e)
+		return &v
+	}).(pulumi.StringPtrOutput)
+}
+
+// RouterModeInput is an input type that accepts values of the RouterMode enum
+// A concrete instance of `RouterModeInput` can be one of the following:
+//
+//	RouterModeSTANDALONE
+//	RouterModeGATEWAY
+type RouterModeInput interface {
+	pulumi.Input
+
+	ToRouterModeOutput() RouterModeOutput
+	ToRouterModeOutputWithContext(context.Context) RouterModeOutput
+}
+
+var routerModePtrType = reflect.TypeOf((**RouterMode)(nil)).Elem()
+
+type RouterModePtrInput interface {
+	pulumi.Input
+
+	ToRouterModePtrOutput() RouterModePtrOutput
+	ToRouterModePtrOutputWithContext(context.Context) RouterModePtrOutput
+}
+
+type routerModePtr string
+
+func RouterModePtr(v string) RouterModePtrInput {
+	return (*routerModePtr)(&v)
+}
+
+func (*routerModePtr) ElementType() reflect.Type {
+	return routerModePtrType
+}
+
+func (in *routerModePtr) ToRouterModePtrOutput() RouterModePtrOutput {
+	return pulumi.ToOutput(in).(RouterModePtrOutput)
+}
+
+func (in *routerModePtr) ToRouterModePtrOutputWithContext(ctx context.Context) RouterModePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, in).(RouterModePtrOutput)
+}
+
 // One of: LeaderCreated, LeaderReady.
 type StartupPolicy string
 
@@ -2921,6 +3087,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*PoolAPIVersionPtrInput)(nil)).Elem(), PoolAPIVersion("v1"))
 	pulumi.RegisterInputType(reflect.TypeOf((*RestartPolicyInput)(nil)).Elem(), RestartPolicy("RecreateGroupOnPodRestart"))
 	pulumi.RegisterInputType(reflect.TypeOf((*RestartPolicyPtrInput)(nil)).Elem(), RestartPolicy("RecreateGroupOnPodRestart"))
+	pulumi.RegisterInputType(reflect.TypeOf((*RouterModeInput)(nil)).Elem(), RouterMode("standalone"))
+	pulumi.RegisterInputType(reflect.TypeOf((*RouterModePtrInput)(nil)).Elem(), RouterMode("standalone"))
 	pulumi.RegisterInputType(reflect.TypeOf((*StartupPolicyInput)(nil)).Elem(), StartupPolicy("LeaderCreated"))
 	pulumi.RegisterInputType(reflect.TypeOf((*StartupPolicyPtrInput)(nil)).Elem(), StartupPolicy("LeaderCreated"))
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintEffectInput)(nil)).Elem(), TaintEffect("NoSchedule"))
@@ -2956,6 +3124,8 @@ func init() {
 	pulumi.RegisterOutputType(PoolAPIVersionPtrOutput{})
 	pulumi.RegisterOutputType(RestartPolicyOutput{})
 	pulumi.RegisterOutputType(RestartPolicyPtrOutput{})
+	pulumi.RegisterOutputType(RouterModeOutput{})
+	pulumi.RegisterOutputType(RouterModePtrOutput{})
 	pulumi.RegisterOutputType(StartupPolicyOutput{})
 	pulumi.RegisterOutputType(StartupPolicyPtrOutput{})
 	pulumi.RegisterOutputType(TaintEffectOutput{})

@@ -3697,7 +3697,7 @@ type Role struct {
 	EndpointPickerConfig *string `pulumi:"endpointPickerConfig"`
 	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode *FailureMode `pulumi:"failureMode"`
-	// The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+	// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
 	// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 	Model *Model `pulumi:"model"`
@@ -3721,6 +3721,8 @@ type Role struct {
 	RestartPolicy *RestartPolicy `pulumi:"restartPolicy"`
 	// Shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy *RolloutStrategy `pulumi:"rolloutStrategy"`
+	// Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
+	RouterMode *RouterMode `pulumi:"routerMode"`
 	// Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService *bool `pulumi:"shadowService"`
 	// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
@@ -3757,7 +3759,7 @@ type RoleArgs struct {
 	EndpointPickerConfig pulumi.StringPtrInput `pulumi:"endpointPickerConfig"`
 	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
 	FailureMode FailureModePtrInput `pulumi:"failureMode"`
-	// The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+	// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
 	// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 	Model ModelPtrInput `pulumi:"model"`
@@ -3781,6 +3783,8 @@ type RoleArgs struct {
 	RestartPolicy RestartPolicyPtrInput `pulumi:"restartPolicy"`
 	// Shapes how a changed pod template reaches the role's replicas.
 	RolloutStrategy RolloutStrategyPtrInput `pulumi:"rolloutStrategy"`
+	// Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
+	RouterMode RouterModePtrInput `pulumi:"routerMode"`
 	// Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
 	// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
@@ -3874,7 +3878,7 @@ func (o RoleOutput) FailureMode() FailureModePtrOutput {
 	return o.ApplyT(func(v Role) *FailureMode { return v.FailureMode }).(FailureModePtrOutput)
 }
 
-// The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 func (o RoleOutput) Httproute() pulumi.MapOutput {
 	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
 }
@@ -3932,6 +3936,11 @@ func (o RoleOutput) RestartPolicy() RestartPolicyPtrOutput {
 // Shapes how a changed pod template reaches the role's replicas.
 func (o RoleOutput) RolloutStrategy() RolloutStrategyPtrOutput {
 	return o.ApplyT(func(v Role) *RolloutStrategy { return v.RolloutStrategy }).(RolloutStrategyPtrOutput)
+}
+
+// Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
+func (o RoleOutput) RouterMode() RouterModePtrOutput {
+	return o.ApplyT(func(v Role) *RouterMode { return v.RouterMode }).(RouterModePtrOutput)
 }
 
 // Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).

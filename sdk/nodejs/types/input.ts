@@ -409,7 +409,7 @@ export interface RoleArgs {
      */
     failureMode?: pulumi.Input<enums.FailureMode | undefined>;
     /**
-     * The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+     * The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
      */
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
     /**
@@ -456,6 +456,10 @@ export interface RoleArgs {
      * Shapes how a changed pod template reaches the role's replicas.
      */
     rolloutStrategy?: pulumi.Input<inputs.RolloutStrategyArgs | undefined>;
+    /**
+     * Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
+     */
+    routerMode?: pulumi.Input<enums.RouterMode | undefined>;
     /**
      * Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
      */

@@ -22,6 +22,7 @@ __all__ = [
     'NodePoolKind',
     'PoolAPIVersion',
     'RestartPolicy',
+    'RouterMode',
     'StartupPolicy',
     'TaintEffect',
 ]
@@ -165,6 +166,15 @@ class RestartPolicy(_builtins.str, Enum):
     """
     RECREATE_GROUP_ON_POD_RESTART = "RecreateGroupOnPodRestart"
     NONE = "None"
+
+
+@pulumi.type_token("fusioninfer:index:RouterMode")
+class RouterMode(_builtins.str, Enum):
+    """
+    One of: standalone, gateway.
+    """
+    STANDALONE = "standalone"
+    GATEWAY = "gateway"
 
 
 @pulumi.type_token("fusioninfer:index:StartupPolicy")

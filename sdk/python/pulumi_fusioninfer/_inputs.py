@@ -1831,7 +1831,7 @@ class RoleArgsDict(TypedDict):
     """
     httproute: NotRequired[pulumi.Input[Optional[Mapping[str, Any]]]]
     """
-    The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+    The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
     """
     model: NotRequired[pulumi.Input[Optional['ModelArgsDict']]]
     """
@@ -1872,6 +1872,10 @@ class RoleArgsDict(TypedDict):
     rollout_strategy: NotRequired[pulumi.Input[Optional['RolloutStrategyArgsDict']]]
     """
     Shapes how a changed pod template reaches the role's replicas.
+    """
+    router_mode: NotRequired[pulumi.Input[Optional['RouterMode']]]
+    """
+    Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
     """
     shadow_service: NotRequired[pulumi.Input[Optional[_builtins.bool]]]
     """
@@ -1915,6 +1919,7 @@ class RoleArgs:
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  restart_policy: pulumi.Input[Optional['RestartPolicy']] = None,
                  rollout_strategy: pulumi.Input[Optional['RolloutStrategyArgs']] = None,
+                 router_mode: pulumi.Input[Optional['RouterMode']] = None,
                  shadow_service: pulumi.Input[Optional[_builtins.bool]] = None,
                  startup_policy: pulumi.Input[Optional['StartupPolicy']] = None,
                  strategy: pulumi.Input[Optional[_builtins.str]] = None,
@@ -1928,7 +1933,7 @@ class RoleArgs:
         :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: Sets the Endpoint Picker's image, replicas and resources.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
         :param pulumi.Input['FailureMode'] failure_mode: What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
-        :param pulumi.Input[Mapping[str, Any]] httproute: The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        :param pulumi.Input[Mapping[str, Any]] httproute: The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
         :param pulumi.Input['ModelArgs'] model: Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
         :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
         :param pulumi.Input['MultinodeArgs'] multinode: Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
@@ -1939,6 +1944,7 @@ class RoleArgs:
         :param pulumi.Input[_builtins.int] replicas: The number of independent instances (default 1).
         :param pulumi.Input['RestartPolicy'] restart_policy: What LWS does when a pod of a replica restarts: RecreateGroupOnPodRestart (default: the whole replica restarts, as a multi-node server needs) or None.
         :param pulumi.Input['RolloutStrategyArgs'] rollout_strategy: Shapes how a changed pod template reaches the role's replicas.
+        :param pulumi.Input['RouterMode'] router_mode: Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
         :param pulumi.Input[_builtins.bool] shadow_service: Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
         :param pulumi.Input['StartupPolicy'] startup_policy: When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
         :param pulumi.Input[_builtins.str] strategy: The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
@@ -1979,6 +1985,8 @@ class RoleArgs:
             pulumi.set(__self__, "restart_policy", restart_policy)
         if rollout_strategy is not None:
             pulumi.set(__self__, "rollout_strategy", rollout_strategy)
+        if router_mode is not None:
+            pulumi.set(__self__, "router_mode", router_mode)
         if shadow_service is not None:
             pulumi.set(__self__, "shadow_service", shadow_service)
         if startup_policy is not None:
@@ -2078,7 +2086,7 @@ class RoleArgs:
     @pulumi.getter
     def httproute(self) -> pulumi.Input[Optional[Mapping[str, Any]]]:
         """
-        The spec of the service's Gateway API HTTPRoute: its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
         """
         return pulumi.get(self, "httproute")
 
@@ -2205,6 +2213,18 @@ class RoleArgs:
     @rollout_strategy.setter
     def rollout_strategy(self, value: pulumi.Input[Optional['RolloutStrategyArgs']]):
         pulumi.set(self, "rollout_strategy", value)
+
+    @_builtins.property
+    @pulumi.getter(name="routerMode")
+    def router_mode(self) -> pulumi.Input[Optional['RouterMode']]:
+        """
+        Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
+        """
+        return pulumi.get(self, "router_mode")
+
+    @router_mode.setter
+    def router_mode(self, value: pulumi.Input[Optional['RouterMode']]):
+        pulumi.set(self, "router_mode", value)
 
     @_builtins.property
     @pulumi.getter(name="shadowService")

@@ -392,7 +392,7 @@ class InferenceService(pulumi.ComponentResource):
     @pulumi.getter(name="httpRouteName")
     def http_route_name(self) -> pulumi.Output[_builtins.str]:
         """
-        The router's HTTPRoute, empty without a router.
+        The router's HTTPRoute, empty without a router or with a standalone one.
         """
         return pulumi.get(self, "http_route_name")
 

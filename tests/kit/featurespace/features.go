@@ -40,6 +40,9 @@ var Dimensions = []Dimension{
 	{"model", []string{"args", "hf-cache", "pvc", "s3-streamer"}},
 	// the router and its Endpoint Picker release and strategy
 	{"router", []string{"none", "llm-d-router", "llm-d-router-prefix-cache", "llm-d-router-lora-affinity", "gie-v1.5.0", "gie-v1.2.0", "lwepp"}},
+	// where the router's requests enter: an HTTPRoute to a Gateway, or the picker's own proxy
+	// (routerMode left to default from the absent httproute)
+	{"routerMode", []string{"gateway", "standalone"}},
 	// LoRA adapters of the model: fetched into the cache, or mounted from a claim
 	{"adapters", []string{"none", "fetched", "mounted"}},
 	{"dualPods", []string{"off", "on"}},
@@ -222,8 +225,10 @@ func router(f Features) *api.Role {
 	if value == "none" {
 		return nil
 	}
-	r := &api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
-		HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}}
+	r := &api.Role{Name: "router", ComponentType: api.ComponentTypeRouter}
+	if f.Value("routerMode") == "gateway" {
+		r.HTTPRoute = map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}
+	}
 	release := map[string]api.EndpointPickerRelease{"gie-v1.5.0": api.EPPReleaseGIE150, "gie-v1.2.0": api.EPPReleaseGIE, "lwepp": api.EPPReleaseLWEPP}[value]
 	if release != "" {
 		r.EndpointPicker = &api.EndpointPicker{Release: release}

@@ -3,6 +3,7 @@
 package featurespace
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 
@@ -37,6 +39,7 @@ var Invariants = []Invariant{
 	{"a/one-process-a-port", oneProcessAPort},
 	{"a/one-port-flag-a-server", onePortFlagAServer},
 	{"b/pool-targets-listened-and-declared", poolTargets},
+	{"b/services-target-listened-and-declared", serviceTargets},
 	{"b/probes-target-listened-ports", probeTargets},
 	{"b/sidecar-and-loader-reach-their-server", inPodTargets},
 	{"b/podmonitors-scrape-declared-ports", podMonitorTargets},
@@ -159,6 +162,44 @@ func poolTargets(tree *render.Tree, pods []*Pod) []string {
 	return out
 }
 
+// (b) Every port a Service of the tree sends to (its target port, by number or by name) is
+// listened on and declared by every pod it selects, and it selects one: the Endpoint Picker's, the
+// shadow Service's and a standalone router's Service, whose clients enter through the proxy.
+func serviceTargets(tree *render.Tree, pods []*Pod) []string {
+	var out []string
+	for _, svc := range Objects[*corev1.Service](tree) {
+		if len(svc.Spec.Selector) == 0 {
+			continue
+		}
+		selected := 0
+		for _, pod := range pods {
+			if !selects(svc.Spec.Selector, pod) {
+				continue
+			}
+			selected++
+			for _, sp := range svc.Spec.Ports {
+				port := sp.TargetPort.IntVal
+				switch {
+				case sp.TargetPort.Type == intstr.String:
+					named, ok := pod.NamedPort(sp.TargetPort.StrVal)
+					if !ok {
+						out = append(out, fmt.Sprintf("%s: Service %s port %s targets port %q, which the pod does not name", pod.Desc, svc.Name, sp.Name, sp.TargetPort.StrVal))
+						continue
+					}
+					port = named
+				case port == 0:
+					port = sp.Port
+				}
+				out = append(out, targetPort(pod, port, fmt.Sprintf("Service %s (port %s)", svc.Name, sp.Name))...)
+			}
+		}
+		if selected == 0 {
+			out = append(out, fmt.Sprintf("Service %s selects no pod (%v)", svc.Name, svc.Spec.Selector))
+		}
+	}
+	return out
+}
+
 // probePorts are the ports a probe sends to: an HTTP GET's, a TCP socket's or gRPC's (a named
 // port: the container's port of that name), or a data parallel pod's exec probe that GETs each
 // rank (python3 -c script scheme host path budget port ranks).
@@ -219,8 +260,9 @@ func probeTargets(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// (b) The routing sidecar and the LoRA loader send to a vLLM server of their pod, not to
-// another program (the sidecar) or to no one.
+// (b) The routing sidecar and the LoRA loader send to a vLLM server of their pod, and a standalone
+// router's Envoy proxy sends ext_proc to the Endpoint Picker's ext_proc port: not to another
+// program or port, or to no one.
 func inPodTargets(_ *render.Tree, pods []*Pod) []string {
 	var out []string
 	for _, pod := range pods {
@@ -231,6 +273,8 @@ func inPodTargets(_ *render.Tree, pods []*Pod) []string {
 					out = append(out, fmt.Sprintf("%s: %s sends to port %d (%s), where no process listens (%s)", pod.Desc, proc, t.Port, t.What, listening(pod)))
 				case l.Program != t.Program:
 					out = append(out, fmt.Sprintf("%s: %s sends to port %d (%s), where %s listens, not a %s", pod.Desc, proc, t.Port, t.What, l, t.Program))
+				case t.Serves != "" && l.Serves[t.Port] != t.Serves:
+					out = append(out, fmt.Sprintf("%s: %s sends %s to port %d (%s), where %s serves %s", pod.Desc, proc, t.Serves, t.Port, t.What, l, cmp.Or(l.Serves[t.Port], "nothing it names")))
 				}
 			}
 		}

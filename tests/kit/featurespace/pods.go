@@ -84,8 +84,14 @@ func Pods(tree *render.Tree) ([]*Pod, error) {
 				Labels: obj.Spec.Template.Labels, Spec: *obj.Spec.Template.Spec.DeepCopy()})
 		}
 	}
+	files := map[string]map[string]string{}
+	for _, o := range tree.Objects {
+		if cm, ok := o.Object.(*corev1.ConfigMap); ok {
+			files[cm.Name] = cm.Data
+		}
+	}
 	for _, p := range out {
-		if err := p.readProcesses(); err != nil {
+		if err := p.readProcesses(files); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.Desc, err)
 		}
 	}

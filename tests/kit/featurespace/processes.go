@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,9 @@ type Process struct {
 	// Name says which process it is in messages (its container, its rank).
 	Name    string
 	Listens []int32
+	// Serves says what it serves on a port it listens on, where one program serves several
+	// protocols (an Endpoint Picker: ext_proc on --grpc-port, gRPC health, metrics).
+	Serves map[int32]string
 	// PortFlags are the values of every --port its command line gives (a server reads the last).
 	PortFlags []string
 	// Targets are ports of its own pod it sends requests to, each to a program of a kind.
@@ -51,13 +55,24 @@ type Target struct {
 	Port    int32
 	Program string
 	What    string
+	// Serves, when set, is what the program must serve on the port (its Process.Serves).
+	Serves string
 }
 
 func (p *Process) String() string { return fmt.Sprintf("%s %q", p.Program, p.Name) }
 
 // readProcesses reads what each long-running container of the pod runs.
-func (p *Pod) readProcesses() error {
+// files are the tree's ConfigMaps' data by name, for a program that reads its configuration from one.
+func (p *Pod) readProcesses(files map[string]map[string]string) error {
 	for _, c := range p.containers() {
+		if isEnvoy(c) {
+			proc, err := envoyProcess(c, p, files)
+			if err != nil {
+				return fmt.Errorf("container %s: %w", c.Name, err)
+			}
+			p.Processes = append(p.Processes, proc)
+			continue
+		}
 		procs, err := containerProcesses(c)
 		if err != nil {
 			return fmt.Errorf("container %s: %w", c.Name, err)
@@ -80,12 +95,14 @@ func containerProcesses(c *corev1.Container) ([]*Process, error) {
 		return []*Process{{Container: c.Name, Program: ProgramRequester, Name: c.Name,
 			Listens: []int32{atoi32(envValue(c, "PROBES_PORT")), atoi32(envValue(c, "SPI_PORT"))}}}, nil
 	case (vllm.Flag{Name: "--grpc-port"}).In(c.Args):
-		proc := &Process{Container: c.Name, Program: ProgramEndpointPicker, Name: c.Name}
-		for _, f := range []string{"--grpc-port", "--grpc-health-port", "--metrics-port"} {
+		proc := &Process{Container: c.Name, Program: ProgramEndpointPicker, Name: c.Name, Serves: map[int32]string{}}
+		for f, serves := range map[string]string{"--grpc-port": ServesExtProc, "--grpc-health-port": "gRPC health", "--metrics-port": "metrics"} {
 			if v, found := vllm.FlagValue(c.Args, f); found {
 				proc.Listens = append(proc.Listens, atoi32(v))
+				proc.Serves[atoi32(v)] = serves
 			}
 		}
+		slices.Sort(proc.Listens)
 		return []*Process{proc}, nil
 	case vllm.IsShellScript(c):
 		return scriptProcesses(c)
@@ -101,6 +118,15 @@ func containerProcesses(c *corev1.Container) ([]*Process, error) {
 		proc.Listens = append(proc.Listens, cp.ContainerPort)
 	}
 	return []*Process{proc}, nil
+}
+
+// ServesExtProc: an Endpoint Picker serves Envoy's external processing on its --grpc-port (every
+// release's pkg/epp/server/options.go, or cmd/epp/runner/runner.go in GIE v1.2.0).
+const ServesExtProc = "ext_proc"
+
+// isEnvoy: the container runs Envoy (its command, or an image of envoyproxy's).
+func isEnvoy(c *corev1.Container) bool {
+	return (len(c.Command) > 0 && path.Base(c.Command[0]) == "envoy") || strings.Contains(c.Image, "envoyproxy/envoy")
 }
 
 // scriptProcesses are the processes of a `sh -c` script, line by line: `ray start --head`,

@@ -157,6 +157,16 @@ export const RestartPolicy = {
  */
 export type RestartPolicy = (typeof RestartPolicy)[keyof typeof RestartPolicy];
 
+export const RouterMode = {
+    Standalone: "standalone",
+    Gateway: "gateway",
+} as const;
+
+/**
+ * One of: standalone, gateway.
+ */
+export type RouterMode = (typeof RouterMode)[keyof typeof RouterMode];
+
 export const StartupPolicy = {
     LeaderCreated: "LeaderCreated",
     LeaderReady: "LeaderReady",

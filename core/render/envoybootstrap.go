@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package render
+
+// The Envoy bootstrap of a standalone router's proxy, as a small typed struct of our own whose JSON
+// is Envoy's (envoy.config.bootstrap.v3.Bootstrap in proto3 JSON, snake_case names): the core links
+// no go-control-plane, the tests parse the rendered text into go-control-plane's typed Bootstrap and
+// run its ValidateAll (standalone_test.go). Only the fields the proxy uses are declared.
+
+// The type URLs of the typed configurations the bootstrap names.
+const (
+	typeHTTPConnectionManager = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+	typeExtProc               = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor"
+	typeRouter                = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+	typeHealthCheckFilter     = "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck"
+	typeFileAccessLog         = "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
+	typeUpstreamTLSContext    = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	typeHTTPProtocolOptions   = "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+)
+
+// The extension names Envoy knows the filters and sockets by.
+const (
+	filterHTTPConnectionManager = "envoy.filters.network.http_connection_manager"
+	filterExtProc               = "envoy.filters.http.ext_proc"
+	filterRouter                = "envoy.filters.http.router"
+	filterHealthCheck           = "envoy.filters.http.health_check"
+	accessLoggerFile            = "envoy.access_loggers.file"
+	transportSocketTLS          = "envoy.transport_sockets.tls"
+	httpProtocolOptionsKey      = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+)
+
+type envoyBootstrap struct {
+	Admin           envoyAdmin           `json:"admin"`
+	StaticResources envoyStaticResources `json:"static_resources"`
+}
+
+type envoyAdmin struct {
+	Address   envoyAddress     `json:"address"`
+	AccessLog []envoyAccessLog `json:"access_log,omitempty"`
+}
+
+type envoyStaticResources struct {
+	Listeners []envoyListener `json:"listeners"`
+	Clusters  []envoyCluster  `json:"clusters"`
+}
+
+type envoyAddress struct {
+	SocketAddress envoySocketAddress `json:"socket_address"`
+}
+
+type envoySocketAddress struct {
+	Address   string `json:"address"`
+	PortValue int32  `json:"port_value"`
+}
+
+type envoyListener struct {
+	Name                          string             `json:"name"`
+	Address                       envoyAddress       `json:"address"`
+	PerConnectionBufferLimitBytes int                `json:"per_connection_buffer_limit_bytes,omitempty"`
+	AccessLog                     []envoyAccessLog   `json:"access_log,omitempty"`
+	FilterChains                  []envoyFilterChain `json:"filter_chains"`
+}
+
+type envoyFilterChain struct {
+	Name    string        `json:"name,omitempty"`
+	Filters []envoyFilter `json:"filters"`
+}
+
+type envoyFilter struct {
+	Name        string                     `json:"name"`
+	TypedConfig envoyHTTPConnectionManager `json:"typed_config"`
+}
+
+type envoyHTTPConnectionManager struct {
+	Type                         string                  `json:"@type"`
+	StatPrefix                   string                  `json:"stat_prefix"`
+	RouteConfig                  envoyRouteConfig        `json:"route_config"`
+	HTTPFilters                  []envoyHTTPFilter       `json:"http_filters"`
+	HTTP2ProtocolOptions         *envoyHTTP2Options      `json:"http2_protocol_options,omitempty"`
+	UseRemoteAddress             bool                    `json:"use_remote_address,omitempty"`
+	NormalizePath                bool                    `json:"normalize_path,omitempty"`
+	MergeSlashes                 bool                    `json:"merge_slashes,omitempty"`
+	ServerHeaderTransformation   string                  `json:"server_header_transformation,omitempty"`
+	CommonHTTPProtocolOptions    *envoyCommonHTTPOptions `json:"common_http_protocol_options,omitempty"`
+	PathWithEscapedSlashesAction string                  `json:"path_with_escaped_slashes_action,omitempty"`
+	AccessLog                    []envoyAccessLog        `json:"access_log,omitempty"`
+}
+
+type envoyHTTP2Options struct {
+	MaxConcurrentStreams        int `json:"max_concurrent_streams,omitempty"`
+	InitialStreamWindowSize     int `json:"initial_stream_window_size,omitempty"`
+	InitialConnectionWindowSize int `json:"initial_connection_window_size,omitempty"`
+}
+
+type envoyCommonHTTPOptions struct {
+	HeadersWithUnderscoresAction string `json:"headers_with_underscores_action"`
+}
+
+type envoyAccessLog struct {
+	Name        string              `json:"name"`
+	TypedConfig envoyFileAccessLog  `json:"typed_config"`
+	Filter      *envoyAccessLogFltr `json:"filter,omitempty"`
+}
+
+type envoyFileAccessLog struct {
+	Type string `json:"@type"`
+	Path string `json:"path"`
+}
+
+type envoyAccessLogFltr struct {
+	ResponseFlagFilter struct {
+		Flags []string `json:"flags"`
+	} `json:"response_flag_filter"`
+}
+
+type envoyRouteConfig struct {
+	Name         string             `json:"name"`
+	VirtualHosts []envoyVirtualHost `json:"virtual_hosts"`
+}
+
+type envoyVirtualHost struct {
+	Name    string       `json:"name"`
+	Domains []string     `json:"domains"`
+	Routes  []envoyRoute `json:"routes"`
+}
+
+type envoyRoute struct {
+	Match envoyRouteMatch  `json:"match"`
+	Route envoyRouteAction `json:"route"`
+}
+
+type envoyRouteMatch struct {
+	Prefix string `json:"prefix"`
+}
+
+type envoyRouteAction struct {
+	Cluster        string               `json:"cluster"`
+	Timeout        string               `json:"timeout,omitempty"`
+	IdleTimeout    string               `json:"idle_timeout,omitempty"`
+	UpgradeConfigs []envoyUpgradeConfig `json:"upgrade_configs,omitempty"`
+}
+
+type envoyUpgradeConfig struct {
+	UpgradeType string `json:"upgrade_type"`
+}
+
+// envoyHTTPFilter is an HTTP filter; TypedConfig is one of the filter configurations below.
+type envoyHTTPFilter struct {
+	Name        string `json:"name"`
+	TypedConfig any    `json:"typed_config"`
+}
+
+type envoyExtProc struct {
+	Type             string              `json:"@type"`
+	FailureModeAllow bool                `json:"failure_mode_allow"`
+	GRPCService      envoyGRPCService    `json:"grpc_service"`
+	ProcessingMode   envoyProcessingMode `json:"processing_mode"`
+	MessageTimeout   string              `json:"message_timeout"`
+}
+
+type envoyGRPCService struct {
+	EnvoyGRPC struct {
+		ClusterName string `json:"cluster_name"`
+		Authority   string `json:"authority"`
+	} `json:"envoy_grpc"`
+	Timeout string `json:"timeout"`
+}
+
+type envoyProcessingMode struct {
+	RequestHeaderMode   string `json:"request_header_mode"`
+	ResponseHeaderMode  string `json:"response_header_mode"`
+	RequestBodyMode     string `json:"request_body_mode"`
+	ResponseBodyMode    string `json:"response_body_mode"`
+	RequestTrailerMode  string `json:"request_trailer_mode"`
+	ResponseTrailerMode string `json:"response_trailer_mode"`
+}
+
+type envoyRouterFilter struct {
+	Type                 string `json:"@type"`
+	SuppressEnvoyHeaders bool   `json:"suppress_envoy_headers,omitempty"`
+}
+
+type envoyHealthCheckFilter struct {
+	Type            string             `json:"@type"`
+	PassThroughMode bool               `json:"pass_through_mode"`
+	Headers         []envoyHeaderMatch `json:"headers"`
+}
+
+type envoyHeaderMatch struct {
+	Name        string `json:"name"`
+	StringMatch struct {
+		Exact string `json:"exact"`
+	} `json:"string_match"`
+}
+
+type envoyCluster struct {
+	Name                          string                           `json:"name"`
+	Type                          string                           `json:"type"`
+	ConnectTimeout                string                           `json:"connect_timeout"`
+	LBPolicy                      string                           `json:"lb_policy,omitempty"`
+	CircuitBreakers               *envoyCircuitBreakers            `json:"circuit_breakers,omitempty"`
+	OriginalDstLBConfig           *envoyOriginalDstLBConfig        `json:"original_dst_lb_config,omitempty"`
+	TransportSocket               *envoyTransportSocket            `json:"transport_socket,omitempty"`
+	TypedExtensionProtocolOptions map[string]envoyHTTPProtocolOpts `json:"typed_extension_protocol_options,omitempty"`
+	LoadAssignment                *envoyLoadAssignment             `json:"load_assignment,omitempty"`
+}
+
+type envoyCircuitBreakers struct {
+	Thresholds []envoyThreshold `json:"thresholds"`
+}
+
+type envoyThreshold struct {
+	MaxConnections     int `json:"max_connections"`
+	MaxPendingRequests int `json:"max_pending_requests"`
+	MaxRequests        int `json:"max_requests"`
+	MaxRetries         int `json:"max_retries,omitempty"`
+}
+
+type envoyOriginalDstLBConfig struct {
+	UseHTTPHeader  bool   `json:"use_http_header"`
+	HTTPHeaderName string `json:"http_header_name"`
+}
+
+type envoyTransportSocket struct {
+	Name        string          `json:"name"`
+	TypedConfig envoyTLSContext `json:"typed_config"`
+}
+
+// envoyTLSContext is an UpstreamTlsContext that verifies nothing: the picker serves a self-signed
+// certificate it makes at start-up, on loopback.
+type envoyTLSContext struct {
+	Type             string `json:"@type"`
+	CommonTLSContext struct {
+		ALPNProtocols []string `json:"alpn_protocols"`
+	} `json:"common_tls_context"`
+}
+
+type envoyHTTPProtocolOpts struct {
+	Type               string `json:"@type"`
+	ExplicitHTTPConfig struct {
+		HTTP2ProtocolOptions envoyHTTP2Options `json:"http2_protocol_options"`
+	} `json:"explicit_http_config"`
+}
+
+type envoyLoadAssignment struct {
+	ClusterName string               `json:"cluster_name"`
+	Endpoints   []envoyLocalityLBEps `json:"endpoints"`
+}
+
+type envoyLocalityLBEps struct {
+	LBEndpoints []envoyLBEndpoint `json:"lb_endpoints"`
+}
+
+type envoyLBEndpoint struct {
+	Endpoint struct {
+		Address envoyAddress `json:"address"`
+	} `json:"endpoint"`
+}
+
+func socketAddress(address string, port int32) envoyAddress {
+	return envoyAddress{SocketAddress: envoySocketAddress{Address: address, PortValue: port}}
+}
+
+func staticCluster(name, address string, port int32) *envoyLoadAssignment {
+	endpoint := envoyLBEndpoint{}
+	endpoint.Endpoint.Address = socketAddress(address, port)
+	return &envoyLoadAssignment{ClusterName: name, Endpoints: []envoyLocalityLBEps{{LBEndpoints: []envoyLBEndpoint{endpoint}}}}
+}
