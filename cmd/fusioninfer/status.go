@@ -16,6 +16,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/internal/observe"
 )
 
@@ -154,6 +155,7 @@ func reportStatus(ctx context.Context, stdin io.Reader, stdout io.Writer, opts s
 			clients.ServerMetrics(ctx, observed, target.svc)
 		}
 		report := diagnosis.Diagnose(target.name, target.namespace, target.svc, observed)
+		report.Request = target.request
 		reports = append(reports, report)
 		worst = max(worst, report.ExitCode())
 	}
@@ -192,6 +194,7 @@ func writeJSON(w io.Writer, v any) error {
 type statusTarget struct {
 	name, namespace string
 	svc             *api.InferenceService
+	request         string // where to send requests, with a manifest (render.RouterSummary.Request)
 }
 
 func statusTargets(stdin io.Reader, opts statusOptions) ([]statusTarget, error) {
@@ -215,7 +218,11 @@ func statusTargets(stdin io.Reader, opts statusOptions) ([]statusTarget, error) 
 	}
 	var out []statusTarget
 	for _, tree := range trees {
-		out = append(out, statusTarget{name: tree.Service.Name, namespace: tree.Service.Namespace, svc: tree.Service})
+		target := statusTarget{name: tree.Service.Name, namespace: tree.Service.Namespace, svc: tree.Service}
+		if router := render.Summarize(tree).Router; router != nil {
+			target.request = router.Request
+		}
+		out = append(out, target)
 	}
 	return out, nil
 }

@@ -67,6 +67,9 @@ func writeSummary(w io.Writer, s render.Summary) {
 		}
 		fmt.Fprintf(&body, "router: %s -> InferencePool %s (%s, %s) -> Endpoint Picker %s (%s, strategy %s)\n",
 			entrance, r.Pool, r.PoolAPIVersion, ports, r.EndpointPicker, r.Image, r.Strategy)
+		if r.Request != "" {
+			fmt.Fprintf(&body, "send a request: %s\n", r.Request)
+		}
 	}
 	for _, m := range s.Models {
 		fmt.Fprintf(&body, "model: %s\n", render.DescribeModel(m))

@@ -55,6 +55,10 @@ type InferenceService struct {
 	EndpointPickerServiceName pulumi.StringOutput `pulumi:"endpointPickerServiceName"`
 	// HTTPRouteName is the router's HTTPRoute, empty without a router or with a standalone one.
 	HTTPRouteName pulumi.StringOutput `pulumi:"httpRouteName"`
+	// RequestCommand is a shell line that sends the service one completion through its router:
+	// through `kubectl port-forward` to a standalone router's Service, or to the address its
+	// Gateway reports; empty without a router.
+	RequestCommand pulumi.StringOutput `pulumi:"requestCommand"`
 	// RouterReady is true when an Endpoint Picker of the current configuration is ready to pick
 	// endpoints; false without a router.
 	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`
@@ -149,6 +153,12 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	}
 	setOutputs(ctx, component, shape, refs)
 	setRouterOutputs(ctx, component, shape, refs)
+	component.RequestCommand = tree.ApplyT(func(t any) string {
+		if router := render.Summarize(t.(*render.Tree)).Router; router != nil {
+			return router.Request
+		}
+		return ""
+	}).(pulumi.StringOutput)
 	setGPUOutputs(component, tree)
 	return component, ctx.RegisterResourceOutputs(component, pulumi.Map{
 		"serviceName":               component.ServiceName,
@@ -164,6 +174,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 		"endpointPickerServiceName": component.EndpointPickerServiceName,
 		"httpRouteName":             component.HTTPRouteName,
 		"routerReady":               component.RouterReady,
+		"requestCommand":            component.RequestCommand,
 	})
 }
 

@@ -119,16 +119,21 @@ func TestStandaloneRouterChildrenAndOutputs(t *testing.T) {
 	router := &args.Roles[len(args.Roles)-1]
 	router.HTTPRoute = nil
 	monitor := &pulumimock.Monitor{}
-	var route any
+	var route, request any
 	require.NoError(t, monitor.Run(func(ctx *pulumi.Context) error {
 		svc, err := NewInferenceService(ctx, "deepseek-r1-disagg", args)
 		if err != nil {
 			return err
 		}
-		route, _, err = pulumimock.Await(ctx.Context(), svc.HTTPRouteName)
+		if route, _, err = pulumimock.Await(ctx.Context(), svc.HTTPRouteName); err != nil {
+			return err
+		}
+		request, _, err = pulumimock.Await(ctx.Context(), svc.RequestCommand)
 		return err
 	}))
 	assert.Equal(t, "", route, "a standalone router has no HTTPRoute")
+	assert.Contains(t, request, "port-forward service/deepseek-r1-disagg-router 8081:8081 & sleep 2; curl -s localhost:8081/v1/completions",
+		"the output says where to send requests")
 	types := map[string]string{}
 	for _, r := range monitor.Resources() {
 		if r.Custom {

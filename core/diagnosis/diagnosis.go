@@ -88,6 +88,9 @@ type Report struct {
 	Roles  []Role  `json:"roles"`
 	// MetricsSource says where the replicas' load was read, when it was.
 	MetricsSource string `json:"metricsSource,omitempty"`
+	// Request is a shell line that sends the service one completion through its router
+	// (render.RouterSummary's), when the spec is known and has a router.
+	Request string `json:"request,omitempty"`
 }
 
 // waitingFailures are the reasons a container waits that waiting will not cure.

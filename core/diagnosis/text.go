@@ -52,6 +52,9 @@ func (r *Report) Text() string {
 	for _, fix := range fixList {
 		fmt.Fprintf(&b, "fix: %s\n", fix)
 	}
+	if r.Request != "" {
+		fmt.Fprintf(&b, "send a request: %s\n", r.Request)
+	}
 	return b.String()
 }
 

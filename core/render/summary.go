@@ -69,6 +69,8 @@ type RouterSummary struct {
 	HTTPRoute   string
 	Service     string
 	ServicePort int32
+	// Request is a shell line that sends the service one completion (requestCommand).
+	Request string
 }
 
 // Summarize describes a built tree.
@@ -224,6 +226,7 @@ func summarizeRouter(t *Tree) *RouterSummary {
 			rs.PoolAPIVersion = o.APIVersion
 		}
 	}
+	rs.Request = requestCommand(t, rs)
 	switch {
 	case routing.router.EndpointPickerConfig != "":
 		rs.Strategy = "custom"

@@ -65,6 +65,10 @@ export class InferenceService extends pulumi.ComponentResource {
      */
     declare public /*out*/ readonly poolName: pulumi.Output<string>;
     /**
+     * A shell line that sends the service one completion through its router: through `kubectl port-forward` to a standalone router's Service, or to the address its Gateway reports; empty without a router.
+     */
+    declare public /*out*/ readonly requestCommand: pulumi.Output<string>;
+    /**
      * True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
      */
     declare public /*out*/ readonly routerReady: pulumi.Output<boolean>;
@@ -113,6 +117,7 @@ export class InferenceService extends pulumi.ComponentResource {
             resourceInputs["nodePoolNames"] = undefined /*out*/;
             resourceInputs["podGroupName"] = undefined /*out*/;
             resourceInputs["poolName"] = undefined /*out*/;
+            resourceInputs["requestCommand"] = undefined /*out*/;
             resourceInputs["routerReady"] = undefined /*out*/;
             resourceInputs["status"] = undefined /*out*/;
         } else {
@@ -126,6 +131,7 @@ export class InferenceService extends pulumi.ComponentResource {
             resourceInputs["nodePoolNames"] = undefined /*out*/;
             resourceInputs["podGroupName"] = undefined /*out*/;
             resourceInputs["poolName"] = undefined /*out*/;
+            resourceInputs["requestCommand"] = undefined /*out*/;
             resourceInputs["routerReady"] = undefined /*out*/;
             resourceInputs["serviceName"] = undefined /*out*/;
             resourceInputs["status"] = undefined /*out*/;

@@ -35,6 +35,8 @@ type InferenceService struct {
 	PodGroupName pulumi.StringOutput `pulumi:"podGroupName"`
 	// The router's InferencePool, empty without a router.
 	PoolName pulumi.StringOutput `pulumi:"poolName"`
+	// A shell line that sends the service one completion through its router: through `kubectl port-forward` to a standalone router's Service, or to the address its Gateway reports; empty without a router.
+	RequestCommand pulumi.StringOutput `pulumi:"requestCommand"`
 	// True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.
 	RouterReady pulumi.BoolOutput `pulumi:"routerReady"`
 	// The service's name (metadata.name of the manifest).
@@ -256,6 +258,11 @@ func (o InferenceServiceOutput) PodGroupName() pulumi.StringOutput {
 // The router's InferencePool, empty without a router.
 func (o InferenceServiceOutput) PoolName() pulumi.StringOutput {
 	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.PoolName }).(pulumi.StringOutput)
+}
+
+// A shell line that sends the service one completion through its router: through `kubectl port-forward` to a standalone router's Service, or to the address its Gateway reports; empty without a router.
+func (o InferenceServiceOutput) RequestCommand() pulumi.StringOutput {
+	return o.ApplyT(func(v *InferenceService) pulumi.StringOutput { return v.RequestCommand }).(pulumi.StringOutput)
 }
 
 // True when an Endpoint Picker of the current configuration is ready to pick endpoints; false without a router.

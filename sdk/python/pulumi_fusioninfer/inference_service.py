@@ -347,6 +347,7 @@ class InferenceService(pulumi.ComponentResource):
             __props__.__dict__["node_pool_names"] = None
             __props__.__dict__["pod_group_name"] = None
             __props__.__dict__["pool_name"] = None
+            __props__.__dict__["request_command"] = None
             __props__.__dict__["router_ready"] = None
             __props__.__dict__["status"] = None
         super(InferenceService, __self__).__init__(
@@ -435,6 +436,14 @@ class InferenceService(pulumi.ComponentResource):
         The router's InferencePool, empty without a router.
         """
         return pulumi.get(self, "pool_name")
+
+    @_builtins.property
+    @pulumi.getter(name="requestCommand")
+    def request_command(self) -> pulumi.Output[_builtins.str]:
+        """
+        A shell line that sends the service one completion through its router: through `kubectl port-forward` to a standalone router's Service, or to the address its Gateway reports; empty without a router.
+        """
+        return pulumi.get(self, "request_command")
 
     @_builtins.property
     @pulumi.getter(name="routerReady")
