@@ -61,6 +61,9 @@ type Options struct {
 	FailOpen bool
 	// Listen is the address to serve on; 127.0.0.1:0 if empty.
 	Listen string
+	// Recorded, if set, is called with each request's record as it ends (a program that runs the
+	// gateway reports them in its log).
+	Recorded func(Record)
 }
 
 // Record is what happened to one request.
@@ -251,6 +254,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		g.records = append(g.records, *rec)
 		g.mu.Unlock()
+		if g.opts.Recorded != nil {
+			g.opts.Recorded(*rec)
+		}
 	}()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -6,10 +6,13 @@ package routing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
 )
 
 // A standalone router (examples/manifests/standalone-router.yaml, with GIE v1.5.0's picker: the
@@ -51,9 +55,9 @@ func TestStandaloneRouterServesThroughItsService(t *testing.T) {
 	url := "http://" + endpoint
 	t.Logf("router Service %s port %d -> endpoint %s", svc.Name, svc.Spec.Ports[0].Port, endpoint)
 
-	servers := map[string]bool{}
+	servers, serverIPs := map[string]bool{}, map[string]string{}
 	for _, p := range pods(t, namespace, name, "server") {
-		servers[p.Name] = true
+		servers[p.Name], serverIPs[p.Name] = true, p.Status.PodIP
 	}
 	require.Len(t, servers, 2)
 	var last response
@@ -72,9 +76,27 @@ func TestStandaloneRouterServesThroughItsService(t *testing.T) {
 	}
 	t.Logf("served by %v", served)
 
-	// The sidecar's ready listener, from the bootstrap's health_check filter.
+	// Each request went where the picker picked: the sidecar's records (envoy-standin logs each
+	// gateway.Record after its RecordPrefix "request:") name the picked endpoint, and the server
+	// that answered is the pod at that address.
 	proxy, err := harness.Cluster.ContainerProcess(ctx, namespace, podOfEndpoint(t, namespace, endpoint), "envoy-proxy")
 	require.NoError(t, err)
+	records := proxyRecords(t, proxy.Log)
+	var picked int
+	for _, r := range records {
+		if r.Status != http.StatusOK {
+			continue // the first tries, before the servers were Ready
+		}
+		picked++
+		require.NotEmpty(t, r.Picked, "request %s: the picker picked", r.ID)
+		host, _, err := net.SplitHostPort(r.Served)
+		require.NoError(t, err)
+		assert.Equal(t, r.Picked[0], r.Served, "request %s went to the picker's first pick", r.ID)
+		assert.Equal(t, serverIPs[r.Pod], host, "request %s: served by %s at the address the picker picked", r.ID, r.Pod)
+	}
+	assert.GreaterOrEqual(t, picked, 13, "the sidecar recorded every request served")
+
+	// The sidecar's ready listener, from the bootstrap's health_check filter.
 	ready, err := http.Get("http://" + net.JoinHostPort(proxy.PodIP, "19001") + "/ready")
 	require.NoError(t, err)
 	_ = ready.Body.Close()
@@ -83,6 +105,44 @@ func TestStandaloneRouterServesThroughItsService(t *testing.T) {
 	require.NoError(t, err)
 	_ = other.Body.Close()
 	assert.Equal(t, http.StatusNotFound, other.StatusCode, "the ready listener answers /ready only")
+
+	// The bootstrap drives the sidecar: with its ext_proc cluster on a port nothing serves (the
+	// test cluster's copy of the ConfigMap changed, the picker's pod replaced to read it), the
+	// sidecar gets no answer and, failing closed, refuses every request.
+	configs := harness.Cluster.Clientset.CoreV1().ConfigMaps(namespace)
+	cm, err := configs.Get(ctx, api.RouterProxyConfigName(name), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(cm.Data["envoy.yaml"], "port_value: 9002"), "one cluster on the picker's port")
+	cm.Data["envoy.yaml"] = strings.Replace(cm.Data["envoy.yaml"], "port_value: 9002", "port_value: 9009", 1)
+	_, err = configs.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	old := podOfEndpoint(t, namespace, endpoint)
+	require.NoError(t, harness.Cluster.Clientset.CoreV1().Pods(namespace).Delete(ctx, old, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		endpoint = serviceEndpoint(t, namespace, svc.Name, svc.Spec.Ports[0].Name)
+		return endpoint != "" && podOfEndpointOrEmpty(namespace, endpoint) != old
+	}, 90*time.Second, 500*time.Millisecond, "the router Service has the new picker pod's endpoint")
+	for i := range 3 {
+		resp := complete("http://"+endpoint, fmt.Sprintf("Refused %d", i), 2, false)
+		require.Error(t, resp.err)
+		assert.Equal(t, http.StatusInternalServerError, resp.status, "refused: %v", resp.err)
+		assert.ErrorContains(t, resp.err, "ext_proc_error")
+	}
+}
+
+// proxyRecords are the requests envoy-standin logged.
+func proxyRecords(t *testing.T, log string) []gateway.Record {
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	var out []gateway.Record
+	for _, line := range strings.Split(string(data), "\n") {
+		if text, ok := strings.CutPrefix(line, "request: "); ok {
+			var r gateway.Record
+			require.NoError(t, json.Unmarshal([]byte(text), &r))
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // serviceEndpoint is host:port of a ready endpoint of a Service's port, from its EndpointSlices.
@@ -107,16 +167,23 @@ func serviceEndpoint(t *testing.T, namespace, service, portName string) string {
 
 // podOfEndpoint is the pod at an endpoint's address.
 func podOfEndpoint(t *testing.T, namespace, endpoint string) string {
-	host, _, err := net.SplitHostPort(endpoint)
-	require.NoError(t, err)
+	name := podOfEndpointOrEmpty(namespace, endpoint)
+	require.NotEmpty(t, name, "a pod at %s", endpoint)
+	return name
+}
+
+// podOfEndpointOrEmpty is the pod at an endpoint's address, "" for none.
+func podOfEndpointOrEmpty(namespace, endpoint string) string {
+	host, _, _ := net.SplitHostPort(endpoint)
 	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
+	if err != nil {
+		return ""
+	}
 	for _, p := range list.Items {
-		if p.Status.PodIP == host {
+		if p.Status.PodIP == host && p.DeletionTimestamp == nil {
 			return p.Name
 		}
 	}
-	t.Fatalf("no pod at %s", host)
 	return ""
 }
 

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -33,6 +34,9 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/featurespace"
 )
+
+// RecordPrefix starts each line of the log that is a request's gateway.Record in JSON.
+const RecordPrefix = "request:"
 
 func main() {
 	if err := run(); err != nil {
@@ -108,6 +112,11 @@ func run() error {
 			return fmt.Errorf("listener port %d: %w", port, err)
 		}
 		opts.Listen = listen
+		opts.Recorded = func(r gateway.Record) {
+			// One line a request, for the suite's tests: what the picker picked and who served it.
+			line, _ := json.Marshal(r)
+			fmt.Printf("%s %s\n", RecordPrefix, line)
+		}
 		if gw, err = gateway.Start(context.Background(), nil, nil, opts); err != nil {
 			return err
 		}
