@@ -119,14 +119,22 @@ func TestStandaloneRouterServesThroughItsService(t *testing.T) {
 	old := podOfEndpoint(t, namespace, endpoint)
 	require.NoError(t, harness.Cluster.Clientset.CoreV1().Pods(namespace).Delete(ctx, old, metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool {
-		endpoint = serviceEndpoint(t, namespace, svc.Name, svc.Spec.Ports[0].Name)
-		return endpoint != "" && podOfEndpointOrEmpty(namespace, endpoint) != old
+		found := serviceEndpoint(t, namespace, svc.Name, svc.Spec.Ports[0].Name)
+		current := podOfEndpointOrEmpty(namespace, found)
+		if current == "" || current == old {
+			return false
+		}
+		endpoint = found
+		return true
 	}, 90*time.Second, 500*time.Millisecond, "the router Service has the new picker pod's endpoint")
 	for i := range 3 {
 		resp := complete("http://"+endpoint, fmt.Sprintf("Refused %d", i), 2, false)
 		require.Error(t, resp.err)
 		assert.Equal(t, http.StatusInternalServerError, resp.status, "refused: %v", resp.err)
 		assert.ErrorContains(t, resp.err, "ext_proc_error")
+		if i == 0 {
+			t.Logf("with ext_proc on port 9009, the new picker pod's endpoint %s: %v", endpoint, resp.err)
+		}
 	}
 }
 
@@ -172,9 +180,12 @@ func podOfEndpoint(t *testing.T, namespace, endpoint string) string {
 	return name
 }
 
-// podOfEndpointOrEmpty is the pod at an endpoint's address, "" for none.
+// podOfEndpointOrEmpty is the pod at an endpoint's address, not being deleted; "" for none.
 func podOfEndpointOrEmpty(namespace, endpoint string) string {
-	host, _, _ := net.SplitHostPort(endpoint)
+	host, _, err := net.SplitHostPort(endpoint)
+	if err != nil || host == "" {
+		return ""
+	}
 	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return ""
