@@ -93,10 +93,11 @@ func run() error {
 		if len(hcms) != 1 {
 			return fmt.Errorf("listener port %d: %d HTTP connection managers, the stand-in serves one", port, len(hcms))
 		}
-		listen := "127.0.0.1:" + strconv.Itoa(ports[port])
-		if _, ok := ports[port]; !ok {
+		loopbackPort, ok := ports[port]
+		if !ok {
 			return fmt.Errorf("listener port %d: no --listen-port for it", port)
 		}
+		listen := "127.0.0.1:" + strconv.Itoa(loopbackPort)
 		ep, err := featurespace.EnvoyExtProc(hcms[0])
 		if err != nil {
 			return err
