@@ -44,6 +44,7 @@ var (
 	gieEndpointPicker            = binary{"gie-epp", "gie-epp-v1.5.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
 	gieLightweightEndpointPicker = binary{"gie-lwepp", "gie-lwepp-v1.6.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/lwepp", GIELightweightEndpointPickerVersion}
 	loraLoader                   = binary{"fusioninfer-lora-loader", "", "./cmd/fusioninfer-lora-loader", "checkout"}
+	envoyStandin                 = binary{"envoy-standin", "", "./tests/gateway/cmd/envoy-standin", "checkout"}
 	// The engine's plugin (provider.go).
 	kubernetesProvider = binary{"pulumi-resource-kubernetes", "pulumi-kubernetes", ".", KubernetesProviderVersion}
 )

@@ -179,7 +179,7 @@ func (c *Cluster) startContainers(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	c.containers = k
-	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp; LoRA loader: this checkout's)",
+	Progress("running the pods' programs (vLLM: llm-d-inference-sim %s; Endpoint Pickers: GIE %s epp, %s lwepp; LoRA loader: this checkout's; Envoy: the test gateway from its bootstrap)",
 		InferenceSimVersion, GIEEndpointPickerVersion, GIELightweightEndpointPickerVersion)
 	return nil
 }

@@ -49,7 +49,8 @@ const noRank = -1
 // images are the container images the suite has programs for. llm-d-inference-sim stands for
 // every vLLM (as llm-d's own tests use it); an Endpoint Picker only for its own release; the LoRA
 // loader sidecar (the downloader's image at any tag: this project's release) is the loader of
-// this checkout.
+// this checkout; Envoy (a standalone router's sidecar, any tag) is the test gateway configured
+// from the container's bootstrap (envoy.go).
 var images = []image{
 	{repository: "vllm/vllm-openai", binary: inferenceSim, launches: modelServerLaunches, python: true},
 	{repository: "gateway-api-inference-extension/epp", tag: GIEEndpointPickerVersion, binary: gieEndpointPicker, launches: containerLaunch},
@@ -57,6 +58,7 @@ var images = []image{
 		launches: containerLaunch},
 	{repository: imageRepository(render.DownloaderImage), command: render.LoRALoaderCommand, binary: loraLoader, launches: loraLoaderLaunch,
 		execArgs: loraLoaderArgs},
+	{repository: "envoyproxy/envoy", binary: envoyStandin, launches: envoyLaunch},
 }
 
 // imageRepository is an image reference's repository, without its registry, tag and digest.

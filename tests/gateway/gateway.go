@@ -52,6 +52,18 @@ type Options struct {
 	// gateway configurations connect with TLS and do not verify it (its inferencepool chart's
 	// templates/istio.yaml: tls mode SIMPLE, insecureSkipVerify).
 	PlaintextEPP bool
+	// EPP, when set, is the one Endpoint Picker's address (host:port) and the gateway tracks no
+	// InferencePool: a proxy beside the picker in its pod, as a standalone router's Envoy sidecar
+	// is configured by its bootstrap (cmd/envoy-standin). The clients may then be nil.
+	EPP string
+	// FailOpen is the failure mode when EPP is set (Envoy's ext_proc failure_mode_allow); with
+	// no pool the gateway has no endpoint of its own to choose, so a failed pick is a 503 either way.
+	FailOpen bool
+	// Listen is the address to serve on; 127.0.0.1:0 if empty.
+	Listen string
+	// Recorded, if set, is called with each request's record as it ends (a program that runs the
+	// gateway reports them in its log).
+	Recorded func(Record)
 }
 
 // Record is what happened to one request.
@@ -128,9 +140,15 @@ func Start(ctx context.Context, clients kubernetes.Interface, dynamicClient dyna
 	}
 	conn.Connect()
 	g.conn = conn
+	if opts.EPP != "" {
+		g.resolver.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: opts.EPP}}})
+	}
 	// One connection a request: a connection refused is then the endpoint's, never a stale pooled one.
 	g.upstream = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}}
 
+	if opts.EPP != "" {
+		return g, g.serve()
+	}
 	namespaced := informers.NewSharedInformerFactoryWithOptions(clients, 0, informers.WithNamespace(opts.Namespace))
 	pools := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dynamicClient, 0, opts.Namespace, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.Pool).String()
@@ -158,15 +176,35 @@ func Start(ctx context.Context, clients kubernetes.Interface, dynamicClient dyna
 		g.Close()
 		return nil, fmt.Errorf("no InferencePool %s/%s", opts.Namespace, opts.Pool)
 	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err := g.serve(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// serve starts serving on opts.Listen.
+func (g *Gateway) serve() error {
+	address := g.opts.Listen
+	if address == "" {
+		address = "127.0.0.1:0"
+	}
+	listener, err := net.Listen("tcp", address)
 	if err != nil {
 		g.Close()
-		return nil, err
+		return err
 	}
 	g.URL = "http://" + listener.Addr().String()
 	g.server = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = g.server.Serve(listener) }()
-	return g, nil
+	return nil
+}
+
+// state is what the gateway knows of its pool; with a fixed EPP, that EPP and no pod of its own.
+func (g *Gateway) state() poolState {
+	if g.opts.EPP != "" {
+		return poolState{epp: []string{g.opts.EPP}, fixedFailOpen: g.opts.FailOpen}
+	}
+	return g.tracker.current()
 }
 
 // eppChanged gives the ext_proc client the EPP's endpoints.
@@ -183,7 +221,7 @@ func (g *Gateway) eppChanged(state poolState) {
 // State is what the gateway knows of its pool: the Ready pods' endpoints, the EPP's endpoints,
 // the failure mode.
 func (g *Gateway) State() (endpoints, epp []string, failureMode string) {
-	s := g.tracker.current()
+	s := g.state()
 	return s.endpoints, s.epp, s.failureMode()
 }
 
@@ -216,6 +254,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		g.records = append(g.records, *rec)
 		g.mu.Unlock()
+		if g.opts.Recorded != nil {
+			g.opts.Recorded(*rec)
+		}
 	}()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -223,7 +264,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), rec.Status)
 		return
 	}
-	state := g.tracker.current()
+	state := g.state()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	headers := r.Header.Clone()

@@ -40,11 +40,13 @@ type poolState struct {
 	endpoints []string
 	// epp are the EPP's ready endpoints, ip:port.
 	epp []string
+	// fixedFailOpen is the failure mode of a gateway with a fixed EPP (Options.EPP).
+	fixedFailOpen bool
 }
 
 // failOpen says whether the pool lets the gateway route when its EPP fails.
 func (s *poolState) failOpen() bool {
-	return s.pool != nil && s.pool.Spec.EndpointPickerRef.FailureMode == inferencev1.EndpointPickerFailOpen
+	return s.fixedFailOpen || s.pool != nil && s.pool.Spec.EndpointPickerRef.FailureMode == inferencev1.EndpointPickerFailOpen
 }
 
 // failureMode is the pool's failure mode as it is written, FailClose when unset (the API's default).

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// The Envoy sidecar of a standalone router (core/render standalone.go): no Envoy build is on a
+// registry here, so the test gateway stands for it, configured from the bootstrap the container
+// mounts (tests/gateway/cmd/envoy-standin).
+
+// envoyLaunch is the Envoy container's one process: its command line (containerCommand's, its -c
+// path mapped to the ConfigMap volume's directory) with where each container port listens on this
+// machine and the pod's address, which stands for its loopback (the picker's gRPC port in the
+// same pod is served on the pod's address, containers.go's forwarders).
+func envoyLaunch(run *containerRun) ([]launch, error) {
+	args, env, err := containerCommand(run)
+	if err != nil {
+		return nil, err
+	}
+	ports := slices.Sorted(maps.Keys(run.ports))
+	for _, p := range ports {
+		args = append(args, "--listen-port", strconv.Itoa(int(p))+"="+strconv.Itoa(run.ports[p]))
+	}
+	args = append(args, "--loopback", run.pod.Status.PodIP)
+	return []launch{{args: args, env: env, ports: ports, rank: noRank}}, nil
+}

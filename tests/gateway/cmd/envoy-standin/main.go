@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Command envoy-standin stands for a standalone router's Envoy sidecar in the test cluster: it
+// reads the Envoy bootstrap the container is given (-c) and runs the test gateway as that
+// bootstrap configures Envoy: on its serving listener's port, sending ext_proc to the cluster its
+// ext_proc filter names (address, port, TLS or not), with its message timeout and
+// failure_mode_allow, routing to the address the picker names in the header the
+// original-destination cluster reads; and answering /ready on the listener of the health_check
+// filter. What the gateway cannot do as the bootstrap asks (another processing mode, another
+// header) is refused at start, so the stand-in never runs a configuration Envoy would run
+// differently. Envoy's other flags are accepted and ignored.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/metadata"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/featurespace"
+)
+
+// RecordPrefix starts each line of the log that is a request's gateway.Record in JSON.
+const RecordPrefix = "request:"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "envoy-standin:", err)
+		os.Exit(1)
+	}
+}
+
+// portMap is --listen-port CONTAINER=LOOPBACK, repeated: where the test cluster gives each of the
+// container's ports a loopback port of its own (tests/cluster containers.go).
+type portMap map[uint32]int
+
+func (m portMap) String() string { return fmt.Sprint(map[uint32]int(m)) }
+func (m portMap) Set(v string) error {
+	from, to, ok := strings.Cut(v, "=")
+	f, err1 := strconv.ParseUint(from, 10, 32)
+	t, err2 := strconv.Atoi(to)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("want CONTAINERPORT=LOOPBACKPORT, got %q", v)
+	}
+	m[uint32(f)] = t
+	return nil
+}
+
+func run() error {
+	config := flag.String("c", "", "the Envoy bootstrap (Envoy's -c)")
+	flag.String("config-path", "", "Envoy's --config-path")
+	flag.String("service-node", "", "ignored (Envoy's)")
+	flag.String("log-level", "", "ignored (Envoy's)")
+	flag.Bool("cpuset-threads", false, "ignored (Envoy's)")
+	flag.String("drain-strategy", "", "ignored (Envoy's)")
+	flag.String("drain-time-s", "", "ignored (Envoy's)")
+	ports := portMap{}
+	flag.Var(ports, "listen-port", "CONTAINERPORT=LOOPBACKPORT: where a listener of the bootstrap listens (repeated)")
+	loopback := flag.String("loopback", "127.0.0.1", "the address that stands for the pod's loopback in the bootstrap's clusters")
+	flag.Parse()
+	if *config == "" {
+		*config = flag.Lookup("config-path").Value.String()
+	}
+	text, err := os.ReadFile(*config)
+	if err != nil {
+		return err
+	}
+	b, err := featurespace.ParseEnvoyBootstrap(string(text))
+	if err != nil {
+		return fmt.Errorf("%s: %w", *config, err)
+	}
+	managers, err := featurespace.EnvoyListenerManagers(b)
+	if err != nil {
+		return err
+	}
+	var gw *gateway.Gateway
+	for port, hcms := range managers {
+		if len(hcms) != 1 {
+			return fmt.Errorf("listener port %d: %d HTTP connection managers, the stand-in serves one", port, len(hcms))
+		}
+		loopbackPort, ok := ports[port]
+		if !ok {
+			return fmt.Errorf("listener port %d: no --listen-port for it", port)
+		}
+		listen := "127.0.0.1:" + strconv.Itoa(loopbackPort)
+		ep, err := featurespace.EnvoyExtProc(hcms[0])
+		if err != nil {
+			return err
+		}
+		if ep == nil {
+			if err := serveReady(hcms[0], listen); err != nil {
+				return fmt.Errorf("listener port %d: %w", port, err)
+			}
+			continue
+		}
+		opts, err := gatewayOptions(b.GetStaticResources().GetClusters(), hcms[0], ep, *loopback)
+		if err != nil {
+			return fmt.Errorf("listener port %d: %w", port, err)
+		}
+		opts.Listen = listen
+		opts.Recorded = func(r gateway.Record) {
+			// One line a request, for the suite's tests: what the picker picked and who served it.
+			line, _ := json.Marshal(r)
+			fmt.Printf("%s %s\n", RecordPrefix, line)
+		}
+		if gw, err = gateway.Start(context.Background(), nil, nil, opts); err != nil {
+			return err
+		}
+		fmt.Printf("listener %d on %s: ext_proc to %s (plaintext %v), message timeout %s, fail open %v\n",
+			port, gw.URL, opts.EPP, opts.PlaintextEPP, opts.MessageTimeout, opts.FailOpen)
+	}
+	if gw == nil {
+		return fmt.Errorf("%s: no listener with an ext_proc filter", *config)
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	<-signals
+	gw.Close()
+	return nil
+}
+
+// gatewayOptions are the gateway's settings from the serving listener's connection manager and
+// ext_proc filter and the clusters they name.
+func gatewayOptions(clusters []*clusterv3.Cluster, hcm *hcmv3.HttpConnectionManager, ep *extprocv3.ExternalProcessor, loopback string) (gateway.Options, error) {
+	var opts gateway.Options
+	// The gateway sends the headers, then the whole body (end_of_stream), and passes the response
+	// headers and body through the picker as they come: ext_proc's SEND and FULL_DUPLEX_STREAMED.
+	mode := ep.GetProcessingMode()
+	if mode.GetRequestHeaderMode().String() != "SEND" || mode.GetResponseHeaderMode().String() != "SEND" ||
+		mode.GetRequestBodyMode().String() != "FULL_DUPLEX_STREAMED" || mode.GetResponseBodyMode().String() != "FULL_DUPLEX_STREAMED" {
+		return opts, fmt.Errorf("ext_proc processing mode %v: the gateway speaks headers SEND and bodies FULL_DUPLEX_STREAMED only", mode)
+	}
+	opts.MessageTimeout = ep.GetMessageTimeout().AsDuration()
+	if opts.MessageTimeout == 0 {
+		opts.MessageTimeout = 200 * time.Millisecond // ext_proc.proto: message_timeout defaults to 200 ms
+	}
+	opts.FailOpen = ep.GetFailureModeAllow()
+	name := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName()
+	extProc := clusterNamed(clusters, name)
+	if extProc == nil {
+		return opts, fmt.Errorf("the ext_proc filter's cluster %q is not in the bootstrap", name)
+	}
+	eps := extProc.GetLoadAssignment().GetEndpoints()
+	if len(eps) != 1 || len(eps[0].GetLbEndpoints()) != 1 {
+		return opts, fmt.Errorf("ext_proc cluster %s: the stand-in sends to one endpoint", name)
+	}
+	sa := eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
+	host := sa.GetAddress()
+	if host == "127.0.0.1" || host == "::1" || host == "localhost" {
+		host = loopback
+	}
+	opts.EPP = net.JoinHostPort(host, strconv.Itoa(int(sa.GetPortValue())))
+	switch ts := extProc.GetTransportSocket(); {
+	case ts == nil:
+		opts.PlaintextEPP = true
+	case ts.GetName() != "envoy.transport_sockets.tls":
+		return opts, fmt.Errorf("ext_proc cluster %s: transport socket %s, the stand-in speaks TLS or plaintext", name, ts.GetName())
+	}
+	// Every route must go to an original-destination cluster reading the picker's header.
+	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			c := clusterNamed(clusters, r.GetRoute().GetCluster())
+			if c == nil || c.GetType() != clusterv3.Cluster_ORIGINAL_DST {
+				return opts, fmt.Errorf("route %s: cluster %q is not an ORIGINAL_DST cluster", r.GetMatch().GetPrefix(), r.GetRoute().GetCluster())
+			}
+			lb := c.GetOriginalDstLbConfig()
+			if !lb.GetUseHttpHeader() || !strings.EqualFold(lb.GetHttpHeaderName(), metadata.DestinationEndpointKey) {
+				return opts, fmt.Errorf("cluster %s routes by header %q (use_http_header %v), the gateway by %s",
+					c.GetName(), lb.GetHttpHeaderName(), lb.GetUseHttpHeader(), metadata.DestinationEndpointKey)
+			}
+		}
+	}
+	return opts, nil
+}
+
+func clusterNamed(clusters []*clusterv3.Cluster, name string) *clusterv3.Cluster {
+	for _, c := range clusters {
+		if c.GetName() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// serveReady serves a listener of Envoy's health_check filter: 200 to a request whose headers
+// match the filter's (":path" for the path), as the filter answers when not in pass-through mode
+// and the server is not draining. Its other routes (the bootstrap's /stats/prometheus to the
+// admin interface) are not served: 404.
+func serveReady(hcm *hcmv3.HttpConnectionManager, listen string) error {
+	var hc *healthcheckv3.HealthCheck
+	for _, f := range hcm.GetHttpFilters() {
+		var c healthcheckv3.HealthCheck
+		if a := f.GetTypedConfig(); a != nil && a.MessageIs(&c) {
+			if err := a.UnmarshalTo(&c); err != nil {
+				return err
+			}
+			hc = &c
+		}
+	}
+	if hc == nil {
+		return fmt.Errorf("neither an ext_proc nor a health_check filter")
+	}
+	if hc.GetPassThroughMode().GetValue() {
+		return fmt.Errorf("health_check in pass-through mode: the stand-in has no upstream to pass to")
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range hc.GetHeaders() {
+			value := r.Header.Get(h.GetName())
+			if h.GetName() == ":path" {
+				value = r.URL.Path
+			}
+			if exact := h.GetStringMatch().GetExact(); value != exact {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	go func() { _ = http.Serve(l, handler) }() //nolint:gosec // a test program on loopback
+	return nil
+}
