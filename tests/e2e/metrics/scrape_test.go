@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +34,7 @@ import (
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/dashboards"
 )
 
 const (
@@ -68,7 +71,7 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	harness.AddGPUNodes(t, "metrics", 2)
 	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
 		return &inferenceservice.Args{Namespace: namespace,
-			Monitoring: &api.Monitoring{PodMonitors: true, PrometheusAddress: harness.Cluster.PrometheusURL},
+			Monitoring: &api.Monitoring{PodMonitors: true, Dashboard: true, PrometheusAddress: harness.Cluster.PrometheusURL},
 			Roles: []inferenceservice.RoleArgs{{
 				Name: "server", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(1), Template: serverWithoutPorts(),
 				Autoscaling: &api.Autoscaling{MinReplicas: ptr.To(1), MaxReplicas: 2, Metric: api.MetricRequestsWaiting, Target: 2, ScaleDownDelay: "30s"},
@@ -161,6 +164,15 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		}
 		return fmt.Errorf("inference_pool_ready_pods: %v", got)
 	})
+	// Every panel of the deployed dashboard answers from what Prometheus scraped under load.
+	boards := deployedDashboards(t)
+	require.NoError(t, harness.Cluster.ScrapePodMonitors(context.Background()))
+	dashboards.PanelsAnswer(t, harness.Cluster.PrometheusURL, boards, withoutKubeStateMetrics...)
+	if os.Getenv("FUSIONINFER_WRITE_PICTURE") == "1" {
+		// Two more minutes of load, so the picture's rates and quantiles have a window to show.
+		time.Sleep(2 * time.Minute)
+		writePicture(t, boards[0], start.Add(-time.Minute), time.Now())
+	}
 	failed := stop()
 	assert.Empty(t, failed, "every request of the load was served")
 
@@ -259,4 +271,36 @@ func elasticReplicasReady(t *testing.T, want int) error {
 		return fmt.Errorf("%s: %d replicas, %d pods, %d Ready", name, replicas, len(pods.Items), ready)
 	}
 	return nil
+}
+
+// withoutKubeStateMetrics: the simulated cluster runs no kube-state-metrics, so the replicas
+// panel's desired and ready series (kube_statefulset_*) have no exporter here; its "scraped up"
+// query is asked.
+var withoutKubeStateMetrics = []string{"kube_statefulset_replicas", "kube_statefulset_status_replicas_ready"}
+
+// deployedDashboards are the dashboards of the deployed service, read back from its ConfigMap
+// (the one the Grafana sidecar loads).
+func deployedDashboards(t *testing.T) []string {
+	t.Helper()
+	cm, err := harness.Cluster.Clientset.CoreV1().ConfigMaps(namespace).Get(context.Background(), api.DashboardName("chat"), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "1", cm.Labels[render.GrafanaDashboardLabel])
+	var out []string
+	for _, v := range cm.Data {
+		out = append(out, v)
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// writePicture draws the dashboard from Prometheus' range queries over the load into
+// docs/images/monitoring.png (make monitoring-picture).
+func writePicture(t *testing.T, board string, from, to time.Time) {
+	t.Helper()
+	png, err := dashboards.Picture(context.Background(), harness.Cluster.PrometheusURL, board, from, to, 5*time.Second)
+	require.NoError(t, err)
+	out := filepath.Join("..", "..", "..", "docs", "images", "monitoring.png")
+	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+	require.NoError(t, os.WriteFile(out, png, 0o644))
+	t.Logf("wrote %s (%d bytes)", out, len(png))
 }
