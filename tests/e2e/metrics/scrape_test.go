@@ -22,6 +22,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,6 +86,20 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	s.Up()
 	t.Cleanup(s.Destroy)
 
+	// The picker's metrics token: kube-controller-manager's token controller fills the Secret.
+	tokenName := api.EndpointPickerMetricsTokenName("chat")
+	var token string
+	waitFor(t, "the picker's metrics token Secret holds a token", time.Minute, func() error {
+		secret, err := harness.Cluster.Clientset.CoreV1().Secrets(namespace).Get(context.Background(), tokenName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if token = string(secret.Data["token"]); token == "" {
+			return fmt.Errorf("%s has no token yet", tokenName)
+		}
+		return nil
+	})
+
 	// Both PodMonitors have their pod as a target, scraped up: the server on the port the render
 	// declared, the Endpoint Picker on its metrics port.
 	harness.ScrapedPrometheus(t)
@@ -99,6 +115,14 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		"the PodMonitor's relabelings name the service, role and replica")
 	epp := pools[fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "router"))]
 	require.Len(t, epp, 1, "the router's PodMonitor has the Endpoint Picker as its one target: %v", pools)
+	// The picker reviews who reads its metrics (--metrics-endpoint-auth on): Prometheus, scraping
+	// with the token its PodMonitor names, is let in (the target is up, above); without a token,
+	// or with one of an account not granted /metrics, a reader is refused.
+	assert.Equal(t, http.StatusOK, metricsStatus(t, epp[0].ScrapeURL, token), "with the PodMonitor's token")
+	assert.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, metricsStatus(t, epp[0].ScrapeURL, ""),
+		"without a token the picker refuses its metrics")
+	assert.Equal(t, http.StatusForbidden, metricsStatus(t, epp[0].ScrapeURL, unprivilegedToken(t)),
+		"an account not granted /metrics is refused")
 	require.NotEmpty(t, harness.PromQuery(t, `vllm:num_requests_waiting{namespace="metrics",pod="chat-server-0-0"}`),
 		"the server's vLLM metrics are scraped")
 
@@ -303,4 +327,33 @@ func writePicture(t *testing.T, board string, from, to time.Time) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 	require.NoError(t, os.WriteFile(out, png, 0o644))
 	t.Logf("wrote %s (%d bytes)", out, len(png))
+}
+
+// metricsStatus is the status of a GET of url with token as bearer (none if empty).
+func metricsStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+// unprivilegedToken is a token (TokenRequest) of a ServiceAccount "reader" of the namespace: an
+// account the API server authenticates that no role grants /metrics.
+func unprivilegedToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	accounts := harness.Cluster.Clientset.CoreV1().ServiceAccounts(namespace)
+	if _, err := accounts.Get(ctx, "reader", metav1.GetOptions{}); err != nil {
+		_, err = accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	tr, err := accounts.CreateToken(ctx, "reader", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return tr.Status.Token
 }
