@@ -253,9 +253,19 @@ func sendLoad(url string, clients, maxTokens int) func() []string {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, check func() error) {
 	t.Helper()
+	var mu sync.Mutex
 	var last error
-	require.Eventually(t, func() bool { last = check(); return last == nil }, timeout, time.Second,
-		"%s: %v", what, func() error { return last }())
+	if !assert.Eventually(t, func() bool {
+		err := check()
+		mu.Lock()
+		defer mu.Unlock()
+		last = err
+		return err == nil
+	}, timeout, time.Second, what) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%s: %v", what, last) // the last check's error (Eventually's message is formatted before it runs)
+	}
 	testcluster.Progress("%s", what)
 }
 
