@@ -172,13 +172,18 @@ bench-cluster:
 bench-routing:
 	$(GO) test -tags e2e -count=1 -run '^$$' -bench Routing -benchtime 1000x -timeout 45m ./tests/e2e/routing
 
-## monitoring-picture: docs/images/monitoring.png, the picture of docs/monitoring.md: the main dashboard's
-## panels (examples/manifests/llama-router.yaml's) drawn from the range queries of the Prometheus at
-## PROMETHEUS, one that scraped the service's PodMonitors in the last 30 minutes.
+## monitoring-picture: docs/images/monitoring.png, the picture of docs/monitoring.md. Without PROMETHEUS,
+## tests/e2e/metrics' load test draws it (FUSIONINFER_WRITE_PICTURE=1): its service's dashboard from
+## the range queries of the Prometheus that scraped its PodMonitors under load. With
+## PROMETHEUS=http://HOST:PORT, the main dashboard's panels (examples/manifests/llama-router.yaml's)
+## from that Prometheus, one that scraped the service in the last 30 minutes.
 monitoring-picture:
-	@test -n "$(PROMETHEUS)" || { echo "monitoring-picture: give PROMETHEUS=http://HOST:PORT, a Prometheus that scraped the service"; exit 1; }
 	mkdir -p docs/images
-	$(GO) run ./tests/kit/dashboards/cmd/monitoring-picture -prometheus $(PROMETHEUS) -o docs/images/monitoring.png
+	@if [ -n "$(PROMETHEUS)" ]; then \
+		$(GO) run ./tests/kit/dashboards/cmd/monitoring-picture -prometheus $(PROMETHEUS) -o docs/images/monitoring.png; \
+	else \
+		FUSIONINFER_WRITE_PICTURE=1 $(GO) test -tags e2e -count=1 -v -timeout 30m ./tests/e2e/metrics -run TestLoadThroughTheRouterScalesTheRole; \
+	fi
 
 ## golden: rewrite the cores' golden files (the services', the Platform's) after an intended change; review the diff.
 golden:

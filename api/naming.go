@@ -44,8 +44,14 @@ func PodGroupName(serviceName string) string { return serviceName }
 func KarpenterNodePoolName(serviceName, poolName string) string { return serviceName + "-" + poolName }
 
 // Names of a router's objects.
-func PoolName(serviceName string) string                 { return serviceName + "-pool" }
-func EndpointPickerName(serviceName string) string       { return serviceName + "-epp" }
+func PoolName(serviceName string) string           { return serviceName + "-pool" }
+func EndpointPickerName(serviceName string) string { return serviceName + "-epp" }
+
+// EndpointPickerMetricsTokenName is the Secret holding a token of the Endpoint Picker's
+// ServiceAccount, which its PodMonitor scrapes /metrics with: {service}-epp-metrics-token.
+func EndpointPickerMetricsTokenName(serviceName string) string {
+	return serviceName + "-epp-metrics-token"
+}
 func EndpointPickerConfigName(serviceName string) string { return serviceName + "-epp-config" }
 func HTTPRouteName(serviceName string) string            { return serviceName + "-httproute" }
 func ShadowServiceName(serviceName string) string        { return serviceName + "-shadow" }

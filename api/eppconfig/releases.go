@@ -287,10 +287,16 @@ type Flags struct {
 	Replicas                              int
 }
 
+// MetricsAuth: the release's picker authenticates and authorizes who reads its /metrics
+// (--metrics-endpoint-auth, on by default: GIE v1.2.0 cmd/epp/runner/runner.go, v1.5.0
+// pkg/epp/server/options.go NewOptions, and llm-d-router's fork of it); lwepp has no such flag
+// and serves its metrics to anyone.
+func (r Release) MetricsAuth() bool { return releases[r].diagnostics }
+
 // Args are the EPP's command line: as the release's chart or manifests pass it (GIE v1.5.0's
 // config/charts/epplib/templates/_deployment.yaml; lwepp's in GIE v1.6.0's
-// conformance/resources/base.yaml), with the ports and pool always explicit, the metrics served
-// without token review (no ClusterRole is rendered), no tracing, JSON logs. A metric-name flag only
+// conformance/resources/base.yaml), with the ports and pool always explicit, the metrics behind
+// token review where the release has it (MetricsAuth), no tracing, JSON logs. A metric-name flag only
 // where the release reads the metric from it alone: GIE v1.2.0's --kv-cache-usage-percentage-metric
 // with vLLM's current name (vllm.MetricKVCacheUsage); the later EPPs refuse metric-name flags
 // (metric names belong in the configuration's data layer).
@@ -305,7 +311,10 @@ func (r Release) Args(f Flags) []string {
 		"--grpc-health-port", strconv.Itoa(f.GRPCHealthPort),
 		"--metrics-port", strconv.Itoa(f.MetricsPort))
 	if rel.diagnostics {
-		args = append(args, "--metrics-endpoint-auth=false", "--tracing=false")
+		// Metrics auth stays on (its default): the picker reviews the scraper's token
+		// (core/render routerauth.go), as GIE's chart runs it unless auth is disabled
+		// (config/charts/epplib/templates/_deployment.yaml).
+		args = append(args, "--tracing=false")
 	}
 	if rel.kvCacheMetricFlag {
 		args = append(args, "--kv-cache-usage-percentage-metric", vllm.MetricKVCacheUsage)

@@ -28,7 +28,8 @@ const (
 func podMonitorSuffix(roleName string) string { return roleName + "-podmonitor" }
 
 // monitoringRefs are the service's PodMonitors (a serving role's servers, the router's Endpoint
-// Picker) and its dashboard, when spec.monitoring asks for them. Nothing depends on them.
+// Picker) and its dashboard, when spec.monitoring asks for them. Nothing depends on them; the
+// router's waits for its token Secret.
 func monitoringRefs(svc *api.InferenceService) []Ref {
 	m := svc.Spec.Monitoring
 	if m == nil {
@@ -38,8 +39,12 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 	if m.PodMonitors {
 		for i := range svc.Spec.Roles {
 			role := &svc.Spec.Roles[i]
-			refs = append(refs, Ref{TypeMeta: KindPodMonitor, Name: api.PodMonitorName(svc.Name, role.Name), Namespace: svc.Namespace,
-				Suffix: podMonitorSuffix(role.Name), Role: role.Name})
+			ref := Ref{TypeMeta: KindPodMonitor, Name: api.PodMonitorName(svc.Name, role.Name), Namespace: svc.Namespace,
+				Suffix: podMonitorSuffix(role.Name), Role: role.Name}
+			if role.ComponentType == api.ComponentTypeRouter && role.EndpointPickerRelease().MetricsAuth() {
+				ref.DependsOn = []string{suffixEPPMetricsToken} // the scraper's token (routerauth.go)
+			}
+			refs = append(refs, ref)
 		}
 	}
 	if m.Dashboard {
@@ -64,6 +69,10 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 	case role.ComponentType == api.ComponentTypeRouter:
 		selector = routing.eppSelector()
 		endpoint.Port = ptr.To(eppMetricsPortName)
+		if routing.release().MetricsAuth() { // routerauth.go: a token the picker's review accepts
+			endpoint.Authorization = &monitoringv1.SafeAuthorization{Credentials: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerMetricsTokenName(svc.Name)}, Key: eppTokenKey}}
+		}
 		endpoints = append(endpoints, endpoint)
 	case role.DataParallel():
 		// Every pod runs ranks, each its own server with its own metrics, on port + local rank

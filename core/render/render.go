@@ -18,6 +18,7 @@ var bodyFields = map[TypeMeta][]string{
 	KindConfigMap:          {"data"},
 	KindClusterRole:        {"rules"},
 	KindClusterRoleBinding: {"subjects", "roleRef"},
+	KindSecret:             {"type"}, // the picker's metrics token: the type is what the token controller fills
 }
 
 // BodyFields are the top-level fields an object of the kind carries besides apiVersion, kind and

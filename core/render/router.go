@@ -41,12 +41,16 @@ const (
 	suffixEPPServiceAccount = "epp-serviceaccount"
 	suffixEPPRole           = "epp-role"
 	suffixEPPRoleBinding    = "epp-rolebinding"
-	suffixEPPConfig         = "epp-config"
-	suffixEPPDeployment     = "epp-deployment"
-	suffixEPPService        = "epp-service"
-	suffixPool              = "pool"
-	suffixShadowService     = "shadow-service"
-	suffixHTTPRoute         = "httproute"
+	// The picker's metrics auth (routerauth.go).
+	suffixEPPAuthClusterRole        = "epp-auth-clusterrole"
+	suffixEPPAuthClusterRoleBinding = "epp-auth-clusterrolebinding"
+	suffixEPPMetricsToken           = "epp-metrics-token"
+	suffixEPPConfig                 = "epp-config"
+	suffixEPPDeployment             = "epp-deployment"
+	suffixEPPService                = "epp-service"
+	suffixPool                      = "pool"
+	suffixShadowService             = "shadow-service"
+	suffixHTTPRoute                 = "httproute"
 )
 
 // The Endpoint Picker's ports and files, as the upstream inferencepool chart sets them.
@@ -88,6 +92,9 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 	// unless nothing is.
 	release := router.EndpointPickerRelease()
 	needs := []string{suffixEPPRoleBinding}
+	if release.MetricsAuth() {
+		needs = append(needs, suffixEPPAuthClusterRoleBinding)
+	}
 	if release.ReadsConfig() {
 		needs = append(needs, suffixEPPConfig)
 	}
@@ -103,6 +110,7 @@ func routerRefs(svc *api.InferenceService, after []string) []Ref {
 		routerRef(svc, KindRole, eppName, suffixEPPRole),
 		routerRef(svc, KindRoleBinding, eppName, suffixEPPRoleBinding, suffixEPPServiceAccount, suffixEPPRole),
 	}
+	refs = append(refs, metricsAuthRefs(svc, release)...)
 	if release.ReadsConfig() { // lwepp reads none
 		refs = append(refs, routerRef(svc, KindConfigMap, api.EndpointPickerConfigName(svc.Name), suffixEPPConfig))
 	}
@@ -174,6 +182,8 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.rules()}, nil
 	case suffixEPPRoleBinding:
 		return r.roleBinding(ref), nil
+	case suffixEPPAuthClusterRole, suffixEPPAuthClusterRoleBinding, suffixEPPMetricsToken:
+		return r.metricsAuthObject(ref), nil
 	case suffixEPPConfig:
 		return &corev1.ConfigMap{TypeMeta: typeMeta(KindConfigMap), ObjectMeta: r.meta(ref), Data: map[string]string{eppConfigFile: r.configText}}, nil
 	case suffixEPPDeployment:
@@ -300,8 +310,8 @@ func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
 }
 
 // deployment is the Endpoint Picker, as the upstream inferencepool chart deploys it: one active
-// replica (Recreate, so an old leader never blocks the new one), gRPC health probes, no
-// cluster-wide permission (metrics are served without token review), a non-root read-only container.
+// replica (Recreate, so an old leader never blocks the new one), gRPC health probes, its metrics
+// behind token review where the release has it (routerauth.go), a non-root read-only container.
 // In standalone mode the pod runs the router's proxy beside the picker (standalone.go).
 func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 	labels := r.labels()

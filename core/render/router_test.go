@@ -69,15 +69,16 @@ func TestRouterObjectsAndOrder(t *testing.T) {
 	tree := story(t, "llama-router.yaml")
 	assert.Equal(t, []string{
 		"LeaderWorkerSet/llama-8b-server-0", "LeaderWorkerSet/llama-8b-server-1", "LeaderWorkerSet/llama-8b-server-2", "LeaderWorkerSet/llama-8b-server-3",
-		"ServiceAccount/llama-8b-epp", "Role/llama-8b-epp", "RoleBinding/llama-8b-epp", "ConfigMap/llama-8b-epp-config",
-		"Deployment/llama-8b-epp", "Service/llama-8b-epp", "InferencePool/llama-8b-pool", "Service/llama-8b-shadow", "HTTPRoute/llama-8b-httproute",
+		"ServiceAccount/llama-8b-epp", "Role/llama-8b-epp", "RoleBinding/llama-8b-epp",
+		"ClusterRole/llm-llama-8b-epp-metrics-auth", "ClusterRoleBinding/llm-llama-8b-epp-metrics-auth", "Secret/llama-8b-epp-metrics-token",
+		"ConfigMap/llama-8b-epp-config", "Deployment/llama-8b-epp", "Service/llama-8b-epp", "InferencePool/llama-8b-pool", "Service/llama-8b-shadow", "HTTPRoute/llama-8b-httproute",
 		"PodMonitor/llama-8b-server", "PodMonitor/llama-8b-router", "ConfigMap/llama-8b-dashboard",
 	}, names(tree), "the monitoring last: nothing depends on it")
 	route := refWithSuffix(t, tree, "httproute")
 	assert.Equal(t, []string{"pool", "epp-deployment", "server-0", "server-1", "server-2", "server-3"}, route.DependsOn,
 		"the route attaches after the pool, the Endpoint Picker and the awaited replicas")
-	deployment := tree.Objects[8]
-	assert.Equal(t, []string{"epp-rolebinding", "epp-config", "server-3"}, deployment.DependsOn,
+	deployment := tree.Objects[11]
+	assert.Equal(t, []string{"epp-rolebinding", "epp-auth-clusterrolebinding", "epp-config", "server-3"}, deployment.DependsOn,
 		"the router rolls out last, after the servers' last batch")
 	assert.True(t, deployment.Awaited)
 }
@@ -181,7 +182,7 @@ func TestEndpointPickerReleases(t *testing.T) {
 	base := []string{"--pool-name", "llama-8b-pool", "--pool-namespace", "llm", "--pool-group", "inference.networking.k8s.io"}
 	ports := []string{"--grpc-port", "9002", "--grpc-health-port", "9003", "--metrics-port", "9090"}
 	withConfig := append(append(append(slices.Clone(base), "--config-file", "/config/config.yaml"), ports...),
-		"--metrics-endpoint-auth=false", "--tracing=false", "--zap-encoder", "json")
+		"--tracing=false", "--zap-encoder", "json")
 	for _, tc := range []struct {
 		release api.EndpointPickerRelease
 		image   string
@@ -194,7 +195,7 @@ func TestEndpointPickerReleases(t *testing.T) {
 		// vLLM's old name: vllm.MetricKVCacheUsage).
 		{api.EPPReleaseGIE, "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0",
 			append(append(append(slices.Clone(base), "--config-file", "/config/config.yaml"), ports...),
-				"--metrics-endpoint-auth=false", "--tracing=false", "--kv-cache-usage-percentage-metric", "vllm:kv_cache_usage_perc",
+				"--tracing=false", "--kv-cache-usage-percentage-metric", "vllm:kv_cache_usage_perc",
 				"--zap-encoder", "json"), "inference.networking.x-k8s.io/v1alpha1"},
 		// GIE v1.6.0's conformance/resources/base.yaml runs it with the pool, ports and JSON logs.
 		{api.EPPReleaseLWEPP, "registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0",

@@ -2,7 +2,10 @@
 
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+)
 
 // kubeControllers are the kube-controller-manager controllers the suites need: the garbage
 // collector (pulumi-kubernetes deletes with foreground propagation, which only it completes),
@@ -10,12 +13,14 @@ import "fmt"
 // The volume controllers bind claims (to volumes the host-path provisioner makes, for storage
 // classes of provisioner kubernetes.io/host-path, which the e2e harness makes) and hold a claim while
 // pods use it. The disruption controller keeps PodDisruptionBudgets' status, which the eviction
-// API decides by (the Endpoint Picker's budget, tests/e2e/routing). No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict
+// API decides by (the Endpoint Picker's budget, tests/e2e/routing). The token controller fills
+// service-account-token Secrets (the Endpoint Picker's metrics token, which its PodMonitor scrapes
+// with: tests/e2e/metrics). No node-lifecycle controller: kwok's nodes send no heartbeats, and it would evict
 // their pods.
 var kubeControllers = "garbage-collector-controller,namespace-controller,statefulset-controller," +
 	"deployment-controller,replicaset-controller,job-controller,endpoints-controller,endpointslice-controller," +
 	"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller," +
-	"disruption-controller"
+	"disruption-controller,serviceaccount-token-controller"
 
 // HostPathProvisioner is the provisioner kube-controller-manager runs with
 // --enable-hostpath-provisioner (for tests: its volumes are directories under /tmp of this
@@ -40,7 +45,8 @@ func (c *Cluster) startKubeControllers(hpa bool) error {
 		args = append(args, "--horizontal-pod-autoscaler-sync-period=5s")
 	}
 	if err := c.start("kube-controller-manager", controllerManager, append([]string{"--kubeconfig", c.Kubeconfig,
-		"--leader-elect=false", "--secure-port=0", "--controllers", controllers, "--enable-hostpath-provisioner"}, args...)...); err != nil {
+		"--leader-elect=false", "--secure-port=0", "--controllers", controllers, "--enable-hostpath-provisioner",
+		"--service-account-private-key-file", filepath.Join(c.Dir, "sa.key")}, args...)...); err != nil {
 		return err
 	}
 	if err := c.start("kube-scheduler", scheduler, "--kubeconfig", c.Kubeconfig,

@@ -29,6 +29,7 @@ func (c *cluster) kinds() resources {
 		{Group: "batch", Version: "v1", Kind: "Job"}:                             "jobs",
 		{Version: "v1", Kind: "ServiceAccount"}:                                  "serviceaccounts",
 		{Version: "v1", Kind: "ConfigMap"}:                                       "configmaps",
+		{Version: "v1", Kind: "Secret"}:                                          "secrets", // the picker's metrics token
 		{Version: "v1", Kind: "Service"}:                                         "services",
 		{Group: "apps", Version: "v1", Kind: "Deployment"}:                       "deployments",
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:        "roles",
@@ -36,7 +37,7 @@ func (c *cluster) kinds() resources {
 	} {
 		mapping[gvk] = resourceInfo{gvr: gvk.GroupVersion().WithResource(resource), namespaced: true}
 	}
-	// The cluster-scoped kinds FMA's controller install emits.
+	// The cluster-scoped kinds FMA's controller install and the picker's metrics auth emit.
 	for gvk, resource := range map[schema.GroupVersionKind]string{
 		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}:                 "customresourcedefinitions",
 		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}:        "validatingadmissionpolicies",

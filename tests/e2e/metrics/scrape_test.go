@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +36,7 @@ import (
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/dashboards"
 )
 
 const (
@@ -68,7 +73,7 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	harness.AddGPUNodes(t, "metrics", 2)
 	s := harness.NewStack(t, harness.ComponentProgram("chat", func() *inferenceservice.Args {
 		return &inferenceservice.Args{Namespace: namespace,
-			Monitoring: &api.Monitoring{PodMonitors: true, PrometheusAddress: harness.Cluster.PrometheusURL},
+			Monitoring: &api.Monitoring{PodMonitors: true, Dashboard: true, PrometheusAddress: harness.Cluster.PrometheusURL},
 			Roles: []inferenceservice.RoleArgs{{
 				Name: "server", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(1), Template: serverWithoutPorts(),
 				Autoscaling: &api.Autoscaling{MinReplicas: ptr.To(1), MaxReplicas: 2, Metric: api.MetricRequestsWaiting, Target: 2, ScaleDownDelay: "30s"},
@@ -80,6 +85,20 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	}))
 	s.Up()
 	t.Cleanup(s.Destroy)
+
+	// The picker's metrics token: kube-controller-manager's token controller fills the Secret.
+	tokenName := api.EndpointPickerMetricsTokenName("chat")
+	var token string
+	waitFor(t, "the picker's metrics token Secret holds a token", time.Minute, func() error {
+		secret, err := harness.Cluster.Clientset.CoreV1().Secrets(namespace).Get(context.Background(), tokenName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if token = string(secret.Data["token"]); token == "" {
+			return fmt.Errorf("%s has no token yet", tokenName)
+		}
+		return nil
+	})
 
 	// Both PodMonitors have their pod as a target, scraped up: the server on the port the render
 	// declared, the Endpoint Picker on its metrics port.
@@ -96,6 +115,14 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		"the PodMonitor's relabelings name the service, role and replica")
 	epp := pools[fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "router"))]
 	require.Len(t, epp, 1, "the router's PodMonitor has the Endpoint Picker as its one target: %v", pools)
+	// The picker reviews who reads its metrics (--metrics-endpoint-auth on): Prometheus, scraping
+	// with the token its PodMonitor names, is let in (the target is up, above); without a token,
+	// or with one of an account not granted /metrics, a reader is refused.
+	assert.Equal(t, http.StatusOK, metricsStatus(t, epp[0].ScrapeURL, token), "with the PodMonitor's token")
+	assert.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, metricsStatus(t, epp[0].ScrapeURL, ""),
+		"without a token the picker refuses its metrics")
+	assert.Equal(t, http.StatusForbidden, metricsStatus(t, epp[0].ScrapeURL, unprivilegedToken(t)),
+		"an account not granted /metrics is refused")
 	require.NotEmpty(t, harness.PromQuery(t, `vllm:num_requests_waiting{namespace="metrics",pod="chat-server-0-0"}`),
 		"the server's vLLM metrics are scraped")
 
@@ -161,6 +188,15 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		}
 		return fmt.Errorf("inference_pool_ready_pods: %v", got)
 	})
+	// Every panel of the deployed dashboard answers from what Prometheus scraped under load.
+	boards := deployedDashboards(t)
+	require.NoError(t, harness.Cluster.ScrapePodMonitors(context.Background()))
+	dashboards.PanelsAnswer(t, harness.Cluster.PrometheusURL, boards, withoutKubeStateMetrics...)
+	if os.Getenv("FUSIONINFER_WRITE_PICTURE") == "1" {
+		// Two more minutes of load, so the picture's rates and quantiles have a window to show.
+		time.Sleep(2 * time.Minute)
+		writePicture(t, boards[0], start.Add(-time.Minute), time.Now())
+	}
 	failed := stop()
 	assert.Empty(t, failed, "every request of the load was served")
 
@@ -217,9 +253,19 @@ func sendLoad(url string, clients, maxTokens int) func() []string {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, check func() error) {
 	t.Helper()
+	var mu sync.Mutex
 	var last error
-	require.Eventually(t, func() bool { last = check(); return last == nil }, timeout, time.Second,
-		"%s: %v", what, func() error { return last }())
+	if !assert.Eventually(t, func() bool {
+		err := check()
+		mu.Lock()
+		defer mu.Unlock()
+		last = err
+		return err == nil
+	}, timeout, time.Second, what) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%s: %v", what, last) // the last check's error (Eventually's message is formatted before it runs)
+	}
 	testcluster.Progress("%s", what)
 }
 
@@ -259,4 +305,65 @@ func elasticReplicasReady(t *testing.T, want int) error {
 		return fmt.Errorf("%s: %d replicas, %d pods, %d Ready", name, replicas, len(pods.Items), ready)
 	}
 	return nil
+}
+
+// withoutKubeStateMetrics: the simulated cluster runs no kube-state-metrics, so the replicas
+// panel's desired and ready series (kube_statefulset_*) have no exporter here; its "scraped up"
+// query is asked.
+var withoutKubeStateMetrics = []string{"kube_statefulset_replicas", "kube_statefulset_status_replicas_ready"}
+
+// deployedDashboards are the dashboards of the deployed service, read back from its ConfigMap
+// (the one the Grafana sidecar loads).
+func deployedDashboards(t *testing.T) []string {
+	t.Helper()
+	cm, err := harness.Cluster.Clientset.CoreV1().ConfigMaps(namespace).Get(context.Background(), api.DashboardName("chat"), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "1", cm.Labels[render.GrafanaDashboardLabel])
+	var out []string
+	for _, v := range cm.Data {
+		out = append(out, v)
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// writePicture draws the dashboard from Prometheus' range queries over the load into
+// docs/images/monitoring.png (make monitoring-picture).
+func writePicture(t *testing.T, board string, from, to time.Time) {
+	t.Helper()
+	png, err := dashboards.Picture(context.Background(), harness.Cluster.PrometheusURL, board, from, to, 5*time.Second)
+	require.NoError(t, err)
+	out := filepath.Join("..", "..", "..", "docs", "images", "monitoring.png")
+	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+	require.NoError(t, os.WriteFile(out, png, 0o644))
+	t.Logf("wrote %s (%d bytes)", out, len(png))
+}
+
+// metricsStatus is the status of a GET of url with token as bearer (none if empty).
+func metricsStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+// unprivilegedToken is a token (TokenRequest) of a ServiceAccount "reader" of the namespace: an
+// account the API server authenticates that no role grants /metrics.
+func unprivilegedToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	accounts := harness.Cluster.Clientset.CoreV1().ServiceAccounts(namespace)
+	if _, err := accounts.Get(ctx, "reader", metav1.GetOptions{}); err != nil {
+		_, err = accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	tr, err := accounts.CreateToken(ctx, "reader", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return tr.Status.Token
 }

@@ -12,6 +12,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,6 +87,16 @@ func run(podMonitorsFile, apiServer, tokenFile, version, interval, out string) e
 		return err
 	}
 	store := assets.NewStoreBuilder(client.CoreV1(), client.CoreV1())
+	// The generator reads secrets from the store only (assets cacheOnlyStore): the operator loads
+	// each endpoint's authorization Secret into it first (pkg/prometheus resource_selector.go
+	// SelectPodMonitors: store.AddSafeAuthorizationCredentials), and so does this program.
+	for key, pm := range pMons {
+		for i, ep := range pm.Spec.PodMetricsEndpoints {
+			if err := store.AddSafeAuthorizationCredentials(context.Background(), pm.Namespace, ep.Authorization); err != nil {
+				return fmt.Errorf("PodMonitor %s, endpoint %d: %w", key, i, err)
+			}
+		}
+	}
 	cfg, err := cg.GenerateServerConfiguration(p, nil, pMons, nil, nil, store, nil, nil, nil, nil)
 	if err != nil {
 		return err
