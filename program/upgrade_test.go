@@ -192,7 +192,7 @@ func TestUpgradeKeepsState(t *testing.T) {
 			changes := previewChanges(t, example, loadState(t, file))
 			changes = slices.DeleteFunc(changes, dashboardOnly)
 			changes = slices.DeleteFunc(changes, newBarrierOnly)
-			changes = slices.DeleteFunc(changes, newPickerBudgetOnly)
+			changes = slices.DeleteFunc(changes, newPickerObjectOnly)
 			if version != newest {
 				changes = slices.DeleteFunc(changes, func(c change) bool { return c.op == "update" || newDownloaderOnly(c) })
 			}
@@ -424,23 +424,36 @@ func TestOnlyADashboardsDataIsForgiven(t *testing.T) {
 	assert.False(t, dashboardOnly(change{op: "update", urn: adapters, paths: []string{`data["adapters.json"]`}}))
 }
 
-// pickerBudget is the URN of an Endpoint Picker's PodDisruptionBudget (render's suffix "epp-pdb").
-var pickerBudget = regexp.MustCompile(`\$kubernetes:policy/v1:PodDisruptionBudget::[a-z0-9-]+-epp-pdb$`)
+// newPickerObject is the URN of an object a release added beside the Endpoint Picker: its
+// PodDisruptionBudget (several replicas), the ClusterRole and binding of its metrics' token review,
+// and the token its PodMonitor scrapes with.
+var newPickerObject = regexp.MustCompile(`\$kubernetes:(policy/v1:PodDisruptionBudget::[a-z0-9-]+-epp-pdb|` +
+	`rbac\.authorization\.k8s\.io/v1:ClusterRole(Binding)?::[a-z0-9-]+-epp-auth-clusterrole(binding)?|` +
+	`core/v1:Secret::[a-z0-9-]+-epp-metrics-token)$`)
 
-// newPickerBudgetOnly: the disruption budget of a router with several Endpoint Pickers, created on
-// upgrade from a release that had none: a new object beside the picker, which touches no running
-// one (docs/design/0035-an-endpoint-picker-that-survives-losing-a-replica.md).
-func newPickerBudgetOnly(c change) bool {
-	return c.op == "create" && pickerBudget.MatchString(string(c.urn))
+// newPickerObjectOnly: an object beside the Endpoint Picker created on upgrade from a release that
+// had none (docs/design/0035-an-endpoint-picker-that-survives-losing-a-replica.md,
+// 0036-a-real-prometheus-scrapes-what-we-render.md): it touches no running object; the picker's
+// Deployment, whose update rolls only the picker, is an update as any other.
+func newPickerObjectOnly(c change) bool {
+	return c.op == "create" && newPickerObject.MatchString(string(c.urn))
 }
 
-// TestOnlyAPickerBudgetIsForgiven: of the creates, only an Endpoint Picker's budget.
-func TestOnlyAPickerBudgetIsForgiven(t *testing.T) {
+// TestOnlyNewPickerObjectsAreForgiven: of the creates, only the picker's new neighbours.
+func TestOnlyNewPickerObjectsAreForgiven(t *testing.T) {
 	prefix := "urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$kubernetes:"
-	assert.True(t, newPickerBudgetOnly(change{op: "create", urn: resource.URN(prefix + "policy/v1:PodDisruptionBudget::llama-8b-epp-pdb")}))
-	assert.False(t, newPickerBudgetOnly(change{op: "update", urn: resource.URN(prefix + "policy/v1:PodDisruptionBudget::llama-8b-epp-pdb")}))
-	assert.False(t, newPickerBudgetOnly(change{op: "create", urn: resource.URN(prefix + "policy/v1:PodDisruptionBudget::llama-8b-decode-pdb")}))
-	assert.False(t, newPickerBudgetOnly(change{op: "create", urn: resource.URN(prefix + "apps/v1:Deployment::llama-8b-epp-pdb")}))
+	for _, urn := range []string{"policy/v1:PodDisruptionBudget::llama-8b-epp-pdb",
+		"rbac.authorization.k8s.io/v1:ClusterRole::llama-8b-epp-auth-clusterrole",
+		"rbac.authorization.k8s.io/v1:ClusterRoleBinding::llama-8b-epp-auth-clusterrolebinding",
+		"core/v1:Secret::llama-8b-epp-metrics-token"} {
+		assert.True(t, newPickerObjectOnly(change{op: "create", urn: resource.URN(prefix + urn)}), urn)
+		assert.False(t, newPickerObjectOnly(change{op: "update", urn: resource.URN(prefix + urn)}), urn)
+	}
+	for _, urn := range []string{"policy/v1:PodDisruptionBudget::llama-8b-decode-pdb",
+		"apps/v1:Deployment::llama-8b-epp-pdb", "core/v1:Secret::llama-8b-hf-token",
+		"rbac.authorization.k8s.io/v1:ClusterRole::llama-8b-epp-auth-clusterrole-extra"} {
+		assert.False(t, newPickerObjectOnly(change{op: "create", urn: resource.URN(prefix + urn)}), urn)
+	}
 }
 
 // TestUpgradeAddsTheRolloutBarriersOnly: upgrading a stack recorded before the rollout barriers
