@@ -155,7 +155,7 @@ func TestSummaryShowsTheRouter(t *testing.T) {
 	head := strings.Split(stdout, "---")[0]
 	assert.Contains(t, head, "# router: HTTPRoute qwen3-32b-pd-httproute -> InferencePool qwen3-32b-pd-pool (inference.networking.k8s.io/v1, port 8000)"+
 		" -> Endpoint Picker qwen3-32b-pd-epp (ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0, strategy pd-disaggregation)")
-	assert.Len(t, documents(t, stdout), 16, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, config, Deployment, Service, pool, route")
+	assert.Len(t, documents(t, stdout), 18, "the decode sidecar's account, role, binding, PodGroup, 4 LWSs, EPP account, role, binding, metrics auth role and binding, config, Deployment, Service, pool, route")
 }
 
 // A standalone router's entrance is its Service and the proxy's port, not an HTTPRoute.
