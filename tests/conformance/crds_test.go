@@ -32,6 +32,7 @@ func (c *cluster) kinds() resources {
 		{Version: "v1", Kind: "Secret"}:                                          "secrets", // the picker's metrics token
 		{Version: "v1", Kind: "Service"}:                                         "services",
 		{Group: "apps", Version: "v1", Kind: "Deployment"}:                       "deployments",
+		{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}:            "poddisruptionbudgets", // several pickers'
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:        "roles",
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}: "rolebindings",
 	} {
