@@ -406,19 +406,20 @@ func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 }
 
 func (r *routing) eppService(ref Ref) *corev1.Service {
+	return r.pickerPodService(ref,
+		corev1.ServicePort{Name: "grpc-ext-proc", Port: eppGRPCPort, TargetPort: intstr.FromInt32(eppGRPCPort), Protocol: corev1.ProtocolTCP},
+		corev1.ServicePort{Name: "http-metrics", Port: eppMetricsPort, TargetPort: intstr.FromInt32(eppMetricsPort), Protocol: corev1.ProtocolTCP})
+}
+
+// pickerPodService is a Service of the Endpoint Picker's pods on ports: the picker's own, or in
+// standalone mode its proxy's, which clients call.
+func (r *routing) pickerPodService(ref Ref, ports ...corev1.ServicePort) *corev1.Service {
 	meta := r.meta(ref)
 	meta.Annotations = skipAwaitUnless(ref.Awaited)
 	return &corev1.Service{
 		TypeMeta:   typeMeta(KindService),
 		ObjectMeta: meta,
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: r.eppSelector(),
-			Ports: []corev1.ServicePort{
-				{Name: "grpc-ext-proc", Port: eppGRPCPort, TargetPort: intstr.FromInt32(eppGRPCPort), Protocol: corev1.ProtocolTCP},
-				{Name: "http-metrics", Port: eppMetricsPort, TargetPort: intstr.FromInt32(eppMetricsPort), Protocol: corev1.ProtocolTCP},
-			},
-		},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: r.eppSelector(), Ports: ports},
 	}
 }
 

@@ -272,18 +272,8 @@ func (r *routing) addProxy(pod *corev1.PodTemplateSpec) error {
 // routerService is the Service clients call: one port, the proxy's, which speaks the model
 // servers' OpenAI-compatible HTTP.
 func (r *routing) routerService(ref Ref) *corev1.Service {
-	meta := r.meta(ref)
-	meta.Annotations = skipAwaitUnless(ref.Awaited)
-	return &corev1.Service{
-		TypeMeta:   typeMeta(KindService),
-		ObjectMeta: meta,
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: r.eppSelector(),
-			Ports: []corev1.ServicePort{{
-				Name: routerServicePortName, Port: RouterProxyPort, TargetPort: intstr.FromInt32(RouterProxyPort),
-				Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"),
-			}},
-		},
-	}
+	return r.pickerPodService(ref, corev1.ServicePort{
+		Name: routerServicePortName, Port: RouterProxyPort, TargetPort: intstr.FromInt32(RouterProxyPort),
+		Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"),
+	})
 }
