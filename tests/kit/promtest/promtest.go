@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/util/teststorage"
 	"github.com/stretchr/testify/require"
 )
@@ -85,19 +86,12 @@ func (s *Server) instant(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	q, err := s.engine.NewInstantQuery(r.Context(), s.storage, nil, qs, at)
-	if err != nil {
-		fail(w, http.StatusBadRequest, err)
-		return
-	}
-	defer q.Close()
-	res := q.Exec(r.Context())
-	if res.Err != nil {
-		fail(w, http.StatusUnprocessableEntity, res.Err)
+	value, ok := run(w, r, func() (promql.Query, error) { return s.engine.NewInstantQuery(r.Context(), s.storage, nil, qs, at) })
+	if !ok {
 		return
 	}
 	data := map[string]any{}
-	switch v := res.Value.(type) {
+	switch v := value.(type) {
 	case promql.Vector:
 		result := []any{}
 		for _, smp := range v {
@@ -107,7 +101,7 @@ func (s *Server) instant(w http.ResponseWriter, r *http.Request) {
 	case promql.Scalar:
 		data["resultType"], data["result"] = "scalar", sample(v.T, v.V)
 	default:
-		fail(w, http.StatusBadRequest, fmt.Errorf("a %s result is not served here", res.Value.Type()))
+		fail(w, http.StatusBadRequest, fmt.Errorf("a %s result is not served here", value.Type()))
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
@@ -132,20 +126,15 @@ func (s *Server) ranged(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, fmt.Errorf("step %q: a positive number of seconds", r.FormValue("step")))
 		return
 	}
-	q, err := s.engine.NewRangeQuery(r.Context(), s.storage, nil, qs, start, end, time.Duration(step*float64(time.Second)))
-	if err != nil {
-		fail(w, http.StatusBadRequest, err)
-		return
-	}
-	defer q.Close()
-	res := q.Exec(r.Context())
-	if res.Err != nil {
-		fail(w, http.StatusUnprocessableEntity, res.Err)
-		return
-	}
-	matrix, ok := res.Value.(promql.Matrix)
+	value, ok := run(w, r, func() (promql.Query, error) {
+		return s.engine.NewRangeQuery(r.Context(), s.storage, nil, qs, start, end, time.Duration(step*float64(time.Second)))
+	})
 	if !ok {
-		fail(w, http.StatusBadRequest, fmt.Errorf("a %s result is not a matrix", res.Value.Type()))
+		return
+	}
+	matrix, ok := value.(promql.Matrix)
+	if !ok {
+		fail(w, http.StatusBadRequest, fmt.Errorf("a %s result is not a matrix", value.Type()))
 		return
 	}
 	result := []any{}
@@ -157,6 +146,23 @@ func (s *Server) ranged(w http.ResponseWriter, r *http.Request) {
 		result = append(result, map[string]any{"metric": series.Metric.Map(), "values": values})
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
+}
+
+// run makes and executes a query, answering as Prometheus does when it cannot: 400 for a query
+// that does not parse, 422 for one that fails to run (web/api/v1/api.go, returnAPIError).
+func run(w http.ResponseWriter, r *http.Request, newQuery func() (promql.Query, error)) (parser.Value, bool) {
+	q, err := newQuery()
+	if err != nil {
+		fail(w, http.StatusBadRequest, err)
+		return nil, false
+	}
+	defer q.Close()
+	res := q.Exec(r.Context())
+	if res.Err != nil {
+		fail(w, http.StatusUnprocessableEntity, res.Err)
+		return nil, false
+	}
+	return res.Value, true
 }
 
 // sample is [seconds, "value"], as Prometheus' API writes a sample.
