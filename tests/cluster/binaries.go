@@ -180,13 +180,13 @@ func removeCheckoutPrograms() {
 
 // programs are every program the suites run, in the order make conformance and make e2e's
 // packages first need them (BuildPrograms): the control plane, then tests/e2e's controllers and
-// the engine's provider, autoscaling's KEDA, Karpenter, lwsv080's LWS, metrics' Prometheus, routing's servers and
+// the engine's provider, autoscaling's KEDA, Karpenter, lwsv080's LWS, metrics' Prometheus and kube-state-metrics, routing's servers and
 // Endpoint Pickers; but those of this checkout, which each suite's process builds.
 func programs() []binary {
 	var out []binary
 	for _, b := range append([]binary{etcd, kubeAPIServer, kubeControllerManager, kubeScheduler, lwsControllers[LWSVersion],
 		volcanoScheduler, volcanoControllers, kwok, kubernetesProvider, kedaOperator, kedaAdapter, karpenterKwok, lwsControllers["v0.8.0"],
-		prometheusServer, prometheusConfig},
+		prometheusServer, prometheusConfig, kubeStateMetrics},
 		containerPrograms()...) {
 		if b.module != "" {
 			out = append(out, b)

@@ -71,7 +71,8 @@ type Options struct {
 	KEDA bool
 	// Prometheus runs Prometheus (PrometheusVersion, only Kubernetes discovery) on loopback,
 	// reaching the pods' addresses; ScrapePodMonitors configures it from the cluster's PodMonitors
-	// as prometheus-operator would. Meant with Containers: without them no pod serves metrics.
+	// as prometheus-operator would, beside kube-state-metrics (KubeStateMetricsVersion, for the
+	// StatefulSets). Meant with Containers: without them no pod serves metrics.
 	Prometheus bool
 	// Karpenter runs Karpenter's kwok cloud provider (KarpenterVersion), which launches kwok
 	// nodes of GPUInstanceTypes for the NodePools' pending pods; it needs Kwok.

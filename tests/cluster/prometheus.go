@@ -35,7 +35,8 @@ var (
 var podMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}
 
 // startPrometheus runs Prometheus on loopback with no scrape configuration yet (ScrapePodMonitors
-// gives it one) and its lifecycle API, which reloads the configuration.
+// gives it one) and its lifecycle API, which reloads the configuration, and kube-state-metrics,
+// which a platform's Prometheus scrapes beside the pods.
 func (c *Cluster) startPrometheus() error {
 	server, err := prometheusServer.build()
 	if err != nil {
@@ -68,7 +69,7 @@ func (c *Cluster) startPrometheus() error {
 	if err := WaitFor(60*time.Second, func() error { return httpOK(http.DefaultClient, c.PrometheusURL+"/-/ready", "") }); err != nil {
 		return fmt.Errorf("prometheus did not become ready: %w\n%s", err, c.LogTail("prometheus"))
 	}
-	return nil
+	return c.startKubeStateMetrics()
 }
 
 // ScrapePodMonitors configures Prometheus as prometheus-operator would for a Prometheus that
@@ -103,7 +104,7 @@ func (c *Cluster) ScrapePodMonitors(ctx context.Context) error {
 	config := filepath.Join(dir, "prometheus.yml")
 	out, err := exec.CommandContext(ctx, generator, "-podmonitors", podMonitorsFile, "-api-server", c.Config.Host,
 		"-token-file", filepath.Join(dir, "token"), "-prometheus-version", "v3.16.0", "-scrape-interval", "5s",
-		"-out", config).CombinedOutput()
+		"-additional-scrape-configs", c.additionalScrapeConfigs(), "-out", config).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("prometheus-config: %v\n%s", err, out)
 	}

@@ -191,7 +191,7 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	// Every panel of the deployed dashboard answers from what Prometheus scraped under load.
 	boards := deployedDashboards(t)
 	require.NoError(t, harness.Cluster.ScrapePodMonitors(context.Background()))
-	dashboards.PanelsAnswer(t, harness.Cluster.PrometheusURL, boards, withoutKubeStateMetrics...)
+	dashboards.PanelsAnswer(t, harness.Cluster.PrometheusURL, boards)
 	if os.Getenv("FUSIONINFER_WRITE_PICTURE") == "1" {
 		// Two more minutes of load, so the picture's rates and quantiles have a window to show.
 		time.Sleep(2 * time.Minute)
@@ -306,11 +306,6 @@ func elasticReplicasReady(t *testing.T, want int) error {
 	}
 	return nil
 }
-
-// withoutKubeStateMetrics: the simulated cluster runs no kube-state-metrics, so the replicas
-// panel's desired and ready series (kube_statefulset_*) have no exporter here; its "scraped up"
-// query is asked.
-var withoutKubeStateMetrics = []string{"kube_statefulset_replicas", "kube_statefulset_status_replicas_ready"}
 
 // deployedDashboards are the dashboards of the deployed service, read back from its ConfigMap
 // (the one the Grafana sidecar loads).

@@ -132,28 +132,6 @@ func TestAPanelThatDoesNotAnswerIsNamed(t *testing.T) {
 	assert.Contains(t, f.errs[0], `dashboard "broken", panel "A typo": the query sum(rate(vllm:num_requests_running{service="llama-8b"}[60s]): the Prometheus at`)
 }
 
-// TestAMetricNothingServesIsLeftOutByName: with kube-state-metrics absent, its two queries fail;
-// named as unserved, they are not asked (the others still are, and answer), and a name that is
-// only a prefix of a metric leaves nothing out.
-func TestAMetricNothingServesIsLeftOutByName(t *testing.T) {
-	tree := llamaRouter(t)
-	prom := promtest.New(t)
-	scraped(t, prom, tree, "kube_statefulset_replicas", "kube_statefulset_status_replicas_ready")
-	f := &failures{TB: t}
-	dashboards.PanelsAnswer(f, prom.URL, dashboards.Of(tree))
-	require.Len(t, f.errs, 2, strings.Join(f.errs, "\n"))
-
-	f = &failures{TB: t}
-	asked := len(prom.Queries())
-	dashboards.PanelsAnswer(f, prom.URL, dashboards.Of(tree), "kube_statefulset_replicas", "kube_statefulset_status_replicas_ready")
-	assert.Empty(t, f.errs)
-	assert.Len(t, prom.Queries()[asked:], 14, "every query but the two left out is asked")
-
-	f = &failures{TB: t}
-	dashboards.PanelsAnswer(f, prom.URL, dashboards.Of(tree), "kube_statefulset")
-	assert.Len(t, f.errs, 2, "a prefix names no metric")
-}
-
 // TestVariablesAreSubstitutedAsGrafanaDoes: a dashboard's variables by their current value, in
 // every syntax Grafana reads, and its global intervals; an unknown variable is an error.
 func TestVariablesAreSubstitutedAsGrafanaDoes(t *testing.T) {

@@ -38,18 +38,27 @@ func main() {
 	tokenFile := flag.String("token-file", "", "a file holding a bearer token for the API server")
 	version := flag.String("prometheus-version", "", "the Prometheus version the configuration is for")
 	interval := flag.String("scrape-interval", "5s", "the Prometheus' scrapeInterval")
+	additional := flag.String("additional-scrape-configs", "", "a file of scrape configurations to append, as the Prometheus' additionalScrapeConfigs Secret holds them")
 	out := flag.String("out", "", "where to write prometheus.yml")
 	flag.Parse()
-	if err := run(*podMonitors, *apiServer, *tokenFile, *version, *interval, *out); err != nil {
+	if err := run(*podMonitors, *apiServer, *tokenFile, *version, *interval, *additional, *out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(podMonitorsFile, apiServer, tokenFile, version, interval, out string) error {
+func run(podMonitorsFile, apiServer, tokenFile, version, interval, additionalFile, out string) error {
 	pMons, err := readPodMonitors(podMonitorsFile)
 	if err != nil {
 		return err
+	}
+	// What a Prometheus' spec.additionalScrapeConfigs names: jobs the operator appends as they are
+	// (kube-state-metrics' here, which runs outside the cluster's pods).
+	var additional []byte
+	if additionalFile != "" {
+		if additional, err = os.ReadFile(additionalFile); err != nil {
+			return err
+		}
 	}
 	token, err := os.ReadFile(tokenFile)
 	if err != nil {
@@ -97,7 +106,7 @@ func run(podMonitorsFile, apiServer, tokenFile, version, interval, out string) e
 			}
 		}
 	}
-	cfg, err := cg.GenerateServerConfiguration(p, nil, pMons, nil, nil, store, nil, nil, nil, nil)
+	cfg, err := cg.GenerateServerConfiguration(p, nil, pMons, nil, nil, store, additional, nil, nil, nil)
 	if err != nil {
 		return err
 	}
