@@ -35,25 +35,31 @@ type ScrapeTarget struct {
 }
 
 // ScrapedPrometheus configures the cluster's Prometheus from every PodMonitor deployed now, as
-// prometheus-operator would (testcluster ScrapePodMonitors), waits until Prometheus has targets
-// and has scraped every one up, and returns Prometheus' URL: a test that sent traffic first can
-// then run queries (a dashboard's panels') against what was scraped. It needs MainWithMetrics.
-func ScrapedPrometheus(t testing.TB) string {
+// prometheus-operator would (testcluster ScrapePodMonitors), waits until each of pools (scrape
+// pools, "podMonitor/{namespace}/{name}/{endpoint}") has a target and Prometheus has scraped every
+// target up, and returns Prometheus' URL: a test that sent traffic first can then run queries (a
+// dashboard's panels') against what was scraped. The pools are named because kube-state-metrics'
+// static target is there at once, before discovery has found a pod. It needs MainWithMetrics.
+func ScrapedPrometheus(t testing.TB, pools ...string) string {
 	t.Helper()
 	require.NoError(t, Cluster.ScrapePodMonitors(context.Background()))
 	var last []ScrapeTarget
 	require.Eventually(t, func() bool {
 		last = ScrapeTargets(t)
-		if len(last) == 0 {
-			return false
-		}
+		found := map[string]bool{}
 		for _, target := range last {
 			if target.Health != "up" {
 				return false
 			}
+			found[target.ScrapePool] = true
 		}
-		return true
-	}, 2*time.Minute, time.Second, "every target Prometheus discovered is scraped up: %+v", &last)
+		for _, pool := range pools {
+			if !found[pool] {
+				return false
+			}
+		}
+		return len(last) > 0
+	}, 2*time.Minute, time.Second, "a target in each of %v, and every target Prometheus discovered scraped up: %+v", pools, &last)
 	return Cluster.PrometheusURL
 }
 

@@ -102,18 +102,20 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 
 	// Both PodMonitors have their pod as a target, scraped up: the server on the port the render
 	// declared, the Endpoint Picker on its metrics port.
-	harness.ScrapedPrometheus(t)
+	serverPool := fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "server"))
+	eppPool := fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "router"))
+	harness.ScrapedPrometheus(t, serverPool, eppPool)
 	pools := map[string][]harness.ScrapeTarget{}
 	for _, target := range harness.ScrapeTargets(t) {
 		pools[target.ScrapePool] = append(pools[target.ScrapePool], target)
 	}
-	server := pools[fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "server"))]
+	server := pools[serverPool]
 	require.Len(t, server, 1, "the server's PodMonitor has the base replica's pod as its one target: %v", pools)
 	assert.Equal(t, "chat-server-0-0", server[0].Labels["pod"])
 	assert.Equal(t, map[string]string{"service": "chat", "role": "server", "replica": "0"},
 		map[string]string{"service": server[0].Labels["service"], "role": server[0].Labels["role"], "replica": server[0].Labels["replica"]},
 		"the PodMonitor's relabelings name the service, role and replica")
-	epp := pools[fmt.Sprintf("podMonitor/%s/%s/0", namespace, api.PodMonitorName("chat", "router"))]
+	epp := pools[eppPool]
 	require.Len(t, epp, 1, "the router's PodMonitor has the Endpoint Picker as its one target: %v", pools)
 	// The picker reviews who reads its metrics (--metrics-endpoint-auth on): Prometheus, scraping
 	// with the token its PodMonitor names, is let in (the target is up, above); without a token,
@@ -138,7 +140,7 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	}}
 	_, err := harness.Cluster.Dynamic.Resource(podMonitors).Namespace(namespace).Create(context.Background(), undeclared, metav1.CreateOptions{})
 	require.NoError(t, err)
-	harness.ScrapedPrometheus(t)
+	harness.ScrapedPrometheus(t, serverPool, eppPool)
 	for _, target := range harness.ScrapeTargets(t) {
 		assert.NotContains(t, target.ScrapePool, "undeclared-port", "a target on an undeclared port: %+v", target)
 	}
