@@ -147,9 +147,12 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 	for i, ref := range refs {
 		child, err := registerChild(ctx, name, component, tree, i, ref, failures, barriers)
 		if err != nil {
-			return nil, err
+			return nil, barriers.registerCreated(err)
 		}
 		component.Children[ref.Suffix] = child
+	}
+	if err := barriers.registerCreated(nil); err != nil {
+		return nil, err
 	}
 	setOutputs(ctx, component, shape, refs)
 	setRouterOutputs(ctx, component, shape, refs)
@@ -273,50 +276,42 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 
 // registerRolledLeaderWorkerSet registers an LWS that a rollout updates in batches as two
 // resources (docs/design/0013-create-in-parallel-roll-in-batches.md): the LWS itself, which
-// creates the replica with no other replica to wait for (so a first deployment loads every
-// model at once) and ignores every later change; and its rollout, a Patch resource of the same
-// object that applies each change after the batch before is done (ref.RolloutAfter, through the
-// batch's barrier: rolloutBarriers) and waits for
-// the replica to be Available again. The rollout is the replica's latest state: the status and
+// creates the replica with no other replica to wait for and without waiting for it (so a first
+// deployment loads every model at once, whatever the engine's parallelism: 0040) and ignores
+// every later change; and its rollout, a Patch resource of the same object that applies each
+// change after the batch before is done (ref.RolloutAfter, through the batch's barrier; the
+// first batch after barrier 0, every replica created: rolloutBarriers) and waits for the
+// replica to be Available again. The rollout is the replica's latest state: the status and
 // every dependency read it. Deleting it leaves the LWS as it is (retainOnDelete): the LWS's own
 // deletion removes the replica.
 //
-// Both carry the same inputs, patchForce included, so the rollout's first apply changes nothing
-// on the object: the state the provider returns for it is the same whether its wait saw the
-// object before or after that apply (docs/design/0018-a-rollout-that-changes-nothing.md).
+// Both carry the same inputs, patchForce included, and the LWS's skipAwait besides, so the
+// rollout's first apply changes nothing on the object: the state the provider returns for it is
+// the same whether its wait saw the object before or after that apply
+// (docs/design/0018-a-rollout-that-changes-nothing.md).
 func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref render.Ref,
 	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error), failures *waitFailures,
 	barriers *rolloutBarriers) (*apiextensions.CustomResource, error) {
-	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
-	forced := kubernetes.UntypedArgs{}
-	for k, v := range inputs {
-		forced[k] = v
-	}
-	forced["metadata"] = &k8smetav1.ObjectMetaArgs{
-		Name: metadata.Name, Namespace: metadata.Namespace, Labels: metadata.Labels,
-		Annotations: metadata.Annotations.ToStringMapOutput().ApplyT(func(annotations map[string]string) map[string]string {
-			out := map[string]string{annotationPatchForce: "true"} // the rollout takes the fields the LWS resource created
-			for k, v := range annotations {
-				out[k] = v
-			}
-			return out
-		}).(pulumi.StringMapOutput),
-	}
+	forced := withAnnotation(inputs, annotationPatchForce) // the rollout takes the fields the LWS resource created
 	var lws apiextensions.CustomResource
-	if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, forced, &lws,
+	if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, withAnnotation(forced, annotationSkipAwait), &lws,
 		append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)}, failures.option(ref)...)...); err != nil {
 		return nil, err
 	}
 	failures.watch(ref, &lws, dependsOn)
+	barriers.wasCreated(&lws)
 	rolloutDependsOn := []pulumi.Resource{&lws}
+	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.RetainOnDelete(true)}
 	if ref.RolloutAfter > 0 {
 		barrier, err := barriers.after(ref.RolloutAfter, resolve)
 		if err != nil {
 			return nil, err
 		}
 		rolloutDependsOn = append(rolloutDependsOn, barrier)
+	} else {
+		rolloutOpts = append(rolloutOpts, barriers.afterCreation())
 	}
-	rolloutOpts := append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(rolloutDependsOn), pulumi.RetainOnDelete(true)}, failures.option(ref)...)
+	rolloutOpts = append(append(rolloutOpts, pulumi.DependsOn(rolloutDependsOn)), failures.option(ref)...)
 	if ref.Pinned {
 		rolloutOpts = append(rolloutOpts, pulumi.IgnoreChanges(render.TemplateFields))
 	}
@@ -327,6 +322,35 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	failures.watch(ref, &rollout, rolloutDependsOn)
 	return &rollout, nil
 }
+
+// withAnnotation is inputs with the annotation set to "true".
+func withAnnotation(inputs kubernetes.UntypedArgs, annotation string) kubernetes.UntypedArgs {
+	out := kubernetes.UntypedArgs{}
+	for k, v := range inputs {
+		out[k] = v
+	}
+	metadata := inputs["metadata"].(*k8smetav1.ObjectMetaArgs)
+	out["metadata"] = &k8smetav1.ObjectMetaArgs{
+		Name: metadata.Name, Namespace: metadata.Namespace, Labels: metadata.Labels,
+		Annotations: metadata.Annotations.ToStringMapOutput().ApplyT(func(annotations map[string]string) map[string]string {
+			out := map[string]string{annotation: "true"}
+			for k, v := range annotations {
+				out[k] = v
+			}
+			return out
+		}).(pulumi.StringMapOutput),
+	}
+	return out
+}
+
+// annotationSkipAwait is on the LWS resource of a rolled replica, not on its rollout: its
+// creation returns once the object is written and the rollout alone waits for the replica. The
+// provider reads skipAwait from a resource's inputs and the wait from its object
+// (pulumi-kubernetes provider/pkg/metadata/overrides.go ReadyCondition). The rollout's inputs lack
+// only that key, so its state, the object pruned to its inputs' keys, is its inputs whichever
+// version of the object its wait returns (docs/design/0018-a-rollout-that-changes-nothing.md,
+// docs/design/0040-every-replica-loads-before-any-wait.md).
+const annotationSkipAwait = "pulumi.com/skipAwait"
 
 // The rollout of an LWS is applied with force: its first apply shares the fields the LWS
 // resource created (same values), each later one changes them, and only a forced apply may

@@ -127,23 +127,37 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		typeRollout + " deepseek-r1-disagg-prefill-0-rollout",
 		typeRollout + " deepseek-r1-disagg-decode-0-rollout",
 		typeRollout + " deepseek-r1-disagg-decode-1-rollout",
+		typeBarrier + " deepseek-r1-disagg-batch-0-done",
 		typeBarrier + " deepseek-r1-disagg-batch-1-done",
 	}, children)
 
 	podGroup, _ := monitor.Find("deepseek-r1-disagg-podgroup")
+	created, _ := monitor.Find("deepseek-r1-disagg-batch-0-done")
 	for _, name := range []string{"deepseek-r1-disagg-prefill-0", "deepseek-r1-disagg-decode-0", "deepseek-r1-disagg-decode-1"} {
 		lws, _ := monitor.Find(name)
 		assert.Equal(t, []string{string(podGroup.URN())}, lws.Dependencies, "%s is created after the PodGroup, with the other replicas", name)
 		assert.Equal(t, []string{"metadata.labels", "metadata.annotations", "spec"}, lws.IgnoreChanges, "its rollout applies every change")
 		rollout, _ := monitor.Find(name + "-rollout")
-		assert.Equal(t, lws.Inputs, rollout.Inputs, "the rollout's first apply changes nothing the LWS resource created")
 		assert.Contains(t, rollout.Dependencies, string(lws.URN()), "%s is rolled once it exists", name)
-		meta := lws.Inputs["metadata"].Mappable().(map[string]any)
+		assert.Contains(t, created.Dependencies, string(lws.URN()), "barrier 0 is passed once %s is created", name)
+		meta := rollout.Inputs["metadata"].Mappable().(map[string]any)
 		assert.Equal(t, name, meta["name"])
 		assert.Equal(t, "default", meta["namespace"])
 		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600", "pulumi.com/patchForce": "true"}, meta["annotations"],
 			"awaited for an hour by default: a model loads for longer than the provider's 10 minutes")
+		// The LWS resource creates without waiting; its inputs are the rollout's and skipAwait,
+		// so the rollout's first apply changes nothing it created (0018, 0040).
+		withoutWait := rollout.Inputs.Copy()
+		withoutWait["metadata"].ObjectValue()["annotations"] = resource.NewObjectProperty(
+			withoutWait["metadata"].ObjectValue()["annotations"].ObjectValue().Copy())
+		withoutWait["metadata"].ObjectValue()["annotations"].ObjectValue()["pulumi.com/skipAwait"] = resource.NewStringProperty("true")
+		assert.Equal(t, withoutWait, lws.Inputs, "the LWS resource's inputs are its rollout's and skipAwait")
 	}
+	for _, name := range []string{"deepseek-r1-disagg-prefill-0-rollout", "deepseek-r1-disagg-decode-0-rollout"} {
+		r, _ := monitor.Find(name)
+		assert.Contains(t, r.Dependencies, string(created.URN()), "%s, of the first batch, waits once every replica is created", name)
+	}
+	assert.Equal(t, "created: decode 0-1 + prefill 0", created.Inputs["input"].StringValue(), "barrier 0 names what it waits for")
 	rollout1, _ := monitor.Find("deepseek-r1-disagg-decode-1-rollout")
 	barrier, _ := monitor.Find("deepseek-r1-disagg-batch-1-done")
 	assert.Contains(t, rollout1.Dependencies, barrier.URN(), "decode-1 is rolled after the minimal set's barrier")

@@ -73,5 +73,6 @@ func ExampleNewInferenceService() {
 	// kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet qwen-inference-1
 	// kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSetPatch qwen-inference-0-rollout
 	// kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSetPatch qwen-inference-1-rollout
+	// pulumi:index:Stash qwen-batch-0-done
 	// pulumi:index:Stash qwen-batch-1-done
 }

@@ -49,8 +49,11 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 				require.True(t, ok, "%s registered", name)
 				return r
 			}
-			var before []string // the barrier of the batch before
-			barriers := 0
+			created := find("svc-batch-0-done")
+			assert.Equal(t, typeBarrier, created.Type)
+			before := []string{created.URN()} // the barrier of the batch before: barrier 0 for the first
+			barriers := 1
+			var lwss []string
 			for b, batch := range tc.batches {
 				var this []string
 				for _, replica := range batch {
@@ -59,9 +62,12 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 					assert.Empty(t, lws.Dependencies, "replica %d is created at once", replica)
 					assert.ElementsMatch(t, append([]string{lws.URN()}, before...), rollout.Dependencies,
 						"replica %d is rolled after the barrier of the batch before", replica)
+					lwss = append(lwss, lws.URN())
 					for _, r := range []pulumimock.Resource{lws, rollout} {
 						annotations := r.Inputs["metadata"].Mappable().(map[string]any)["annotations"].(map[string]any)
-						assert.Equal(t, "condition=Available", annotations["pulumi.com/waitFor"], "%s is awaited", r.Name)
+						assert.Equal(t, "condition=Available", annotations["pulumi.com/waitFor"], "%s waits for Available", r.Name)
+						_, skipped := annotations["pulumi.com/skipAwait"]
+						assert.Equal(t, r.Name == lws.Name, skipped, "%s: the LWS is created without a wait, its rollout waits", r.Name)
 					}
 					if tc.partition != nil && replica < *tc.partition {
 						assert.NotEmpty(t, rollout.IgnoreChanges, "replica %d is pinned", replica)
@@ -79,13 +85,14 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 					barriers++
 				}
 			}
+			assert.ElementsMatch(t, lwss, created.Dependencies, "barrier 0 is passed once every replica is created")
 			registered := 0
 			for _, r := range monitor.Resources() {
 				if r.Type == typeBarrier {
 					registered++
 				}
 			}
-			assert.Equal(t, barriers, registered, "a barrier for each batch but the last")
+			assert.Equal(t, barriers, registered, "barrier 0 and a barrier for each batch but the last")
 		})
 	}
 }

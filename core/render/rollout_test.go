@@ -114,7 +114,7 @@ func TestRolloutBatchesOfOneRole(t *testing.T) {
 				largest = max(largest, len(batch))
 			}
 			creation, batch := render.AwaitedAtOnce(refs)
-			assert.Equal(t, int(tc.replicas), creation, "every replica is created at once")
+			assert.Zero(t, creation, "every replica is created without a wait: none holds another's creation back")
 			assert.Equal(t, largest, batch)
 			for _, o := range tree.Objects {
 				assert.True(t, o.Awaited, "%s: a batch holds the next back only while Pulumi waits for it", o.Name)
@@ -184,7 +184,8 @@ func TestNoBatchesWithoutAwaits(t *testing.T) {
 }
 
 // Each batch but the last ends at a barrier that names its objects; the batch after names the
-// barrier alone, so the chain is one dependency per object.
+// barrier alone, so the chain is one dependency per object. Barrier 0 names every rolled replica:
+// the first batch waits until all are created.
 func TestRolloutBarriersEndEachBatchButTheLast(t *testing.T) {
 	tree := workers(t, 6, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))})
 	refs := make([]render.Ref, len(tree.Objects))
@@ -192,6 +193,8 @@ func TestRolloutBarriersEndEachBatchButTheLast(t *testing.T) {
 		refs[i] = o.Ref
 	}
 	assert.Equal(t, []render.RolloutBarrier{
+		{Batch: 0, Suffix: "batch-0-done", Members: []string{"inference-0", "inference-1", "inference-2", "inference-3", "inference-4", "inference-5"},
+			Description: "created: inference 0-5"},
 		{Batch: 1, Suffix: "batch-1-done", Members: []string{"inference-0", "inference-1"}, Description: "inference 0-1"},
 		{Batch: 2, Suffix: "batch-2-done", Members: []string{"inference-2", "inference-3"}, Description: "inference 2-3"},
 	}, render.RolloutBarriers(refs))

@@ -145,13 +145,16 @@ func DescribeRollout(batches []string) string {
 	return fmt.Sprintf("%d batches, each after the one before is Available: %s", len(batches), strings.Join(shown, " -> "))
 }
 
-// AwaitedAtOnce is how many objects of refs a deployment waits for together: every awaited
-// replica's LWS when it is created (creation is not chained), and the largest rollout batch (a
-// replica's LWS, the router's Endpoint Picker) when a template changes; 0 for a wait it has not.
+// AwaitedAtOnce is how many objects of refs a deployment waits for together, each wait holding
+// one of the engine's workers until its model has loaded: the awaited LWSs whose creation waits
+// (those not rolled in batches: a rolled replica is created without a wait and loads while the
+// others do, barrier 0: docs/design/0040-every-replica-loads-before-any-wait.md), and the
+// largest rollout batch (a replica's LWS, the router's Endpoint Picker) when a template changes;
+// 0 for a wait it has not.
 func AwaitedAtOnce(refs []Ref) (creation, largestBatch int) {
 	size := map[int]int{}
 	for _, r := range refs {
-		if r.TypeMeta == KindLeaderWorkerSet && r.Awaited {
+		if r.TypeMeta == KindLeaderWorkerSet && r.Awaited && !r.RolledInBatches() {
 			creation++
 		}
 		if r.Batch > 0 {

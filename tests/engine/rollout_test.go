@@ -286,45 +286,80 @@ func TestPrefillDecodeRollInRoleOrder(t *testing.T) {
 	})
 }
 
-// inFlight is a fake kubernetes provider whose LWS creations load a model: each holds its step
-// until all `replicas` are in flight at once, or for a second when the engine runs fewer
-// together, and the most ever in flight is recorded.
-type inFlight struct {
-	replicas  int
-	mu        sync.Mutex
-	now, most int
-	all       chan struct{}
+// loading is a fake kubernetes provider whose replicas load their models once created: an LWS's
+// creation starts its load, and a write that waits for the replica (pulumi.com/waitFor without
+// pulumi.com/skipAwait in its inputs, as the provider reads them: metadata/overrides.go
+// ReadyCondition) returns once it is Available. A model loads until every replica has started
+// loading, or for a second when one has not: a wait that begins before the last replica is
+// created makes that replica's model load after the others'.
+type loading struct {
+	replicas int
+	all      chan struct{}
+
+	mu                    sync.Mutex
+	seq                   int // the sequence of creations and waits
+	created, lastCreated  int
+	firstWait, loadsAfter int // loadsAfter: waits that outlasted a load (some replica was not yet created)
 }
 
-func (f *inFlight) provider() *deploytest.Provider {
+func (f *loading) provider() *deploytest.Provider {
 	return &deploytest.Provider{
 		CreateF: func(_ context.Context, req plugin.CreateRequest) (plugin.CreateResponse, error) {
-			if !isRollout(req.URN) && isLeaderWorkerSet(req.Properties) {
-				f.mu.Lock()
-				f.now++
-				f.most = max(f.most, f.now)
-				if f.now == f.replicas {
-					close(f.all)
+			if isLeaderWorkerSet(req.Properties) && !req.Preview {
+				if !isRollout(req.URN) {
+					f.mu.Lock()
+					f.seq++
+					f.created, f.lastCreated = f.created+1, f.seq
+					if f.created == f.replicas {
+						close(f.all)
+					}
+					f.mu.Unlock()
 				}
-				f.mu.Unlock()
-				select {
-				case <-f.all:
-				case <-time.After(time.Second):
+				if waits(req.Properties) {
+					f.wait()
 				}
-				f.mu.Lock()
-				f.now--
-				f.mu.Unlock()
 			}
 			return plugin.CreateResponse{ID: resource.ID(req.URN.Name()), Properties: req.Properties, Status: resource.StatusOK}, nil
 		},
 	}
 }
 
-// The engine runs `pulumi up --parallel` steps at once, and each awaited replica holds one until
-// its LWS is Available: more replicas than that load their models that many at a time, and the
-// preview says so, with the flag that lets them load together.
-func TestMoreReplicasThanTheParallelismLoadThatManyAtATime(t *testing.T) {
-	fake := &inFlight{all: make(chan struct{})}
+// wait holds the step until every replica is loading, or for a second.
+func (f *loading) wait() {
+	f.mu.Lock()
+	f.seq++
+	if f.firstWait == 0 {
+		f.firstWait = f.seq
+	}
+	f.mu.Unlock()
+	select {
+	case <-f.all:
+	case <-time.After(time.Second):
+		f.mu.Lock()
+		f.loadsAfter++
+		f.mu.Unlock()
+	}
+}
+
+// waits says the provider waits for the object written with inputs.
+func waits(inputs resource.PropertyMap) bool {
+	annotations, ok := inputs["metadata"].ObjectValue()["annotations"]
+	if !ok {
+		return false
+	}
+	a := annotations.ObjectValue()
+	skip := a["pulumi.com/skipAwait"]
+	return a["pulumi.com/waitFor"].IsString() && (!skip.IsString() || skip.StringValue() != "true")
+}
+
+// The engine runs `pulumi up --parallel` steps at once, and each wait holds one until its replica
+// is Available. A first deployment of four times that many replicas still loads every model at
+// once: each replica's LWS is created without a wait, and the first batch's rollouts wait only
+// once every replica is created (barrier 0), so no wait holds back a creation
+// (docs/design/0040-every-replica-loads-before-any-wait.md). An update's batch still rolls that
+// many at a time, and the preview says so, with the flag that lets them roll together.
+func TestFirstDeploymentLoadsEveryModelAtOnceWhateverTheParallelism(t *testing.T) {
+	fake := &loading{all: make(chan struct{})}
 	var args func(image string) *inferenceservice.Args
 	plan, log := enginetest.Plan(t, func(string) plugin.Provider { return fake.provider() }, func(ctx *pulumi.Context) error {
 		_, err := inferenceservice.NewInferenceService(ctx, "svc", args("vllm/vllm-openai:v0.33.0"))
@@ -332,18 +367,21 @@ func TestMoreReplicasThanTheParallelismLoadThatManyAtATime(t *testing.T) {
 	})
 	// the CLI's default (4 x GOMAXPROCS) or PULUMI_PARALLEL, as enginetest.Plan took it
 	parallel := int(plan.Options.Parallel)
-	replicas := parallel + 4
+	replicas := 4 * parallel
 	fake.replicas = replicas
 	args = chat(replicas, &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromString("100%"))}, "")
 	_, err := lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, true, nil, nil, "preview")
 	require.NoError(t, err)
 	assert.Contains(t, log.String(), fmt.Sprintf("this deployment runs %d resource operations at once", parallel))
-	assert.Contains(t, log.String(), fmt.Sprintf("a first deployment creates its %d replicas %d at a time, and a rollout batch of %d rolls %d at a time", replicas, parallel, replicas, parallel))
+	assert.Contains(t, log.String(), fmt.Sprintf("a rollout batch of %d rolls %d at a time", replicas, parallel))
+	assert.NotContains(t, log.String(), "a first deployment creates")
 	assert.Contains(t, log.String(), fmt.Sprintf("Run pulumi up with --parallel %d or more", replicas))
 
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, nil), plan.Options, false, nil, nil, "up")
 	require.NoError(t, err)
-	assert.Equal(t, parallel, fake.most, "replicas whose creation the engine ran at once")
+	assert.Equal(t, replicas, fake.created)
+	assert.Greater(t, fake.firstWait, fake.lastCreated, "every replica was created before the first wait began")
+	assert.Zero(t, fake.loadsAfter, "waits that outlasted a model load: replicas created after others were waited for")
 }
 
 // A preview of a service with more objects than the kubernetes provider's client sends in one

@@ -110,7 +110,7 @@ func TestRedeployIsANoOp(t *testing.T) {
 			barriers++
 		}
 	}
-	require.Equal(t, 3, barriers, "8 replicas in 4 batches end 3 of them at a barrier")
+	require.Equal(t, 4, barriers, "8 replicas in 4 batches: barrier 0, and 3 batches end at a barrier")
 	var changed []string
 	_, err = lt.TestOp(engine.Update).RunStep(plan.GetProject(), plan.GetTarget(t, snap), plan.Options, false, nil,
 		func(_ workspace.Project, _ deploy.Target, _ engine.JournalEntries, events []engine.Event, err error) error {

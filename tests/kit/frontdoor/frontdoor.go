@@ -66,9 +66,10 @@ type registration struct {
 }
 
 // objectsOf are the objects of the registrations. A replica rolled in batches registers its LWS
-// twice, as the LWS and as its rollout (a Patch resource), both with pulumi.com/patchForce, a
-// directive to the provider that the CLI does not render: the rollout must carry the same object,
-// or it is kept as "Kind/name rollout", so that a comparison shows the difference.
+// twice, as the LWS and as its rollout (a Patch resource), both with pulumi.com/patchForce, and
+// the LWS with pulumi.com/skipAwait besides (its rollout waits: design 0040), directives to the
+// provider that the CLI does not render: the rollout must carry the same object, or it is kept
+// as "Kind/name rollout", so that a comparison shows the difference.
 func objectsOf(registrations []registration) Objects {
 	objects := Objects{}
 	var rollouts []map[string]any
@@ -81,6 +82,9 @@ func objectsOf(registrations []registration) Objects {
 		meta := r.inputs["metadata"].(map[string]any)
 		if annotations, _ := meta["annotations"].(map[string]any); annotations["pulumi.com/patchForce"] == "true" {
 			delete(annotations, "pulumi.com/patchForce")
+			if !strings.HasSuffix(r.typeToken, "Patch") && annotations["pulumi.com/skipAwait"] == "true" {
+				delete(annotations, "pulumi.com/skipAwait")
+			}
 			if len(annotations) == 0 {
 				delete(meta, "annotations")
 			}
