@@ -8,13 +8,13 @@ import (
 )
 
 // RolloutBarrier is the end of one batch of a rollout: what the batch after it waits for. It is
-// no Kubernetes object. Barrier 0 ends the creation of the rolled replicas: the first batch
-// waits at it, so that no replica is waited for before every replica is created and loading its
-// model (docs/design/0040-every-replica-loads-before-any-wait.md). A deployment realises it as one resource that depends on every object of
+// no Kubernetes object. A deployment realises it as one resource that depends on every object of
 // the batch and on which every object of the next batch depends, so the chain of batches costs
 // one dependency per object instead of the whole batch before per object: a thousand replicas in
 // 25% batches name 1,500 dependencies rather than 187,500
-// (docs/design/0038-state-linear-in-the-replicas.md).
+// (docs/design/0038-state-linear-in-the-replicas.md). Barrier 0 ends the creation of the rolled
+// replicas: the first batch waits at it, so that no replica is waited for before every replica
+// is created and loading its model (docs/design/0040-every-replica-loads-before-any-wait.md).
 type RolloutBarrier struct {
 	// Batch is the number of the batch it ends (Ref.Batch), from 1; 0 for the creation.
 	Batch int
