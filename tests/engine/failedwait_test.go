@@ -23,7 +23,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
-// timesOut is a kubernetes provider whose wait for the LWS named lws times out: its Create
+// timesOut is a kubernetes provider whose wait for the resource named lws times out: its Create
 // answers as pulumi-kubernetes v4.32.0 does when an object's await fails (provider.go Create:
 // the live object and the reason, partialError), which the engine's client of a provider plugin
 // turns into a partial failure with an InitError (pkg/resource/plugin provider_plugin.go
@@ -49,7 +49,9 @@ func timesOut(lws string) func(string) plugin.Provider {
 // from the cluster (issue 32, item 10). A real engine never answers the failed registration to the
 // program; the message comes through the component's error hook, which the engine calls first.
 func TestAFailedWaitSaysWhichReplicaAndWhatToRun(t *testing.T) {
-	plan, log := enginetest.Plan(t, timesOut("toobig-engine-0"), func(ctx *pulumi.Context) error {
+	// The rollout waits; the LWS resource is created without a wait
+	// (docs/design/0040-every-replica-loads-before-any-wait.md).
+	plan, log := enginetest.Plan(t, timesOut("toobig-engine-0-rollout"), func(ctx *pulumi.Context) error {
 		svc, err := inferenceservice.NewInferenceService(ctx, "toobig", &inferenceservice.Args{Namespace: "llm", AwaitTimeout: "40s",
 			Roles: []inferenceservice.RoleArgs{{Name: "engine", ComponentType: "worker", Replicas: ptr.To(2), Multinode: &api.Multinode{NodeCount: 4},
 				Template: vllm("vllm/vllm-openai:v0.33.0", "--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32")}}})
