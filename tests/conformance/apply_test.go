@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,11 +35,30 @@ func (c *cluster) resource(obj *unstructured.Unstructured) (dynamic.ResourceInte
 	return c.client.Resource(info.gvr), nil
 }
 
-// apply server-side applies an object, as `kubectl apply --server-side` and Pulumi do.
+// apply server-side applies an object, as `kubectl apply --server-side` and Pulumi do. A CRD
+// that an earlier test deleted and the API server is still removing (its customresourcecleanup
+// finalizer: TestExamplesAreAcceptedKeptAndStable counts such a CRD as gone) is waited out
+// first: an apply would change the terminating CRD, which then disappears under the test.
 func (c *cluster) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	r, err := c.resource(obj)
 	if err != nil {
 		return nil, err
+	}
+	if obj.GetKind() == "CustomResourceDefinition" {
+		if err := waitFor(2*time.Minute, func() error {
+			live, err := r.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			switch {
+			case isNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case live.GetDeletionTimestamp() != nil:
+				return fmt.Errorf("CRD %s is still being deleted", obj.GetName())
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	return r.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 }
