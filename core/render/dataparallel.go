@@ -185,8 +185,12 @@ for i in range(int(ranks)):
 `
 
 // rankProbeMargin is what a data parallel pod's readiness probe leaves of its timeoutSeconds for
-// the interpreter's start and exit (-I -S: no site packages, which a vLLM image has many of).
-const rankProbeMargin = 0.4
+// the interpreter's start and exit (-I -S: no site packages, which a vLLM image has many of): a
+// fifth of it, at least 0.4 s. A node busy loading models can take most of a second to start
+// Python, and a budget measured from the script's first line does not see that second.
+func rankProbeMargin(timeoutSeconds int32) float64 {
+	return max(0.4, float64(timeoutSeconds)/5)
+}
 
 // RankReadinessProbe is a data parallel server's readiness probe: the template's (or the default
 // of every server, defaultServerProbes': vLLM's GET /health) with its HTTP GET sent to every local rank, ports
@@ -209,7 +213,7 @@ func RankReadinessProbe(server *corev1.Container, port, ranks int32) *corev1.Pro
 	if timeout == 0 {
 		timeout = 1 // the API's default
 	}
-	budget := strconv.FormatFloat(float64(timeout)-rankProbeMargin, 'f', -1, 64)
+	budget := strconv.FormatFloat(float64(timeout)-rankProbeMargin(timeout), 'f', -1, 64)
 	command := []string{"python3", "-I", "-S", "-c", rankHealthScript, string(scheme), get.Host, get.Path, budget,
 		strconv.Itoa(int(port)), strconv.Itoa(int(ranks))}
 	for _, h := range get.HTTPHeaders {

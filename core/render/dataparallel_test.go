@@ -233,16 +233,16 @@ func TestDataParallelReadinessProbeChecksEveryRank(t *testing.T) {
 		decode:  []string{"HTTP", "", "/health", "0.6", "8200", "8"},
 	}, {
 		name:    "no probe: vLLM's GET /health, as every server's default readiness probe",
-		prefill: []string{"HTTP", "", "/health", "4.6", "8000", "8"},
-		decode:  []string{"HTTP", "", "/health", "4.6", "8200", "8"},
+		prefill: []string{"HTTP", "", "/health", "4", "8000", "8"},
+		decode:  []string{"HTTP", "", "/health", "4", "8200", "8"},
 		timings: corev1.Probe{PeriodSeconds: 5, TimeoutSeconds: 5},
 	}, {
 		name: "the port by name, HTTPS, a header and the probe's timings",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http"),
 			Scheme: corev1.URISchemeHTTPS, HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "a: b"}}}},
 			InitialDelaySeconds: 7, PeriodSeconds: 2, TimeoutSeconds: 3, FailureThreshold: 4, SuccessThreshold: 1},
-		prefill: []string{"HTTPS", "", "/ready", "2.6", "8000", "8", "X-Probe: a: b"},
-		decode:  []string{"HTTPS", "", "/ready", "2.6", "8200", "8", "X-Probe: a: b"},
+		prefill: []string{"HTTPS", "", "/ready", "2.4", "8000", "8", "X-Probe: a: b"},
+		decode:  []string{"HTTPS", "", "/ready", "2.4", "8200", "8", "X-Probe: a: b"},
 		timings: corev1.Probe{InitialDelaySeconds: 7, PeriodSeconds: 2, TimeoutSeconds: 3, FailureThreshold: 4, SuccessThreshold: 1},
 	}}
 	for _, tc := range cases {
