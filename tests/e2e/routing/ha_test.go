@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/gateway"
 )
 
 // Two replicas of GIE v1.5.0's Endpoint Picker with leader election, spread over two nodes: the
@@ -152,10 +154,12 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 		switch l.mode {
 		case api.FailClose:
 			assert.Zero(t, openRouted)
-			assert.Len(t, failed, refused+answered+lostRequests, "the refused requests, and those lost with the leader or answered by an EPP, are the only ones that failed")
+			assert.Len(t, failed, refused+answered+lostRequests, "the refused requests, and those lost with the leader or answered by an EPP, are the only ones that failed\n%s",
+				unserved(records, lost))
 		case api.FailOpen:
 			assert.Zero(t, refused)
-			assert.Len(t, failed, answered+lostRequests, "every request but those lost with the leader or answered by an EPP was served")
+			assert.Len(t, failed, answered+lostRequests, "every request but those lost with the leader or answered by an EPP was served\n%s",
+				unserved(records, lost))
 		}
 		if l.how == "deleted" {
 			assert.Zero(t, lostRequests, "a deleted leader finishes the requests it decided")
@@ -297,6 +301,21 @@ func evict(namespace, pod string) error {
 }
 
 // since is at - from, rounded to the millisecond; "never" for a zero at.
+// unserved describes, from the gateway's side, each request that did not end in a whole 200:
+// who decided it and when, so a failure the test did not expect can be told apart.
+func unserved(records []gateway.Record, lost time.Time) string {
+	var b strings.Builder
+	for _, rec := range records {
+		if rec.Completed && rec.Status == 200 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: sent +%s, routed +%s, ended +%s; %d; EPP %s picked %v (error %q, failed open %v, closed %v); "+
+			"accepted %v, served by %s; %s\n", rec.ID, since(rec.Start, lost), since(rec.RoutedAt, lost), since(rec.End, lost),
+			rec.Status, rec.EPP, rec.Picked, rec.EPPError, rec.FailedOpen, rec.FailedClosed, rec.Accepted, rec.Served, rec.Err)
+	}
+	return b.String()
+}
+
 func since(at, from time.Time) string {
 	if at.IsZero() {
 		return "never"
