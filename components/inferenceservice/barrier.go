@@ -37,7 +37,9 @@ type rolloutBarriers struct {
 	barriers   map[int]render.RolloutBarrier
 	registered map[int]*pulumi.Stash
 
-	created        []pulumi.Resource // barrier 0's members, as registered
+	created []pulumi.Resource // barrier 0's members, as registered
+	// createdBarrier resolves to barrier 0 once it is registered: a first-batch rollout's
+	// DependsOnInputs, which holds it until every replica is created.
 	createdBarrier pulumi.ResourceArrayOutput
 	resolveCreated func(any)
 	failCreated    func(error)
@@ -56,11 +58,6 @@ func newRolloutBarriers(ctx *pulumi.Context, name string, component *InferenceSe
 
 // wasCreated records a rolled replica's LWS resource, a member of barrier 0.
 func (b *rolloutBarriers) wasCreated(lws pulumi.Resource) { b.created = append(b.created, lws) }
-
-// afterCreation is the option that holds a first-batch rollout until barrier 0 is done.
-func (b *rolloutBarriers) afterCreation() pulumi.ResourceOption {
-	return pulumi.DependsOnInputs(b.createdBarrier)
-}
 
 // registerCreated registers barrier 0 once every rolled replica's LWS is, and hands it to the
 // rollouts waiting for it; err, when the component failed before, fails them instead, so no

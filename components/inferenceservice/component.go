@@ -301,6 +301,7 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	failures.watch(ref, &lws, dependsOn)
 	barriers.wasCreated(&lws)
 	rolloutDependsOn := []pulumi.Resource{&lws}
+	var rolloutDependsOnInputs []pulumi.ResourceArrayOutput
 	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(component), pulumi.RetainOnDelete(true)}
 	if ref.RolloutAfter > 0 {
 		barrier, err := barriers.after(ref.RolloutAfter, resolve)
@@ -309,7 +310,8 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 		}
 		rolloutDependsOn = append(rolloutDependsOn, barrier)
 	} else {
-		rolloutOpts = append(rolloutOpts, barriers.afterCreation())
+		rolloutDependsOnInputs = append(rolloutDependsOnInputs, barriers.createdBarrier)
+		rolloutOpts = append(rolloutOpts, pulumi.DependsOnInputs(barriers.createdBarrier))
 	}
 	rolloutOpts = append(append(rolloutOpts, pulumi.DependsOn(rolloutDependsOn)), failures.option(ref)...)
 	if ref.Pinned {
@@ -319,7 +321,7 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	if err := ctx.RegisterResource(kubetoken.PatchOf(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix+"-rollout", forced, &rollout, rolloutOpts...); err != nil {
 		return nil, err
 	}
-	failures.watch(ref, &rollout, rolloutDependsOn)
+	failures.watch(ref, &rollout, rolloutDependsOn, rolloutDependsOnInputs...)
 	return &rollout, nil
 }
 

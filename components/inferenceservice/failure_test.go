@@ -4,6 +4,7 @@ package inferenceservice
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,35 +49,42 @@ func TestAFailedChildIsTheOnlyError(t *testing.T) {
 // TestAFailedWaitNamesTheReplicaAndTheCommand: when a replica's registration fails (its wait
 // timed out), the component logs its own error beside the provider's, once a replica: the replica,
 // its role and LWS, the wait and its awaitTimeout, what the provider said, and the command that
-// reads the cause from the cluster (issue 32, item 10).
+// reads the cause from the cluster (issue 32, item 10). Only the failed replica is named: not the
+// replicas whose rollouts waited for it, the first batch's through barrier 0 (every replica
+// created) and the next batches' through the batch before.
 func TestAFailedWaitNamesTheReplicaAndTheCommand(t *testing.T) {
-	failure := errors.New(`1 error occurred:` + "\n\t" + `* resource "urn:pulumi:stack::project::fusioninfer:index:InferenceService$kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet::toobig-engine-0" ` +
-		`was successfully created, but the Kubernetes API server reported that it failed to fully initialize or become live: timed out waiting for the condition` + "\n\n")
-	monitor := &pulumimock.Monitor{Fail: func(r pulumimock.Resource) error {
-		if r.Name == "toobig-engine-0" { // the LWS: its rollout fails with it
-			return failure
-		}
-		return nil
-	}}
-	two := 2
-	err := monitor.Run(func(ctx *pulumi.Context) error {
-		_, err := NewInferenceService(ctx, "toobig", &Args{Namespace: "llm", AwaitTimeout: "40s", Roles: []RoleArgs{{
-			Name: "engine", ComponentType: "worker", Replicas: &two, Multinode: &api.Multinode{NodeCount: 4},
-			Template: vllmTemplate("32", "", "8")}}})
-		return err
-	})
-	require.Error(t, err)
-	var errorsLogged []pulumimock.Log
-	for _, l := range monitor.Logs() {
-		if l.Severity == "error" {
-			errorsLogged = append(errorsLogged, l)
-		}
+	for _, replica := range []int{0, 1} {
+		t.Run(fmt.Sprintf("replica %d", replica), func(t *testing.T) {
+			lws := fmt.Sprintf("toobig-engine-%d", replica)
+			failure := errors.New(`1 error occurred:` + "\n\t" + `* resource "urn:pulumi:stack::project::fusioninfer:index:InferenceService$kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet::` + lws + `" ` +
+				`was successfully created, but the Kubernetes API server reported that it failed to fully initialize or become live: timed out waiting for the condition` + "\n\n")
+			monitor := &pulumimock.Monitor{Fail: func(r pulumimock.Resource) error {
+				if r.Name == lws { // the LWS: its rollout fails with it
+					return failure
+				}
+				return nil
+			}}
+			two := 2
+			err := monitor.Run(func(ctx *pulumi.Context) error {
+				_, err := NewInferenceService(ctx, "toobig", &Args{Namespace: "llm", AwaitTimeout: "40s", Roles: []RoleArgs{{
+					Name: "engine", ComponentType: "worker", Replicas: &two, Multinode: &api.Multinode{NodeCount: 4},
+					Template: vllmTemplate("32", "", "8")}}})
+				return err
+			})
+			require.Error(t, err)
+			var errorsLogged []pulumimock.Log
+			for _, l := range monitor.Logs() {
+				if l.Severity == "error" {
+					errorsLogged = append(errorsLogged, l)
+				}
+			}
+			require.Len(t, errorsLogged, 1, "one message for the failed replica: %v", monitor.Logs())
+			assert.Equal(t, fmt.Sprintf(`replica %d of role "engine" (LeaderWorkerSet llm/%s) failed while `+"`pulumi up`"+` waited up to 40s (awaitTimeout) `+
+				`for it to be condition=Available; the kubernetes provider reported: timed out waiting for the condition. `+
+				`What holds it back, and the fix: fusioninfer status --name toobig --namespace llm`, replica, lws), errorsLogged[0].Message)
+			assert.Equal(t, "urn:pulumi:stack::project::fusioninfer:index:InferenceService::toobig", errorsLogged[0].Resource, "the component's own message")
+		})
 	}
-	require.Len(t, errorsLogged, 1, "one message for the failed replica: %v", monitor.Logs())
-	assert.Equal(t, `replica 0 of role "engine" (LeaderWorkerSet llm/toobig-engine-0) failed while `+"`pulumi up`"+` waited up to 40s (awaitTimeout) `+
-		`for it to be condition=Available; the kubernetes provider reported: timed out waiting for the condition. `+
-		`What holds it back, and the fix: fusioninfer status --name toobig --namespace llm`, errorsLogged[0].Message)
-	assert.Equal(t, "urn:pulumi:stack::project::fusioninfer:index:InferenceService::toobig", errorsLogged[0].Resource, "the component's own message")
 }
 
 // The provider's causes are kept as they come, beyond the engine's and the provider's framing.

@@ -5,6 +5,7 @@ package inferenceservice
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,16 +106,28 @@ func (w *waitFailures) onError(args *pulumi.ErrorHookArgs) (bool, error) {
 }
 
 // watch reports the replica when the registration of its resource res fails on its own: not
-// when one of its dependencies failed, which rejects its outputs with that one's error. An output
-// of the context waits for them, so the program ends only after the report is sent.
-func (w *waitFailures) watch(ref render.Ref, res *apiextensions.CustomResource, dependsOn []pulumi.Resource) {
+// when one of its dependencies failed, which rejects its outputs with that one's error. Its
+// dependencies are dependsOn and the resources dependsOnInputs resolve to (a first-batch
+// rollout's barrier 0). An output of the context waits for them, so the program ends only after
+// the report is sent.
+func (w *waitFailures) watch(ref render.Ref, res *apiextensions.CustomResource, dependsOn []pulumi.Resource, dependsOnInputs ...pulumi.ResourceArrayOutput) {
 	if ref.TypeMeta != render.KindLeaderWorkerSet || !ref.Awaited {
 		return
 	}
 	_, resolve, _ := w.ctx.NewOutput()
 	go func() {
 		defer resolve(nil)
-		for _, dependency := range dependsOn {
+		dependencies := slices.Clone(dependsOn)
+		for _, o := range dependsOnInputs {
+			resources, _, err := awaitOutput(w.ctx, o)
+			if err != nil {
+				return
+			}
+			if resources, ok := resources.([]pulumi.Resource); ok {
+				dependencies = append(dependencies, resources...)
+			}
+		}
+		for _, dependency := range dependencies {
 			if _, _, err := awaitOutput(w.ctx, dependency.URN()); err != nil {
 				return
 			}
