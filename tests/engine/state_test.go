@@ -28,16 +28,25 @@ import (
 // export` writes it.
 func stateOfAnUp(tb testing.TB, replicas int) (edges, bytes int) {
 	tb.Helper()
+	// As the CLI runs it with a local backend, the state saved once at the end: the lifecycle
+	// test framework checks the state after every step, which costs minutes at 400 replicas.
+	tb.Setenv("PULUMI_SKIP_CHECKPOINTS", "true")
+	snap := upAsTheCLI(tb, replicas)
+	return dependencies(snap), stateBytes(tb, snap)
+}
+
+// upAsTheCLI is `pulumi up` of a new stack of one role of the given replicas in the default
+// rollout batches, run as the CLI runs it with a local backend (enginetest.RunAsTheCLI), through
+// the stand-in whose returned state is the real provider's and which answers at once.
+func upAsTheCLI(tb testing.TB, replicas int) *deploy.Snapshot {
+	tb.Helper()
 	plan, log := enginetest.Plan(tb, func(string) plugin.Provider { return enginetest.Clusterless() }, func(ctx *pulumi.Context) error {
 		_, err := inferenceservice.NewInferenceService(ctx, "svc", chat(replicas, nil, "")("vllm/vllm-openai:v0.33.0"))
 		return err
 	})
-	// As the CLI runs it with a local backend, the state saved once at the end: the lifecycle
-	// test framework checks the state after every step, which costs minutes at 400 replicas.
-	tb.Setenv("PULUMI_SKIP_CHECKPOINTS", "true")
 	snap, err := enginetest.RunAsTheCLI(engine.Update, plan, plan.GetProject(), plan.GetTarget(tb, nil), false, tb.TempDir(), nil)
 	require.NoError(tb, err, log.String())
-	return dependencies(snap), stateBytes(tb, snap)
+	return snap
 }
 
 // dependencies counts the dependency edges a state records: each resource's dependencies and
@@ -105,12 +114,7 @@ func BenchmarkUpWithCheckpoints(b *testing.B) {
 	for _, replicas := range []int{100, 200, 400} {
 		b.Run(fmt.Sprintf("%d replicas", replicas), func(b *testing.B) {
 			for b.Loop() {
-				plan, log := enginetest.Plan(b, func(string) plugin.Provider { return enginetest.Clusterless() }, func(ctx *pulumi.Context) error {
-					_, err := inferenceservice.NewInferenceService(ctx, "svc", chat(replicas, nil, "")("vllm/vllm-openai:v0.33.0"))
-					return err
-				})
-				_, err := enginetest.RunAsTheCLI(engine.Update, plan, plan.GetProject(), plan.GetTarget(b, nil), false, b.TempDir(), nil)
-				require.NoError(b, err, log.String())
+				upAsTheCLI(b, replicas)
 			}
 		})
 	}
