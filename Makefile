@@ -161,10 +161,10 @@ bench:
 	$(GO) test ./core/render ./components/inferenceservice ./tests/perf -run '^$$' -bench . -benchmem -benchtime 5x
 	$(GO) test ./tests/engine -run '^$$' -bench EnginePreview -benchtime 1x
 
-## bench-cluster: preview and up through the real kubernetes provider and the wire on the
+## bench-cluster: preview, up, destroy and rollout through the real kubernetes provider and the wire on the
 ## simulated cluster (docs/performance.md).
 bench-cluster:
-	$(GO) test -tags e2e -count=1 -run '^$$' -bench 'Preview|Up|FirstDeploy' -benchtime 1x -timeout 45m ./tests/e2e
+	$(GO) test -tags e2e -count=1 -run '^$$' -bench 'Preview|Up|FirstDeploy|Rollout' -benchtime 1x -timeout 60m ./tests/e2e
 
 ## bench-routing: the request path on the simulated cluster (docs/performance.md): the Endpoint
 ## Picker's pick and the time to first token at a fixed offered load, its scorers against round-robin.

@@ -92,7 +92,9 @@ var stacks = []struct {
 // BenchmarkUp is `pulumi up` of a new stack on the simulated cluster until every replica is
 // Available (the real LWS controller and scheduler, kwok's nodes), through the real provider and
 // through the wire: a worker role of 10, 100 and 1,000 replicas of 8 GPUs, one node each. Each
-// deployment is destroyed, untimed, before the next. 1,000 replicas run only with
+// deployment is destroyed before the next, out of the up's time: its own is s/destroy, until
+// `pulumi destroy` returns (the provider waits for each object to be gone; the LWSs are deleted
+// in the background), and s/pods-gone-after, until the garbage collector has removed their pods. 1,000 replicas run only with
 // PULUMI_SKIP_CHECKPOINTS=true (the state saved once, at the end): the local backend's save of the
 // whole state after each step grows as the square of the replicas, and such an up had not ended
 // after 18 minutes (docs/performance.md); with it, about 6 minutes, and 12 more for the destroy.
@@ -108,13 +110,44 @@ func BenchmarkUp(b *testing.B) {
 				namespace := fmt.Sprintf("up-%d", i)
 				harness.EnsureNamespace(b, namespace)
 				s := st.stack(b, harness.Chat(namespace, replicas, nil, time.Second, &image)).AsTheCLI()
+				var destroyed, collected time.Duration
 				for b.Loop() {
 					s.Up()
 					b.StopTimer()
-					s.Destroy()
+					destroyed, collected = s.TimedDestroy()
 					b.StartTimer()
 				}
+				b.ReportMetric(destroyed.Seconds(), "s/destroy")
+				b.ReportMetric(collected.Seconds(), "s/pods-gone-after")
 			})
 		}
+	}
+}
+
+// BenchmarkRollout is the update of every replica of a worker role, deployed first (untimed), in
+// the default 25% batches: a new image, through the real provider as the CLI runs it, until
+// `pulumi up` returns with every replica Available on the new template (pods Ready 1 s after
+// they are scheduled). Each batch rolls the engine's workers at a time (each rollout's wait holds
+// one, docs/design/0040-every-replica-loads-before-any-wait.md). 1,000 replicas run only with
+// PULUMI_SKIP_CHECKPOINTS=true, as in BenchmarkUp.
+func BenchmarkRollout(b *testing.B) {
+	harness.AddNodes(b, cluster.Nodes{Prefix: "bench-rollout", Count: 1000, GPUs: 8})
+	for i, replicas := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			if replicas >= 1000 && !env.SkipCheckpoints.Value() {
+				b.Skip("1,000 replicas: run with PULUMI_SKIP_CHECKPOINTS=true")
+			}
+			namespace := fmt.Sprintf("rollout-%d", i)
+			harness.EnsureNamespace(b, namespace)
+			image := "vllm/vllm-openai:v0.33.0"
+			s := harness.NewStackOnTheRealProvider(b, harness.Chat(namespace, replicas, nil, time.Second, &image)).AsTheCLI()
+			s.Up()
+			for n := 1; b.Loop(); n++ {
+				image = fmt.Sprintf("vllm/vllm-openai:v0.33.%d", n)
+				s.Up()
+			}
+			b.StopTimer()
+			s.Destroy()
+		})
 	}
 }
