@@ -292,9 +292,10 @@ func registerChild(ctx *pulumi.Context, componentName string, component *Inferen
 func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, component *InferenceService, ref render.Ref,
 	inputs kubernetes.UntypedArgs, dependsOn []pulumi.Resource, resolve func([]string) ([]pulumi.Resource, error), failures *waitFailures,
 	barriers *rolloutBarriers) (*apiextensions.CustomResource, error) {
-	forced := withAnnotation(inputs, annotationPatchForce) // the rollout takes the fields the LWS resource created
+	forced := withAnnotations(inputs, map[string]string{annotationPatchForce: "true"}) // the rollout takes the fields the LWS resource created
+	created := withAnnotations(forced, lwsResourceAnnotations)
 	var lws apiextensions.CustomResource
-	if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, withAnnotation(forced, annotationSkipAwait), &lws,
+	if err := ctx.RegisterResource(kubetoken.Of(ref.APIVersion, ref.Kind), componentName+"-"+ref.Suffix, created, &lws,
 		append([]pulumi.ResourceOption{pulumi.Parent(component), pulumi.DependsOn(dependsOn), pulumi.IgnoreChanges(createOnlyFields)}, failures.option(ref)...)...); err != nil {
 		return nil, err
 	}
@@ -325,8 +326,8 @@ func registerRolledLeaderWorkerSet(ctx *pulumi.Context, componentName string, co
 	return &rollout, nil
 }
 
-// withAnnotation is inputs with the annotation set to "true".
-func withAnnotation(inputs kubernetes.UntypedArgs, annotation string) kubernetes.UntypedArgs {
+// withAnnotations is inputs with the annotations added.
+func withAnnotations(inputs kubernetes.UntypedArgs, added map[string]string) kubernetes.UntypedArgs {
 	out := kubernetes.UntypedArgs{}
 	for k, v := range inputs {
 		out[k] = v
@@ -335,7 +336,7 @@ func withAnnotation(inputs kubernetes.UntypedArgs, annotation string) kubernetes
 	out["metadata"] = &k8smetav1.ObjectMetaArgs{
 		Name: metadata.Name, Namespace: metadata.Namespace, Labels: metadata.Labels,
 		Annotations: metadata.Annotations.ToStringMapOutput().ApplyT(func(annotations map[string]string) map[string]string {
-			out := map[string]string{annotation: "true"}
+			out := maps.Clone(added)
 			for k, v := range annotations {
 				out[k] = v
 			}
@@ -345,14 +346,25 @@ func withAnnotation(inputs kubernetes.UntypedArgs, annotation string) kubernetes
 	return out
 }
 
-// annotationSkipAwait is on the LWS resource of a rolled replica, not on its rollout: its
-// creation returns once the object is written and the rollout alone waits for the replica. The
-// provider reads skipAwait from a resource's inputs and the wait from its object
-// (pulumi-kubernetes provider/pkg/metadata/overrides.go ReadyCondition). The rollout's inputs lack
-// only that key, so its state, the object pruned to its inputs' keys, is its inputs whichever
-// version of the object its wait returns (docs/design/0018-a-rollout-that-changes-nothing.md,
-// docs/design/0040-every-replica-loads-before-any-wait.md).
-const annotationSkipAwait = "pulumi.com/skipAwait"
+// lwsResourceAnnotations are on the LWS resource of a rolled replica, not on its rollout; the
+// provider reads both from a resource's inputs (pulumi-kubernetes provider/pkg/metadata
+// overrides.go). The rollout's inputs lack only these keys, so its state, the object pruned to
+// its inputs' keys, is its inputs whichever version of the object its wait returns
+// (docs/design/0018-a-rollout-that-changes-nothing.md).
+//
+// skipAwait: its creation returns once the object is written and the rollout alone waits for the
+// replica (ReadyCondition reads the wait itself from the object:
+// docs/design/0040-every-replica-loads-before-any-wait.md). deletionPropagationPolicy
+// background: its deletion (a destroy, a replica scaled away) returns once the LWS is gone and
+// the garbage collector removes its StatefulSets and pods after, as `kubectl delete` leaves them;
+// the provider's default, foreground (DeletionPropagation), waits for every pod to terminate,
+// the engine's workers at a time (docs/design/0041-a-destroy-that-does-not-wait-for-pods.md).
+var lwsResourceAnnotations = map[string]string{annotationSkipAwait: "true", annotationDeletionPropagation: "background"}
+
+const (
+	annotationSkipAwait           = "pulumi.com/skipAwait"
+	annotationDeletionPropagation = "pulumi.com/deletionPropagationPolicy"
+)
 
 // The rollout of an LWS is applied with force: its first apply shares the fields the LWS
 // resource created (same values), each later one changes them, and only a forced apply may

@@ -145,13 +145,15 @@ func TestChildrenParentsDependenciesAndStatus(t *testing.T) {
 		assert.Equal(t, "default", meta["namespace"])
 		assert.Equal(t, map[string]any{"pulumi.com/waitFor": "condition=Available", "pulumi.com/timeoutSeconds": "3600", "pulumi.com/patchForce": "true"}, meta["annotations"],
 			"awaited for an hour by default: a model loads for longer than the provider's 10 minutes")
-		// The LWS resource creates without waiting; its inputs are the rollout's and skipAwait,
-		// so the rollout's first apply changes nothing it created (0018, 0040).
+		// The LWS resource creates without waiting and is deleted in the background; its inputs
+		// are the rollout's and those two directives, so the rollout's first apply changes
+		// nothing it created (0018, 0040, 0041).
 		withoutWait := rollout.Inputs.Copy()
 		withoutWait["metadata"].ObjectValue()["annotations"] = resource.NewObjectProperty(
 			withoutWait["metadata"].ObjectValue()["annotations"].ObjectValue().Copy())
 		withoutWait["metadata"].ObjectValue()["annotations"].ObjectValue()["pulumi.com/skipAwait"] = resource.NewStringProperty("true")
-		assert.Equal(t, withoutWait, lws.Inputs, "the LWS resource's inputs are its rollout's and skipAwait")
+		withoutWait["metadata"].ObjectValue()["annotations"].ObjectValue()["pulumi.com/deletionPropagationPolicy"] = resource.NewStringProperty("background")
+		assert.Equal(t, withoutWait, lws.Inputs, "the LWS resource's inputs are its rollout's, skipAwait and a background deletion")
 	}
 	for _, name := range []string{"deepseek-r1-disagg-prefill-0-rollout", "deepseek-r1-disagg-decode-0-rollout"} {
 		r, _ := monitor.Find(name)

@@ -68,6 +68,8 @@ func TestRolloutOptionsTheComponentRegisters(t *testing.T) {
 						assert.Equal(t, "condition=Available", annotations["pulumi.com/waitFor"], "%s waits for Available", r.Name)
 						_, skipped := annotations["pulumi.com/skipAwait"]
 						assert.Equal(t, r.Name == lws.Name, skipped, "%s: the LWS is created without a wait, its rollout waits", r.Name)
+						_, background := annotations["pulumi.com/deletionPropagationPolicy"]
+						assert.Equal(t, r.Name == lws.Name, background, "%s: the LWS is deleted in the background, its rollout is retained", r.Name)
 					}
 					if tc.partition != nil && replica < *tc.partition {
 						assert.NotEmpty(t, rollout.IgnoreChanges, "replica %d is pinned", replica)

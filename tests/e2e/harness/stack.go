@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/pkg/v3/display"
 	"github.com/pulumi/pulumi/pkg/v3/engine"
@@ -21,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
@@ -160,18 +162,64 @@ func (s *Stack) UpRefresh() {
 	s.Up()
 }
 
-// Destroy runs `pulumi destroy`.
+// Destroy runs `pulumi destroy`, then waits until the garbage collector has removed the
+// StatefulSets and pods of the LWSs it deleted (TimedDestroy).
 func (s *Stack) Destroy() {
 	s.t.Helper()
+	s.TimedDestroy()
+}
+
+// TimedDestroy runs `pulumi destroy` and returns how long it took; then it waits until the
+// garbage collector has removed the StatefulSets and pods of the LWSs it deleted and returns how
+// long after the destroy that took. A replica's LWS is deleted in the background
+// (docs/design/0041-a-destroy-that-does-not-wait-for-pods.md), so the destroy returns before
+// its pods are gone; the wait keeps them from holding the nodes of whatever a test deploys next.
+func (s *Stack) TimedDestroy() (destroyed, collected time.Duration) {
+	s.t.Helper()
+	lwss := map[string]map[string]bool{} // namespace -> names
+	for _, r := range s.snap.Resources {
+		if r.Type == "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" && !r.Delete {
+			obj := r.Outputs["metadata"].ObjectValue()
+			namespace, name := obj["namespace"].StringValue(), obj["name"].StringValue()
+			if lwss[namespace] == nil {
+				lwss[namespace] = map[string]bool{}
+			}
+			lwss[namespace][name] = true
+		}
+	}
+	began := time.Now()
 	if s.cli != "" {
 		snap, err := enginetest.RunAsTheCLI(engine.Destroy, s.plan, s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), false, s.cli, nil)
 		require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
 		s.snap = snap
-		return
+	} else {
+		snap, err := lt.TestOp(engine.Destroy).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "destroy")
+		require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
+		s.snap = snap
 	}
-	snap, err := lt.TestOp(engine.Destroy).RunStep(s.plan.GetProject(), s.plan.GetTarget(s.t, s.snap), s.plan.Options, false, nil, nil, "destroy")
-	require.NoError(s.t, err, "pulumi destroy\n%s", s.log)
-	s.snap = snap
+	destroyed = time.Since(began)
+	var left []string
+	require.Eventually(s.t, func() bool {
+		left = nil
+		for namespace, names := range lwss {
+			sets, err := Cluster.Clientset.AppsV1().StatefulSets(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: lwsv1.SetNameLabelKey})
+			require.NoError(s.t, err)
+			pods, err := Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: lwsv1.SetNameLabelKey})
+			require.NoError(s.t, err)
+			for _, set := range sets.Items {
+				if names[set.Labels[lwsv1.SetNameLabelKey]] {
+					left = append(left, "StatefulSet "+namespace+"/"+set.Name)
+				}
+			}
+			for _, pod := range pods.Items {
+				if names[pod.Labels[lwsv1.SetNameLabelKey]] {
+					left = append(left, "Pod "+namespace+"/"+pod.Name)
+				}
+			}
+		}
+		return len(left) == 0
+	}, 5*time.Minute, 250*time.Millisecond, "the garbage collector removes the destroyed LWSs' StatefulSets and pods: %v", &left)
+	return destroyed, time.Since(began) - destroyed
 }
 
 // Outputs are the outputs of the component resource named name.

@@ -67,7 +67,8 @@ type registration struct {
 
 // objectsOf are the objects of the registrations. A replica rolled in batches registers its LWS
 // twice, as the LWS and as its rollout (a Patch resource), both with pulumi.com/patchForce, and
-// the LWS with pulumi.com/skipAwait besides (its rollout waits: design 0040), directives to the
+// the LWS with pulumi.com/skipAwait and pulumi.com/deletionPropagationPolicy besides (its
+// rollout waits: design 0040; it is deleted in the background: 0041), directives to the
 // provider that the CLI does not render: the rollout must carry the same object, or it is kept
 // as "Kind/name rollout", so that a comparison shows the difference.
 func objectsOf(registrations []registration) Objects {
@@ -84,6 +85,7 @@ func objectsOf(registrations []registration) Objects {
 			delete(annotations, "pulumi.com/patchForce")
 			if !strings.HasSuffix(r.typeToken, "Patch") && annotations["pulumi.com/skipAwait"] == "true" {
 				delete(annotations, "pulumi.com/skipAwait")
+				delete(annotations, "pulumi.com/deletionPropagationPolicy")
 			}
 			if len(annotations) == 0 {
 				delete(meta, "annotations")
