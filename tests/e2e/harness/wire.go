@@ -315,7 +315,7 @@ func (w *wire) staleObject(ctx context.Context, obj, before, live *unstructured.
 	if before == nil || before.GetGeneration() != live.GetGeneration() {
 		return nil, nil
 	}
-	ready := readiness(obj)
+	ready := readiness(obj, live)
 	if ready == nil {
 		return nil, nil
 	}
@@ -342,7 +342,7 @@ func awaitTimeout(obj *unstructured.Unstructured, custom float64) time.Duration 
 // object the write returned (condition/observer.go NewObjectObserver starts from it: a condition
 // with no generation to compare passes on the status before the change), then the live object.
 func (w *wire) await(ctx context.Context, client dynamic.ResourceInterface, obj, live *unstructured.Unstructured, timeout time.Duration) (*unstructured.Unstructured, error) {
-	ready := readiness(obj)
+	ready := readiness(obj, live)
 	if ready == nil {
 		return live, nil
 	}
@@ -369,13 +369,16 @@ func (w *wire) await(ctx context.Context, client dynamic.ResourceInterface, obj,
 // readyFunc says whether a live object is ready, and why not.
 type readyFunc func(ctx context.Context, w *wire, live *unstructured.Unstructured) (bool, string, error)
 
-// readiness is the wait pulumi-kubernetes applies to the object, nil for none.
-func readiness(obj *unstructured.Unstructured) readyFunc {
-	annotations := obj.GetAnnotations()
-	if annotations["pulumi.com/skipAwait"] == "true" {
+// readiness is the wait pulumi-kubernetes applies to the object it wrote, nil for none: as
+// metadata/overrides.go ReadyCondition decides it, skipAwait read from the resource's inputs and
+// waitFor from the written object (which holds every field manager's annotations, so a Patch
+// resource without waitFor still waits for the one another manager set). Without waitFor, the
+// kind's own wait (await.go's legacy awaiters).
+func readiness(inputs, written *unstructured.Unstructured) readyFunc {
+	if inputs.GetAnnotations()["pulumi.com/skipAwait"] == "true" {
 		return nil
 	}
-	waitFor := annotations["pulumi.com/waitFor"]
+	waitFor := written.GetAnnotations()["pulumi.com/waitFor"]
 	if path, ok := strings.CutPrefix(waitFor, "jsonpath="); ok {
 		return jsonPathReady(path)
 	}
@@ -388,7 +391,7 @@ func readiness(obj *unstructured.Unstructured) readyFunc {
 			return HasCondition(live, condition, status)
 		}
 	}
-	switch obj.GroupVersionKind().GroupKind().String() {
+	switch written.GroupVersionKind().GroupKind().String() {
 	case "Deployment.apps":
 		return deploymentReady
 	case "Job.batch":
@@ -533,9 +536,13 @@ func (w *wire) delete(ctx context.Context, urn resource.URN, obj *unstructured.U
 		}
 		return err
 	}
+	// metadata/overrides.go DeletionPropagation: the annotation of the inputs, any case, else foreground
 	propagation := metav1.DeletePropagationForeground
-	if policy := obj.GetAnnotations()["pulumi.com/deletionPropagationPolicy"]; policy != "" {
-		propagation = metav1.DeletionPropagation(policy)
+	switch strings.ToLower(obj.GetAnnotations()["pulumi.com/deletionPropagationPolicy"]) {
+	case "orphan":
+		propagation = metav1.DeletePropagationOrphan
+	case "background":
+		propagation = metav1.DeletePropagationBackground
 	}
 	if err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &propagation}); err != nil {
 		if apierrors.IsNotFound(err) {
