@@ -75,6 +75,25 @@ func ScrapeTargets(t testing.TB) []ScrapeTarget {
 	return body.Data.ActiveTargets
 }
 
+// DroppedTarget is a target Prometheus discovered and its relabeling dropped (its
+// /api/v1/targets?state=dropped): the labels discovery gave it, and its scrape pool.
+type DroppedTarget struct {
+	ScrapePool       string            `json:"scrapePool"`
+	DiscoveredLabels map[string]string `json:"discoveredLabels"`
+}
+
+// DroppedTargets are Prometheus' dropped targets now.
+func DroppedTargets(t testing.TB) []DroppedTarget {
+	t.Helper()
+	var body struct {
+		Data struct {
+			DroppedTargets []DroppedTarget `json:"droppedTargets"`
+		} `json:"data"`
+	}
+	promGet(t, "/api/v1/targets?state=dropped", &body)
+	return body.Data.DroppedTargets
+}
+
 // PromQuery is the value of each series of an instant PromQL query, by its labels' text.
 func PromQuery(t testing.TB, query string) map[string]float64 {
 	t.Helper()

@@ -129,7 +129,8 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		"the server's vLLM metrics are scraped")
 
 	// A PodMonitor on a port the pod does not declare has no target: Prometheus' pod discovery
-	// makes one a declared port (what the render's declared port is for).
+	// makes one a declared port (what the render's declared port is for). Its discovery sees the
+	// server's pod, and its relabeling drops it: the pool is configured and has looked.
 	undeclared := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
 		"metadata": map[string]any{"name": "undeclared-port", "namespace": namespace},
@@ -141,8 +142,17 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	_, err := harness.Cluster.Dynamic.Resource(podMonitors).Namespace(namespace).Create(context.Background(), undeclared, metav1.CreateOptions{})
 	require.NoError(t, err)
 	harness.ScrapedPrometheus(t, serverPool, eppPool)
+	undeclaredPool := fmt.Sprintf("podMonitor/%s/undeclared-port/0", namespace)
+	require.Eventually(t, func() bool {
+		for _, target := range harness.DroppedTargets(t) {
+			if target.ScrapePool == undeclaredPool && target.DiscoveredLabels["__meta_kubernetes_pod_name"] == "chat-server-0-0" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, time.Second, "the PodMonitor on an undeclared port discovers the server's pod and drops it")
 	for _, target := range harness.ScrapeTargets(t) {
-		assert.NotContains(t, target.ScrapePool, "undeclared-port", "a target on an undeclared port: %+v", target)
+		assert.NotEqual(t, undeclaredPool, target.ScrapePool, "a target on an undeclared port: %+v", target)
 	}
 	require.NoError(t, harness.Cluster.Dynamic.Resource(podMonitors).Namespace(namespace).Delete(context.Background(), "undeclared-port", metav1.DeleteOptions{}))
 
