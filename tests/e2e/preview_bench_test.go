@@ -94,10 +94,11 @@ var stacks = []struct {
 // through the wire: a worker role of 10, 100 and 1,000 replicas of 8 GPUs, one node each. Each
 // deployment is destroyed before the next, out of the up's time: its own is s/destroy, until
 // `pulumi destroy` returns (the provider waits for each object to be gone; the LWSs are deleted
-// in the background), and s/pods-gone-after, until the garbage collector has removed their pods. 1,000 replicas run only with
-// PULUMI_SKIP_CHECKPOINTS=true (the state saved once, at the end): the local backend's save of the
-// whole state after each step grows as the square of the replicas, and such an up had not ended
-// after 18 minutes (docs/performance.md); with it, about 6 minutes, and 12 more for the destroy.
+// in the background), and s/pods-gone-after, until the garbage collector has removed their
+// pods. 1,000 replicas run only with PULUMI_SKIP_CHECKPOINTS=true (the state saved once, at the
+// end): the local backend's save of the whole state after each step grows as the square of the
+// replicas, and such an up had not ended after 18 minutes (docs/performance.md); with it, about
+// 6 minutes, and under 2 for the destroy.
 func BenchmarkUp(b *testing.B) {
 	image := "vllm/vllm-openai:v0.33.0"
 	harness.AddNodes(b, cluster.Nodes{Prefix: "bench-up", Count: 1000, GPUs: 8})

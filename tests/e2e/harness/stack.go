@@ -178,7 +178,7 @@ func (s *Stack) TimedDestroy() (destroyed, collected time.Duration) {
 	s.t.Helper()
 	lwss := map[string]map[string]bool{} // namespace -> names
 	for _, r := range s.snap.Resources {
-		if r.Type == "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" && !r.Delete {
+		if r.Type == "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" && !r.Delete && r.Outputs["metadata"].IsObject() {
 			obj := r.Outputs["metadata"].ObjectValue()
 			namespace, name := obj["namespace"].StringValue(), obj["name"].StringValue()
 			if lwss[namespace] == nil {
