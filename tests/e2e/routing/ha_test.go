@@ -300,13 +300,13 @@ func evict(namespace, pod string) error {
 		&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: namespace}})
 }
 
-// since is at - from, rounded to the millisecond; "never" for a zero at.
-// unserved describes, from the gateway's side, each request that did not end in a whole 200:
-// who decided it and when, so a failure the test did not expect can be told apart.
+// unserved describes, from the gateway's side, each request that did not end in a whole 200 and
+// was not refused by the failure mode: who decided it and when, so a failure the test did not
+// expect can be told apart.
 func unserved(records []gateway.Record, lost time.Time) string {
 	var b strings.Builder
 	for _, rec := range records {
-		if rec.Completed && rec.Status == 200 {
+		if rec.Completed && rec.Status == 200 || rec.FailedClosed {
 			continue
 		}
 		fmt.Fprintf(&b, "%s: sent +%s, routed +%s, ended +%s; %d; EPP %s picked %v (error %q, failed open %v, closed %v); "+
@@ -316,6 +316,7 @@ func unserved(records []gateway.Record, lost time.Time) string {
 	return b.String()
 }
 
+// since is at - from, rounded to the millisecond; "never" for a zero at.
 func since(at, from time.Time) string {
 	if at.IsZero() {
 		return "never"
