@@ -118,11 +118,19 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 		acquired := leaseAcquired(t, namespace, lease)
 		ready, _ := nextProcess.ReadyAt()
 
-		var refused, openRouted, picked, lostRequests, answered int
+		var refused, openRouted, picked, lostRequests, answered, resetAtLoss int
 		var firstFailure, lastFailure time.Time
 		for _, rec := range records {
 			if rec.Lost() {
 				lostRequests++
+			}
+			// The leader's loss aborts the streams it was passing back (the lost requests), and
+			// llm-d-inference-sim, whose streams those were, has twice closed a connection the
+			// gateway opened to it in that same instant, before answering (CI, 2026-11-28: a
+			// request failed open +28 ms after a SIGKILL, "Post ...: EOF"). A casualty of the
+			// loss, counted with it, and bounded below.
+			if rec.FailedOpen && !rec.Accepted && rec.Err != "" && !rec.Start.Before(lost) && rec.Start.Sub(lost) < 200*time.Millisecond {
+				resetAtLoss++
 			}
 			switch {
 			case rec.FailedClosed:
@@ -147,9 +155,9 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 		}
 		failed := failures(requests)
 		testcluster.Progress("HA %s, leader %s: %d requests; lease taken over by the %s +%s, Ready +%s, routed by it again +%s; "+
-			"%d picked, %d failed (%d refused, %d answered by the EPP), %d routed by the gateway, %d lost; EPP failures from +%s to +%s",
+			"%d picked, %d failed (%d refused, %d answered by the EPP, %d reset by a server at the loss), %d routed by the gateway, %d lost; EPP failures from +%s to +%s",
 			l.mode, l.how, len(records), takenBy(next, standby), since(acquired, lost), since(ready, lost), since(routedAgain, lost),
-			picked, len(failed), refused, answered, openRouted, lostRequests, since(firstFailure, lost), since(lastFailure, lost))
+			picked, len(failed), refused, answered, resetAtLoss, openRouted, lostRequests, since(firstFailure, lost), since(lastFailure, lost))
 		assert.True(t, acquired.After(lost), "the standby took the lease after the loss")
 		switch l.mode {
 		case api.FailClose:
@@ -158,8 +166,9 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 				unserved(records, lost))
 		case api.FailOpen:
 			assert.Zero(t, refused)
-			assert.Len(t, failed, answered+lostRequests, "every request but those lost with the leader or answered by an EPP was served\n%s",
+			assert.Len(t, failed, answered+lostRequests+resetAtLoss, "every request but those lost with the leader or answered by an EPP was served\n%s",
 				unserved(records, lost))
+			assert.LessOrEqual(t, resetAtLoss, 2, "at most two connections reset by a model server in the instant of the loss\n%s", unserved(records, lost))
 		}
 		if l.how == "deleted" {
 			assert.Zero(t, lostRequests, "a deleted leader finishes the requests it decided")
