@@ -25,6 +25,8 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/components/inferenceservice"
+	"github.com/fusioninfer/pulumi-fusioninfer/components/kubetoken"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/enginetest"
 )
 
@@ -176,9 +178,10 @@ func (s *Stack) Destroy() {
 // its pods are gone; the wait keeps them from holding the nodes of whatever a test deploys next.
 func (s *Stack) TimedDestroy() (destroyed, collected time.Duration) {
 	s.t.Helper()
+	lwsToken := kubetoken.Of(render.KindLeaderWorkerSet.APIVersion, render.KindLeaderWorkerSet.Kind)
 	lwss := map[string]map[string]bool{} // namespace -> names
 	for _, r := range s.snap.Resources {
-		if r.Type == "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" && !r.Delete && r.Outputs["metadata"].IsObject() {
+		if string(r.Type) == lwsToken && !r.Delete && r.Outputs["metadata"].IsObject() {
 			obj := r.Outputs["metadata"].ObjectValue()
 			namespace, name := obj["namespace"].StringValue(), obj["name"].StringValue()
 			if lwss[namespace] == nil {
