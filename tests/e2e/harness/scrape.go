@@ -66,13 +66,7 @@ func ScrapedPrometheus(t testing.TB, pools ...string) string {
 // ScrapeTargets are Prometheus' active targets now.
 func ScrapeTargets(t testing.TB) []ScrapeTarget {
 	t.Helper()
-	var body struct {
-		Data struct {
-			ActiveTargets []ScrapeTarget `json:"activeTargets"`
-		} `json:"data"`
-	}
-	promGet(t, "/api/v1/targets?state=active", &body)
-	return body.Data.ActiveTargets
+	return promTargets(t, "active").ActiveTargets
 }
 
 // DroppedTarget is a target Prometheus discovered and its relabeling dropped (its
@@ -85,13 +79,23 @@ type DroppedTarget struct {
 // DroppedTargets are Prometheus' dropped targets now.
 func DroppedTargets(t testing.TB) []DroppedTarget {
 	t.Helper()
+	return promTargets(t, "dropped").DroppedTargets
+}
+
+// targets is the data of Prometheus' /api/v1/targets.
+type targets struct {
+	ActiveTargets  []ScrapeTarget  `json:"activeTargets"`
+	DroppedTargets []DroppedTarget `json:"droppedTargets"`
+}
+
+// promTargets is Prometheus' /api/v1/targets in the given state (active or dropped).
+func promTargets(t testing.TB, state string) targets {
+	t.Helper()
 	var body struct {
-		Data struct {
-			DroppedTargets []DroppedTarget `json:"droppedTargets"`
-		} `json:"data"`
+		Data targets `json:"data"`
 	}
-	promGet(t, "/api/v1/targets?state=dropped", &body)
-	return body.Data.DroppedTargets
+	promGet(t, "/api/v1/targets?state="+state, &body)
+	return body.Data
 }
 
 // PromQuery is the value of each series of an instant PromQL query, by its labels' text.
