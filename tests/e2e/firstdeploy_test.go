@@ -44,21 +44,35 @@ func firstDeploy(t testing.TB, replicas int, start, stop func()) time.Duration {
 	for role, phase := range s.Phases("chat") {
 		assert.Equal(t, inferenceservice.PhaseRunning, phase, role)
 	}
-	scheduled, ready := lastPodConditions(t, namespace)
-	testcluster.Progress("up of %d replicas: %s; the last pod scheduled after %s, the last Ready after %s",
-		replicas, elapsed.Round(100*time.Millisecond), scheduled.Sub(began).Round(100*time.Millisecond), ready.Sub(began).Round(100*time.Millisecond))
+	lws, pod, scheduled, ready := lastCreations(t, namespace)
+	after := func(at time.Time) time.Duration { return at.Sub(began).Round(100 * time.Millisecond) }
+	testcluster.Progress("up of %d replicas: %s; the last LWS created after %s, the last pod created after %s, scheduled after %s, Ready after %s",
+		replicas, elapsed.Round(100*time.Millisecond), after(lws), after(pod), after(scheduled), after(ready))
 	s.Destroy()
 	return elapsed
 }
 
-// lastPodConditions are when the namespace's last pod was scheduled and became Ready: the
-// cluster's share of an up, as the API server recorded it (to the second).
-func lastPodConditions(t testing.TB, namespace string) (scheduled, ready time.Time) {
+// lastCreations are when the namespace's last LWS and last pod were created, and its last pod
+// scheduled and Ready: the cluster's share of an up, stage by stage (the provider's creations,
+// the LWS and StatefulSet controllers', the scheduler's, the model load), as the API server
+// recorded them (to the second).
+func lastCreations(t testing.TB, namespace string) (lws, pod, scheduled, ready time.Time) {
 	t.Helper()
-	pods, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
+	ctx := context.Background()
+	lwss, err := harness.Cluster.Dynamic.Resource(harness.LeaderWorkerSets).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	for _, pod := range pods.Items {
-		for _, c := range pod.Status.Conditions {
+	for _, item := range lwss.Items {
+		if created := item.GetCreationTimestamp().Time; created.After(lws) {
+			lws = created
+		}
+	}
+	pods, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, p := range pods.Items {
+		if created := p.CreationTimestamp.Time; created.After(pod) {
+			pod = created
+		}
+		for _, c := range p.Status.Conditions {
 			switch {
 			case c.Type == corev1.PodScheduled && c.LastTransitionTime.After(scheduled):
 				scheduled = c.LastTransitionTime.Time
@@ -67,7 +81,7 @@ func lastPodConditions(t testing.TB, namespace string) (scheduled, ready time.Ti
 			}
 		}
 	}
-	return scheduled, ready
+	return lws, pod, scheduled, ready
 }
 
 // A first deployment of 32 replicas, four times the engine's default workers on 2 cores, loads

@@ -89,35 +89,54 @@ var stacks = []struct {
 	{"provider=wire", harness.NewStack},
 }
 
+// lifecycleReplicas are the sizes issue 46 measures an up, a rollout and a destroy at, each
+// against one replica's.
+var lifecycleReplicas = []int{1, 32, 100, 1000}
+
+// skipAtAThousand skips 1,000 replicas unless PULUMI_SKIP_CHECKPOINTS=true (the state saved once,
+// at the end): the local backend's save of the whole state after each step grows as the square
+// of the replicas, and such an up had not ended after 18 minutes (docs/performance.md).
+func skipAtAThousand(b *testing.B, replicas int) {
+	if replicas >= 1000 && !env.SkipCheckpoints.Value() {
+		b.Skip("1,000 replicas: run with PULUMI_SKIP_CHECKPOINTS=true")
+	}
+}
+
 // BenchmarkUp is `pulumi up` of a new stack on the simulated cluster until every replica is
 // Available (the real LWS controller and scheduler, kwok's nodes), through the real provider and
-// through the wire: a worker role of 10, 100 and 1,000 replicas of 8 GPUs, one node each. Each
-// deployment is destroyed before the next, out of the up's time: its own is s/destroy, until
-// `pulumi destroy` returns (the provider waits for each object to be gone; the LWSs are deleted
-// in the background), and s/pods-gone-after, until the garbage collector has removed their
-// pods. 1,000 replicas run only with PULUMI_SKIP_CHECKPOINTS=true (the state saved once, at the
-// end): the local backend's save of the whole state after each step grows as the square of the
-// replicas, and such an up had not ended after 18 minutes (docs/performance.md); with it, about
-// 6 minutes, and under 2 for the destroy.
+// through the wire: a worker role of 1, 32, 100 and 1,000 (the real provider at its defaults
+// only) replicas of 8 GPUs, one node each, pods Ready 1 s after they are scheduled. Each reports
+// its ratio to one replica's up, and the state the up left, a replica. Each deployment is
+// destroyed before the next, out of the up's time: its own is s/destroy, until `pulumi destroy`
+// returns (the provider waits for each object to be gone; the LWSs are deleted in the
+// background), and s/pods-gone-after, until the garbage collector has removed their pods.
 func BenchmarkUp(b *testing.B) {
 	image := "vllm/vllm-openai:v0.33.0"
 	harness.AddNodes(b, cluster.Nodes{Prefix: "bench-up", Count: 1000, GPUs: 8})
 	for _, st := range stacks {
-		for i, replicas := range []int{10, 100, 1000} {
+		var one float64
+		for i, replicas := range lifecycleReplicas {
 			b.Run(fmt.Sprintf("%s/replicas=%d", st.name, replicas), func(b *testing.B) {
-				if replicas >= 1000 && !env.SkipCheckpoints.Value() {
-					b.Skip("1,000 replicas: run with PULUMI_SKIP_CHECKPOINTS=true")
+				skipAtAThousand(b, replicas)
+				if replicas >= 1000 && st.name != "provider=real" {
+					b.Skip("1,000 replicas: the real provider at its defaults only")
 				}
 				namespace := fmt.Sprintf("up-%d", i)
 				harness.EnsureNamespace(b, namespace)
 				s := st.stack(b, harness.Chat(namespace, replicas, nil, time.Second, &image)).AsTheCLI()
-				var destroyed, collected time.Duration
+				var up, destroyed, collected time.Duration
+				var state int
 				for b.Loop() {
+					began := time.Now()
 					s.Up()
+					up = time.Since(began)
 					b.StopTimer()
+					state = s.StateBytes()
 					destroyed, collected = s.TimedDestroy()
 					b.StartTimer()
 				}
+				one = reportAgainstOne(b, replicas, up, one)
+				b.ReportMetric(float64(state)/float64(replicas), "state-bytes/replica")
 				b.ReportMetric(destroyed.Seconds(), "s/destroy")
 				b.ReportMetric(collected.Seconds(), "s/pods-gone-after")
 			})
@@ -125,28 +144,43 @@ func BenchmarkUp(b *testing.B) {
 	}
 }
 
-// BenchmarkRollout is the update of every replica of a worker role, deployed first (untimed), in
-// the default 25% batches: a new image, through the real provider as the CLI runs it, until
-// `pulumi up` returns with every replica Available on the new template (pods Ready 1 s after
-// they are scheduled). Each batch rolls the engine's workers at a time (each rollout's wait holds
-// one, docs/design/0040-every-replica-loads-before-any-wait.md). 1,000 replicas run only with
-// PULUMI_SKIP_CHECKPOINTS=true, as in BenchmarkUp.
+// reportAgainstOne reports the ratio of took to one replica's time (in seconds), which it returns:
+// took's, when replicas is 1.
+func reportAgainstOne(b *testing.B, replicas int, took time.Duration, one float64) float64 {
+	if replicas == 1 {
+		one = took.Seconds()
+	}
+	if one > 0 {
+		b.ReportMetric(took.Seconds()/one, "x-one-replica")
+	}
+	return one
+}
+
+// BenchmarkRollout is the update of every replica of a worker role of 1, 32, 100 and 1,000
+// replicas, deployed first (untimed), in the default 25% batches: a new image, through the real
+// provider as the CLI runs it, until `pulumi up` returns with every replica Available on the new
+// template (pods Ready 1 s after they are scheduled), against one replica's. Each batch rolls
+// the engine's workers at a time (each rollout's wait holds one,
+// docs/design/0040-every-replica-loads-before-any-wait.md).
 func BenchmarkRollout(b *testing.B) {
 	harness.AddNodes(b, cluster.Nodes{Prefix: "bench-rollout", Count: 1000, GPUs: 8})
-	for i, replicas := range []int{100, 1000} {
+	var one float64
+	for i, replicas := range lifecycleReplicas {
 		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
-			if replicas >= 1000 && !env.SkipCheckpoints.Value() {
-				b.Skip("1,000 replicas: run with PULUMI_SKIP_CHECKPOINTS=true")
-			}
+			skipAtAThousand(b, replicas)
 			namespace := fmt.Sprintf("rollout-%d", i)
 			harness.EnsureNamespace(b, namespace)
 			image := "vllm/vllm-openai:v0.33.0"
 			s := harness.NewStackOnTheRealProvider(b, harness.Chat(namespace, replicas, nil, time.Second, &image)).AsTheCLI()
 			s.Up()
+			var took time.Duration
 			for n := 1; b.Loop(); n++ {
 				image = fmt.Sprintf("vllm/vllm-openai:v0.33.%d", n)
+				began := time.Now()
 				s.Up()
+				took = time.Since(began)
 			}
+			one = reportAgainstOne(b, replicas, took, one)
 			b.StopTimer()
 			s.Destroy()
 		})

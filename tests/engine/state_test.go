@@ -3,8 +3,6 @@
 package engine_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -12,7 +10,6 @@ import (
 	lt "github.com/pulumi/pulumi/pkg/v3/engine/lifecycletest/framework"
 	"github.com/pulumi/pulumi/pkg/v3/resource/deploy"
 	"github.com/pulumi/pulumi/pkg/v3/resource/plugin"
-	"github.com/pulumi/pulumi/pkg/v3/resource/stack"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
@@ -32,7 +29,9 @@ func stateOfAnUp(tb testing.TB, replicas int) (edges, bytes int) {
 	// test framework checks the state after every step, which costs minutes at 400 replicas.
 	tb.Setenv("PULUMI_SKIP_CHECKPOINTS", "true")
 	snap := upAsTheCLI(tb, replicas)
-	return dependencies(snap), stateBytes(tb, snap)
+	bytes, err := enginetest.StateBytes(snap)
+	require.NoError(tb, err)
+	return dependencies(snap), bytes
 }
 
 // upAsTheCLI is `pulumi up` of a new stack of one role of the given replicas in the default
@@ -60,16 +59,6 @@ func dependencies(snap *deploy.Snapshot) int {
 		}
 	}
 	return n
-}
-
-// stateBytes is the state's size as the local backend writes it (a checkpoint's deployment).
-func stateBytes(tb testing.TB, snap *deploy.Snapshot) int {
-	tb.Helper()
-	deployment, err := stack.SerializeDeployment(context.Background(), snap, false)
-	require.NoError(tb, err)
-	data, err := json.Marshal(deployment)
-	require.NoError(tb, err)
-	return len(data)
 }
 
 // The rollout's order costs the state a number of dependencies linear in the replicas: each

@@ -225,6 +225,15 @@ func (s *Stack) TimedDestroy() (destroyed, collected time.Duration) {
 	return destroyed, time.Since(began) - destroyed
 }
 
+// StateBytes is the size of the stack's state after its last operation, as the local backend
+// writes it (`pulumi stack export`).
+func (s *Stack) StateBytes() int {
+	s.t.Helper()
+	bytes, err := enginetest.StateBytes(s.snap)
+	require.NoError(s.t, err)
+	return bytes
+}
+
 // Outputs are the outputs of the component resource named name.
 func (s *Stack) Outputs(name string) resource.PropertyMap {
 	s.t.Helper()

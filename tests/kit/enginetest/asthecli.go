@@ -106,3 +106,14 @@ func (f *checkpointFile) Save(deployment apitype.TypedDeployment) error {
 	}
 	return snapshot.VerifyIntegrity(deployment.Deployment)
 }
+
+// StateBytes is the size of a stack's state as the local backend writes it and `pulumi stack
+// export` shows it: the deployment of the snapshot, as JSON.
+func StateBytes(snap *deploy.Snapshot) (int, error) {
+	deployment, err := stack.SerializeDeployment(context.Background(), snap, false)
+	if err != nil {
+		return 0, err
+	}
+	data, err := json.Marshal(deployment)
+	return len(data), err
+}
