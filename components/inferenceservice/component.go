@@ -12,6 +12,7 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/env"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -130,6 +131,7 @@ func NewFromService(ctx *pulumi.Context, name string, svc *api.InferenceService,
 		for _, message := range []string{
 			parallelismHoldsReplicasBack(creation, largestBatch, ctx.Parallel()),
 			clientRateHoldsPreviewBack(len(refs), config.Get(ctx, "kubernetes:kubeClientSettings"), os.Getenv("PULUMI_K8S_CLIENT_QPS")),
+			checkpointsHoldUpBack(resourcesInTheStack(refs), env.SkipCheckpoints.Value()),
 		} {
 			if message == "" {
 				continue
