@@ -180,6 +180,7 @@ func BenchmarkRollout(b *testing.B) {
 				s.Up()
 				took = time.Since(began)
 			}
+			cluster.Progress("rollout of %d replicas: %s", replicas, took.Round(100*time.Millisecond))
 			one = reportAgainstOne(b, replicas, took, one)
 			b.StopTimer()
 			s.Destroy()

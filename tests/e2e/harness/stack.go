@@ -201,9 +201,13 @@ func (s *Stack) TimedDestroy() (destroyed, collected time.Duration) {
 		s.snap = snap
 	}
 	destroyed = time.Since(began)
-	var left []string
-	require.Eventually(s.t, func() bool {
-		left = nil
+	// kube-controller-manager's garbage collector deletes at its client's rate (20 requests a
+	// second by default), several objects a replica: a thousand take minutes.
+	lwsCount := 0
+	for _, names := range lwss {
+		lwsCount += len(names)
+	}
+	remaining := func() (left []string) {
 		for namespace, names := range lwss {
 			sets, err := Cluster.Clientset.AppsV1().StatefulSets(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: lwsv1.SetNameLabelKey})
 			require.NoError(s.t, err)
@@ -220,8 +224,15 @@ func (s *Stack) TimedDestroy() (destroyed, collected time.Duration) {
 				}
 			}
 		}
-		return len(left) == 0
-	}, 5*time.Minute, 250*time.Millisecond, "the garbage collector removes the destroyed LWSs' StatefulSets and pods: %v", &left)
+		return left
+	}
+	deadline := time.Now().Add(5*time.Minute + time.Duration(lwsCount)*time.Second)
+	for left := remaining(); len(left) > 0; left = remaining() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the garbage collector has not removed the destroyed LWSs' StatefulSets and pods: %d left, %v", len(left), left[:min(len(left), 10)])
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	return destroyed, time.Since(began) - destroyed
 }
 
