@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/pulumi/pulumi/pkg/v3/backend"
 	"github.com/pulumi/pulumi/pkg/v3/backend/display"
@@ -50,7 +52,7 @@ func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, tar
 
 	var manager *backend.SnapshotManager
 	if !dryRun {
-		manager = backend.NewSnapshotManager(&checkpointFile{path: filepath.Join(dir, "stack.json")},
+		manager = backend.NewSnapshotManager(&checkpointFile{path: filepath.Join(dir, "stack.json"), sizes: filepath.Join(dir, checkpointSizes)},
 			b64.NewBase64SecretsManager(), target.Snapshot, nil)
 	}
 	cancelContext, _ := cancel.NewContext(context.Background())
@@ -86,8 +88,8 @@ func RunAsTheCLI(op lt.TestOp, plan *lt.TestPlan, project workspace.Project, tar
 // checkpointFile saves each checkpoint as the local backend does: the whole deployment as JSON,
 // written over the last one, then checked again (pkg/v3 backend/diy/state.go `saveStack` and
 // `saveCheckpoint`, whose backup copy of the file before is a second write of the same size;
-// here a rename).
-type checkpointFile struct{ path string }
+// here a rename). It appends each checkpoint's size to the file sizes (CheckpointSizes).
+type checkpointFile struct{ path, sizes string }
 
 func (f *checkpointFile) Save(deployment apitype.TypedDeployment) error {
 	checkpoint, err := stack.DeploymentV3ToCheckpoint("organization/project/stack", deployment.Deployment, deployment.Version, deployment.Features)
@@ -104,7 +106,41 @@ func (f *checkpointFile) Save(deployment apitype.TypedDeployment) error {
 	if err := os.WriteFile(f.path, bytes, 0o600); err != nil {
 		return err
 	}
+	if err := appendLine(f.sizes, strconv.Itoa(len(bytes))); err != nil {
+		return err
+	}
 	return snapshot.VerifyIntegrity(deployment.Deployment)
+}
+
+// checkpointSizes is the file in RunAsTheCLI's dir that lists the size of each checkpoint saved.
+const checkpointSizes = "checkpoint-sizes"
+
+// CheckpointSizes are the sizes in bytes of the checkpoints that RunAsTheCLI saved in dir, in
+// the order it saved them: one for each save of the local backend's (none with
+// PULUMI_SKIP_CHECKPOINTS but the last).
+func CheckpointSizes(dir string) ([]int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, checkpointSizes))
+	if err != nil {
+		return nil, err
+	}
+	var sizes []int
+	for _, line := range strings.Fields(string(data)) {
+		size, err := strconv.Atoi(line)
+		if err != nil {
+			return nil, err
+		}
+		sizes = append(sizes, size)
+	}
+	return sizes, nil
+}
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	return errors.Join(err, f.Close())
 }
 
 // StateBytes is the size of a stack's state as the local backend writes it and `pulumi stack
