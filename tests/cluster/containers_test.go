@@ -439,15 +439,16 @@ func TestDataParallelReadinessProbeRunsPython(t *testing.T) {
 			run.image = im
 			check, err := run.readinessCheck()
 			require.NoError(t, err)
-			began := time.Now()
 			err = check()
 			if tc.want == "" {
 				assert.NoError(t, err)
 				return
 			}
 			require.Error(t, err)
+			// The check cuts the command short at the probe's timeout, as the kubelet does, and
+			// then says "timed out": the script's own message proves it gave up first. Order, not
+			// a window on time.Since, which a loaded machine's scheduling broke (issue 54).
 			assert.Equal(t, fmt.Sprintf(tc.want, base+1), err.Error())
-			assert.Less(t, time.Since(began), time.Duration(probeTimeout)*time.Second+500*time.Millisecond, "within the probe's timeout and the interpreter's start")
 		})
 	}
 }

@@ -198,16 +198,43 @@ func Revisions(t *testing.T, namespace string) map[string]string {
 // before was Available with the new template.
 func AssertOrdered(t *testing.T, done map[string]Rollout, batches ...[]string) {
 	t.Helper()
+	for _, pair := range batchPairs(batches) {
+		before, after := pair[0], pair[1]
+		require.Contains(t, done, before)
+		require.Contains(t, done, after)
+		assert.False(t, done[before].end.IsZero(), "%s became Available again", before)
+		assert.True(t, startedAfter(done, after, before),
+			"%s started its update (%s) after %s was Available again (%s)", after,
+			done[after].start.Format("15:04:05.000"), before, done[before].end.Format("15:04:05.000"))
+	}
+}
+
+// Overlaps are the pairs {before, after} of LWSs of consecutive batches where after started its
+// update before before was Available again with the new template: what AssertOrdered forbids.
+func Overlaps(done map[string]Rollout, batches ...[]string) [][2]string {
+	var out [][2]string
+	for _, pair := range batchPairs(batches) {
+		if _, ok := done[pair[0]]; ok && !startedAfter(done, pair[1], pair[0]) {
+			out = append(out, pair)
+		}
+	}
+	return out
+}
+
+// batchPairs are the pairs {an LWS of batch i-1, an LWS of batch i}.
+func batchPairs(batches [][]string) [][2]string {
+	var out [][2]string
 	for i := 1; i < len(batches); i++ {
 		for _, before := range batches[i-1] {
 			for _, after := range batches[i] {
-				require.Contains(t, done, before)
-				require.Contains(t, done, after)
-				assert.False(t, done[before].end.IsZero(), "%s became Available again", before)
-				assert.True(t, done[after].start.After(done[before].end),
-					"%s started its update (%s) after %s was Available again (%s)", after,
-					done[after].start.Format("15:04:05.000"), before, done[before].end.Format("15:04:05.000"))
+				out = append(out, [2]string{before, after})
 			}
 		}
 	}
+	return out
+}
+
+// startedAfter: after's update started once before's had ended.
+func startedAfter(done map[string]Rollout, after, before string) bool {
+	return !done[before].end.IsZero() && done[after].start.After(done[before].end)
 }
