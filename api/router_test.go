@@ -230,6 +230,21 @@ func TestServingPort(t *testing.T) {
 			`vLLM listens on 8000 without --port, not on the port named http (9100): add --port 9100 to the server's args, or name another port http`},
 		{"vLLM's http port with its --port", corev1.Container{Command: []string{"vllm", "serve"}, Args: []string{"--port", "9100"},
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9100}}}, 9100, ""},
+		// issue 55: a server started by a shell script serves on the script's --port
+		{"a script's --port", corev1.Container{Command: []string{"sh", "-c"}, Args: []string{"exec vllm serve Qwen/Qwen3-8B --port 8123"}}, 8123, ""},
+		{"a script's --port, declared http", corev1.Container{Command: []string{"sh", "-c"}, Args: []string{"exec vllm serve Qwen/Qwen3-8B --port 8123"},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8123}}}, 8123, ""},
+		{"a script's --port, declared by another name", corev1.Container{Command: []string{"sh", "-c"}, Args: []string{"exec vllm serve Qwen/Qwen3-8B --port 8123"},
+			Ports: []corev1.ContainerPort{{Name: "api", ContainerPort: 8123}}}, 8123, ""},
+		{"a script's quoted --port after other commands", corev1.Container{Command: []string{"/bin/bash", "-ec",
+			`pip install foo && echo "start" ; exec env HF_HOME=/x vllm serve "Qwen/Qwen3-8B" --port='8124'`}}, 8124, ""},
+		{"a script's expanded --port, declared http", corev1.Container{Command: []string{"sh", "-c"}, Args: []string{`vllm serve m --port "${PORT:-8125}"`},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8125}}}, 8125, ""},
+		{"a script's expanded --port, undeclared", corev1.Container{Command: []string{"sh", "-c"}, Args: []string{`vllm serve m --port $PORT`}}, 0,
+			"the server's shell script gives --port a value the shell expands: declare the port it listens on as a container port named http"},
+		{"a script without --port, http elsewhere", corev1.Container{Command: []string{"sh", "-c"}, Args: []string{"exec vllm serve m"},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9100}}}, 0,
+			`vLLM listens on 8000 without --port, not on the port named http (9100): add --port 9100 to the vllm serve command of the server's shell script, or name another port http`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

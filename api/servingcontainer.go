@@ -3,6 +3,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -40,6 +41,15 @@ const (
 // an http port its --port flag contradicts, or declares ports of which none is the serving port.
 func ServingPort(c *corev1.Container) (int32, error) {
 	flagPort, hasFlag, err := portFlag(c)
+	if errors.Is(err, errPortExpanded) {
+		// The script computes its port when it runs: the port named http says where it listens.
+		for _, p := range c.Ports {
+			if p.Name == ServingPortName {
+				return p.ContainerPort, nil
+			}
+		}
+		return 0, fmt.Errorf("the server's shell script gives --port a value the shell expands: declare the port it listens on as a container port named %s", ServingPortName)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -49,7 +59,7 @@ func ServingPort(c *corev1.Container) (int32, error) {
 				return 0, fmt.Errorf("the port named %s is %d but the server's --port is %d", ServingPortName, p.ContainerPort, flagPort)
 			}
 			if !hasFlag && p.ContainerPort != DefaultServingPort && vllm.RunsServer(c) {
-				return 0, &NamedPortError{Index: i, Port: p.ContainerPort}
+				return 0, &NamedPortError{Index: i, Port: p.ContainerPort, InScript: vllm.IsShellScript(c)}
 			}
 			return p.ContainerPort, nil
 		}
@@ -77,18 +87,31 @@ type NamedPortError struct {
 	// Index is the port's among the container's ports.
 	Index int
 	Port  int32
+	// InScript: the server is started by the container's shell script, where --port belongs.
+	InScript bool
 }
 
 func (e *NamedPortError) Error() string {
-	return fmt.Sprintf("vLLM listens on %d without --port, not on the port named %s (%d): add --port %d to the server's args, or name another port %s",
-		DefaultServingPort, ServingPortName, e.Port, e.Port, ServingPortName)
+	where := "the server's args"
+	if e.InScript {
+		where = "the vllm serve command of the server's shell script"
+	}
+	return fmt.Sprintf("vLLM listens on %d without --port, not on the port named %s (%d): add --port %d to %s, or name another port %s",
+		DefaultServingPort, ServingPortName, e.Port, e.Port, where, ServingPortName)
 }
 
-// portFlag is the server's --port flag, if given.
+// errPortExpanded: the server's shell script gives --port a value only the shell knows.
+var errPortExpanded = errors.New("--port is expanded by the shell")
+
+// portFlag is the server's --port flag, if given: in its command line, or in the server command
+// of its shell script (vllm.ServerCommandLine).
 func portFlag(c *corev1.Container) (int32, bool, error) {
-	v, found := vllm.FlagPort.Value(vllm.CommandLine(c))
+	v, found := vllm.FlagPort.Value(vllm.ServerCommandLine(c))
 	if !found {
 		return 0, false, nil
+	}
+	if vllm.Expanded(v) {
+		return 0, true, errPortExpanded
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 1 || n > 65535 {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // What every serving role's server gets that its template leaves out, before the template is
@@ -51,9 +52,15 @@ func serveOnDeclaredPort(pod *corev1.PodSpec, port int32) {
 // as its container starts, minutes before the model is loaded; and a startup probe of the same
 // GET that allows the model load as long as `pulumi up` waits for the replica (the role's
 // awaitTimeout): until it passes the kubelet runs neither the readiness nor a liveness probe, and
-// a server that never answers is restarted. A probe the template gives is kept as given.
+// a server that never answers is restarted. A probe the template gives is kept as given. A server
+// started with --ssl-certfile is asked over HTTPS.
 func defaultServerProbes(server *corev1.Container, port int32, load time.Duration) {
 	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: api.VLLMHealthPath, Port: intstr.FromInt32(port)}}
+	if vllm.ServesTLS(server) {
+		// --ssl-certfile: the server answers only HTTPS; the kubelet does not verify the
+		// certificate (k8s.io/kubernetes pkg/probe/http/request.go: InsecureSkipVerify).
+		health.HTTPGet.Scheme = corev1.URISchemeHTTPS
+	}
 	if server.ReadinessProbe == nil {
 		server.ReadinessProbe = &corev1.Probe{ProbeHandler: *health.DeepCopy(), PeriodSeconds: serverReadinessPeriodSeconds,
 			TimeoutSeconds: serverProbeTimeoutSeconds}

@@ -265,6 +265,42 @@ func TestAUsersProbesAreKept(t *testing.T) {
 	}
 }
 
+// TestATLSServerIsProbedOverHTTPS: a server given --ssl-certfile answers only HTTPS, so the probes
+// the render gives it ask over HTTPS (issue 55: plain-HTTP probes left it never Ready), in its
+// args and in a shell script alike.
+func TestATLSServerIsProbedOverHTTPS(t *testing.T) {
+	for name, tls := range map[string]func(*corev1.Container){
+		"args": func(c *corev1.Container) {
+			c.Args = append(c.Args, "--ssl-keyfile", "/tls/tls.key", "--ssl-certfile", "/tls/tls.crt")
+		},
+		"a shell script": func(c *corev1.Container) {
+			c.Command = []string{"sh", "-c", "exec vllm serve Qwen/Qwen3-8B --ssl-keyfile /tls/tls.key --ssl-certfile /tls/tls.crt"}
+			c.Args = nil
+		},
+		"none": func(*corev1.Container) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc := example(t, "story1-monolithic.yaml")
+			role := &svc.Spec.Roles[0]
+			tls(&role.Template.Spec.Containers[api.ServingContainerIndex(&role.Template.Spec)])
+			want := corev1.URISchemeHTTPS
+			if name == "none" {
+				want = ""
+			}
+			lwss := leaderWorkerSets(build(t, svc))
+			require.NotEmpty(t, lwss)
+			for _, lws := range lwss {
+				spec := &lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+				server := spec.Containers[api.ServingContainerIndex(spec)]
+				for _, probe := range []*corev1.Probe{server.ReadinessProbe, server.StartupProbe} {
+					require.NotNil(t, probe.HTTPGet)
+					assert.Equal(t, want, probe.HTTPGet.Scheme, "%s", lws.Name)
+				}
+			}
+		})
+	}
+}
+
 // TestTheLoRALoaderOfADecodePodCallsVLLM: behind a router, the routing sidecar takes the decode
 // pod's serving port and vLLM moves to 8200; the loader loads adapters into vLLM there.
 func TestTheLoRALoaderOfADecodePodCallsVLLM(t *testing.T) {
