@@ -585,15 +585,21 @@ func (d *diagnoser) routerCauses(service string) []Cause {
 		if deploymentAvailable(dep) {
 			continue
 		}
+		standingBy := d.leaderServes(service, dep)
 		cause := Cause{Object: "Deployment/" + dep.Name, Reason: "Unavailable", Message: "the Endpoint Picker is not available" + deploymentMessage(dep)}
+		found := false
 		pods := d.deploymentPods(dep)
 		for _, pod := range d.o.Pods {
 			if pods.Matches(labels.Set(pod.Labels)) {
-				if c, _ := d.podCause(&pod); c != nil {
+				if c, _ := d.podCause(&pod); c != nil && !(standingBy && c.Reason == "NotReady") {
 					cause = Cause{Object: c.Object, Reason: c.Reason, Message: "the Endpoint Picker: " + c.Message, Fix: c.Fix, failed: c.failed}
+					found = true
 					break
 				}
 			}
+		}
+		if standingBy && !found {
+			continue
 		}
 		out = append(out, cause)
 	}
@@ -721,6 +727,19 @@ func (d *diagnoser) deploymentPods(dep *appsv1.Deployment) labels.Selector {
 		return labels.Nothing()
 	}
 	return sel
+}
+
+// leaderServes: the Endpoint Picker's release elects a leader among its replicas, and one is
+// Ready. With leader election only the leader is Ready (eppconfig's HealthServices), so the
+// Deployment is never Available with two replicas or more (Recreate: no pod may be unavailable),
+// and its standbys, running and not Ready, are healthy as the release defines them.
+func (d *diagnoser) leaderServes(service string, dep *appsv1.Deployment) bool {
+	release, known := d.pickerRelease(service)
+	replicas := int32(1)
+	if dep.Spec.Replicas != nil {
+		replicas = *dep.Spec.Replicas
+	}
+	return known && replicas > 1 && release.LeaderElection(int(replicas)) && dep.Status.ReadyReplicas >= 1
 }
 
 func deploymentAvailable(dep *appsv1.Deployment) bool {

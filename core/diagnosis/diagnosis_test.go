@@ -75,11 +75,14 @@ func story1(t *testing.T, namespace string) *api.InferenceService {
 
 // story1Routed is story 1 behind a router (its default release), with the Endpoint Picker's
 // Deployment as the core renders it.
-func story1Routed(t *testing.T) (*api.InferenceService, *appsv1.Deployment) {
+func story1Routed(t *testing.T, router ...func(*api.Role)) (*api.InferenceService, *appsv1.Deployment) {
 	t.Helper()
 	svc := story1(t, "status-healthy")
 	svc.Spec.Roles = append(svc.Spec.Roles, api.Role{Name: "router", ComponentType: api.ComponentTypeRouter,
 		HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}})
+	for _, f := range router {
+		f(&svc.Spec.Roles[len(svc.Spec.Roles)-1])
+	}
 	tree, errs := render.Build(svc)
 	require.Empty(t, errs)
 	for _, o := range tree.Objects {
@@ -119,8 +122,49 @@ func eppFailing(dep *appsv1.Deployment, withoutSelector bool, waiting corev1.Con
 	}
 }
 
+// eppStandingBy adds an Endpoint Picker Deployment of two replicas as the Deployment controller
+// reports it with leader election: one pod Ready (the leader), the other running and not Ready,
+// or waiting as standby says; the Deployment not Available (Recreate allows no unavailable pod).
+// The recorded healthy servers are made svc's: its template revision, their pods in its pool.
+func eppStandingBy(t *testing.T, svc *api.InferenceService, dep *appsv1.Deployment, standby *corev1.ContainerStateWaiting) func(o *diagnosis.Observed) {
+	return func(o *diagnosis.Observed) {
+		for i := range o.LeaderWorkerSets {
+			o.LeaderWorkerSets[i].Labels[render.LabelRevision] = revisionOf(t, svc, o.LeaderWorkerSets[i].Name)
+		}
+		for i := range o.Pods {
+			o.Pods[i].Labels[render.LabelServing] = "true"
+		}
+		observed := dep.DeepCopy()
+		observed.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, UnavailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable,
+				Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "Deployment does not have minimum availability."}}}
+		o.Deployments = append(o.Deployments, *observed)
+		podLabels := map[string]string{"pod-template-hash": "6b8f9c7d54"}
+		for k, v := range dep.Spec.Template.Labels {
+			podLabels[k] = v
+		}
+		for _, name := range []string{"lead", "stand"} {
+			ready := corev1.ConditionTrue
+			state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+			if name == "stand" {
+				ready = corev1.ConditionFalse
+				if standby != nil {
+					state = corev1.ContainerState{Waiting: standby}
+				}
+			}
+			o.Pods = append(o.Pods, corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: dep.Name + "-6b8f9c7d54-" + name, Namespace: dep.Namespace, Labels: podLabels},
+				Spec:       corev1.PodSpec{NodeName: "status-healthy-0"},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}},
+					ContainerStatuses: []corev1.ContainerStatus{{Name: "epp", Image: dep.Spec.Template.Spec.Containers[0].Image, State: state}}},
+			})
+		}
+	}
+}
+
 func TestDiagnosis(t *testing.T) {
 	routed, epp := story1Routed(t)
+	haRouted, haEPP := story1Routed(t, func(r *api.Role) { r.EndpointPicker = &api.EndpointPicker{Replicas: ptr.To(2)} })
 	cases := []struct {
 		name    string
 		svc     func(t *testing.T) *api.InferenceService // nil: --name, no spec
@@ -315,6 +359,13 @@ func TestDiagnosis(t *testing.T) {
 				"Pod/" + epp.Name + "-6b8f9c7d54-x7k2p: ImagePullBackOff: the Endpoint Picker: container epp: Back-off pulling image",
 				`check the image "` + epp.Spec.Template.Spec.Containers[0].Image + `"`,
 			}, absent: []string{"Deployment/" + epp.Name + ": Unavailable"}},
+		// issue 55: with leader election only the leader is Ready; the standby is healthy
+		{name: "an Endpoint Picker of two replicas, the leader Ready and the standby not", svc: func(t *testing.T) *api.InferenceService { return haRouted },
+			fixture: "healthy", mutate: eppStandingBy(t, haRouted, haEPP, nil),
+			phase: diagnosis.Running, exit: 0, absent: []string{"Deployment/" + haEPP.Name, "NotReady", "the Endpoint Picker"}},
+		{name: "an Endpoint Picker of two replicas whose standby crash-loops", svc: func(t *testing.T) *api.InferenceService { return haRouted },
+			fixture: "healthy", mutate: eppStandingBy(t, haRouted, haEPP, &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container=epp"}),
+			phase: diagnosis.Failed, exit: 3, want: []string{"Pod/" + haEPP.Name + "-6b8f9c7d54-stand: CrashLoopBackOff: the Endpoint Picker: container epp"}},
 		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
 				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}
