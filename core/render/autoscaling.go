@@ -131,8 +131,11 @@ func buildScaledObject(svc *api.InferenceService, role *api.Role) *keda.ScaledOb
 }
 
 // roleLoad is the PromQL of the load a role scales with and the target one replica carries: its
-// own metric, summed over its serving pods, or a query of the user's; a role that follows
-// another takes that role's load with its target divided by the ratio.
+// own metric, summed over its servers, or a query of the user's; a role that follows another
+// takes that role's load with its target divided by the ratio. A fraction of one server's
+// (the KV-cache use) is averaged over a replica's servers, its data parallel ranks: a replica's
+// use is their mean, and the sum over servers divided by the servers a replica runs is the sum
+// of the replicas' means.
 func roleLoad(svc *api.InferenceService, role *api.Role) (string, float64) {
 	as := role.Autoscaling
 	if as.Follow != nil {
@@ -141,9 +144,22 @@ func roleLoad(svc *api.InferenceService, role *api.Role) (string, float64) {
 		return load, target / as.Follow.Ratio
 	}
 	if api.IsKnownMetric(as.Metric) {
-		return fmt.Sprintf(`sum(%s{namespace=%q,pod=~%q})`, as.Metric, svc.Namespace, servingPodPattern(svc.Name, role)), as.Target
+		load := fmt.Sprintf(`sum(%s{namespace=%q,pod=~%q})`, as.Metric, svc.Namespace, servingPodPattern(svc.Name, role))
+		if servers := replicaServers(role); as.Metric == api.MetricKVCacheUsage && servers > 1 {
+			load = fmt.Sprintf("%s / %d", load, servers)
+		}
+		return load, as.Target
 	}
 	return as.Metric, as.Target
+}
+
+// replicaServers are the vLLM servers of one replica, each with its own metrics: one a data
+// parallel rank (parallelism.data), else one (under Ray only the leader serves).
+func replicaServers(role *api.Role) int {
+	if role.DataParallel() {
+		return role.Parallelism.Data
+	}
+	return 1
 }
 
 // servingPodPattern matches the names of a role's pods that run servers: LWS names a group's

@@ -11,6 +11,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/keda"
@@ -44,6 +45,21 @@ func TestScaledObjectAsksForTheLoadTheBaseDoesNotCarry(t *testing.T) {
 		{"KV-cache usage", func(svc *api.InferenceService) {
 			svc.Spec.Roles[1].Autoscaling.Metric, svc.Spec.Roles[1].Autoscaling.Target = api.MetricKVCacheUsage, 0.8
 		}, "decode", `clamp_min((sum(vllm:kv_cache_usage_perc{namespace="default",pod=~"deepseek-autoscaled-decode-([0-9]+|elastic)-[0-9]+"})) - 1.6, 0)`, "0.8"},
+		// issue 55: a data parallel replica runs one server a rank, each with its own KV cache;
+		// the replica's use is their mean, not their sum
+		{"KV-cache usage of 4 data parallel ranks a replica: their mean", func(svc *api.InferenceService) {
+			decode := &svc.Spec.Roles[1]
+			decode.Autoscaling.Metric, decode.Autoscaling.Target = api.MetricKVCacheUsage, 0.8
+			decode.Parallelism = &api.Parallelism{Data: 4, Tensor: 4}
+			server := &decode.Template.Spec.Containers[0]
+			server.Args = vllm.FlagTensorParallelSize.Without(server.Args)
+		}, "decode", `clamp_min((sum(vllm:kv_cache_usage_perc{namespace="default",pod=~"deepseek-autoscaled-decode-([0-9]+|elastic)-[0-9]+(-[0-9]+)?"}) / 4) - 1.6, 0)`, "0.8"},
+		{"waiting requests of 4 data parallel ranks a replica: their sum", func(svc *api.InferenceService) {
+			decode := &svc.Spec.Roles[1]
+			decode.Parallelism = &api.Parallelism{Data: 4, Tensor: 4}
+			server := &decode.Template.Spec.Containers[0]
+			server.Args = vllm.FlagTensorParallelSize.Without(server.Args)
+		}, "decode", `clamp_min((sum(vllm:num_requests_waiting{namespace="default",pod=~"deepseek-autoscaled-decode-([0-9]+|elastic)-[0-9]+(-[0-9]+)?"})) - 8, 0)`, "4"},
 		{"a query of the user's is the role's load as it is", func(svc *api.InferenceService) {
 			svc.Spec.Roles[1].Autoscaling.Metric = `sum(rate(vllm:prompt_tokens_total{namespace="llm"}[1m]))`
 			svc.Spec.Roles[1].Autoscaling.Target = 5000
