@@ -5,7 +5,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -207,14 +206,9 @@ func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.Erro
 		errs = append(errs, field.Invalid(eppPath.Child("replicas"), *epp.Replicas,
 			fmt.Sprintf("must be >= 1 and <= %d (one Endpoint Picker serves, the others stand by as leader-election candidates)", MaxEndpointPickerReplicas)))
 	}
-	if r := epp.Resources; r != nil {
-		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
-			q := r.Limits[name]
-			if req, ok := r.Requests[name]; ok && req.Cmp(q) > 0 {
-				errs = append(errs, field.Invalid(eppPath.Child("resources", "requests").Key(string(name)), req.String(),
-					fmt.Sprintf("must be less than or equal to the %s limit (%s)", name, q.String())))
-			}
-		}
+	if epp.Resources != nil {
+		// The API server's rules for a container's resources, as for the roles' templates.
+		errs = append(errs, validateResources(epp.Resources, eppPath.Child("resources"))...)
 	}
 	return errs
 }
@@ -243,6 +237,14 @@ func validateHTTPRoute(route map[string]any, routePath *field.Path) (*gatewayv1.
 		return nil, field.ErrorList{field.Invalid(routePath, "(the route)", "not a Gateway API HTTPRouteSpec: "+err.Error())}
 	}
 	var errs field.ErrorList
+	for i, ref := range spec.ParentRefs {
+		// The Gateway API CRD's schema: a parentRef's name is required, 1 to 253 characters
+		// (apis/v1/shared_types.go, ParentReference.Name, ObjectName).
+		if len(ref.Name) == 0 || len(ref.Name) > 253 {
+			errs = append(errs, field.Required(routePath.Child("parentRefs").Index(i).Child("name"),
+				"the name of the Gateway the route attaches to, 1 to 253 characters"))
+		}
+	}
 	if len(spec.ParentRefs) == 0 {
 		errs = append(errs, field.Required(routePath.Child("parentRefs"),
 			"the Gateway the route attaches to, e.g. httproute: {parentRefs: [{name: inference-gateway}]}, as routerMode "+

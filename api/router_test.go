@@ -147,7 +147,16 @@ func TestRouterRules(t *testing.T) {
 			routerOf(s).EndpointPicker = &EndpointPicker{Resources: &corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}
-		}, "spec.roles[2].endpointPicker.resources.requests[memory]: Invalid value: \"2Gi\""},
+		}, "spec.roles[2].endpointPicker.resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"},
+		// issue 55: the picker's resources follow a container's rules
+		{"endpointPicker requests not negative", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}}
+		}, `spec.roles[2].endpointPicker.resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		{"endpointPicker resources are a container's", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Resources: &corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{"gpu": resource.MustParse("1")}}}
+		}, `spec.roles[2].endpointPicker.resources.limits[gpu]: Invalid value: "gpu": must be a standard resource for containers`},
 		{"poolApiVersion known", func(s *InferenceService) { routerOf(s).PoolAPIVersion = "v1beta1" },
 			`spec.roles[2].poolApiVersion: Unsupported value: "v1beta1": supported values: "v1", "v1alpha2"`},
 		{"failureMode known", func(s *InferenceService) { routerOf(s).FailureMode = "FailSafe" },
@@ -158,6 +167,8 @@ func TestRouterRules(t *testing.T) {
 			`spec.roles[2].httproute: Invalid value: "(the route)": not a Gateway API HTTPRouteSpec: error unmarshaling JSON: while decoding JSON: json: unknown field "rule"`},
 		{"httproute needs parentRefs", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"hostnames":["llm.example.com"]}`) },
 			"spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},
+		{"a parentRef names its Gateway", func(s *InferenceService) { routerOf(s).HTTPRoute = httpRoute(`{"parentRefs":[{"name":"gw"},{}]}`) },
+			"spec.roles[2].httproute.parentRefs[1].name: Required value: the name of the Gateway the route attaches to, 1 to 253 characters"},
 		{"gateway mode needs parentRefs", func(s *InferenceService) {
 			routerOf(s).HTTPRoute, routerOf(s).RouterMode = nil, RouterGateway
 		}, "spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},
