@@ -170,7 +170,7 @@ func dualPodsControllerRefs(svc *api.InferenceService) ([]Ref, error) {
 
 // clusterRoleName is unique per service in the cluster: {namespace}-{service}-fma-node-view.
 func clusterRoleName(svc *api.InferenceService) string {
-	return svc.Namespace + "-" + svc.Name + "-fma-node-view"
+	return clusterScopedName(svc, "fma-node-view")
 }
 
 // dualPodsControllerObject builds one of the controller's objects.

@@ -6,6 +6,8 @@
 package render
 
 import (
+	"strings"
+
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 )
 
@@ -50,3 +52,19 @@ const podGroupSuffix = "podgroup"
 func leaderWorkerSetSuffix(roleName string, replica int32) string {
 	return api.TaskName(roleName, replica)
 }
+
+// clusterScopedName names a service's object that has no namespace (a ClusterRole and its
+// binding), which must differ for every namespace and service in the cluster:
+// {namespace}-{service}-{what}. That is unambiguous while the namespace holds no "-" (its first
+// "-" ends it); a namespace with one is joined with ".", which neither a namespace nor a service
+// name can hold (both are DNS labels), so team-a/chat (team-a.chat-...) and team/a-chat
+// (team-a-chat-...) no longer share one (issue 55). Names without "." are those stacks deployed
+// before hold: kept wherever they were unambiguous (design 0025).
+func clusterScopedName(svc *api.InferenceService, what string) string {
+	join := "-"
+	if strings.Contains(svc.Namespace, "-") {
+		join = "."
+	}
+	return svc.Namespace + join + svc.Name + "-" + what
+}
+

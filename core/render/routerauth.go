@@ -48,7 +48,7 @@ func metricsAuthRefs(svc *api.InferenceService, release eppconfig.Release) []Ref
 
 // eppAuthClusterRoleName is unique per service in the cluster: {namespace}-{service}-epp-metrics-auth.
 func eppAuthClusterRoleName(svc *api.InferenceService) string {
-	return svc.Namespace + "-" + svc.Name + "-epp-metrics-auth"
+	return clusterScopedName(svc, "epp-metrics-auth")
 }
 
 func (r *routing) metricsAuthObject(ref Ref) runtime.Object {
