@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/planner"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 )
@@ -37,7 +38,8 @@ func newPlanCommand() *cobra.Command {
 		Long: `plan predicts, for each service, which replicas Volcano's gang rules let a cluster place, for the
 PodGroup this service emits: the gang's minimal set (minRoleReplicas of every role) all together or
 nothing, then each further replica whole when it fits. It prints one row per cluster, one column per
-replica, and the service's status: Full, Partial or Blocked.
+replica, and the service's status: Full, Partial or Blocked. The services of the files share each
+cluster: they are placed in the files' order, each on the GPUs the ones before it left.
 
 Exit status: 0 when every service is Full on every cluster given, 2 when one is Partial (and none
 Blocked), 3 when one is Blocked, 1 an error.
@@ -172,13 +174,27 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error 
 		}
 		return errInvalidInput
 	}
-	worst := 0
-	for _, tree := range trees {
-		code, err := writePlan(stdout, tree, clusters, labels)
-		if err != nil {
+	// A file's services share each cluster, placed in the file's order (planner.PredictShared).
+	services := make([]*api.InferenceService, len(trees))
+	for i, tree := range trees {
+		services[i] = tree.Service
+	}
+	shared := make([][]*planner.Prediction, len(clusters))
+	for c, cluster := range clusters {
+		if shared[c], err = planner.PredictShared(services, cluster); err != nil {
 			return err
 		}
-		worst = max(worst, code)
+	}
+	if len(trees) > 1 {
+		fmt.Fprintf(stdout, "%d services share each cluster, placed in the file's order: each gets the GPUs the ones before it left.\n", len(trees))
+	}
+	worst := 0
+	for i, tree := range trees {
+		predictions := make([]*planner.Prediction, len(clusters))
+		for c := range clusters {
+			predictions[c] = shared[c][i]
+		}
+		worst = max(worst, writePlan(stdout, tree, predictions, labels))
 	}
 	if worst != 0 {
 		return exitCode(worst)
@@ -190,16 +206,10 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, opts planOptions) error 
 // with the worst of every service on every cluster given (the table is printed either way).
 var planExitCodes = map[planner.ServiceStatus]int{planner.Full: 0, planner.Partial: 2, planner.Blocked: 3}
 
-// writePlan prints a service's table and returns its exit status on the clusters given.
-func writePlan(w io.Writer, tree *render.Tree, clusters []planner.Cluster, labels []string) (int, error) {
-	var predictions []*planner.Prediction
+// writePlan prints a service's table, its prediction on each cluster, and returns its exit status.
+func writePlan(w io.Writer, tree *render.Tree, predictions []*planner.Prediction, labels []string) int {
 	code := 0
-	for _, c := range clusters {
-		p, err := planner.Predict(tree.Service, c)
-		if err != nil {
-			return 0, err
-		}
-		predictions = append(predictions, p)
+	for _, p := range predictions {
 		code = max(code, planExitCodes[p.Status])
 	}
 	first := predictions[0]
@@ -264,7 +274,7 @@ func writePlan(w io.Writer, tree *render.Tree, clusters []planner.Cluster, label
 		fmt.Fprintln(w, poolLimitLine(limit))
 	}
 	fmt.Fprintln(w)
-	return code, nil
+	return code
 }
 
 // poolLimitLine says what a karpenter pool's NodePool may launch, and what it holds: a replica

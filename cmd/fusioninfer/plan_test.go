@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -67,4 +68,25 @@ func TestOneIsSingular(t *testing.T) {
 
 	_, stderr, _ = run(t, "apiVersion: fusioninfer.io/v1alpha1\nkind: Service\n", "render", "-f", "-")
 	assert.Contains(t, stderr, "\n1 problem; nothing rendered\n")
+}
+
+// TestPlanSharesTheClusterAmongAFilesServices: two 1-GPU services on one 1-GPU node: the first,
+// in the file's order, is Full and the second Blocked (issue 55: each was planned alone, and
+// both reported Full with exit 0).
+func TestPlanSharesTheClusterAmongAFilesServices(t *testing.T) {
+	story1, err := os.ReadFile(story1Path)
+	require.NoError(t, err)
+	second := strings.Replace(string(story1), "name: qwen-inference", "name: qwen-second", 1)
+	stdin := string(story1) + "\n---\n" + second
+	stdout, stderr, err := run(t, stdin, "plan", "-f", "-", "--nodes", "1", "--gpus-per-node", "1")
+	requireExit(t, 3, err, stderr)
+	assert.Contains(t, stdout, "2 services share each cluster, placed in the file's order")
+	first, rest, found := strings.Cut(stdout, "InferenceService qwen-second")
+	require.True(t, found, stdout)
+	assert.Regexp(t, `(?m)^1 GPU \(1 x 1\) +scheduled +Full$`, first)
+	assert.Regexp(t, `(?m)^1 GPU \(1 x 1\) +pending +Blocked$`, rest)
+	// On two nodes both fit.
+	stdout, stderr, err = run(t, stdin, "plan", "-f", "-", "--nodes", "2", "--gpus-per-node", "1")
+	requireExit(t, 0, err, stderr)
+	assert.NotContains(t, stdout, "Blocked")
 }

@@ -27,6 +27,9 @@ type Node struct {
 	// Topology maps a network tier (1 = the closest, as Volcano HyperNode tiers) to the domain
 	// the node sits in at that tier, e.g. {1: leaf-a, 2: spine-1}.
 	Topology map[int]string `json:"topology,omitempty"`
+	// first is the number of the entry's first node: what is left of an entry once services
+	// before took some of its nodes is named on from there (Cluster.without).
+	first int64
 }
 
 // nodes is how many nodes the entry stands for.
@@ -42,7 +45,7 @@ func (n Node) nodeName(j int64) string {
 	if n.Count == 0 {
 		return n.Name
 	}
-	return n.Name + "-" + strconv.FormatInt(j, 10)
+	return n.Name + "-" + strconv.FormatInt(n.first+j, 10)
 }
 
 // Cluster is the nodes, and the names of the tiers (for highestTierName).
