@@ -17,9 +17,11 @@ import (
 
 // maxCLIBytes is the ceiling for the CLI as `make build` builds it: issue 13 set 30 MB at 28.3
 // MB; it was raised to 31 MB at 30.1 MB, grown by the project's own rules (issue 42's checks:
-// the packages api, render, vllm and diagnosis, 150 KB), not by an import. What it is there to
-// catch is an import's weight: client-go's typed clientset alone adds tens of megabytes.
-const maxCLIBytes = 31_000_000
+// the packages api, render, vllm and diagnosis, 150 KB), not by an import; and to 32 MB at 31.3
+// MB by one weighed import: mvdan.cc/sh's parser (1.2 MB), which reads a shell script's server
+// command for its port and TLS (issue 55). What it is there to catch is an import's weight:
+// client-go's typed clientset alone adds tens of megabytes.
+const maxCLIBytes = 32_000_000
 
 // TestTheCLIStaysLight: the CLI links what it renders (docs/design/0017-a-light-cli.md). It stays
 // under 31 MB, and nothing in it turns off the linker's dead-code elimination of methods: a
@@ -29,7 +31,7 @@ const maxCLIBytes = 31_000_000
 func TestTheCLIStaysLight(t *testing.T) {
 	info, err := os.Stat(testcli.Binary(t))
 	require.NoError(t, err)
-	require.Less(t, info.Size(), int64(maxCLIBytes), "the CLI grew past 31 MB: see docs/performance.md#build-cost for what pulls weight")
+	require.Less(t, info.Size(), int64(maxCLIBytes), "the CLI grew past 32 MB: see docs/performance.md#build-cost for what pulls weight")
 
 	cmd := exec.Command("go", "build", "-ldflags=-dumpdep", "-o", filepath.Join(t.TempDir(), "fusioninfer"), "./cmd/fusioninfer")
 	cmd.Dir = testcli.Root()

@@ -67,4 +67,3 @@ func clusterScopedName(svc *api.InferenceService, what string) string {
 	}
 	return svc.Namespace + join + svc.Name + "-" + what
 }
-
