@@ -106,23 +106,45 @@ func TestInvariantsSeeABrokenTree(t *testing.T) {
 }
 
 // The GPU invariant sees a multi-node Ray server that uses fewer GPUs than its group asks for,
-// in either spelling of vLLM's flags (issue 42 items 6 and 9): validation refuses such a service,
-// or the invariant flags its tree.
+// in either spelling of vLLM's flags (issue 42 items 6 and 9). Validation refuses such a service,
+// so the tree is rendered valid (tensor parallel 16 over 2 pods of 8 GPUs) and then broken as a
+// render bug would break it: the server's flag rewritten in the rendered Ray launch (issue 55: the
+// test returned before any assertion when validation refused its service).
 func TestGPUInvariantSeesIdleGPUsOfARayGroup(t *testing.T) {
-	for name, args := range map[string][]string{
-		"no tensor parallel":           nil,
-		"tensor_parallel_size spelled": {"--tensor_parallel_size", "4"},
+	for name, flag := range map[string]string{
+		"no tensor parallel":           "",
+		"tensor_parallel_size spelled": "--tensor_parallel_size 4",
 	} {
 		t.Run(name, func(t *testing.T) {
 			svc := Service(features(t, map[string]string{"launch": "ray-multinode"}))
 			server := &svc.Spec.Roles[0].Template.Spec.Containers[0]
-			server.Args = append([]string{"--model", baseModel}, args...)
+			server.Args = []string{"--model", baseModel, "--tensor-parallel-size", "16"}
 			server.Resources.Limits[api.GPUResourceName] = resource.MustParse("8")
 			tree, errs := render.Build(svc)
-			if len(errs) > 0 {
-				t.Logf("validation refuses it: %v", errs)
-				return
+			require.Empty(t, errs)
+			require.Empty(t, check(t, "d/gpus-asked-are-gpus-used", tree), "the valid tree keeps it")
+			rewritten := 0
+			for _, lws := range Objects[*lwsv1.LeaderWorkerSet](tree) {
+				tpl := lws.Spec.LeaderWorkerTemplate.LeaderTemplate
+				for i := range tpl.Spec.Containers {
+					c := &tpl.Spec.Containers[i]
+					for _, words := range [][]string{c.Command, c.Args} {
+						for j, w := range words {
+							if strings.Contains(w, "--tensor-parallel-size 16") {
+								words[j] = strings.ReplaceAll(w, "--tensor-parallel-size 16", flag)
+								rewritten++
+							} else if w == "--tensor-parallel-size" && j+1 < len(words) && words[j+1] == "16" {
+								words[j], words[j+1] = "--tensor-parallel-size", "1"
+								if flag != "" {
+									words[j], words[j+1] = strings.Fields(flag)[0], strings.Fields(flag)[1]
+								}
+								rewritten++
+							}
+						}
+					}
+				}
 			}
+			require.Positive(t, rewritten, "the rendered leader gives the server's flag")
 			require.Contains(t, strings.Join(check(t, "d/gpus-asked-are-gpus-used", tree), "\n"), "but its group of 2 pods asks for 16")
 		})
 	}
