@@ -116,6 +116,9 @@ func violations(pkgs []pkg) []string {
 			continue
 		}
 		for _, imp := range p.Imports {
+			if slices.Contains(r.mayNotImport, imp) {
+				out = append(out, fmt.Sprintf("%s imports %s: the rule of %s/ imports none of %v (%s)", dir, imp, r.folder, r.mayNotImport, r.why))
+			}
 			to, ours := folder(imp)
 			if !ours {
 				continue
@@ -169,7 +172,10 @@ func TestRulesCatchAnImportUpward(t *testing.T) {
 	p := func(dir string, imports ...string) pkg {
 		q := pkg{ImportPath: module + "/" + dir}
 		for _, i := range imports {
-			if strings.Contains(i, ".") {
+			if std, ok := strings.CutPrefix(i, "std:"); ok {
+				q.Imports = append(q.Imports, std)
+				q.Deps = append(q.Deps, std)
+			} else if strings.Contains(i, ".") {
 				q.Imports = append(q.Imports, i)
 				q.Deps = append(q.Deps, i)
 			} else {
@@ -182,6 +188,8 @@ func TestRulesCatchAnImportUpward(t *testing.T) {
 		p("api", "core/render"),
 		p("api/vllm", "api"),
 		p("core/render", "github.com/pulumi/pulumi/sdk/v3/go/pulumi"),
+		p("core/render", "std:os"),
+		p("core/diagnosis", "std:net/http"),
 		p("components/inferenceservice", "tests/kit/pulumimock"),
 		p("examples/go/story1-monolithic", "core/render"),
 		p("nowhere/new"),
@@ -190,7 +198,8 @@ func TestRulesCatchAnImportUpward(t *testing.T) {
 	}
 	for _, good := range []pkg{
 		p("api", "api/vllm", "mirror/karpenter"),
-		p("core/render", "api", "api/eppconfig", "mirror/keda"),
+		p("core/render", "api", "api/eppconfig", "mirror/keda", "std:fmt"),
+		p("cmd/fusioninfer", "core/render", "std:os"),
 		p("tests/e2e/harness", "tests/kit/enginetest", "tests/cluster"),
 	} {
 		assert.Empty(t, violations([]pkg{good}), "%s importing %v", good.ImportPath, good.Imports)
@@ -226,6 +235,9 @@ func rulesTable() string {
 		never := "—"
 		if len(r.mayNotLink) > 0 {
 			never = codes(r.mayNotLink, "")
+		}
+		if len(r.mayNotImport) > 0 {
+			never += "; imports none of " + codes(r.mayNotImport, "")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(r.folder+"/"), codes(r.mayImport, "/"), never, r.why)
 	}
