@@ -130,6 +130,10 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 				release, group, CRDGroupsInferenceExtension, CRDGroupsBoth, EPPReleaseLLMDRouter)))
 		}
 	}
+	releasePath := rolePath.Child("endpointPicker", "release")
+	if !release.Known() { // said here, not by Select, which stops at the first wrong field
+		errs = append(errs, field.NotSupported(releasePath, release, allowedValues[EndpointPickerRelease]()))
+	}
 	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
 		release, role.EndpointPickerImage())
 	if selErr == nil {
@@ -140,10 +144,7 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		path := rolePath.Child(selErr.Field)
 		switch selErr.Field {
 		case eppconfig.FieldRelease:
-			releasePath := rolePath.Child("endpointPicker", "release")
-			if !release.Known() {
-				errs = append(errs, field.NotSupported(releasePath, release, allowedValues[EndpointPickerRelease]()))
-			} else {
+			if release.Known() {
 				errs = append(errs, field.Invalid(releasePath, release, selErr.Err.Error()))
 			}
 		case eppconfig.FieldImage:

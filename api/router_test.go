@@ -280,3 +280,17 @@ func TestEveryRoleFieldSaysWhichRolesItAppliesTo(t *testing.T) {
 		assert.True(t, known, "Role.%s: roles tag %q: give router, serving or any", f.Name, f.Tag.Get("roles"))
 	}
 }
+
+// TestOneWrongRouterFieldHidesNoOther: an unknown strategy and an unknown release are both
+// reported (issue 55: the strategy's error hid the release's).
+func TestOneWrongRouterFieldHidesNoOther(t *testing.T) {
+	svc := routedService()
+	svc.Spec.Roles[2].Strategy = "nope"
+	svc.Spec.Roles[2].EndpointPicker = &EndpointPicker{Release: "nope-release"}
+	var got []string
+	for _, err := range Validate(svc) {
+		got = append(got, err.Field)
+	}
+	assert.ElementsMatch(t, []string{"spec.roles[2].strategy", "spec.roles[2].endpointPicker.release"}, got)
+}
+
