@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,9 +31,39 @@ type Document struct {
 	// no rest (a YAML syntax error, another kind, a document that is no object).
 	Problems *DecodeError
 	lines    manifestLines
-	// leftOut are the field paths of the values of the wrong type decoding left out; misspelt
-	// those of the fields unknown ones were probably meant to be.
-	leftOut, misspelt []string
+	skipped  leftOut
+}
+
+// leftOut are the field paths decoding could not read as written: the values of the wrong type
+// it left out, and the fields unknown ones were probably meant to be (misspelt).
+type leftOut struct {
+	values, misspelt []string
+}
+
+// add records where a decoding problem leaves the document not as written.
+func (l *leftOut) add(p decodeProblem) {
+	if p.typeError {
+		l.values = append(l.values, p.path)
+	}
+	if p.meant != "" {
+		l.misspelt = append(l.misspelt, p.meant)
+	}
+}
+
+// covers reports whether the field at path is, holds or is within a value decoding left out, or
+// is (or is within) the field a misspelt one was meant to be.
+func (l leftOut) covers(path string) bool {
+	for _, out := range l.values {
+		if within(path, out) || within(out, path) {
+			return true
+		}
+	}
+	for _, meant := range l.misspelt {
+		if within(path, meant) {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeError reports every problem found in one document of a manifest stream.
@@ -103,19 +134,7 @@ func DecodeEach(data []byte) []Document {
 // value of the wrong type that decoding left out, or is (or is within) the field a misspelt one
 // was meant to be ("image" of "imag"): validation's verdict there is about a value the user did
 // not write as read, and the decoding problem already says what is wrong.
-func (d Document) LeftOut(path string) bool {
-	for _, out := range d.leftOut {
-		if within(path, out) || within(out, path) {
-			return true
-		}
-	}
-	for _, meant := range d.misspelt {
-		if within(path, meant) {
-			return true
-		}
-	}
-	return false
-}
+func (d Document) LeftOut(path string) bool { return d.skipped.covers(path) }
 
 // within reports whether the field path is parent or within it.
 func within(path, parent string) bool {
@@ -139,12 +158,7 @@ func decodeOne(text []byte, startLine int) Document {
 		located := make([]Problem, len(problems))
 		for i, p := range problems {
 			located[i] = Problem{Line: doc.lines.line(p.path), Message: p.message}
-			if p.typeError {
-				doc.leftOut = append(doc.leftOut, p.path)
-			}
-			if p.meant != "" {
-				doc.misspelt = append(doc.misspelt, p.meant)
-			}
+			doc.skipped.add(p)
 		}
 		doc.Problems = &DecodeError{Line: startLine, Problems: located}
 	}
@@ -165,38 +179,54 @@ func yamlError(err error, startLine int) *DecodeError {
 // DecodeFile decodes a file of one YAML or JSON document that is not a manifest (a nodes file, a
 // Platform spec) into the struct into points to, as strictly as a manifest. Its problems come as
 // a *FileError, each at its line; the FileLines it returns put the problems found later
-// (validation's) at theirs.
+// (validation's) at theirs. When decoding read the rest of the document (FileLines.Decoded), a
+// caller may check it too: FileLines.Error then says the decoding problems with the checks',
+// but those about a value decoding left out.
 func DecodeFile(file string, data []byte, into any) (FileLines, error) {
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return FileLines{file: file}, &FileError{File: file, Problems: yamlError(err, 1).Problems}
 	}
-	lines := FileLines{file, newManifestLines(data, 1)}
-	if problems, _ := strictDecode(jsonData, into); len(problems) > 0 {
-		located := make([]Problem, len(problems))
-		for i, p := range problems {
-			located[i] = Problem{Line: lines.lines.line(p.path), Message: p.message}
+	lines := FileLines{file: file, lines: newManifestLines(data, 1)}
+	problems, whole := strictDecode(jsonData, into)
+	lines.decoded = whole
+	if len(problems) > 0 {
+		for _, p := range problems {
+			lines.problems = append(lines.problems, Problem{Line: lines.lines.line(p.path), Message: p.message})
+			lines.skipped.add(p)
 		}
-		return lines, &FileError{File: file, Problems: located}
+		return lines, &FileError{File: file, Problems: lines.problems}
 	}
 	return lines, nil
 }
 
-// FileLines finds the lines of field paths in a file DecodeFile read.
+// FileLines finds the lines of field paths in a file DecodeFile read, and keeps its decoding
+// problems.
 type FileLines struct {
-	file  string
-	lines manifestLines
+	file     string
+	lines    manifestLines
+	problems []Problem
+	skipped  leftOut
+	decoded  bool
 }
 
-// Error is errs at their lines in the file, or nil when there are none.
+// Decoded reports whether decoding read the document, but for the values of its problems: the
+// rest may be checked, so that one wrong value hides no other problem.
+func (l FileLines) Decoded() bool { return l.decoded }
+
+// Error is the decoding problems and errs at their lines in the file, in the order of the lines
+// (an error about a value decoding left out is not said twice), or nil when there are none.
 func (l FileLines) Error(errs field.ErrorList) error {
-	if len(errs) == 0 {
+	problems := slices.Clone(l.problems)
+	for _, err := range errs {
+		if !l.skipped.covers(err.Field) {
+			problems = append(problems, Problem{Line: l.lines.line(err.Field), Message: err.Error()})
+		}
+	}
+	if len(problems) == 0 {
 		return nil
 	}
-	problems := make([]Problem, len(errs))
-	for i, err := range errs {
-		problems[i] = Problem{Line: l.lines.line(err.Field), Message: err.Error()}
-	}
+	slices.SortStableFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
 	return &FileError{File: l.file, Problems: problems}
 }
 

@@ -69,7 +69,7 @@ func runPlatformRender(stdin io.Reader, stdout, stderr io.Writer, opts platformO
 		if err != nil {
 			return err
 		}
-		if spec, lines, err = platform.DecodeFile(opts.file, data); err != nil {
+		if spec, lines, err = platform.DecodeFile(opts.file, data); err != nil && spec == nil {
 			return printFileProblems(stderr, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
@@ -46,6 +47,14 @@ func TestPlatformRenderRefusesBadSpecs(t *testing.T) {
 	requireExit(t, 1, err, stderr)
 	require.Empty(t, stdout)
 	require.Equal(t, spec+`:2: volcano.schedulerConfiguration.tiers: Invalid value: "predicates, proportion": the gang rules need the plugin gang`+"\n", stderr)
+
+	// issue 55: a field's wrong type hides no other problem of the spec
+	require.NoError(t, os.WriteFile(spec, []byte("keda: {install: maybe}\nvolcano:\n  schedulerConfiguration: |\n    actions: enqueue, allocate\n    tiers: [{plugins: [{name: predicates}]}]\n"), 0o644))
+	stdout, stderr, err = run(t, "", "platform", "render", "-f", spec)
+	requireExit(t, 1, err, stderr)
+	require.Empty(t, stdout)
+	assert.Contains(t, stderr, spec+`:1: keda.install: must be true or false, not string`)
+	assert.Contains(t, stderr, spec+`:3: volcano.schedulerConfiguration.tiers: Invalid value: "predicates": the gang rules need the plugins gang and proportion`)
 }
 
 func TestPlatformRenderToADirectory(t *testing.T) {

@@ -38,7 +38,7 @@ type NodeGroup struct {
 func ParseNodesFile(file string, data []byte) (Cluster, error) {
 	var nodesFile NodesFile
 	lines, err := api.DecodeFile(file, data, &nodesFile)
-	if err != nil {
+	if err != nil && !lines.Decoded() {
 		return Cluster{}, err
 	}
 	var errs field.ErrorList

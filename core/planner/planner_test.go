@@ -236,6 +236,10 @@ nodes:
 			`nodes.yaml:3: nodes[1].name: Duplicate value: "a-1": nodes[0] is named a-1 too, and this one (count 3) names its nodes a-0 to a-2`},
 		"bad count": {"nodes: [{name: a, count: 0, gpus: 8}]", "nodes.yaml:1: nodes[0].count: Invalid value: 0"},
 		"bad tier":  {"nodes: [{name: a, gpus: 8, topology: {0: x}}]", "tiers start at 1"},
+		// issue 55: a value of the wrong type or an unknown field hides no check of the rest
+		"decoding and checks, each at its line": {"nodes:\n- {name: a, gpus: -1}\n- {name: b, gpus: \"x\"}\n- {name: a, gpus: 8}\n- {name: c, gpu: 8}",
+			`nodes.yaml:2: nodes[0].gpus: Invalid value: -1: must be 0 or more; nodes.yaml:3: nodes[1].gpus: must be an integer, not string; ` +
+				`nodes.yaml:4: nodes[2].name: Duplicate value: "a": nodes[0] is named a too; nodes.yaml:5: unknown field "nodes[3].gpu" (did you mean "gpus"?)`},
 	} {
 		_, err := ParseNodesFile("nodes.yaml", []byte(tc.yaml))
 		assert.ErrorContains(t, err, tc.want, name)

@@ -143,14 +143,16 @@ func Decode(data []byte) (*Spec, error) {
 }
 
 // DecodeFile reads a Spec from a file as strictly as a manifest; its problems, and Validate's
-// through the FileLines, are each at their line of the file (api.DecodeFile).
+// through the FileLines, are each at their line of the file (api.DecodeFile). A spec decoding
+// read but for some values is returned with its error too: Validate's verdict on the rest,
+// through lines.Error, says every problem at once.
 func DecodeFile(file string, data []byte) (*Spec, api.FileLines, error) {
 	var spec Spec
 	lines, err := api.DecodeFile(file, data, &spec)
-	if err != nil {
+	if err != nil && !lines.Decoded() {
 		return nil, lines, err
 	}
-	return &spec, lines, nil
+	return &spec, lines, err
 }
 
 // SchedulerConfiguration is the part of Volcano's scheduler configuration the gang rules read.
