@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 

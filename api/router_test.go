@@ -293,4 +293,3 @@ func TestOneWrongRouterFieldHidesNoOther(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"spec.roles[2].strategy", "spec.roles[2].endpointPicker.release"}, got)
 }
-
