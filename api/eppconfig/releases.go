@@ -94,6 +94,9 @@ type release struct {
 	// no data: the router passes vllm.MetricKVCacheUsage. The later EPPs take metric names from their
 	// data layer, whose vLLM default is that name.
 	kvCacheMetricFlag bool
+	// noPickerMetrics: it exports none of the Endpoint Picker's own metrics (pkg/epp/metrics:
+	// inference_extension_*, inference_objective_*, inference_pool_*), only controller-runtime's.
+	noPickerMetrics bool
 }
 
 // eppFlags are the flags of pkg/epp/server/options.go (AddFlags) and the logging options
@@ -165,6 +168,9 @@ var releases = map[Release]release{
 		// cmd/lwepp/main.go and pkg/lwepp/server/options.go AddFlags (zap's flags from main); no
 		// leader election, no configuration; controller_manager.go caches pods and v1 pools only.
 		poolGroups: []string{GroupInferenceV1},
+		// cmd/lwepp/main.go serves controller-runtime's metrics registry (metricsserver.Options)
+		// and pkg/lwepp registers no collector of its own.
+		noPickerMetrics: true,
 		flags: []string{"grpc-port", "pool-group", "pool-namespace", "pool-name", "metrics-port", "endpoint-target-ports",
 			"grpc-health-port", "health-checking", "secure-serving",
 			"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"},
@@ -292,6 +298,11 @@ type Flags struct {
 // pkg/epp/server/options.go NewOptions, and llm-d-router's fork of it); lwepp has no such flag
 // and serves its metrics to anyone.
 func (r Release) MetricsAuth() bool { return releases[r].diagnostics }
+
+// PickerMetrics: the release's picker exports the Endpoint Picker's own metrics (its scheduling
+// decisions, requests by model, the pool's ready pods), which the dashboard's picker panels read;
+// lwepp exports only controller-runtime's.
+func (r Release) PickerMetrics() bool { return !releases[r].noPickerMetrics }
 
 // Args are the EPP's command line: as the release's chart or manifests pass it (GIE v1.5.0's
 // config/charts/epplib/templates/_deployment.yaml; lwepp's in GIE v1.6.0's

@@ -91,7 +91,7 @@ func Dashboard(svc *api.InferenceService) (string, error) {
 	replicas = append(replicas, query(byRole("sum", "up"), role+" servers scraped up"))
 	panels = append(panels, panel("Replicas ready / desired", "Desired and ready from kube-state-metrics (each replica's leader "+
 		"StatefulSet: an autoscaled role's elastic LWS counts its replicas); servers up from Prometheus' scrapes.", "short", replicas...))
-	if router := svc.Spec.Router(); router != nil {
+	if router := svc.Spec.Router(); router != nil && router.EndpointPickerRelease().PickerMetrics() { // lwepp exports none of them
 		eppSel := fmt.Sprintf(`%s=%q,%s=%q`, MetricLabelService, svc.Name, MetricLabelRole, router.Name)
 		panels = append(panels,
 			panel("Endpoint Picker: scheduling decisions/s and latency", "", "short",

@@ -75,6 +75,25 @@ func TestPodMonitorsScrapeTheServersAndTheEndpointPicker(t *testing.T) {
 	assert.Equal(t, "0", autoscaled["decode"].Spec.Selector.MatchLabels["leaderworkerset.sigs.k8s.io/worker-index"])
 }
 
+// TestDashboardShowsThePickerPanelsItsReleaseFeeds: the Endpoint Picker's panels read metrics
+// lwepp never exports, so a router of gie-lwepp-v1.6.0 has none (issue 55); the other releases do.
+func TestDashboardShowsThePickerPanelsItsReleaseFeeds(t *testing.T) {
+	for _, release := range []api.EndpointPickerRelease{api.EPPReleaseLLMDRouter, api.EPPReleaseGIE150, api.EPPReleaseLWEPP} {
+		t.Run(string(release), func(t *testing.T) {
+			svc := story(t, "llama-router.yaml").Service
+			router := svc.Spec.Router()
+			router.EndpointPicker = &api.EndpointPicker{Release: release}
+			if release == api.EPPReleaseLWEPP {
+				router.Strategy = "" // lwepp has none
+			}
+			data, err := render.Dashboard(svc)
+			require.NoError(t, err)
+			assert.Equal(t, release != api.EPPReleaseLWEPP, strings.Contains(data, "Endpoint Picker:"))
+			assert.Equal(t, release != api.EPPReleaseLWEPP, strings.Contains(data, "inference_extension_scheduler"))
+		})
+	}
+}
+
 // TestDashboardQueriesReadKnownMetrics: the dashboard is JSON Grafana loads, every query is
 // PromQL, names a metric of the documented set and, for the servers' and the Endpoint Picker's
 // metrics, selects the service by the label its PodMonitors add.
