@@ -79,13 +79,22 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		resolved.Routing = routing
 	}
 	for _, name := range fieldsNotFor(role) {
-		if name == "autoscaling" {
-			errs = append(errs, field.Forbidden(rolePath.Child(name), "a router's Endpoint Picker replicas elect one leader and only "+
-				"it picks endpoints: more of them add no capacity; autoscale the serving roles"))
-			continue
+		switch name {
+		case "model": // validateModel says why, at the same path
+		case "autoscaling":
+			reason := "a router's Endpoint Picker replicas elect one leader and only it picks endpoints: more of them add no capacity; autoscale the serving roles"
+			if !role.EndpointPickerRelease().LeaderElection(2) {
+				reason = fmt.Sprintf("the Endpoint Picker of %s has no autoscaler: give it endpointPicker.replicas (its replicas all serve); autoscale the serving roles",
+					role.EndpointPickerRelease())
+			}
+			errs = append(errs, field.Forbidden(rolePath.Child(name), reason))
+		case "awaitTimeout":
+			errs = append(errs, field.Forbidden(rolePath.Child(name), "a router runs the Endpoint Picker, not model servers: awaitTimeout is how long "+
+				"a serving role's servers may take to load their model; the Endpoint Picker's Deployment is awaited as the kubernetes provider awaits a Deployment"))
+		default:
+			errs = append(errs, field.Forbidden(rolePath.Child(name), "a router runs the Endpoint Picker, not model servers: "+
+				"only serving roles have "+name+" (the Endpoint Picker's own settings are under endpointPicker)"))
 		}
-		errs = append(errs, field.Forbidden(rolePath.Child(name), "a router runs the Endpoint Picker, not model servers: "+
-			"only serving roles have "+name+" (size the Endpoint Picker with endpointPicker)"))
 	}
 	if serviceName != "" {
 		longest := EndpointPickerName(serviceName) // the Service, a DNS-1035 label

@@ -67,7 +67,14 @@ func TestRouterRules(t *testing.T) {
 		{"no template", func(s *InferenceService) { routerOf(s).Template = server() }, "spec.roles[2].template: Forbidden: a router runs the Endpoint Picker"},
 		{"no node pool", func(s *InferenceService) { routerOf(s).NodePool = "gpus" }, "spec.roles[2].nodePool: Forbidden"},
 		// Accepted and ignored while the router's fields were listed by hand.
-		{"no model", func(s *InferenceService) { routerOf(s).Model = &Model{Source: "hf://Qwen/Qwen3-8B"} }, "spec.roles[2].model: Forbidden: a router runs the Endpoint Picker"},
+		{"no model", func(s *InferenceService) { routerOf(s).Model = &Model{Source: "hf://Qwen/Qwen3-8B"} }, "spec.roles[2].model: Forbidden: only a serving role (worker, prefiller, decoder) loads a model"},
+		{"no awaitTimeout", func(s *InferenceService) { routerOf(s).AwaitTimeout = "90m" },
+			"spec.roles[2].awaitTimeout: Forbidden: a router runs the Endpoint Picker, not model servers: awaitTimeout is how long a serving role's servers may take to load their model"},
+		{"no autoscaling of lwepp's replicas, which all serve", func(s *InferenceService) {
+			routerOf(s).Autoscaling = &Autoscaling{MaxReplicas: 3}
+			routerOf(s).EndpointPicker = &EndpointPicker{Release: EPPReleaseLWEPP}
+			routerOf(s).Strategy = ""
+		}, "spec.roles[2].autoscaling: Forbidden: the Endpoint Picker of gie-lwepp-v1.6.0 has no autoscaler: give it endpointPicker.replicas (its replicas all serve)"},
 		{"no network topology", func(s *InferenceService) {
 			routerOf(s).NetworkTopology = &NetworkTopologyPolicy{Mode: NetworkTopologyHard}
 		},
@@ -292,4 +299,16 @@ func TestOneWrongRouterFieldHidesNoOther(t *testing.T) {
 		got = append(got, err.Field)
 	}
 	assert.ElementsMatch(t, []string{"spec.roles[2].strategy", "spec.roles[2].endpointPicker.release"}, got)
+}
+
+// TestAFieldIsRefusedOnce: a serving role's field on a router is one problem, with one text
+// (issue 55: model was reported twice, with two texts).
+func TestAFieldIsRefusedOnce(t *testing.T) {
+	svc := routedService()
+	svc.Spec.Roles[2].Model = &Model{Source: "hf://Qwen/Qwen3-8B"}
+	var at []string
+	for _, err := range Validate(svc) {
+		at = append(at, err.Field)
+	}
+	assert.Equal(t, []string{"spec.roles[2].model"}, at)
 }
