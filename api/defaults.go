@@ -393,3 +393,12 @@ func (s *InferenceServiceSpec) RolloutFirstBatch(role *Role) int32 {
 	}
 	return s.GangMinimum(role)
 }
+
+// PriorityClassName is schedulingStrategy.priorityClassName, "" when unset: the priority of the
+// PodGroup and of every pod the service runs (its servers and its Endpoint Picker).
+func (s *InferenceServiceSpec) PriorityClassName() string {
+	if s.SchedulingStrategy == nil {
+		return ""
+	}
+	return s.SchedulingStrategy.PriorityClassName
+}

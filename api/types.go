@@ -68,7 +68,10 @@ type InferenceServiceSpec struct {
 	Await AwaitMode `json:"await,omitempty" pulumi:"await,optional" default:"all"`
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
 	// fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and
-	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	// load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also
+	// the load the servers' default startup probe allows, with await none too: a server that does
+	// not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub
+	// without spec.model's cache must fit in it (or give the server a startupProbe of your own).
 	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional" default:"60m"`
 	// NodePools are the GPU node pools the roles run on.
 	NodePools []NodePool `json:"nodePools,omitempty" pulumi:"nodePools,optional"`
@@ -174,7 +177,7 @@ type SchedulingStrategy struct {
 	// Queue is the Volcano queue of the service's PodGroup.
 	Queue string `json:"queue,omitempty" pulumi:"queue,optional"`
 	// PriorityClassName is the priority class of the PodGroup (Volcano orders gangs by it) and of
-	// every pod (preemption).
+	// every model server and Endpoint Picker pod (preemption).
 	PriorityClassName string `json:"priorityClassName,omitempty" pulumi:"priorityClassName,optional"`
 	// MinResources is what the PodGroup's minResources are: none (default) or auto, the resources
 	// of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
@@ -311,7 +314,7 @@ type Role struct {
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType `json:"startupPolicy,omitempty" pulumi:"startupPolicy,optional" roles:"serving" default:"LeaderCreated"`
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads
-	// slower than the others').
+	// slower than the others'): the wait of `pulumi up` and its servers' startup probe.
 	AwaitTimeout string `json:"awaitTimeout,omitempty" pulumi:"awaitTimeout,optional" roles:"serving"`
 	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than

@@ -32,7 +32,10 @@ type Args struct {
 	Await api.AwaitMode
 	// AwaitTimeout is how long `pulumi up` waits for each awaited replica to be Available before it
 	// fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and
-	// load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	// load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also
+	// the load the servers' default startup probe allows, with await none too: a server that does
+	// not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub
+	// without spec.model's cache must fit in it (or give the server a startupProbe of your own).
 	AwaitTimeout string
 	// NodePools are the GPU node pools the roles run on.
 	NodePools []api.NodePool
@@ -98,7 +101,7 @@ type RoleArgs struct {
 	// leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy lwsv1.StartupPolicyType
 	// AwaitTimeout replaces spec.awaitTimeout for this role's replicas (a role whose model loads
-	// slower than the others').
+	// slower than the others'): the wait of `pulumi up` and its servers' startup probe.
 	AwaitTimeout string
 	// TerminationGracePeriodSeconds is how long a model server's pods get to finish the requests
 	// they are generating when they stop (a rollout, a scale-down): long generations need more than

@@ -43,8 +43,8 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	if spec.GangScheduled() {
 		base.Spec.SchedulerName = api.VolcanoSchedulerName
 	}
-	if s := spec.SchedulingStrategy; s != nil && s.PriorityClassName != "" {
-		base.Spec.PriorityClassName = s.PriorityClassName
+	if name := spec.PriorityClassName(); name != "" {
+		base.Spec.PriorityClassName = name
 	}
 	if g := role.TerminationGracePeriodSeconds; g != nil {
 		base.Spec.TerminationGracePeriodSeconds = ptr.To(int64(*g))

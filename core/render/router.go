@@ -365,6 +365,7 @@ func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: podAnnotations},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            ref.Name,
+					PriorityClassName:             r.svc.Spec.PriorityClassName(),
 					TerminationGracePeriodSeconds: ptr.To[int64](eppTerminationGrace),
 					TopologySpreadConstraints:     r.topologySpread(),
 					SecurityContext: &corev1.PodSecurityContext{

@@ -401,3 +401,32 @@ func TestEndpointPickerRestartsOnANewConfiguration(t *testing.T) {
 	assert.NotEqual(t, hash(base), hash(other))
 	assert.Equal(t, hash(base), hash(story(t, "llama-router.yaml")))
 }
+
+// TestEveryPodHasTheServicesPriority: schedulingStrategy.priorityClassName reaches the Endpoint
+// Picker's pods as well as the servers' (issue 55: a standalone router's picker, the service's
+// only entrance, was the first to be preempted).
+func TestEveryPodHasTheServicesPriority(t *testing.T) {
+	for _, file := range []string{"llama-router.yaml", "standalone-router.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			svc := story(t, file).Service
+			svc.Spec.SchedulingStrategy = &api.SchedulingStrategy{PriorityClassName: "inference-critical"}
+			tree, errs := render.Build(svc)
+			require.Empty(t, errs)
+			pods := 0
+			for _, o := range tree.Objects {
+				var spec *corev1.PodSpec
+				switch obj := o.Object.(type) {
+				case *appsv1.Deployment:
+					spec = &obj.Spec.Template.Spec
+				case *lwsv1.LeaderWorkerSet:
+					spec = &obj.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+				default:
+					continue
+				}
+				pods++
+				assert.Equal(t, "inference-critical", spec.PriorityClassName, "%s %s", o.TypeMeta.Kind, o.Name)
+			}
+			assert.Greater(t, pods, 1)
+		})
+	}
+}

@@ -150,7 +150,7 @@ export interface InferenceServiceArgs {
      */
     await?: pulumi.Input<enums.AwaitMode | undefined>;
     /**
-     * How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+     * How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also the load the servers' default startup probe allows, with await none too: a server that does not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub without spec.model's cache must fit in it (or give the server a startupProbe of your own).
      */
     awaitTimeout?: string;
     /**

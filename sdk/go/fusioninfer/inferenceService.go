@@ -67,7 +67,7 @@ func NewInferenceService(ctx *pulumi.Context,
 type inferenceServiceArgs struct {
 	// Chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await *AwaitMode `pulumi:"await"`
-	// How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	// How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also the load the servers' default startup probe allows, with await none too: a server that does not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub without spec.model's cache must fit in it (or give the server a startupProbe of your own).
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
 	DualPodsController *DualPodsController `pulumi:"dualPodsController"`
@@ -97,7 +97,7 @@ type inferenceServiceArgs struct {
 type InferenceServiceArgs struct {
 	// Chooses what `pulumi up` waits for: all (default), minimal or none.
 	Await AwaitModePtrInput
-	// How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+	// How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also the load the servers' default startup probe allows, with await none too: a server that does not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub without spec.model's cache must fit in it (or give the server a startupProbe of your own).
 	AwaitTimeout *string
 	// Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
 	DualPodsController DualPodsControllerPtrInput

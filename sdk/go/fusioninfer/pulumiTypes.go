@@ -3687,7 +3687,7 @@ func (o PartPtrOutput) Install() pulumi.BoolPtrOutput {
 type Role struct {
 	// Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling *Autoscaling `pulumi:"autoscaling"`
-	// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+	// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// What the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentType `pulumi:"componentType"`
@@ -3749,7 +3749,7 @@ type RoleInput interface {
 type RoleArgs struct {
 	// Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
 	Autoscaling AutoscalingPtrInput `pulumi:"autoscaling"`
-	// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+	// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
 	AwaitTimeout pulumi.StringPtrInput `pulumi:"awaitTimeout"`
 	// What the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentTypeInput `pulumi:"componentType"`
@@ -3853,7 +3853,7 @@ func (o RoleOutput) Autoscaling() AutoscalingPtrOutput {
 	return o.ApplyT(func(v Role) *Autoscaling { return v.Autoscaling }).(AutoscalingPtrOutput)
 }
 
-// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+// Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
 func (o RoleOutput) AwaitTimeout() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.AwaitTimeout }).(pulumi.StringPtrOutput)
 }
@@ -4254,7 +4254,7 @@ type SchedulingStrategy struct {
 	MinResources *MinResourcesMode `pulumi:"minResources"`
 	// Asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology *NetworkTopology `pulumi:"networkTopology"`
-	// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+	// The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
 	PriorityClassName *string `pulumi:"priorityClassName"`
 	// The Volcano queue of the service's PodGroup.
 	Queue *string `pulumi:"queue"`
@@ -4278,7 +4278,7 @@ type SchedulingStrategyArgs struct {
 	MinResources MinResourcesModePtrInput `pulumi:"minResources"`
 	// Asks Volcano to keep the service, and each replica, within a network tier.
 	NetworkTopology NetworkTopologyPtrInput `pulumi:"networkTopology"`
-	// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+	// The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
 	PriorityClassName pulumi.StringPtrInput `pulumi:"priorityClassName"`
 	// The Volcano queue of the service's PodGroup.
 	Queue pulumi.StringPtrInput `pulumi:"queue"`
@@ -4373,7 +4373,7 @@ func (o SchedulingStrategyOutput) NetworkTopology() NetworkTopologyPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *NetworkTopology { return v.NetworkTopology }).(NetworkTopologyPtrOutput)
 }
 
-// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+// The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
 func (o SchedulingStrategyOutput) PriorityClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v SchedulingStrategy) *string { return v.PriorityClassName }).(pulumi.StringPtrOutput)
 }
@@ -4432,7 +4432,7 @@ func (o SchedulingStrategyPtrOutput) NetworkTopology() NetworkTopologyPtrOutput 
 	}).(NetworkTopologyPtrOutput)
 }
 
-// The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+// The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
 func (o SchedulingStrategyPtrOutput) PriorityClassName() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SchedulingStrategy) *string {
 		if v == nil {

@@ -389,7 +389,7 @@ export interface RoleArgs {
      */
     autoscaling?: pulumi.Input<inputs.AutoscalingArgs | undefined>;
     /**
-     * Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+     * Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
      */
     awaitTimeout?: pulumi.Input<string | undefined>;
     /**
@@ -507,7 +507,7 @@ export interface SchedulingStrategyArgs {
      */
     networkTopology?: pulumi.Input<inputs.NetworkTopologyArgs | undefined>;
     /**
-     * The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+     * The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
      */
     priorityClassName?: pulumi.Input<string | undefined>;
     /**

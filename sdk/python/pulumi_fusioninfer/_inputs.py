@@ -1815,7 +1815,7 @@ class RoleArgsDict(TypedDict):
     """
     await_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+    Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
     """
     endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
     """
@@ -1929,7 +1929,7 @@ class RoleArgs:
         :param pulumi.Input['ComponentType'] component_type: What the role does: worker, prefiller, decoder or router.
         :param pulumi.Input[_builtins.str] name: A user-chosen unique identifier (e.g. "prefill"); a DNS label.
         :param pulumi.Input['AutoscalingArgs'] autoscaling: Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
-        :param pulumi.Input[_builtins.str] await_timeout: Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+        :param pulumi.Input[_builtins.str] await_timeout: Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
         :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: Sets the Endpoint Picker's image, replicas and resources.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
         :param pulumi.Input['FailureMode'] failure_mode: What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
@@ -2038,7 +2038,7 @@ class RoleArgs:
     @pulumi.getter(name="awaitTimeout")
     def await_timeout(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others').
+        Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
         """
         return pulumi.get(self, "await_timeout")
 
@@ -2367,7 +2367,7 @@ class SchedulingStrategyArgsDict(TypedDict):
     """
     priority_class_name: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+    The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
     """
     queue: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
@@ -2389,7 +2389,7 @@ class SchedulingStrategyArgs:
         """
         :param pulumi.Input['MinResourcesMode'] min_resources: What the PodGroup's minResources are: none (default) or auto, the resources of the gang's minimal set (minRoleReplicas of every role), never the whole service's.
         :param pulumi.Input['NetworkTopologyArgs'] network_topology: Asks Volcano to keep the service, and each replica, within a network tier.
-        :param pulumi.Input[_builtins.str] priority_class_name: The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+        :param pulumi.Input[_builtins.str] priority_class_name: The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
         :param pulumi.Input[_builtins.str] queue: The Volcano queue of the service's PodGroup.
         :param pulumi.Input[_builtins.str] scheduler_name: The Kubernetes scheduler; "volcano" turns gang scheduling on.
         """
@@ -2432,7 +2432,7 @@ class SchedulingStrategyArgs:
     @pulumi.getter(name="priorityClassName")
     def priority_class_name(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        The priority class of the PodGroup (Volcano orders gangs by it) and of every pod (preemption).
+        The priority class of the PodGroup (Volcano orders gangs by it) and of every model server and Endpoint Picker pod (preemption).
         """
         return pulumi.get(self, "priority_class_name")
 

@@ -41,7 +41,7 @@ class InferenceServiceArgs:
 
         :param pulumi.Input[Sequence[pulumi.Input['RoleArgs']]] roles: The logical components of the service, each with a unique name.
         :param pulumi.Input['AwaitMode'] await_: Chooses what `pulumi up` waits for: all (default), minimal or none.
-        :param _builtins.str await_timeout: How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        :param _builtins.str await_timeout: How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also the load the servers' default startup probe allows, with await none too: a server that does not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub without spec.model's cache must fit in it (or give the server a startupProbe of your own).
         :param pulumi.Input['DualPodsControllerArgs'] dual_pods_controller: Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input['GangPolicyArgs'] gang_policy: Shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: The labels every child object gets.
@@ -107,7 +107,7 @@ class InferenceServiceArgs:
     @pulumi.getter(name="awaitTimeout")
     def await_timeout(self) -> Optional[_builtins.str]:
         """
-        How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also the load the servers' default startup probe allows, with await none too: a server that does not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub without spec.model's cache must fit in it (or give the server a startupProbe of your own).
         """
         return pulumi.get(self, "await_timeout")
 
@@ -262,7 +262,7 @@ class InferenceService(pulumi.ComponentResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input['AwaitMode'] await_: Chooses what `pulumi up` waits for: all (default), minimal or none.
-        :param _builtins.str await_timeout: How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own.
+        :param _builtins.str await_timeout: How long `pulumi up` waits for each awaited replica to be Available before it fails: a duration ("90m", "2h"), default 60m. A large model takes minutes to download and load; the kubernetes provider's own default is 10 minutes. A role may set its own. It is also the load the servers' default startup probe allows, with await none too: a server that does not answer vLLM's /health by then is restarted by the kubelet, so a download from the Hub without spec.model's cache must fit in it (or give the server a startupProbe of your own).
         :param pulumi.Input[Union['DualPodsControllerArgs', 'DualPodsControllerArgsDict']] dual_pods_controller: Installs (or names the namespace of) FMA's dual-pods controller, for roles with modelFlexibility.
         :param pulumi.Input[Union['GangPolicyArgs', 'GangPolicyArgsDict']] gang_policy: Shapes the shared Volcano PodGroup when gang scheduling is on.
         :param pulumi.Input[Mapping[str, _builtins.str]] labels: The labels every child object gets.
