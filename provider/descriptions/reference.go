@@ -35,7 +35,8 @@ func Reference(table Table) string {
 	writeFields(&b, table, reflect.TypeFor[api.InferenceServiceSpec](), "spec", map[reflect.Type]bool{})
 	b.WriteString("\nThe `Platform` component's inputs (`fusioninfer:index:Platform`; the spec file of " +
 		"`fusioninfer platform render -f`, [install.md](install.md)):\n\n| field | type | default | description |\n|---|---|---|---|\n")
-	writeFields(&b, table, reflect.TypeFor[platform.Spec](), "platform", map[reflect.Type]bool{})
+	// The spec file's own paths, as strict decoding names them: its fields are at the top.
+	writeFields(&b, table, reflect.TypeFor[platform.Spec](), "", map[reflect.Type]bool{})
 	return b.String()
 }
 
@@ -48,7 +49,10 @@ func writeFields(b *strings.Builder, table Table, t reflect.Type, prefix string,
 		if name == "" || name == "-" {
 			continue
 		}
-		path := prefix + "." + name
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
 		kind, nested := typeName(f.Type)
 		description := table[t.Name()][name]
 		if roles := f.Tag.Get("roles"); roles != "" && roles != "any" {
