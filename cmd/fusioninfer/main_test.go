@@ -165,7 +165,7 @@ func TestSummaryShowsTheStandaloneRouter(t *testing.T) {
 	head := strings.Split(stdout, "---")[0]
 	assert.Contains(t, head, "# router: Service qwen-standalone-router:8081 (standalone proxy) -> InferencePool qwen-standalone-pool")
 	assert.NotContains(t, head, "HTTPRoute")
-	assert.Contains(t, head, "# send a request: kubectl -n llm port-forward service/qwen-standalone-router 8081:8081 & sleep 2; curl -s localhost:8081/v1/completions")
+	assert.Contains(t, head, "# send a request: kubectl -n llm port-forward service/qwen-standalone-router 26602:8081 & sleep 2; curl -s localhost:26602/v1/completions")
 }
 
 func TestSummaryShowsTheRanks(t *testing.T) {

@@ -132,7 +132,7 @@ func TestStandaloneRouterChildrenAndOutputs(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, "", route, "a standalone router has no HTTPRoute")
-	assert.Contains(t, request, "port-forward service/deepseek-r1-disagg-router 8081:8081 & sleep 2; curl -s localhost:8081/v1/completions",
+	assert.Contains(t, request, "port-forward service/deepseek-r1-disagg-router 23545:8081 & sleep 2; curl -s localhost:23545/v1/completions",
 		"the output says where to send requests")
 	types := map[string]string{}
 	for _, r := range monitor.Resources() {
