@@ -145,7 +145,7 @@ func decodeOne(text []byte, startLine int) Document {
 	doc := Document{Line: startLine}
 	jsonData, err := yaml.YAMLToJSONStrict(text)
 	if err != nil {
-		doc.Problems = yamlError(err, startLine)
+		doc.Problems = yamlError(err, text, startLine)
 		return doc
 	}
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
@@ -166,14 +166,51 @@ func decodeOne(text []byte, startLine int) Document {
 }
 
 // yamlError is a YAML parser's error in a document that starts at startLine, at the line it names.
-func yamlError(err error, startLine int) *DecodeError {
+func yamlError(err error, text []byte, startLine int) *DecodeError {
 	line := startLine
 	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil {
+		if n, atoiErr := strconv.Atoi(m[1]); atoiErr == nil {
 			line = n + startLine - 1
+			if message, ok := repeatedKey(err.Error(), text, n, startLine); ok {
+				return &DecodeError{Line: startLine, Problems: []Problem{{line, message}}}
+			}
 		}
 	}
 	return &DecodeError{Line: startLine, Problems: []Problem{{line, absoluteYAMLLines(err.Error(), startLine)}}}
+}
+
+// repeatedKeyPattern is the YAML parser's message for a mapping that gives a key twice.
+var repeatedKeyPattern = regexp.MustCompile(`key "([^"]*)" already set in map`)
+
+// repeatedKey says, at its field path, which key the document gives twice at the document's line
+// (strict decoding refuses it, as kubectl does): twice in one mapping, or once after a merge key
+// ("<<") gave it, an override YAML allows but strict decoding does not; lines are the stream's,
+// the document starting at startLine. False when the message is about something else or the key
+// is not found.
+func repeatedKey(message string, text []byte, line, startLine int) (string, bool) {
+	m := repeatedKeyPattern.FindStringSubmatch(message)
+	if m == nil {
+		return "", false
+	}
+	path, mapping, ok := newManifestLines(text, 1).keyAt(m[1], line)
+	if !ok {
+		return "", false
+	}
+	var lines []string
+	merged := false
+	for i := 0; i+1 < len(mapping.Content); i += 2 {
+		switch mapping.Content[i].Value {
+		case m[1]:
+			lines = append(lines, strconv.Itoa(mapping.Content[i].Line+startLine-1))
+		case "<<":
+			merged = true
+		}
+	}
+	if len(lines) == 1 && merged {
+		return fmt.Sprintf("%s: given again after the merge key (<<) gave it: strict decoding, as kubectl's, refuses "+
+			"an override of a merged key; leave %s out of the anchor, or write the mapping out", path, m[1]), true
+	}
+	return fmt.Sprintf("%s: given %d times in one mapping (lines %s): give it once", path, len(lines), strings.Join(lines, ", ")), true
 }
 
 // DecodeFile decodes a file of one YAML or JSON document that is not a manifest (a nodes file, a
@@ -185,7 +222,7 @@ func yamlError(err error, startLine int) *DecodeError {
 func DecodeFile(file string, data []byte, into any) (FileLines, error) {
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return FileLines{file: file}, &FileError{File: file, Problems: yamlError(err, 1).Problems}
+		return FileLines{file: file}, &FileError{File: file, Problems: yamlError(err, data, 1).Problems}
 	}
 	lines := FileLines{file: file, lines: newManifestLines(data, 1)}
 	problems, whole := strictDecode(jsonData, into)

@@ -70,7 +70,16 @@ func TestDecodeIsStrict(t *testing.T) {
 		},
 		"duplicate field": {
 			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec: {roles: []}\nspec: {roles: []}\n",
-			want: []string{`"spec" already set`},
+			want: []string{`line 5: spec: given 2 times in one mapping (lines 4, 5): give it once`},
+		},
+		// issue 55: the key's field path, and its lines in the whole stream
+		"duplicate field deep in a later document": {
+			yaml: twoServices + "---\napiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: z}\nspec:\n  roles:\n  - name: a\n    replicas: 1\n    replicas: 2\n",
+			want: []string{`line 28: spec.roles[0].replicas: given 2 times in one mapping (lines 27, 28): give it once`},
+		},
+		"a merged key given again": {
+			yaml: "apiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata: {name: x}\nspec:\n  roles:\n  - &w {name: a, componentType: worker}\n  - <<: *w\n    name: b\n",
+			want: []string{`line 8: spec.roles[1].name: given again after the merge key (<<) gave it`},
 		},
 		"syntax error names its line in the whole stream": {
 			yaml: twoServices + "---\napiVersion: fusioninfer.io/v1alpha1\nkind: InferenceService\nmetadata:\n  name: [unclosed\n",

@@ -284,6 +284,41 @@ func (m manifestLines) line(path string) int {
 	return at + m.first - 1
 }
 
+// keyAt finds the key named key at the document's line (its own numbering, from 1): its field
+// path and the mapping that holds it.
+func (m manifestLines) keyAt(key string, line int) (string, *yamlv3.Node, bool) {
+	var find func(node *yamlv3.Node, path *field.Path) (string, *yamlv3.Node, bool)
+	find = func(node *yamlv3.Node, path *field.Path) (string, *yamlv3.Node, bool) {
+		switch node.Kind {
+		case yamlv3.MappingNode:
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				k := node.Content[i]
+				child := path.Child(k.Value)
+				if path == nil {
+					child = field.NewPath(k.Value)
+				}
+				if k.Value == key && k.Line == line {
+					return child.String(), node, true
+				}
+				if p, n, ok := find(node.Content[i+1], child); ok {
+					return p, n, true
+				}
+			}
+		case yamlv3.SequenceNode:
+			for i, item := range node.Content {
+				if p, n, ok := find(item, path.Index(i)); ok {
+					return p, n, true
+				}
+			}
+		}
+		return "", nil, false
+	}
+	if m.root == nil {
+		return "", nil, false
+	}
+	return find(m.root, nil)
+}
+
 // LargestValue is the field path of the largest single value in v's JSON (a string, a number;
 // not an object or list, which are many values) and its size in bytes: what makes an object
 // built from v large, to name when it is too large.
