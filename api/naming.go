@@ -103,3 +103,17 @@ func modelPrefix(serviceName, owner string) string {
 	}
 	return serviceName + "-" + owner + "-"
 }
+
+// Kubernetes' recommended labels, which the render sets on the objects it builds (core/render
+// labels.go: every LWS, pod and service-wide object), in place of a user's own of the same key:
+// Warnings says so where a user gives one.
+const (
+	LabelAppName      = "app.kubernetes.io/name"
+	LabelAppInstance  = "app.kubernetes.io/instance"
+	LabelAppComponent = "app.kubernetes.io/component"
+	LabelAppPartOf    = "app.kubernetes.io/part-of"
+	LabelAppManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// AppLabels are those labels' keys.
+var AppLabels = []string{LabelAppName, LabelAppInstance, LabelAppComponent, LabelAppPartOf, LabelAppManagedBy}

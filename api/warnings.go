@@ -19,10 +19,18 @@ var FlagKVTransferConfig = vllm.Flag{Name: "--kv-transfer-config"}
 // the project cannot tell works, as a user may know better (render's Tree.Warnings prints them).
 // A prefill or decode server without a KV connector: vLLM would move no KV cache between the
 // roles, and each decode server would compute every prompt again; an image may configure it in
-// a way the args do not show, so it is told, not refused.
-func Warnings(spec *InferenceServiceSpec) []string {
-	var out []string
+// a way the args do not show, so it is told, not refused. A label of AppLabels in the service's
+// or a template's labels: the render replaces it with its own, so a selector of the user's on it
+// would find nothing (issue 55: replaced without a word).
+func Warnings(svc *InferenceService) []string {
+	spec := &svc.Spec
+	out := replacedLabels(svc.Labels, field.NewPath("metadata", "labels"))
 	rolesPath := field.NewPath("spec", "roles")
+	for i := range spec.Roles {
+		if tpl := spec.Roles[i].Template; tpl != nil {
+			out = append(out, replacedLabels(tpl.Labels, rolesPath.Index(i).Child("template", "metadata", "labels"))...)
+		}
+	}
 	for i := range spec.Roles {
 		role := &spec.Roles[i]
 		if (role.ComponentType != ComponentTypePrefiller && role.ComponentType != ComponentTypeDecoder) ||
@@ -43,6 +51,18 @@ func Warnings(spec *InferenceServiceSpec) []string {
 			`(e.g. %s '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'), unless the image configures one otherwise`,
 			rolesPath.Index(i).Child("template", "spec", "containers").Index(serverIndex).Child("args"),
 			role.ComponentType, FlagKVTransferConfig.Name, FlagKVTransferConfig.Name))
+	}
+	return out
+}
+
+// replacedLabels are a warning for each of AppLabels that labels gives.
+func replacedLabels(labels map[string]string, path *field.Path) []string {
+	var out []string
+	for _, key := range AppLabels {
+		if value, given := labels[key]; given {
+			out = append(out, fmt.Sprintf("%s: %q is replaced: fusioninfer sets %s on the objects it builds "+
+				"(the role, service or replica they belong to); give the value another label key", path.Key(key), value, key))
+		}
 	}
 	return out
 }

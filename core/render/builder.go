@@ -329,7 +329,7 @@ func build(svc *api.InferenceService, resolved *api.Resolved) (*Tree, error) {
 // is what has a prefill pod prefill each request (the Endpoint Picker's prefill/decode profiles
 // and the decode leaders' disaggregation sidecar, pdrouting.go); without it nothing does.
 func (t *Tree) Warnings() []string {
-	out := api.Warnings(&t.Service.Spec)
+	out := api.Warnings(t.Service)
 	if t.routing == nil {
 		if t.Service.Spec.Disaggregated() {
 			out = append(out, "spec.roles: prefill/decode roles without a router: nothing sends a request's prefill to the prefill role "+

@@ -19,11 +19,11 @@ const (
 	LabelReplicaIndex  = api.ReservedLabelPrefix + "replica-index"
 	LabelRevision      = api.ReservedLabelPrefix + "revision"
 
-	LabelAppName      = "app.kubernetes.io/name"
-	LabelAppInstance  = "app.kubernetes.io/instance"
-	LabelAppComponent = "app.kubernetes.io/component"
-	LabelAppPartOf    = "app.kubernetes.io/part-of"
-	LabelAppManagedBy = "app.kubernetes.io/managed-by"
+	LabelAppName      = api.LabelAppName
+	LabelAppInstance  = api.LabelAppInstance
+	LabelAppComponent = api.LabelAppComponent
+	LabelAppPartOf    = api.LabelAppPartOf
+	LabelAppManagedBy = api.LabelAppManagedBy
 
 	// ManagedBy is the value of app.kubernetes.io/managed-by on every object.
 	ManagedBy = "fusioninfer"

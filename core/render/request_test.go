@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 

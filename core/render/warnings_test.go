@@ -39,3 +39,23 @@ func TestPrefillDecodeWithoutAKVConnectorWarns(t *testing.T) {
 	decode.Args = append(decode.Args, "--kv_transfer_config.kv_connector", "NixlConnector")
 	assert.Empty(t, build(t, svc).Warnings(), "one key of it is the flag too")
 }
+
+// TestAReplacedLabelIsSaid: a recommended app.kubernetes.io label the user gives, on the service
+// or a role's template, is replaced by the render's and said so at its field (issue 55); the
+// rendered objects carry the render's value.
+func TestAReplacedLabelIsSaid(t *testing.T) {
+	svc := story(t, "story1-monolithic.yaml").Service
+	svc.Labels = map[string]string{"app.kubernetes.io/part-of": "platform-x", "team": "a"}
+	role := &svc.Spec.Roles[0]
+	role.Template.Labels = map[string]string{"app.kubernetes.io/name": "qwen", "tier": "gold"}
+	tree := build(t, svc)
+	warnings := tree.Warnings()
+	require.Len(t, warnings, 2)
+	assert.Contains(t, warnings[0], `metadata.labels[app.kubernetes.io/part-of]: "platform-x" is replaced`)
+	assert.Contains(t, warnings[1], `spec.roles[0].template.metadata.labels[app.kubernetes.io/name]: "qwen" is replaced`)
+	for _, lws := range leaderWorkerSets(tree) {
+		assert.Equal(t, svc.Name, lws.Labels["app.kubernetes.io/part-of"], "the render's value: what the warning says")
+		assert.Equal(t, role.Name, lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels["app.kubernetes.io/name"])
+		assert.Equal(t, "gold", lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels["tier"])
+	}
+}
