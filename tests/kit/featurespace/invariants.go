@@ -33,25 +33,27 @@ type Invariant struct {
 	Check func(tree *render.Tree, pods []*Pod) []string
 }
 
-// Invariants are the rules of issue 42's "check that keeps the class closed" (a to d, f), issue
-// 45's (what monitoring aims at is declared) and issue 47's (every server has a readiness probe).
+// Invariants are the rules every rendered service keeps, each named by the class of thing it
+// holds (ports, targets, selectors, adapters, gpus, probes, config) and what it holds of it:
+// issue 42's "check that keeps the class closed", issue 45's (what monitoring aims at is
+// declared) and issue 47's (every server has a readiness probe).
 var Invariants = []Invariant{
-	{"a/one-process-a-port", oneProcessAPort},
-	{"a/one-port-flag-a-server", onePortFlagAServer},
-	{"b/pool-targets-listened-and-declared", poolTargets},
-	{"b/services-target-listened-and-declared", serviceTargets},
-	{"b/probes-target-listened-ports", probeTargets},
-	{"b/sidecar-and-loader-reach-their-server", inPodTargets},
-	{"b/podmonitors-scrape-declared-ports", podMonitorTargets},
-	{"b/keda-query-selects-the-serving-pods", kedaQueries},
-	{"b/dashboard-selects-scraped-labels", dashboardSelectors},
-	{"c/every-routed-rank-serves-the-adapters", adaptersOnEveryRank},
-	{"d/gpus-asked-are-gpus-used", gpusAskedAreUsed},
-	{"47/servers-have-readiness-probes", serversHaveReadinessProbes},
-	{"f/epp-config-loads", eppConfigLoads},
+	{"ports/one-process-a-port", oneProcessAPort},
+	{"ports/one-port-flag-a-server", onePortFlagAServer},
+	{"targets/pool-targets-listened-and-declared", poolTargets},
+	{"targets/services-target-listened-and-declared", serviceTargets},
+	{"targets/probes-target-listened-ports", probeTargets},
+	{"targets/sidecar-and-loader-reach-their-server", inPodTargets},
+	{"targets/podmonitors-scrape-declared-ports", podMonitorTargets},
+	{"selectors/keda-query-selects-the-serving-pods", kedaQueries},
+	{"selectors/dashboard-selects-scraped-labels", dashboardSelectors},
+	{"adapters/every-routed-rank-serves-the-adapters", adaptersOnEveryRank},
+	{"gpus/gpus-asked-are-gpus-used", gpusAskedAreUsed},
+	{"probes/servers-have-readiness-probes", serversHaveReadinessProbes},
+	{"config/epp-config-loads", eppConfigLoads},
 }
 
-// (a) No two processes of a pod listen on one port.
+// No two processes of a pod listen on one port.
 func oneProcessAPort(_ *render.Tree, pods []*Pod) []string {
 	var out []string
 	for _, pod := range pods {
@@ -68,7 +70,7 @@ func oneProcessAPort(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// (a) A server's command line gives its port once: a second --port is a port nobody chose.
+// A server's command line gives its port once: a second --port is a port nobody chose.
 func onePortFlagAServer(_ *render.Tree, pods []*Pod) []string {
 	var out []string
 	for _, pod := range pods {
@@ -138,7 +140,7 @@ func pool(tree *render.Tree) (name string, selector map[string]string, ports []i
 	return "", nil, nil, false
 }
 
-// (b) Every port the InferencePool targets is listened on and declared by every pod it selects,
+// Every port the InferencePool targets is listened on and declared by every pod it selects,
 // and it selects every serving role's pods that serve.
 func poolTargets(tree *render.Tree, pods []*Pod) []string {
 	name, selector, ports, ok := pool(tree)
@@ -162,7 +164,7 @@ func poolTargets(tree *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// (b) Every port a Service of the tree sends to (its target port, by number or by name) is
+// Every port a Service of the tree sends to (its target port, by number or by name) is
 // listened on and declared by every pod it selects, and it selects one: the Endpoint Picker's, the
 // shadow Service's and a standalone router's Service, whose clients enter through the proxy.
 func serviceTargets(tree *render.Tree, pods []*Pod) []string {
@@ -236,7 +238,7 @@ func probePorts(probe *corev1.Probe, c *corev1.Container, pod *Pod) (ports []int
 	return ports, problems
 }
 
-// (b) Every probe targets a port a process of its pod listens on.
+// Every probe targets a port a process of its pod listens on.
 func probeTargets(_ *render.Tree, pods []*Pod) []string {
 	var out []string
 	for _, pod := range pods {
@@ -260,7 +262,7 @@ func probeTargets(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// (b) The routing sidecar and the LoRA loader send to a vLLM server of their pod, and a standalone
+// The routing sidecar and the LoRA loader send to a vLLM server of their pod, and a standalone
 // router's Envoy proxy sends ext_proc to the Endpoint Picker's ext_proc port: not to another
 // program or port, or to no one.
 func inPodTargets(_ *render.Tree, pods []*Pod) []string {
@@ -319,7 +321,7 @@ func selectsWith(selector metav1.LabelSelector, pod *Pod) bool {
 	return err == nil && s.Matches(k8slabels.Set(pod.Labels))
 }
 
-// (b, issue 45) Every PodMonitor selects pods, and every endpoint it scrapes is a port they
+// Every PodMonitor selects pods, and every endpoint it scrapes is a port they
 // declare (Prometheus' pod discovery makes a target only of a declared port) and listen on.
 func podMonitorTargets(tree *render.Tree, pods []*Pod) []string {
 	var out []string
@@ -363,7 +365,7 @@ func servingPods(pods []*Pod, role string) []*Pod {
 	return out
 }
 
-// (b, issue 45) A KEDA query's pod matcher selects every pod that serves the role whose load it
+// A KEDA query's pod matcher selects every pod that serves the role whose load it
 // reads, and no pod of another role; its namespace is the service's.
 func kedaQueries(tree *render.Tree, pods []*Pod) []string {
 	var out []string
@@ -415,7 +417,7 @@ func podMatcherSelectsOneRole(who string, m *labels.Matcher, pods []*Pod) []stri
 	return out
 }
 
-// (b, issue 45) Every label a dashboard query selects on is one the PodMonitors set from a label
+// Every label a dashboard query selects on is one the PodMonitors set from a label
 // of the pods they scrape, with a value some such pod has; a StatefulSet matcher selects every
 // replica's leader StatefulSet (an LWS's, of its name) of one role.
 func dashboardSelectors(tree *render.Tree, pods []*Pod) []string {
@@ -542,7 +544,7 @@ func statefulSetMatcher(query string, m *labels.Matcher, pods []*Pod) []string {
 	return out
 }
 
-// (c) Every rank the pool routes to, in a pod of a role whose model has adapters, serves them: a
+// Every rank the pool routes to, in a pod of a role whose model has adapters, serves them: a
 // LoRA loader loads them into the server that answers on that port (through the sidecar, the
 // server it forwards to).
 func adaptersOnEveryRank(tree *render.Tree, pods []*Pod) []string {
@@ -593,7 +595,7 @@ func adapterNames(m *api.Model) string {
 	return strings.Join(names, ",")
 }
 
-// (d) The GPUs a pod asks for are those its servers use: each server's tensor x pipeline size
+// The GPUs a pod asks for are those its servers use: each server's tensor x pipeline size
 // in GPUs (a Ray server's over the GPUs of its whole group), CUDA_VISIBLE_DEVICES naming that
 // many of the pod's devices, no device given to two servers, none left idle.
 func gpusAskedAreUsed(_ *render.Tree, pods []*Pod) []string {
@@ -655,7 +657,7 @@ func gpusAskedAreUsed(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// (issue 47) Every container that runs a vLLM server has a readiness probe that reaches each of
+// Every container that runs a vLLM server has a readiness probe that reaches each of
 // its servers' ports: a pod is Ready, and in the pool, only when its servers answer.
 func serversHaveReadinessProbes(_ *render.Tree, pods []*Pod) []string {
 	var out []string
@@ -685,7 +687,7 @@ func serversHaveReadinessProbes(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// (f) The Endpoint Picker's configuration loads by its release's loader rules (eppconfig's checks,
+// The Endpoint Picker's configuration loads by its release's loader rules (eppconfig's checks,
 // held to each release's own loader by its tests).
 func eppConfigLoads(tree *render.Tree, _ []*Pod) []string {
 	router := tree.Service.Spec.Router()

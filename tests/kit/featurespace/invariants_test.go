@@ -60,15 +60,15 @@ func TestInvariantsSeeABrokenTree(t *testing.T) {
 		invariant, want string
 		break_          func(tree *render.Tree)
 	}{
-		{"d/gpus-asked-are-gpus-used", "the pod asks for 3 GPUs, its servers use 2", func(tree *render.Tree) {
+		{"gpus/gpus-asked-are-gpus-used", "the pod asks for 3 GPUs, its servers use 2", func(tree *render.Tree) {
 			c := &firstLWS(tree).Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 			c.Resources.Limits[api.GPUResourceName] = resource.MustParse("3")
 		}},
-		{"b/probes-target-listened-ports", "targets port 9999, where no process listens", func(tree *render.Tree) {
+		{"targets/probes-target-listened-ports", "targets port 9999, where no process listens", func(tree *render.Tree) {
 			c := &firstLWS(tree).Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9999)}}}
 		}},
-		{"b/dashboard-selects-scraped-labels", `selects role="router", which no PodMonitor sets`, func(tree *render.Tree) {
+		{"selectors/dashboard-selects-scraped-labels", `selects role="router", which no PodMonitor sets`, func(tree *render.Tree) {
 			for _, pm := range podMonitors(tree) {
 				for i := range pm.Spec.PodMetricsEndpoints {
 					for j := range pm.Spec.PodMetricsEndpoints[i].RelabelConfigs {
@@ -79,7 +79,7 @@ func TestInvariantsSeeABrokenTree(t *testing.T) {
 				}
 			}
 		}},
-		{"f/epp-config-loads", "configuration does not load", func(tree *render.Tree) {
+		{"config/epp-config-loads", "configuration does not load", func(tree *render.Tree) {
 			for _, o := range tree.Objects {
 				if cm, ok := o.Object.(*corev1.ConfigMap); ok && cm.Name == api.EndpointPickerConfigName(tree.Service.Name) {
 					for k, v := range cm.Data {
@@ -88,7 +88,7 @@ func TestInvariantsSeeABrokenTree(t *testing.T) {
 				}
 			}
 		}},
-		{"b/pool-targets-listened-and-declared", "targets port 8001, which the pod does not declare", func(tree *render.Tree) {
+		{"targets/pool-targets-listened-and-declared", "targets port 8001, which the pod does not declare", func(tree *render.Tree) {
 			c := &firstLWS(tree).Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 			c.Ports = c.Ports[:1]
 		}},
@@ -122,7 +122,7 @@ func TestGPUInvariantSeesIdleGPUsOfARayGroup(t *testing.T) {
 			server.Resources.Limits[api.GPUResourceName] = resource.MustParse("8")
 			tree, errs := render.Build(svc)
 			require.Empty(t, errs)
-			require.Empty(t, check(t, "d/gpus-asked-are-gpus-used", tree), "the valid tree keeps it")
+			require.Empty(t, check(t, "gpus/gpus-asked-are-gpus-used", tree), "the valid tree keeps it")
 			rewritten := 0
 			for _, lws := range Objects[*lwsv1.LeaderWorkerSet](tree) {
 				tpl := lws.Spec.LeaderWorkerTemplate.LeaderTemplate
@@ -145,7 +145,7 @@ func TestGPUInvariantSeesIdleGPUsOfARayGroup(t *testing.T) {
 				}
 			}
 			require.Positive(t, rewritten, "the rendered leader gives the server's flag")
-			require.Contains(t, strings.Join(check(t, "d/gpus-asked-are-gpus-used", tree), "\n"), "but its group of 2 pods asks for 16")
+			require.Contains(t, strings.Join(check(t, "gpus/gpus-asked-are-gpus-used", tree), "\n"), "but its group of 2 pods asks for 16")
 		})
 	}
 }
