@@ -33,7 +33,7 @@ import (
 func TestFeatureSpaceObjectsPassTheServersValidation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rows, _ := featurespace.CoveringArray(1, 200, func(f featurespace.Features) error {
+	rows, _ := featurespace.CoveringArray(2, 1, 200, func(f featurespace.Features) error {
 		if _, errs := api.Resolve(featurespace.Service(f)); len(errs) > 0 {
 			return errs.ToAggregate()
 		}
