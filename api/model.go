@@ -604,8 +604,9 @@ func validateAdapterServers(spec *InferenceServiceSpec, fldPath *field.Path, res
 		switch {
 		case spec.Router() == nil:
 			errs = append(errs, field.Forbidden(path, "a split is the router's InferenceModelRewrite: add a router role"))
-		case resolved.Routing == nil || resolved.Routing.Selection == nil:
-			// the router's own errors say what is wrong with it
+		case resolved.Routing == nil || resolved.Routing.Selection == nil,
+			!slices.Contains(spec.Router().EndpointPickerCRDGroups().AllowedValues(), string(spec.Router().EndpointPickerCRDGroups())):
+			// the router's own errors say what is wrong with it (an unknown crdGroups among them)
 		default:
 			release := resolved.Routing.Selection.Release
 			groups, rewrites := release.ObjectiveGroups()

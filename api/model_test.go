@@ -3,6 +3,7 @@
 package api
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -381,4 +382,22 @@ func TestTheLoRALoadersPortIsItsOwn(t *testing.T) {
 	s.Spec.Model.Adapters, s.Spec.Model.AdapterSplits = nil, nil
 	s.Spec.Roles[0].Template.Spec.Containers[0].Args = append(s.Spec.Roles[0].Template.Spec.Containers[0].Args, "--port", "8091")
 	assert.Empty(t, Validate(s), "without adapters there is no loader")
+}
+
+// TestATypoInCRDGroupsIsOneProblem: an unknown endpointPicker.crdGroups is said at its field,
+// and the adapters' split says nothing of it (issue 55: a second, false error told an llm-d-router
+// user to use llm-d-router).
+func TestATypoInCRDGroupsIsOneProblem(t *testing.T) {
+	data, err := os.ReadFile("../examples/manifests/llama-lora-adapters.yaml")
+	require.NoError(t, err)
+	docs, errs := Decode(data)
+	require.Empty(t, errs)
+	svc := docs[0].Service
+	require.NotEmpty(t, svc.Spec.Model.AdapterSplits, "the example splits its adapters")
+	svc.Spec.Router().EndpointPicker = &EndpointPicker{CRDGroups: "llm-d.aii"}
+	var at []string
+	for _, err := range Validate(svc) {
+		at = append(at, err.Field)
+	}
+	assert.Equal(t, []string{"spec.roles[1].endpointPicker.crdGroups"}, at)
 }
