@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
 // ProgramEnvoy is the router's proxy.
@@ -154,10 +153,7 @@ func isLoopback(sa *corev3.SocketAddress) bool {
 // listener's port and its admin port, and sends ext_proc to the program on its ext_proc
 // cluster's loopback port (an Endpoint Picker) and its other loopback clusters to itself.
 func envoyProcess(c *corev1.Container, pod *Pod, files map[string]map[string]string) (*Process, error) {
-	config, _ := vllm.FlagValue(c.Args, "-c")
-	if config == "" {
-		config, _ = vllm.FlagValue(c.Args, "--config-path")
-	}
+	config, _ := argv(c.Args).value("-c", "--config-path")
 	text, err := mountedFile(c, pod, files, config)
 	if err != nil {
 		return nil, err

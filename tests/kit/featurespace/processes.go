@@ -94,20 +94,20 @@ func containerProcesses(c *corev1.Container) ([]*Process, error) {
 	case envValue(c, "SPI_PORT") != "" && envValue(c, "PROBES_PORT") != "":
 		return []*Process{{Container: c.Name, Program: ProgramRequester, Name: c.Name,
 			Listens: []int32{atoi32(envValue(c, "PROBES_PORT")), atoi32(envValue(c, "SPI_PORT"))}}}, nil
-	case (vllm.Flag{Name: "--grpc-port"}).In(c.Args):
+	case argv(c.Args).has("--grpc-port"):
 		proc := &Process{Container: c.Name, Program: ProgramEndpointPicker, Name: c.Name, Serves: map[int32]string{}}
 		for f, serves := range map[string]string{"--grpc-port": ServesExtProc, "--grpc-health-port": "gRPC health", "--metrics-port": "metrics"} {
-			if v, found := vllm.FlagValue(c.Args, f); found {
+			if v, found := argv(c.Args).value(f); found {
 				proc.Listens = append(proc.Listens, atoi32(v))
 				proc.Serves[atoi32(v)] = serves
 			}
 		}
 		slices.Sort(proc.Listens)
 		return []*Process{proc}, nil
-	case vllm.IsShellScript(c):
+	case isShellScript(c):
 		return scriptProcesses(c)
-	case vllm.RunsServer(c):
-		words := vllm.CommandLine(c)
+	case runsVLLM(c):
+		words := commandLine(c)
 		if len(c.Command) == 0 {
 			words = append([]string{"vllm", "serve"}, words...) // the image's entrypoint
 		}
@@ -133,7 +133,7 @@ func isEnvoy(c *corev1.Container) bool {
 // `ray start --address`, and each `vllm serve` (a data parallel rank's line ends in `&`; a
 // CUDA_VISIBLE_DEVICES= assignment before it is its environment).
 func scriptProcesses(c *corev1.Container) ([]*Process, error) {
-	words := vllm.CommandLine(c)
+	words := commandLine(c)
 	script := words[len(words)-1]
 	var out []*Process
 	rank := 0
@@ -159,7 +159,7 @@ func scriptProcesses(c *corev1.Container) ([]*Process, error) {
 			switch {
 			case len(words) >= 3 && path.Base(words[0]) == "ray" && words[1] == "start" && indexOf(words, "--head") >= 0:
 				head := &Process{Container: c.Name, Program: ProgramRayHead, Name: c.Name + " ray head"}
-				if v, found := vllm.FlagValue(words, "--port"); found {
+				if v, found := argv(words).value("--port"); found {
 					head.Listens = []int32{atoi32(v)}
 				}
 				out = append(out, head)
@@ -183,31 +183,29 @@ func scriptProcesses(c *corev1.Container) ([]*Process, error) {
 
 // vllmProcess is a vLLM server of a command line: its port (the last --port, else 8000) and GPUs.
 func vllmProcess(c *corev1.Container, name string, words, devices []string) *Process {
-	proc := &Process{Container: c.Name, Program: ProgramVLLM, Name: name, Devices: devices, PortFlags: vllm.FlagPort.Occurrences(words)}
+	proc := &Process{Container: c.Name, Program: ProgramVLLM, Name: name, Devices: devices, PortFlags: argv(words).values("--port")}
 	port := int32(api.DefaultServingPort)
 	if len(proc.PortFlags) > 0 {
 		port = atoi32(proc.PortFlags[len(proc.PortFlags)-1])
 	}
 	proc.Listens = []int32{port}
-	tp, _, _ := vllm.ParallelSize(words, vllm.FlagTensorParallelSize)
-	pp, _, _ := vllm.ParallelSize(words, vllm.FlagPipelineParallelSize)
-	proc.TensorPipeline = tp * pp
+	proc.TensorPipeline = argv(words).size("--tensor-parallel-size", "-tp") * argv(words).size("--pipeline-parallel-size", "-pp")
 	return proc
 }
 
 // routingSidecar is llm-d's routing (disaggregation) sidecar: it listens on --port (+ i for each
 // data parallel rank) and forwards to the model server's port (+ i).
 func routingSidecar(c *corev1.Container) *Process {
-	proc := &Process{Container: c.Name, Program: ProgramRoutingSidecar, Name: c.Name, PortFlags: vllm.FlagPort.Occurrences(c.Args)}
+	proc := &Process{Container: c.Name, Program: ProgramRoutingSidecar, Name: c.Name, PortFlags: argv(c.Args).values("--port")}
 	ranks := int32(1)
-	if v, found := vllm.FlagValue(c.Args, "--data-parallel-size"); found {
+	if v, found := argv(c.Args).value("--data-parallel-size"); found {
 		ranks = atoi32(v)
 	}
-	listen, _ := vllm.FlagValue(c.Args, "--port")
+	listen, _ := argv(c.Args).value("--port")
 	port := atoi32(listen)
-	server, found := vllm.FlagValue(c.Args, "--model-server-port")
+	server, found := argv(c.Args).value("--model-server-port")
 	if !found {
-		server, _ = vllm.FlagValue(c.Args, "--vllm-port")
+		server, _ = argv(c.Args).value("--vllm-port")
 	}
 	for i := range ranks {
 		proc.Listens = append(proc.Listens, port+i)
@@ -220,13 +218,13 @@ func routingSidecar(c *corev1.Container) *Process {
 // :8091) and loads adapters into each server at a --server (it repeats: one a data parallel rank).
 func loraLoader(c *corev1.Container) *Process {
 	proc := &Process{Container: c.Name, Program: ProgramLoRALoader, Name: c.Name}
-	listen, found := vllm.FlagLoaderListen.Value(c.Args)
+	listen, found := argv(c.Args).value("--listen")
 	if !found {
 		listen = ":" + strconv.Itoa(vllm.LoRALoaderPort)
 	}
 	_, port, _ := strings.Cut(listen, ":")
 	proc.Listens = []int32{atoi32(port)}
-	for _, server := range vllm.FlagLoaderServer.Occurrences(c.Args) { // one a data parallel rank
+	for _, server := range argv(c.Args).values("--server") { // one a data parallel rank
 		if u, err := url.Parse(server); err == nil {
 			proc.Targets = append(proc.Targets, Target{Port: atoi32(u.Port()), Program: ProgramVLLM, What: "a server it loads adapters into (--server)"})
 		}
@@ -264,3 +262,37 @@ func atoi32(s string) int32 {
 	n, _ := strconv.ParseInt(s, 10, 32)
 	return int32(n)
 }
+
+// commandLine is what a container runs: its command and its args, one list.
+func commandLine(c *corev1.Container) []string {
+	return append(append([]string{}, c.Command...), c.Args...)
+}
+
+// isShellScript: the container runs a POSIX shell with -c (or options that hold c: -ec), whose
+// last word is the script.
+func isShellScript(c *corev1.Container) bool {
+	if len(c.Command) == 0 || !slices.Contains([]string{"sh", "bash", "dash", "ash", "zsh"}, path.Base(c.Command[0])) {
+		return false
+	}
+	return slices.ContainsFunc(commandLine(c)[1:], func(w string) bool {
+		return w == "-c" || (strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "c"))
+	})
+}
+
+// runsVLLM: the container runs vLLM's server: `vllm serve`, one of its modules
+// (python -m vllm.entrypoints...), or no command in an image of vLLM's, whose entrypoint is
+// `vllm serve` (vllm/vllm-openai's Dockerfile).
+func runsVLLM(c *corev1.Container) bool {
+	words := commandLine(c)
+	if len(c.Command) == 0 {
+		repository, _, _ := strings.Cut(path.Base(c.Image), ":")
+		return repository == "vllm" || strings.HasPrefix(repository, "vllm-")
+	}
+	for i, w := range words {
+		if strings.HasPrefix(w, "vllm.entrypoints") || (path.Base(w) == "vllm" && i+1 < len(words) && words[i+1] == "serve") {
+			return true
+		}
+	}
+	return false
+}
+
