@@ -24,7 +24,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
 )
 
 // ProgramEnvoy is the router's proxy.

@@ -295,4 +295,3 @@ func runsVLLM(c *corev1.Container) bool {
 	}
 	return false
 }
-
