@@ -104,7 +104,9 @@ test-packages: sdk-packages
 		pip install $(CURDIR)/$(PY_WHEEL) --quiet --disable-pip-version-check && \
 		cd $(PKG_OUT) && python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService) and callable(f.Platform), "no InferenceService or Platform in the wheel"'
 
-## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs;
+## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs
+## (60 minutes a package: on a fresh machine it first waits for kube-apiserver's build, 54 minutes
+## niced beside make test and check in a cold CI);
 ## every object of the Platform (tests/conformance/platform, a server of its own). One package at
 ## a time: two API servers rebuilding their OpenAPI for dozens of CRDs at once starved each other
 ## on 2 cores (a CRD deletion took over 30 s in CI).
