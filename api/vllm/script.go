@@ -60,18 +60,13 @@ func ServerCommandLine(c *corev1.Container) []string {
 func Expanded(word string) bool { return strings.ContainsAny(word, "$`") }
 
 // shellScript is the script a shell container runs: the word after the option that holds "c"
-// (`sh -c SCRIPT`, `bash -ec SCRIPT`), as IsShellScript finds it.
+// (`sh -c SCRIPT`, `bash -ec SCRIPT`).
 func shellScript(c *corev1.Container) (string, bool) {
-	words := CommandLine(c)
-	for i, a := range words[1:] {
-		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
-			if i+2 < len(words) {
-				return words[i+2], true
-			}
-			return "", false
-		}
+	words, at := CommandLine(c), scriptOption(c)
+	if at == 0 || at+1 >= len(words) {
+		return "", false
 	}
-	return "", false
+	return words[at+1], true
 }
 
 // shellWord is a word as the shell passes it when it holds only literals and quotes, else its

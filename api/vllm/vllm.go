@@ -21,21 +21,25 @@ func CommandLine(c *corev1.Container) []string {
 
 // IsShellScript reports whether the container runs a shell script (`sh -c "..."`), whose
 // server command line cannot be safely extended with more flags.
-func IsShellScript(c *corev1.Container) bool {
+func IsShellScript(c *corev1.Container) bool { return scriptOption(c) > 0 }
+
+// scriptOption is the place in CommandLine of the shell's option that holds "c" (`-c`, `-ec`):
+// the script is the word after it. 0 when the container runs no shell script.
+func scriptOption(c *corev1.Container) int {
 	if len(c.Command) == 0 {
-		return false
+		return 0
 	}
 	switch path.Base(c.Command[0]) {
 	case "sh", "bash", "dash", "ash", "zsh":
 	default:
-		return false
+		return 0
 	}
-	for _, a := range append(append([]string{}, c.Command[1:]...), c.Args...) {
-		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
-			return true
+	for i, a := range CommandLine(c) {
+		if i > 0 && (a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"))) {
+			return i
 		}
 	}
-	return false
+	return 0
 }
 
 // RunsServer reports whether a container is vLLM's server, by what it runs: its command line calls
