@@ -33,6 +33,22 @@ func (t Tuple) String() string {
 
 // AllTuples are every combination of values of strength different dimensions.
 func AllTuples(strength int) []Tuple {
+	return tuplesOf(strength, func(d int) []int {
+		values := make([]int, len(Dimensions[d].Values))
+		for v := range values {
+			values[v] = v
+		}
+		return values
+	})
+}
+
+// tuples are the tuples of strength a combination covers: one for each choice of dimensions.
+func (f Features) tuples(strength int) []Tuple {
+	return tuplesOf(strength, func(d int) []int { return []int{f[d]} })
+}
+
+// tuplesOf are the tuples of strength dimensions, each dimension d with a value of values(d).
+func tuplesOf(strength int, values func(d int) []int) []Tuple {
 	var out []Tuple
 	var walk func(t Tuple, from int)
 	walk = func(t Tuple, from int) {
@@ -41,32 +57,12 @@ func AllTuples(strength int) []Tuple {
 			return
 		}
 		for d := from; d < len(Dimensions); d++ {
-			for v := range Dimensions[d].Values {
+			for _, v := range values(d) {
 				next := t
 				next.Dims[t.Strength], next.Values[t.Strength] = d, v
 				next.Strength++
 				walk(next, d+1)
 			}
-		}
-	}
-	walk(Tuple{}, 0)
-	return out
-}
-
-// tuples are the tuples of strength a combination covers: one for each choice of dimensions.
-func (f Features) tuples(strength int) []Tuple {
-	var out []Tuple
-	var walk func(t Tuple, from int)
-	walk = func(t Tuple, from int) {
-		if t.Strength == strength {
-			out = append(out, t)
-			return
-		}
-		for d := from; d < len(f); d++ {
-			next := t
-			next.Dims[t.Strength], next.Values[t.Strength] = d, f[d]
-			next.Strength++
-			walk(next, d+1)
 		}
 	}
 	walk(Tuple{}, 0)
