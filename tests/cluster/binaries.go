@@ -57,6 +57,18 @@ var buildEnvironment = map[string][]string{"inference-sim": {"CGO_ENABLED=0"}}
 // unless remove_all_sd, and then only those enabled (plugins/plugin_kubernetes.go's constraint).
 var buildTags = map[string]string{"prometheus": "remove_all_sd,enable_kubernetes_sd"}
 
+// alignedModules are wrapper modules built against one version of each module their programs
+// share (tests/cluster TestAlignedModulesShareTheirDependencies): the Go build cache compiles a
+// package once for all of them only when its source and every dependency's are the same, so
+// k8s.io/api and client-go, otherwise compiled again for each program, are compiled once a group
+// (issue 54). The first of a group leads, its versions as its upstream chose them; the others'
+// shared dependencies are raised to its (or, in a group of equals, to the highest any needs).
+// Each group is one minor of k8s.io; kubernetes, volcano and the provider pin theirs by replace.
+var alignedModules = [][]string{
+	{"keda", "kwok", "lws", "gie-lwepp-v1.6.0"},
+	{"lws-v0.8.0", "karpenter", "prometheus-operator"},
+}
+
 // moduleSources are the files of a wrapper module's own programs: their content names the build
 // beside go.sum's.
 var moduleSources = map[string][]string{"prometheus-operator": {"cmd/prometheus-config/main.go"}}

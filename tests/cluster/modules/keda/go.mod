@@ -1,6 +1,8 @@
 // Module keda builds KEDA's operator and metrics server (keda-adapter) the autoscaling e2e suite runs,
 // and holds KEDA's CRDs. v2.21.0 needs k8s.io v0.36 and controller-runtime v0.24, so it has a module
 // of its own; its replace is KEDA's own (a nexus-rpc fix its go.mod needs).
+// It leads an aligned group: kwok, lws and gie-lwepp-v1.6.0 build what they share with it at its
+// versions (binaries.go, alignedModules).
 module github.com/fusioninfer/pulumi-fusioninfer/tests/cluster/modules/keda
 
 go 1.26.0

@@ -1,6 +1,8 @@
 // Module prometheus-operator holds prometheus-operator's CRDs (example/prometheus-operator-crd), which
 // conformance and e2e install for the PodMonitors the core emits, and builds cmd/prometheus-config,
 // which writes the Prometheus configuration the operator's own generator makes of those PodMonitors.
+// It builds the dependencies it shares with lws-v0.8.0, karpenter and prometheus-operator at the
+// highest version any of them needs (binaries.go, alignedModules).
 module github.com/fusioninfer/pulumi-fusioninfer/tests/cluster/modules/prometheus-operator
 
 go 1.26.0
@@ -65,6 +67,8 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/oklog/ulid v1.3.1 // indirect
+	github.com/onsi/ginkgo/v2 v2.27.5 // indirect
+	github.com/onsi/gomega v1.39.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus-community/prom-label-proxy v0.12.1 // indirect
@@ -107,6 +111,6 @@ require (
 	sigs.k8s.io/controller-runtime v0.22.4 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.3.1 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
