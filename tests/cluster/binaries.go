@@ -41,7 +41,7 @@ var (
 	kedaAdapter        = binary{"keda-adapter", "keda", "github.com/kedacore/keda/v2/cmd/adapter", KEDAVersion}
 	// The programs that stand for container images (images.go).
 	inferenceSim                 = binary{"llm-d-inference-sim", "inference-sim", "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim", InferenceSimVersion}
-	gieEndpointPicker            = binary{"gie-epp", "gie-epp-v1.5.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
+	gieEndpointPicker            = binary{"gie-epp", gieOracleModule, "sigs.k8s.io/gateway-api-inference-extension/cmd/epp", GIEEndpointPickerVersion}
 	gieLightweightEndpointPicker = binary{"gie-lwepp", "gie-lwepp-v1.6.0", "sigs.k8s.io/gateway-api-inference-extension/cmd/lwepp", GIELightweightEndpointPickerVersion}
 	loraLoader                   = binary{"fusioninfer-lora-loader", "", "./cmd/fusioninfer-lora-loader", "checkout"}
 	envoyStandin                 = binary{"envoy-standin", "", "./tests/gateway/cmd/envoy-standin", "checkout"}
@@ -91,8 +91,17 @@ const (
 	KubernetesProviderVersion = "v4.25.0"
 )
 
-// moduleDir is the folder of a wrapper module.
+// gieOracleModule is GIE v1.5.0's module: api/eppconfig's tests build its loader from it (the
+// oracle of eppconfig's check), and the suites its cmd/epp. One module, so the build cache
+// compiles GIE and its dependencies once for both (issue 54: two modules built them twice).
+const gieOracleModule = "api/eppconfig/oracle/gie-v1.5.0"
+
+// moduleDir is the folder of a wrapper module: modules/{module}, or a folder of the repository
+// when module is a path in it (gieOracleModule).
 func moduleDir(module string) string {
+	if strings.Contains(module, "/") {
+		return filepath.Join(RepositoryRoot(), module)
+	}
 	_, here, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(here), "modules", module)
 }

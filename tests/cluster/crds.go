@@ -117,7 +117,7 @@ var projectCRDs = []projectCRD{
 	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml", "", ""},
 	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml", "", ""},
 	// GIE v1.5.0's, as the Platform's: its rules' "targets" (v1.2.0's CRD has "split"), which a split's rewrite sets
-	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencemodelrewrites.yaml", "gie-epp-v1.5.0", ""},
+	{"sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases/inference.networking.x-k8s.io_inferencemodelrewrites.yaml", gieOracleModule, ""},
 	{"sigs.k8s.io/gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", "", ""},
 	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodepools.yaml", "", ""},
 	{"sigs.k8s.io/karpenter", "pkg/apis/crds/karpenter.sh_nodeclaims.yaml", "", ""},
