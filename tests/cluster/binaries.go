@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,17 +217,24 @@ func programs() []binary {
 	return out
 }
 
-// BuildPrograms builds every program the suites run into the user cache, at most parallel at
-// once, in the order they are first needed. CI runs it in the background while make test runs
+// BuildPrograms builds every program the suites run (or only those named, by their cached file's
+// name) into the user cache, at most parallel at once, in the order they are first needed. CI runs it in the background while make test runs
 // (make cluster-programs), so the builds fill the time the tests leave the cores idle; a suite
 // that needs a program still being built waits for it (the lock in build).
 //
 // The programs of one wrapper module are built one after the other by the same worker: the
 // second links what the first compiled (KEDA's operator and adapter, built at once, each
 // compiled the same 11 minutes of dependencies in a cold CI).
-func BuildPrograms(parallel int) error {
+func BuildPrograms(parallel int, only ...string) error {
 	queue := make(chan []binary)
 	errs := make(chan error, len(programs()))
+	chosen := programs()
+	if len(only) > 0 {
+		chosen = slices.DeleteFunc(chosen, func(b binary) bool { return !slices.Contains(only, b.name) })
+		if len(chosen) == 0 {
+			return fmt.Errorf("no program is named %v", only)
+		}
+	}
 	var wg sync.WaitGroup
 	for range max(parallel, 1) {
 		wg.Go(func() {
@@ -239,7 +247,7 @@ func BuildPrograms(parallel int) error {
 			}
 		})
 	}
-	for _, module := range byModule(programs()) {
+	for _, module := range byModule(chosen) {
 		queue <- module
 	}
 	close(queue)

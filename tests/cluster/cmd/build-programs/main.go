@@ -9,14 +9,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
 )
 
 func main() {
 	parallel := flag.Int("parallel", 2, "how many programs to build at once")
+	only := flag.String("only", "", "build only these programs, by name, comma-separated (lws-controller-manager,kwok)")
 	flag.Parse()
-	if err := testcluster.BuildPrograms(*parallel); err != nil {
+	var names []string
+	if *only != "" {
+		names = strings.Split(*only, ",")
+	}
+	if err := testcluster.BuildPrograms(*parallel, names...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
