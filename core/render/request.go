@@ -47,8 +47,8 @@ func requestCommand(t *Tree, rs *RouterSummary) string {
 		parentNamespace = string(*parent.Namespace)
 	}
 	path, headers, query, note := firstMatch(route)
-	for _, h := range route.Hostnames[:min(len(route.Hostnames), 1)] {
-		headers = append([]string{"Host: " + string(h)}, headers...)
+	if len(route.Hostnames) > 0 {
+		headers = append([]string{"Host: " + string(route.Hostnames[0])}, headers...)
 	}
 	var flags strings.Builder
 	for _, h := range headers {
