@@ -163,6 +163,14 @@ func TestDataParallelScriptPassesTERMToTheRanks(t *testing.T) {
 		return s
 	}
 	require.Eventually(t, func() bool { return len(states()) == 2 }, 5*time.Second, 20*time.Millisecond, "both ranks start")
+	// The stop comes once the shell watches its ranks (its loop's sleep is a third child): a rank
+	// can start before the shell has noted it, and a TERM then would miss it (a kubelet's grace
+	// period ends that with SIGKILL; here the test would wait for ever).
+	children := fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(children)
+		return len(strings.Fields(string(b))) == 3
+	}, 5*time.Second, 20*time.Millisecond, "the shell watches its ranks")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "the shell ends once its ranks have")
 	assert.Equal(t, []string{"drained", "drained"}, states(), "each rank drained before the shell ended")
