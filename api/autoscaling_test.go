@@ -58,8 +58,12 @@ func TestAutoscalingRules(t *testing.T) {
 		{"minReplicas and replicas agree", func(s *InferenceService) { decode(s).MinReplicas = ptr.To(3) },
 			"spec.roles[1].autoscaling.minReplicas: Invalid value: 3: differs from replicas (2)"},
 		{"not on a router", func(s *InferenceService) {
-			s.Spec.Roles = append(s.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter, Autoscaling: &Autoscaling{MaxReplicas: 2}})
+			s.Spec.Roles = append(s.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter, Autoscaling: &Autoscaling{MaxReplicas: 2},
+				RouterMode: RouterGateway, HTTPRoute: map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}}})
 		}, "spec.roles[2].autoscaling: Forbidden: a router's Endpoint Picker replicas elect one leader"},
+		{"not on a standalone router", func(s *InferenceService) {
+			s.Spec.Roles = append(s.Spec.Roles, Role{Name: "router", ComponentType: ComponentTypeRouter, Autoscaling: &Autoscaling{MaxReplicas: 2}})
+		}, "spec.roles[2].autoscaling: Forbidden: a standalone router's Endpoint Picker replicas all serve"},
 		{"not on a dual-pods role", func(s *InferenceService) {
 			s.Spec.Roles = []Role{{Name: "w", ComponentType: ComponentTypeWorker, Template: server(),
 				ModelFlexibility: &ModelFlexibility{Mode: DualPods}, Autoscaling: &Autoscaling{MaxReplicas: 2, Metric: MetricKVCacheUsage, Target: 0.8}}}

@@ -282,6 +282,15 @@ func (r *Role) EndpointPickerReplicas() int32 {
 	return int32(*r.EndpointPicker.Replicas) // bounded by MaxEndpointPickerReplicas in validation
 }
 
+// EndpointPickerLeaderElection: the router's Endpoint Picker replicas elect a leader, and only it
+// is Ready. A gateway-mode router's do, where the release can (eppconfig.Release.ElectsLeader),
+// as the releases' charts run them; a standalone router's run active-active, every replica Ready
+// and picking from its own datastore, because each pod's proxy is a door of the router's Service
+// and a door must not wait for a lease (docs/design/0044-a-standalone-door-that-stays-open.md).
+func (r *Role) EndpointPickerLeaderElection() bool {
+	return r.EndpointPickerReplicas() > 1 && r.EndpointPickerRelease().ElectsLeader() && !r.Standalone()
+}
+
 // EndpointPickerRelease is the router's Endpoint Picker release, llm-d-router v0.10.0 when unset.
 func (r *Role) EndpointPickerRelease() EndpointPickerRelease {
 	if r.EndpointPicker == nil {

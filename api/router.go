@@ -83,7 +83,10 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		case "model": // validateModel says why, at the same path
 		case "autoscaling":
 			reason := "a router's Endpoint Picker replicas elect one leader and only it picks endpoints: more of them add no capacity; autoscale the serving roles"
-			if !role.EndpointPickerRelease().LeaderElection(2) {
+			switch {
+			case role.Standalone():
+				reason = "a standalone router's Endpoint Picker replicas all serve, each beside its proxy, but nothing autoscales them: give endpointPicker.replicas; autoscale the serving roles"
+			case !role.EndpointPickerRelease().ElectsLeader():
 				reason = fmt.Sprintf("the Endpoint Picker of %s has no autoscaler: give it endpointPicker.replicas (its replicas all serve); autoscale the serving roles",
 					role.EndpointPickerRelease())
 			}
@@ -180,7 +183,21 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 				"%s is %s: requests enter through the router's own proxy and Service, not a Gateway; "+
 					"remove httproute, or set routerMode: %s", rolePath.Child("routerMode"), RouterStandalone, RouterGateway)))
 		}
+		if role.FailureMode == FailOpen {
+			// The proxy's one upstream is the address the picker names (an ORIGINAL_DST cluster on
+			// that header, which the proxy removes from clients' requests): with the picker not
+			// answering there is no destination to fail open to, only a client's forged one.
+			errs = append(errs, field.Invalid(rolePath.Child("failureMode"), role.FailureMode, fmt.Sprintf(
+				"a standalone router's proxy sends a request only where its Endpoint Picker says: with the picker not answering "+
+					"there is nowhere to fail open to; use %s (the default), or routerMode %s, whose Gateway sends a request to any endpoint of the pool when the picker does not answer",
+				FailClose, RouterGateway)))
+		}
 		return errs
+	}
+	if role.EndpointPicker != nil && role.EndpointPicker.Proxy != nil {
+		errs = append(errs, field.Forbidden(rolePath.Child("endpointPicker", "proxy"), fmt.Sprintf(
+			"only a standalone router runs a proxy beside its Endpoint Picker; %s is %s, whose requests enter through the Gateway: "+
+				"remove endpointPicker.proxy, or set routerMode: %s", rolePath.Child("routerMode"), RouterGateway, RouterStandalone)))
 	}
 	route, routeErrs := validateHTTPRoute(role.HTTPRoute, rolePath.Child("httproute"))
 	routing.HTTPRoute = route
@@ -214,11 +231,14 @@ func validateEndpointPicker(epp *EndpointPicker, eppPath *field.Path) field.Erro
 	}
 	if epp.Replicas != nil && (*epp.Replicas < 1 || *epp.Replicas > MaxEndpointPickerReplicas) {
 		errs = append(errs, field.Invalid(eppPath.Child("replicas"), *epp.Replicas,
-			fmt.Sprintf("must be >= 1 and <= %d (one Endpoint Picker serves, the others stand by as leader-election candidates)", MaxEndpointPickerReplicas)))
+			fmt.Sprintf("must be >= 1 and <= %d (behind a Gateway one Endpoint Picker serves and the others stand by; a standalone router's all serve)", MaxEndpointPickerReplicas)))
 	}
+	// The API server's rules for a container's resources, as for the roles' templates.
 	if epp.Resources != nil {
-		// The API server's rules for a container's resources, as for the roles' templates.
 		errs = append(errs, validateResources(epp.Resources, eppPath.Child("resources"))...)
+	}
+	if epp.Proxy != nil && epp.Proxy.Resources != nil {
+		errs = append(errs, validateResources(epp.Proxy.Resources, eppPath.Child("proxy", "resources"))...)
 	}
 	return errs
 }

@@ -181,6 +181,18 @@ func TestRouterRules(t *testing.T) {
 		}, "spec.roles[2].httproute.parentRefs: Required value: the Gateway the route attaches to"},
 		{"standalone mode has no httproute", func(s *InferenceService) { routerOf(s).RouterMode = RouterStandalone },
 			"spec.roles[2].httproute: Forbidden: spec.roles[2].routerMode is standalone"},
+		// issue 56: a standalone proxy has no destination to fail open to but a client's forged one
+		{"standalone fails closed", func(s *InferenceService) {
+			routerOf(s).HTTPRoute, routerOf(s).FailureMode = nil, FailOpen
+		}, `spec.roles[2].failureMode: Invalid value: "FailOpen": a standalone router's proxy sends a request only where its Endpoint Picker says`},
+		{"a proxy only in standalone mode", func(s *InferenceService) {
+			routerOf(s).EndpointPicker = &EndpointPicker{Proxy: &RouterProxy{Image: "envoy"}}
+		}, "spec.roles[2].endpointPicker.proxy: Forbidden: only a standalone router runs a proxy beside its Endpoint Picker"},
+		{"the proxy's resources are a container's", func(s *InferenceService) {
+			routerOf(s).HTTPRoute = nil
+			routerOf(s).EndpointPicker = &EndpointPicker{Proxy: &RouterProxy{Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}}}
+		}, `spec.roles[2].endpointPicker.proxy.resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
 		{"routerMode known", func(s *InferenceService) { routerOf(s).RouterMode = "sidecar" },
 			`spec.roles[2].routerMode: Unsupported value: "sidecar": supported values: "standalone", "gateway"`},
 		{"the standalone Service fits a DNS label", func(s *InferenceService) {

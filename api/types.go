@@ -284,12 +284,14 @@ type Role struct {
 	// or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolAPIVersion PoolAPIVersion `json:"poolApiVersion,omitempty" pulumi:"poolApiVersion,optional" roles:"router" default:"v1"`
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose
-	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	// (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode
+	// only: a standalone router's proxy has no destination but the one the picker names).
 	FailureMode FailureMode `json:"failureMode,omitempty" pulumi:"failureMode,optional" roles:"router" default:"FailClose"`
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
 	// to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService bool `json:"shadowService,omitempty" pulumi:"shadowService,optional" roles:"router"`
-	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	// EndpointPicker sets the Endpoint Picker's image, replicas and resources, and a standalone
+	// router's proxy.
 	EndpointPicker *EndpointPicker `json:"endpointPicker,omitempty" pulumi:"endpointPicker,optional" roles:"router"`
 
 	// Serving fields (worker, prefiller, decoder).
@@ -597,11 +599,15 @@ type EndpointPicker struct {
 	Release EndpointPickerRelease `json:"release,omitempty" pulumi:"release,optional" default:"llm-d-router-v0.10.0"`
 	// Image replaces the release's image: a mirror or a patched build of the same one.
 	Image string `json:"image,omitempty" pulumi:"image,optional"`
-	// Replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves
-	// (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+	// Replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader
+	// and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a
+	// standalone router's replicas all serve, each with its own proxy, and roll one at a time.
 	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"1"`
 	// Resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
+	// Proxy sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode
+	// standalone), the router's entrance.
+	Proxy *RouterProxy `json:"proxy,omitempty" pulumi:"proxy,optional"`
 	// CRDGroups are the API groups in which the cluster has the InferenceObjective and
 	// InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference
 	// Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as
@@ -610,6 +616,18 @@ type EndpointPicker struct {
 	// a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only
 	// inference.networking.x-k8s.io.
 	CRDGroups InferenceCRDGroups `json:"crdGroups,omitempty" pulumi:"crdGroups,optional" default:"inference.networking.x-k8s.io"`
+}
+
+// RouterProxy sets a standalone router's Envoy proxy container.
+type RouterProxy struct {
+	// Image replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both
+	// standalone charts run): a mirror or another Envoy build. It must have bash, which the
+	// proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods
+	// would then cut their streams when they stop.
+	Image string `json:"image,omitempty" pulumi:"image,optional"`
+	// Resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's,
+	// 4 CPU and 8Gi requested, 16Gi memory limit).
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
 }
 
 // InferenceCRDGroups names the API groups in which a cluster has the InferenceObjective and

@@ -38,15 +38,15 @@ func TestGIE150PluginsAreTheEPPs(t *testing.T) {
 }
 
 // TestGIE150ArgsAreTheEPPs: the Endpoint Picker's command line the router renders for the release
-// (one replica, and three electing a leader) is one GIE v1.5.0's EPP starts with; a metric-name
+// (without leader election, and electing a leader) is one GIE v1.5.0's EPP starts with; a metric-name
 // flag, which it refuses, is refused by it too (the oracle is not blind to flags).
 func TestGIE150ArgsAreTheEPPs(t *testing.T) {
 	o := startOracle(t, "gie-v1.5.0")
-	for _, replicas := range []int{1, 3} {
+	for _, elect := range []bool{false, true} {
 		args := ReleaseGIE150.Args(Flags{PoolName: "p-pool", PoolNamespace: "ns", PoolGroup: GroupInferenceV1,
-			ConfigFile: "/config/config.yaml", GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: replicas})
+			ConfigFile: "/config/config.yaml", GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, LeaderElection: elect})
 		assert.Empty(t, o.ask(t, oracleRequest{Args: args}).ArgsErr, "%v", args)
-		assert.Equal(t, replicas > 1, slices.Contains(args, "--ha-enable-leader-election"))
+		assert.Equal(t, elect, slices.Contains(args, FlagLeaderElection))
 	}
 	refused := o.ask(t, oracleRequest{Args: []string{"--pool-name", "p", "--kv-cache-usage-percentage-metric", "vllm:kv_cache_usage_perc"}})
 	assert.Contains(t, refused.ArgsErr, "kv-cache-usage-percentage-metric")

@@ -240,11 +240,17 @@ func (r Release) WatchedGroup(kind string, served []string) (group string, watch
 	return "", false
 }
 
-// LeaderElection reports whether replicas of the release's EPP elect a leader (only it serves);
-// lwepp has no leader election and every replica serves.
-func (r Release) LeaderElection(replicas int) bool {
-	return replicas > 1 && releases[r].leaseSuffix != ""
-}
+// ElectsLeader reports whether the release's EPP can elect a leader among its replicas
+// (--ha-enable-leader-election, FlagLeaderElection); lwepp has no leader election and every
+// replica serves. Whether a router's pickers do elect is the router's (api.Role
+// EndpointPickerLeaderElection): a standalone router's run active-active.
+func (r Release) ElectsLeader() bool { return releases[r].leaseSuffix != "" }
+
+// FlagLeaderElection is the flag that makes the replicas of an EPP that ElectsLeader elect one:
+// pkg/epp/server/options.go in GIE v1.5.0 and llm-d-router v0.10.0, cmd/epp/runner/runner.go in
+// GIE v1.2.0. Without it every replica is a leader (runner.go stores isLeader true), runs its
+// own reconcilers and is Ready once its pool has synced.
+const FlagLeaderElection = "--ha-enable-leader-election"
 
 // The gRPC health services the EPPs answer on their health port.
 const (
@@ -272,8 +278,8 @@ const (
 // reconcilers run on the leader alone, so a standby's datastore is empty and it cannot pick;
 // llm-d-router v0.10.0 fills it on standbys too (its haPopulateNonLeaderDatastore feature gate,
 // pkg/epp/server/controller_config.go) and still reports them not Ready.
-func (r Release) HealthServices(replicas int) (liveness, readiness string) {
-	if r.LeaderElection(replicas) {
+func (r Release) HealthServices(leaderElection bool) (liveness, readiness string) {
+	if leaderElection && r.ElectsLeader() {
 		return HealthServiceLiveness, HealthServiceReadiness
 	}
 	return HealthServiceEPP, HealthServiceEPP
@@ -290,7 +296,8 @@ type Flags struct {
 	// ConfigFile is the configuration's path; unused by a release that reads none.
 	ConfigFile                            string
 	GRPCPort, GRPCHealthPort, MetricsPort int
-	Replicas                              int
+	// LeaderElection: the replicas elect a leader (FlagLeaderElection), where the release can.
+	LeaderElection bool
 }
 
 // MetricsAuth: the release's picker authenticates and authorizes who reads its /metrics
@@ -331,8 +338,8 @@ func (r Release) Args(f Flags) []string {
 		args = append(args, "--kv-cache-usage-percentage-metric", vllm.MetricKVCacheUsage)
 	}
 	args = append(args, "--zap-encoder", "json")
-	if r.LeaderElection(f.Replicas) {
-		args = append(args, "--ha-enable-leader-election")
+	if f.LeaderElection && r.ElectsLeader() {
+		args = append(args, FlagLeaderElection)
 	}
 	return args
 }

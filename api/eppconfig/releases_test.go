@@ -19,9 +19,9 @@ import (
 // in make e2e.
 func TestArgsAreFlagsOfTheRelease(t *testing.T) {
 	for _, release := range Releases() {
-		for _, replicas := range []int{1, 3} {
+		for _, elect := range []bool{false, true} {
 			args := release.Args(Flags{PoolName: "p", PoolNamespace: "ns", PoolGroup: GroupInferenceV1, ConfigFile: "/config/config.yaml",
-				GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: replicas})
+				GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, LeaderElection: elect})
 			var flags []string
 			for _, arg := range args {
 				if name, ok := strings.CutPrefix(arg, "--"); ok {
@@ -34,10 +34,10 @@ func TestArgsAreFlagsOfTheRelease(t *testing.T) {
 				assert.NotContains(t, releases[release].refused, flag, "%s refuses --%s", release, flag)
 			}
 			assert.Equal(t, release.ReadsConfig(), slices.Contains(flags, "config-file"), release)
-			assert.Equal(t, release.LeaderElection(replicas), slices.Contains(flags, "ha-enable-leader-election"), "%s, %d replicas", release, replicas)
+			assert.Equal(t, elect && release.ElectsLeader(), slices.Contains(args, FlagLeaderElection), "%s, leader election %v", release, elect)
 		}
 	}
-	assert.False(t, ReleaseLWEPP.LeaderElection(3), "lwepp has no leader election")
+	assert.False(t, ReleaseLWEPP.ElectsLeader(), "lwepp has no leader election")
 	assert.NotContains(t, releases[ReleaseLWEPP].flags, "config-file")
 }
 
@@ -48,7 +48,7 @@ func TestArgsAreFlagsOfTheRelease(t *testing.T) {
 func TestGIE120ArgsNameVLLMsKVCacheMetric(t *testing.T) {
 	for _, release := range Releases() {
 		args := release.Args(Flags{PoolName: "p", PoolNamespace: "ns", PoolGroup: GroupInferenceV1, ConfigFile: "/config/config.yaml",
-			GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090, Replicas: 1})
+			GRPCPort: 9002, GRPCHealthPort: 9003, MetricsPort: 9090})
 		i := slices.Index(args, "--kv-cache-usage-percentage-metric")
 		if release != ReleaseGIE {
 			assert.Equal(t, -1, i, "%s: %v", release, args)

@@ -74,12 +74,14 @@ type RoleArgs struct {
 	// or v1alpha2 (inference.networking.x-k8s.io, for gateways that have not moved to v1).
 	PoolAPIVersion api.PoolAPIVersion
 	// FailureMode is what the gateway does when the Endpoint Picker does not answer: FailClose
-	// (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	// (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode
+	// only: a standalone router's proxy has no destination but the one the picker names).
 	FailureMode api.FailureMode
 	// ShadowService adds a headless Service selecting the pool's pods, for gateways that route
 	// to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
 	ShadowService bool
-	// EndpointPicker sets the Endpoint Picker's image, replicas and resources.
+	// EndpointPicker sets the Endpoint Picker's image, replicas and resources, and a standalone
+	// router's proxy.
 	EndpointPicker *api.EndpointPicker
 	// Replicas is the number of independent instances (default 1).
 	Replicas *int

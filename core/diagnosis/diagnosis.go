@@ -18,6 +18,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/rolestatus"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
@@ -729,17 +730,21 @@ func (d *diagnoser) deploymentPods(dep *appsv1.Deployment) labels.Selector {
 	return sel
 }
 
-// leaderServes: the Endpoint Picker's release elects a leader among its replicas, and one is
-// Ready. With leader election only the leader is Ready (eppconfig's HealthServices), so the
+// leaderServes: the Endpoint Picker's replicas elect a leader (its container has the release's
+// leader election flag: a gateway-mode router's do, a standalone router's run active-active), and
+// one is Ready. With leader election only the leader is Ready (eppconfig's HealthServices), so the
 // Deployment is never Available with two replicas or more (Recreate: no pod may be unavailable),
 // and its standbys, running and not Ready, are healthy as the release defines them.
 func (d *diagnoser) leaderServes(service string, dep *appsv1.Deployment) bool {
-	release, known := d.pickerRelease(service)
+	_, known := d.pickerRelease(service)
 	replicas := int32(1)
 	if dep.Spec.Replicas != nil {
 		replicas = *dep.Spec.Replicas
 	}
-	return known && replicas > 1 && release.LeaderElection(int(replicas)) && dep.Status.ReadyReplicas >= 1
+	elects := slices.ContainsFunc(dep.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+		return slices.Contains(c.Args, eppconfig.FlagLeaderElection)
+	})
+	return known && replicas > 1 && elects && dep.Status.ReadyReplicas >= 1
 }
 
 func deploymentAvailable(dep *appsv1.Deployment) bool {

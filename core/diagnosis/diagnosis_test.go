@@ -165,6 +165,9 @@ func eppStandingBy(t *testing.T, svc *api.InferenceService, dep *appsv1.Deployme
 func TestDiagnosis(t *testing.T) {
 	routed, epp := story1Routed(t)
 	haRouted, haEPP := story1Routed(t, func(r *api.Role) { r.EndpointPicker = &api.EndpointPicker{Replicas: ptr.To(2)} })
+	doors, doorsEPP := story1Routed(t, func(r *api.Role) {
+		r.HTTPRoute, r.EndpointPicker = nil, &api.EndpointPicker{Replicas: ptr.To(2)}
+	})
 	cases := []struct {
 		name    string
 		svc     func(t *testing.T) *api.InferenceService // nil: --name, no spec
@@ -366,6 +369,10 @@ func TestDiagnosis(t *testing.T) {
 		{name: "an Endpoint Picker of two replicas whose standby crash-loops", svc: func(t *testing.T) *api.InferenceService { return haRouted },
 			fixture: "healthy", mutate: eppStandingBy(t, haRouted, haEPP, &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container=epp"}),
 			phase: diagnosis.Failed, exit: 3, want: []string{"Pod/" + haEPP.Name + "-6b8f9c7d54-stand: CrashLoopBackOff: the Endpoint Picker: container epp"}},
+		// issue 56: a standalone router's pickers do not elect: one not Ready is a door missing
+		{name: "a standalone router's picker not Ready", svc: func(t *testing.T) *api.InferenceService { return doors },
+			fixture: "healthy", mutate: eppStandingBy(t, doors, doorsEPP, nil),
+			phase: diagnosis.Progressing, exit: 2, want: []string{"NotReady"}},
 		{name: "a route no Gateway accepted", svc: func(t *testing.T) *api.InferenceService { return story1(t, "status-healthy") },
 			fixture: "healthy", mutate: func(o *diagnosis.Observed) {
 				route := gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "qwen-inference-httproute"}}

@@ -16,6 +16,7 @@ const (
 	typeFileAccessLog         = "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
 	typeUpstreamTLSContext    = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 	typeHTTPProtocolOptions   = "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+	typeEarlyHeaderMutation   = "type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation"
 )
 
 // The extension names Envoy knows the filters and sockets by.
@@ -27,6 +28,7 @@ const (
 	accessLoggerFile            = "envoy.access_loggers.file"
 	transportSocketTLS          = "envoy.transport_sockets.tls"
 	httpProtocolOptionsKey      = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+	earlyHeaderMutation         = "envoy.http.early_header_mutation.header_mutation"
 )
 
 type envoyBootstrap struct {
@@ -54,11 +56,16 @@ type envoySocketAddress struct {
 }
 
 type envoyListener struct {
-	Name                          string             `json:"name"`
-	Address                       envoyAddress       `json:"address"`
-	PerConnectionBufferLimitBytes int                `json:"per_connection_buffer_limit_bytes,omitempty"`
-	AccessLog                     []envoyAccessLog   `json:"access_log,omitempty"`
-	FilterChains                  []envoyFilterChain `json:"filter_chains"`
+	Name                          string                   `json:"name"`
+	Address                       envoyAddress             `json:"address"`
+	AdditionalAddresses           []envoyAdditionalAddress `json:"additional_addresses,omitempty"`
+	PerConnectionBufferLimitBytes int                      `json:"per_connection_buffer_limit_bytes,omitempty"`
+	AccessLog                     []envoyAccessLog         `json:"access_log,omitempty"`
+	FilterChains                  []envoyFilterChain       `json:"filter_chains"`
+}
+
+type envoyAdditionalAddress struct {
+	Address envoyAddress `json:"address"`
 }
 
 type envoyFilterChain struct {
@@ -84,6 +91,21 @@ type envoyHTTPConnectionManager struct {
 	CommonHTTPProtocolOptions    *envoyCommonHTTPOptions `json:"common_http_protocol_options,omitempty"`
 	PathWithEscapedSlashesAction string                  `json:"path_with_escaped_slashes_action,omitempty"`
 	AccessLog                    []envoyAccessLog        `json:"access_log,omitempty"`
+	// EarlyHeaderMutations run on a request's headers before any filter or route sees them.
+	EarlyHeaderMutations []envoyEarlyHeaderMutation `json:"early_header_mutation_extensions,omitempty"`
+}
+
+type envoyEarlyHeaderMutation struct {
+	Name        string `json:"name"`
+	TypedConfig struct {
+		Type      string                `json:"@type"`
+		Mutations []envoyHeaderMutation `json:"mutations"`
+	} `json:"typed_config"`
+}
+
+// envoyHeaderMutation is one envoy.config.common.mutation_rules.v3.HeaderMutation: a header to remove.
+type envoyHeaderMutation struct {
+	Remove string `json:"remove"`
 }
 
 type envoyHTTP2Options struct {
@@ -103,8 +125,14 @@ type envoyAccessLog struct {
 }
 
 type envoyFileAccessLog struct {
-	Type string `json:"@type"`
-	Path string `json:"path"`
+	Type      string          `json:"@type"`
+	Path      string          `json:"path"`
+	LogFormat *envoyLogFormat `json:"log_format,omitempty"`
+}
+
+// envoyLogFormat is a SubstitutionFormatString of JSON: each key's value is a command operator.
+type envoyLogFormat struct {
+	JSONFormat map[string]string `json:"json_format"`
 }
 
 type envoyAccessLogFltr struct {

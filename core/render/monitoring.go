@@ -56,7 +56,7 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 // buildPodMonitor scrapes /metrics of a role's servers (the leader of each replica: workers only
 // join its Ray cluster; every pod and rank with parallelism; FMA's server-running pods of a
 // dual-pods role) on their serving port, or of the router's Endpoint Picker on its metrics
-// port, and labels every series with the service, role and replica.
+// port (and a standalone router's proxy on its stats port), and labels every series with the service, role and replica.
 func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing, servingPort int32) *monitoringv1.PodMonitor {
 	endpoint := monitoringv1.PodMetricsEndpoint{Path: "/metrics", RelabelConfigs: []monitoringv1.RelabelConfig{
 		fromPodLabel(LabelService, MetricLabelService),
@@ -74,6 +74,11 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 				LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerMetricsTokenName(svc.Name)}, Key: eppTokenKey}}
 		}
 		endpoints = append(endpoints, endpoint)
+		if role.Standalone() { // the proxy's own stats, served on its ready listener (standalone.go)
+			proxy := *endpoint.DeepCopy()
+			proxy.Port, proxy.Path, proxy.Authorization = ptr.To(routerProxyMetricsPortName), routerProxyStatsPath, nil
+			endpoints = append(endpoints, proxy)
+		}
 	case role.DataParallel():
 		// Every pod runs ranks, each its own server with its own metrics, on port + local rank
 		// (docs/design/0026-wide-expert-parallelism.md); a series' instance says which.

@@ -264,11 +264,8 @@ func markServing(tpl *corev1.PodTemplateSpec, spec *api.InferenceServiceSpec) {
 // release is the Endpoint Picker release the router targets.
 func (r *routing) release() eppconfig.Release { return r.Selection.Release }
 
-// leaderElection: several replicas of an EPP with leader election elect one (lwepp has none:
-// every replica serves).
-func (r *routing) leaderElection() bool {
-	return r.release().LeaderElection(int(r.router.EndpointPickerReplicas()))
-}
+// leaderElection: the Endpoint Picker's replicas elect one (api.Role.EndpointPickerLeaderElection).
+func (r *routing) leaderElection() bool { return r.router.EndpointPickerLeaderElection() }
 
 // rules are the Endpoint Picker's least privilege: read its own pool (the EPP lists and watches
 // it by name), the namespace's pods and the objectives (and model rewrites) its release watches,
@@ -310,7 +307,8 @@ func (r *routing) roleBinding(ref Ref) *rbacv1.RoleBinding {
 }
 
 // deployment is the Endpoint Picker, as the upstream inferencepool chart deploys it: one active
-// replica (Recreate, so an old leader never blocks the new one), gRPC health probes, its metrics
+// replica (Recreate, so an old leader never blocks the new one; a standalone router's pickers,
+// all active, roll with a surge: rollingDoor), gRPC health probes, its metrics
 // behind token review where the release has it (routerauth.go), a non-root read-only container.
 // In standalone mode the pod runs the router's proxy beside the picker (standalone.go).
 func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
@@ -332,9 +330,9 @@ func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 		PoolName: api.PoolName(r.svc.Name), PoolNamespace: r.svc.Namespace, PoolGroup: r.router.PoolGroup(),
 		ConfigFile: eppConfigMountPath + "/" + eppConfigFile,
 		GRPCPort:   eppGRPCPort, GRPCHealthPort: eppGRPCHealthPort, MetricsPort: eppMetricsPort,
-		Replicas: int(r.router.EndpointPickerReplicas()),
+		LeaderElection: r.leaderElection(),
 	})
-	liveness, readiness := r.release().HealthServices(int(r.router.EndpointPickerReplicas()))
+	liveness, readiness := r.release().HealthServices(r.leaderElection())
 	grpcProbe := func(service string) corev1.ProbeHandler {
 		return corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: eppGRPCHealthPort, Service: ptr.To(service)}}
 	}
@@ -402,6 +400,7 @@ func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 		if err := r.addProxy(&deployment.Spec.Template); err != nil {
 			return nil, err
 		}
+		deployment.Spec.Strategy = rollingDoor()
 	}
 	return deployment, nil
 }

@@ -15,7 +15,8 @@ import (
 // An Endpoint Picker of several replicas: a PodDisruptionBudget and a spread over nodes, so that
 // losing a node or draining one leaves a picker (docs/design/0035-an-endpoint-picker-that-survives-losing-a-replica.md).
 // Which replicas are Ready is the release's (eppconfig.Release.HealthServices): with leader
-// election only the leader, so the Service sends ext_proc to it alone.
+// election only the leader, so the Service sends ext_proc to it alone; a standalone router's
+// pickers do not elect (docs/design/0044-a-standalone-door-that-stays-open.md), and all are Ready.
 
 // KindPodDisruptionBudget is the kind of the Endpoint Picker's disruption budget.
 var KindPodDisruptionBudget = TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"}
@@ -47,9 +48,11 @@ func (r *routing) highlyAvailable() bool { return r.router.EndpointPickerReplica
 // is not Ready may be evicted whatever the budget, k8s.io/api policy/v1
 // UnhealthyPodEvictionPolicyType; maxUnavailable 1 would want replicas-1 Ready pods, and under the
 // default IfHealthyBudget no standby could go either). Without
-// leader election (lwepp) every replica is Ready and all but one may go.
+// leader election (lwepp) every replica is Ready and all but one may go. A standalone router's
+// pickers are each a door of its Service, all Ready: maxUnavailable 1, so a drain takes them one
+// at a time, each after the one before has been replaced, and is never refused for long.
 func (r *routing) disruptionBudget(ref Ref) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
+	budget := &policyv1.PodDisruptionBudget{
 		TypeMeta:   typeMeta(KindPodDisruptionBudget),
 		ObjectMeta: r.meta(ref),
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -58,6 +61,10 @@ func (r *routing) disruptionBudget(ref Ref) *policyv1.PodDisruptionBudget {
 			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
+	if r.router.Standalone() {
+		budget.Spec.MinAvailable, budget.Spec.MaxUnavailable = nil, ptr.To(intstr.FromInt32(1))
+	}
+	return budget
 }
 
 // topologySpread spreads the Endpoint Picker's replicas over nodes, preferred and not required

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	filelogv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,12 +52,13 @@ func container(t *testing.T, pod *corev1.PodSpec, name string) *corev1.Container
 }
 
 // The proxy's configuration is checked, not trusted: go-control-plane parses and validates the
-// bootstrap the ConfigMap holds, for every release and both failure modes, and it sends ext_proc
-// to the port the picker's command line listens on, routes by the header the picker sets, and
-// listens on the port the Service targets.
+// bootstrap the ConfigMap holds, for every release, and it sends ext_proc to the port the
+// picker's command line listens on, fails closed, routes by the header the picker sets (which it
+// removes from clients' requests first, with every other header a sidecar routes by), and listens
+// on the port the Service targets, on IPv4 and IPv6, logging each request as JSON.
 func TestStandaloneProxyBootstrap(t *testing.T) {
 	for _, release := range eppconfig.Releases() {
-		for _, failure := range []api.FailureMode{api.FailClose, api.FailOpen} {
+		for _, failure := range []api.FailureMode{api.FailClose} {
 			t.Run(string(release)+"/"+string(failure), func(t *testing.T) {
 				tree := standaloneStory(t, "qwen-router-gie-v1.5.0.yaml", api.EndpointPickerRelease(release), failure)
 				svcName := tree.Service.Name
@@ -81,7 +83,7 @@ func TestStandaloneProxyBootstrap(t *testing.T) {
 				extProc, err := featurespace.EnvoyExtProc(managers[listenerPort][0])
 				require.NoError(t, err)
 				require.NotNil(t, extProc, "the Service's listener asks the picker")
-				assert.Equal(t, failure == api.FailOpen, extProc.GetFailureModeAllow(), "failureMode %s", failure)
+				assert.False(t, extProc.GetFailureModeAllow(), "fails closed")
 				assert.Equal(t, extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED, extProc.GetProcessingMode().GetRequestBodyMode())
 				assert.Equal(t, extprocv3.ProcessingMode_SEND, extProc.GetProcessingMode().GetRequestHeaderMode())
 				cluster := featurespace.EnvoyCluster(bootstrap, extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName())
@@ -98,6 +100,26 @@ func TestStandaloneProxyBootstrap(t *testing.T) {
 				assert.Equal(t, clusterv3.Cluster_ORIGINAL_DST, dst.GetType())
 				assert.True(t, dst.GetOriginalDstLbConfig().GetUseHttpHeader())
 				assert.Equal(t, gie.DestinationEndpointKey, dst.GetOriginalDstLbConfig().GetHttpHeaderName())
+
+				// A client's own copy of a header that names an address never reaches ext_proc or
+				// the route: removed before any filter runs.
+				hcm := managers[listenerPort][0]
+				removed, err := featurespace.EnvoyRemovedHeaders(hcm)
+				require.NoError(t, err)
+				assert.Contains(t, removed, gie.DestinationEndpointKey, "the header the original-destination cluster reads")
+				assert.Contains(t, removed, "x-prefiller-host-port", "the header llm-d's disaggregation sidecar sends prefill to")
+
+				// Dual stack, and a JSON access log of each request.
+				for _, l := range bootstrap.GetStaticResources().GetListeners() {
+					require.Len(t, l.GetAdditionalAddresses(), 1, "listener %s", l.GetName())
+					v6 := l.GetAdditionalAddresses()[0].GetAddress().GetSocketAddress()
+					assert.Equal(t, "::", v6.GetAddress(), "listener %s", l.GetName())
+					assert.Equal(t, l.GetAddress().GetSocketAddress().GetPortValue(), v6.GetPortValue(), "listener %s", l.GetName())
+				}
+				require.Len(t, hcm.GetAccessLog(), 1)
+				var accessLog filelogv3.FileAccessLog
+				require.NoError(t, hcm.GetAccessLog()[0].GetTypedConfig().UnmarshalTo(&accessLog))
+				assert.NotEmpty(t, accessLog.GetLogFormat().GetJsonFormat().GetFields()["response_code"], "JSON, with each request's status")
 
 				// The proxy's container declares the listener, reads the ConfigMap, is ready on /ready.
 				proxy := container(t, pod, "envoy-proxy")

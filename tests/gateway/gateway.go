@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/metadata"
 )
 
 // Options configure a gateway.
@@ -57,8 +58,14 @@ type Options struct {
 	// is configured by its bootstrap (cmd/envoy-standin). The clients may then be nil.
 	EPP string
 	// FailOpen is the failure mode when EPP is set (Envoy's ext_proc failure_mode_allow); with
-	// no pool the gateway has no endpoint of its own to choose, so a failed pick is a 503 either way.
+	// no pool the gateway has no endpoint of its own to choose: a request the EPP did not answer
+	// goes where its own destination header says, as the sidecar's original-destination cluster
+	// reads the header from the request as it is (Envoy's docs, ORIGINAL_DST use_http_header:
+	// "the host is taken from the header"), and is a 503 without one.
 	FailOpen bool
+	// RemoveHeaders are removed from each request before the EPP sees it (Envoy's early header
+	// mutation, as a standalone router's bootstrap removes the headers that name an address).
+	RemoveHeaders []string
 	// Listen is the address to serve on; 127.0.0.1:0 if empty.
 	Listen string
 	// Recorded, if set, is called with each request's record as it ends (a program that runs the
@@ -258,6 +265,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.opts.Recorded(*rec)
 		}
 	}()
+	for _, name := range g.opts.RemoveHeaders {
+		r.Header.Del(name)
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		rec.Status, rec.Err = http.StatusBadRequest, err.Error()
@@ -282,6 +292,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status = http.StatusInternalServerError // ext_proc.proto status_on_error: "The default status is HTTP 500"
 		http.Error(w, "ext_proc_error: "+err.Error(), rec.Status)
 		return
+	case err != nil && g.opts.EPP != "":
+		rec.EPPError, rec.FailedOpen = err.Error(), true
+		if endpoints = r.Header.Values(metadata.DestinationEndpointKey); len(endpoints) == 0 {
+			rec.Status = http.StatusServiceUnavailable
+			http.Error(w, "no healthy upstream", rec.Status)
+			return
+		}
 	case err != nil:
 		rec.EPPError, rec.FailedOpen = err.Error(), true
 		if len(state.endpoints) == 0 {

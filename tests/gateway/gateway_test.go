@@ -319,3 +319,49 @@ func startGateway(t *testing.T, pod, eppAddress string, failureMode inferencev1.
 	t.Cleanup(gw.Close)
 	return gw
 }
+
+// A proxy beside its picker (EPP set, a standalone router's sidecar) whose picker does not
+// answer, failing open, sends a request where the request's own destination header says, as
+// Envoy's original-destination cluster does: a client's forged header is an open relay unless the
+// proxy removes it first (RemoveHeaders, the bootstrap's early header mutation). Failing closed,
+// nothing is sent.
+func TestSidecarHonoursOnlyTheDestinationThePickerSets(t *testing.T) {
+	var reached sync.Map
+	victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(r.URL.Path, true)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(victim.Close)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadEPP := dead.Addr().String()
+	require.NoError(t, dead.Close()) // nothing answers ext_proc there
+	for _, tc := range []struct {
+		name     string
+		failOpen bool
+		remove   []string
+		want     int
+		relayed  bool
+	}{
+		{"fail open, header kept: relayed to the client's address", true, nil, http.StatusOK, true},
+		{"fail open, header removed: nowhere to go", true, []string{metadata.DestinationEndpointKey}, http.StatusServiceUnavailable, false},
+		{"fail closed", false, nil, http.StatusInternalServerError, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := Start(context.Background(), nil, nil, Options{EPP: deadEPP, PlaintextEPP: true, FailOpen: tc.failOpen,
+				RemoveHeaders: tc.remove, MessageTimeout: time.Second})
+			require.NoError(t, err)
+			t.Cleanup(g.Close)
+			path := "/" + strings.ReplaceAll(tc.name, " ", "-")
+			req, err := http.NewRequest(http.MethodPost, g.URL+path, strings.NewReader(`{"model":"m","prompt":"p"}`))
+			require.NoError(t, err)
+			req.Header.Set(metadata.DestinationEndpointKey, strings.TrimPrefix(victim.URL, "http://"))
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, tc.want, resp.StatusCode)
+			_, relayed := reached.Load(path)
+			assert.Equal(t, tc.relayed, relayed, "the forged destination was reached")
+		})
+	}
+}

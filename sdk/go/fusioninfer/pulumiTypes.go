@@ -969,9 +969,11 @@ type EndpointPicker struct {
 	CrdGroups *InferenceCRDGroups `pulumi:"crdGroups"`
 	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
+	// Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+	Proxy *RouterProxy `pulumi:"proxy"`
 	// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release *EndpointPickerRelease `pulumi:"release"`
-	// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+	// The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
 	Replicas *int `pulumi:"replicas"`
 	// The resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `pulumi:"resources"`
@@ -993,9 +995,11 @@ type EndpointPickerArgs struct {
 	CrdGroups InferenceCRDGroupsPtrInput `pulumi:"crdGroups"`
 	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
+	// Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+	Proxy RouterProxyPtrInput `pulumi:"proxy"`
 	// The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 	Release EndpointPickerReleasePtrInput `pulumi:"release"`
-	// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+	// The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// The resources of the Endpoint Picker container.
 	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
@@ -1088,12 +1092,17 @@ func (o EndpointPickerOutput) Image() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *string { return v.Image }).(pulumi.StringPtrOutput)
 }
 
+// Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+func (o EndpointPickerOutput) Proxy() RouterProxyPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *RouterProxy { return v.Proxy }).(RouterProxyPtrOutput)
+}
+
 // The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 func (o EndpointPickerOutput) Release() EndpointPickerReleasePtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *EndpointPickerRelease { return v.Release }).(EndpointPickerReleasePtrOutput)
 }
 
-// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+// The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
 func (o EndpointPickerOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *int { return v.Replicas }).(pulumi.IntPtrOutput)
 }
@@ -1147,6 +1156,16 @@ func (o EndpointPickerPtrOutput) Image() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+func (o EndpointPickerPtrOutput) Proxy() RouterProxyPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *RouterProxy {
+		if v == nil {
+			return nil
+		}
+		return v.Proxy
+	}).(RouterProxyPtrOutput)
+}
+
 // The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
 func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *EndpointPickerRelease {
@@ -1157,7 +1176,7 @@ func (o EndpointPickerPtrOutput) Release() EndpointPickerReleasePtrOutput {
 	}).(EndpointPickerReleasePtrOutput)
 }
 
-// The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+// The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
 func (o EndpointPickerPtrOutput) Replicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *int {
 		if v == nil {
@@ -3691,11 +3710,11 @@ type Role struct {
 	AwaitTimeout *string `pulumi:"awaitTimeout"`
 	// What the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentType `pulumi:"componentType"`
-	// Sets the Endpoint Picker's image, replicas and resources.
+	// Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
 	EndpointPicker *EndpointPicker `pulumi:"endpointPicker"`
 	// A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig *string `pulumi:"endpointPickerConfig"`
-	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
 	FailureMode *FailureMode `pulumi:"failureMode"`
 	// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
@@ -3753,11 +3772,11 @@ type RoleArgs struct {
 	AwaitTimeout pulumi.StringPtrInput `pulumi:"awaitTimeout"`
 	// What the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentTypeInput `pulumi:"componentType"`
-	// Sets the Endpoint Picker's image, replicas and resources.
+	// Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
 	EndpointPicker EndpointPickerPtrInput `pulumi:"endpointPicker"`
 	// A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
 	EndpointPickerConfig pulumi.StringPtrInput `pulumi:"endpointPickerConfig"`
-	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+	// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
 	FailureMode FailureModePtrInput `pulumi:"failureMode"`
 	// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
@@ -3863,7 +3882,7 @@ func (o RoleOutput) ComponentType() ComponentTypeOutput {
 	return o.ApplyT(func(v Role) ComponentType { return v.ComponentType }).(ComponentTypeOutput)
 }
 
-// Sets the Endpoint Picker's image, replicas and resources.
+// Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
 func (o RoleOutput) EndpointPicker() EndpointPickerPtrOutput {
 	return o.ApplyT(func(v Role) *EndpointPicker { return v.EndpointPicker }).(EndpointPickerPtrOutput)
 }
@@ -3873,7 +3892,7 @@ func (o RoleOutput) EndpointPickerConfig() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.EndpointPickerConfig }).(pulumi.StringPtrOutput)
 }
 
-// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+// What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
 func (o RoleOutput) FailureMode() FailureModePtrOutput {
 	return o.ApplyT(func(v Role) *FailureMode { return v.FailureMode }).(FailureModePtrOutput)
 }
@@ -4247,6 +4266,162 @@ func (o RolloutStrategyPtrOutput) Partition() pulumi.IntPtrOutput {
 		}
 		return v.Partition
 	}).(pulumi.IntPtrOutput)
+}
+
+type RouterProxy struct {
+	// Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+	Image *string `pulumi:"image"`
+	// The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+	Resources *corev1.ResourceRequirements `pulumi:"resources"`
+}
+
+// RouterProxyInput is an input type that accepts RouterProxyArgs and RouterProxyOutput values.
+// You can construct a concrete instance of `RouterProxyInput` via:
+//
+//	RouterProxyArgs{...}
+type RouterProxyInput interface {
+	pulumi.Input
+
+	ToRouterProxyOutput() RouterProxyOutput
+	ToRouterProxyOutputWithContext(context.Context) RouterProxyOutput
+}
+
+type RouterProxyArgs struct {
+	// Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+	Image pulumi.StringPtrInput `pulumi:"image"`
+	// The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
+}
+
+func (RouterProxyArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*RouterProxy)(nil)).Elem()
+}
+
+func (i RouterProxyArgs) ToRouterProxyOutput() RouterProxyOutput {
+	return i.ToRouterProxyOutputWithContext(context.Background())
+}
+
+func (i RouterProxyArgs) ToRouterProxyOutputWithContext(ctx context.Context) RouterProxyOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RouterProxyOutput)
+}
+
+func (i RouterProxyArgs) ToRouterProxyPtrOutput() RouterProxyPtrOutput {
+	return i.ToRouterProxyPtrOutputWithContext(context.Background())
+}
+
+func (i RouterProxyArgs) ToRouterProxyPtrOutputWithContext(ctx context.Context) RouterProxyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RouterProxyOutput).ToRouterProxyPtrOutputWithContext(ctx)
+}
+
+// RouterProxyPtrInput is an input type that accepts RouterProxyArgs, RouterProxyPtr and RouterProxyPtrOutput values.
+// You can construct a concrete instance of `RouterProxyPtrInput` via:
+//
+//	        RouterProxyArgs{...}
+//
+//	or:
+//
+//	        nil
+type RouterProxyPtrInput interface {
+	pulumi.Input
+
+	ToRouterProxyPtrOutput() RouterProxyPtrOutput
+	ToRouterProxyPtrOutputWithContext(context.Context) RouterProxyPtrOutput
+}
+
+type routerProxyPtrType RouterProxyArgs
+
+func RouterProxyPtr(v *RouterProxyArgs) RouterProxyPtrInput {
+	return (*routerProxyPtrType)(v)
+}
+
+func (*routerProxyPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**RouterProxy)(nil)).Elem()
+}
+
+func (i *routerProxyPtrType) ToRouterProxyPtrOutput() RouterProxyPtrOutput {
+	return i.ToRouterProxyPtrOutputWithContext(context.Background())
+}
+
+func (i *routerProxyPtrType) ToRouterProxyPtrOutputWithContext(ctx context.Context) RouterProxyPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RouterProxyPtrOutput)
+}
+
+type RouterProxyOutput struct{ *pulumi.OutputState }
+
+func (RouterProxyOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RouterProxy)(nil)).Elem()
+}
+
+func (o RouterProxyOutput) ToRouterProxyOutput() RouterProxyOutput {
+	return o
+}
+
+func (o RouterProxyOutput) ToRouterProxyOutputWithContext(ctx context.Context) RouterProxyOutput {
+	return o
+}
+
+func (o RouterProxyOutput) ToRouterProxyPtrOutput() RouterProxyPtrOutput {
+	return o.ToRouterProxyPtrOutputWithContext(context.Background())
+}
+
+func (o RouterProxyOutput) ToRouterProxyPtrOutputWithContext(ctx context.Context) RouterProxyPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v RouterProxy) *RouterProxy {
+		return &v
+	}).(RouterProxyPtrOutput)
+}
+
+// Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+func (o RouterProxyOutput) Image() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v RouterProxy) *string { return v.Image }).(pulumi.StringPtrOutput)
+}
+
+// The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+func (o RouterProxyOutput) Resources() corev1.ResourceRequirementsPtrOutput {
+	return o.ApplyT(func(v RouterProxy) *corev1.ResourceRequirements { return v.Resources }).(corev1.ResourceRequirementsPtrOutput)
+}
+
+type RouterProxyPtrOutput struct{ *pulumi.OutputState }
+
+func (RouterProxyPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RouterProxy)(nil)).Elem()
+}
+
+func (o RouterProxyPtrOutput) ToRouterProxyPtrOutput() RouterProxyPtrOutput {
+	return o
+}
+
+func (o RouterProxyPtrOutput) ToRouterProxyPtrOutputWithContext(ctx context.Context) RouterProxyPtrOutput {
+	return o
+}
+
+func (o RouterProxyPtrOutput) Elem() RouterProxyOutput {
+	return o.ApplyT(func(v *RouterProxy) RouterProxy {
+		if v != nil {
+			return *v
+		}
+		var ret RouterProxy
+		return ret
+	}).(RouterProxyOutput)
+}
+
+// Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+func (o RouterProxyPtrOutput) Image() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RouterProxy) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Image
+	}).(pulumi.StringPtrOutput)
+}
+
+// The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+func (o RouterProxyPtrOutput) Resources() corev1.ResourceRequirementsPtrOutput {
+	return o.ApplyT(func(v *RouterProxy) *corev1.ResourceRequirements {
+		if v == nil {
+			return nil
+		}
+		return v.Resources
+	}).(corev1.ResourceRequirementsPtrOutput)
 }
 
 type SchedulingStrategy struct {
@@ -4780,6 +4955,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*RoleArrayInput)(nil)).Elem(), RoleArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyInput)(nil)).Elem(), RolloutStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyPtrInput)(nil)).Elem(), RolloutStrategyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RouterProxyInput)(nil)).Elem(), RouterProxyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RouterProxyPtrInput)(nil)).Elem(), RouterProxyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyPtrInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintInput)(nil)).Elem(), TaintArgs{})
@@ -4834,6 +5011,8 @@ func init() {
 	pulumi.RegisterOutputType(RoleStatusMapOutput{})
 	pulumi.RegisterOutputType(RolloutStrategyOutput{})
 	pulumi.RegisterOutputType(RolloutStrategyPtrOutput{})
+	pulumi.RegisterOutputType(RouterProxyOutput{})
+	pulumi.RegisterOutputType(RouterProxyPtrOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyPtrOutput{})
 	pulumi.RegisterOutputType(TaintOutput{})

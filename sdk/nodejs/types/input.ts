@@ -108,11 +108,15 @@ export interface EndpointPickerArgs {
      */
     image?: pulumi.Input<string | undefined>;
     /**
+     * Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+     */
+    proxy?: pulumi.Input<inputs.RouterProxyArgs | undefined>;
+    /**
      * The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
      */
     release?: pulumi.Input<enums.EndpointPickerRelease | undefined>;
     /**
-     * The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+     * The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
      */
     replicas?: pulumi.Input<number | undefined>;
     /**
@@ -397,7 +401,7 @@ export interface RoleArgs {
      */
     componentType: pulumi.Input<enums.ComponentType>;
     /**
-     * Sets the Endpoint Picker's image, replicas and resources.
+     * Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
      */
     endpointPicker?: pulumi.Input<inputs.EndpointPickerArgs | undefined>;
     /**
@@ -405,7 +409,7 @@ export interface RoleArgs {
      */
     endpointPickerConfig?: pulumi.Input<string | undefined>;
     /**
-     * What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+     * What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
      */
     failureMode?: pulumi.Input<enums.FailureMode | undefined>;
     /**
@@ -495,6 +499,17 @@ export interface RolloutStrategyArgs {
      * Keeps the replicas with an index below it on their current pod template (Pulumi ignores template changes on them): a canary on the others. Lower it to roll on.
      */
     partition?: pulumi.Input<number | undefined>;
+}
+
+export interface RouterProxyArgs {
+    /**
+     * Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+     */
+    image?: pulumi.Input<string | undefined>;
+    /**
+     * The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+     */
+    resources?: pulumi.Input<pulumiKubernetes.types.input.core.v1.ResourceRequirements | undefined>;
 }
 
 export interface SchedulingStrategyArgs {

@@ -63,6 +63,8 @@ __all__ = [
     'RoleArgsDict',
     'RolloutStrategyArgs',
     'RolloutStrategyArgsDict',
+    'RouterProxyArgs',
+    'RouterProxyArgsDict',
     'SchedulingStrategyArgs',
     'SchedulingStrategyArgsDict',
     'TaintArgs',
@@ -487,13 +489,17 @@ class EndpointPickerArgsDict(TypedDict):
     """
     Replaces the release's image: a mirror or a patched build of the same one.
     """
+    proxy: NotRequired[pulumi.Input[Optional['RouterProxyArgsDict']]]
+    """
+    Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+    """
     release: NotRequired[pulumi.Input[Optional['EndpointPickerRelease']]]
     """
     The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
     """
     replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+    The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
     """
     resources: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgsDict']]]
     """
@@ -505,20 +511,24 @@ class EndpointPickerArgs:
     def __init__(__self__, *,
                  crd_groups: pulumi.Input[Optional['InferenceCRDGroups']] = None,
                  image: pulumi.Input[Optional[_builtins.str]] = None,
+                 proxy: pulumi.Input[Optional['RouterProxyArgs']] = None,
                  release: pulumi.Input[Optional['EndpointPickerRelease']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
         :param pulumi.Input['InferenceCRDGroups'] crd_groups: The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
         :param pulumi.Input[_builtins.str] image: Replaces the release's image: a mirror or a patched build of the same one.
+        :param pulumi.Input['RouterProxyArgs'] proxy: Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
         :param pulumi.Input['EndpointPickerRelease'] release: The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
-        :param pulumi.Input[_builtins.int] replicas: The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+        :param pulumi.Input[_builtins.int] replicas: The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
         :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: The resources of the Endpoint Picker container.
         """
         if crd_groups is not None:
             pulumi.set(__self__, "crd_groups", crd_groups)
         if image is not None:
             pulumi.set(__self__, "image", image)
+        if proxy is not None:
+            pulumi.set(__self__, "proxy", proxy)
         if release is not None:
             pulumi.set(__self__, "release", release)
         if replicas is not None:
@@ -552,6 +562,18 @@ class EndpointPickerArgs:
 
     @_builtins.property
     @pulumi.getter
+    def proxy(self) -> pulumi.Input[Optional['RouterProxyArgs']]:
+        """
+        Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
+        """
+        return pulumi.get(self, "proxy")
+
+    @proxy.setter
+    def proxy(self, value: pulumi.Input[Optional['RouterProxyArgs']]):
+        pulumi.set(self, "proxy", value)
+
+    @_builtins.property
+    @pulumi.getter
     def release(self) -> pulumi.Input[Optional['EndpointPickerRelease']]:
         """
         The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
@@ -566,7 +588,7 @@ class EndpointPickerArgs:
     @pulumi.getter
     def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        The replicas of the Endpoint Picker (default 1); more than one elect a leader, and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves).
+        The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
         """
         return pulumi.get(self, "replicas")
 
@@ -1819,7 +1841,7 @@ class RoleArgsDict(TypedDict):
     """
     endpoint_picker: NotRequired[pulumi.Input[Optional['EndpointPickerArgsDict']]]
     """
-    Sets the Endpoint Picker's image, replicas and resources.
+    Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
     """
     endpoint_picker_config: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
@@ -1827,7 +1849,7 @@ class RoleArgsDict(TypedDict):
     """
     failure_mode: NotRequired[pulumi.Input[Optional['FailureMode']]]
     """
-    What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+    What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
     """
     httproute: NotRequired[pulumi.Input[Optional[Mapping[str, Any]]]]
     """
@@ -1930,9 +1952,9 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] name: A user-chosen unique identifier (e.g. "prefill"); a DNS label.
         :param pulumi.Input['AutoscalingArgs'] autoscaling: Lets a metric move the role's replicas between minReplicas and maxReplicas (docs/autoscaling.md): the base replicas stay one LWS each, and KEDA scales one extra LWS, "{service}-{role}-elastic", whose groups are each placed whole.
         :param pulumi.Input[_builtins.str] await_timeout: Replaces spec.awaitTimeout for this role's replicas (a role whose model loads slower than the others'): the wait of `pulumi up` and its servers' startup probe.
-        :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: Sets the Endpoint Picker's image, replicas and resources.
+        :param pulumi.Input['EndpointPickerArgs'] endpoint_picker: Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
         :param pulumi.Input[_builtins.str] endpoint_picker_config: A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
-        :param pulumi.Input['FailureMode'] failure_mode: What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+        :param pulumi.Input['FailureMode'] failure_mode: What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
         :param pulumi.Input[Mapping[str, Any]] httproute: The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
         :param pulumi.Input['ModelArgs'] model: Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
         :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
@@ -2050,7 +2072,7 @@ class RoleArgs:
     @pulumi.getter(name="endpointPicker")
     def endpoint_picker(self) -> pulumi.Input[Optional['EndpointPickerArgs']]:
         """
-        Sets the Endpoint Picker's image, replicas and resources.
+        Sets the Endpoint Picker's image, replicas and resources, and a standalone router's proxy.
         """
         return pulumi.get(self, "endpoint_picker")
 
@@ -2074,7 +2096,7 @@ class RoleArgs:
     @pulumi.getter(name="failureMode")
     def failure_mode(self) -> pulumi.Input[Optional['FailureMode']]:
         """
-        What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing).
+        What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
         """
         return pulumi.get(self, "failure_mode")
 
@@ -2354,6 +2376,55 @@ class RolloutStrategyArgs:
     @partition.setter
     def partition(self, value: pulumi.Input[Optional[_builtins.int]]):
         pulumi.set(self, "partition", value)
+
+
+class RouterProxyArgsDict(TypedDict):
+    image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+    """
+    resources: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgsDict']]]
+    """
+    The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+    """
+
+@pulumi.input_type
+class RouterProxyArgs:
+    def __init__(__self__, *,
+                 image: pulumi.Input[Optional[_builtins.str]] = None,
+                 resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
+        """
+        :param pulumi.Input[_builtins.str] image: Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+        :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+        """
+        if image is not None:
+            pulumi.set(__self__, "image", image)
+        if resources is not None:
+            pulumi.set(__self__, "resources", resources)
+
+    @_builtins.property
+    @pulumi.getter
+    def image(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Replaces the proxy's image (docker.io/envoyproxy/envoy:v1.33.2, the Envoy release both standalone charts run): a mirror or another Envoy build. It must have bash, which the proxy's preStop hook drains Envoy with; a distroless Envoy image has none, and its pods would then cut their streams when they stop.
+        """
+        return pulumi.get(self, "image")
+
+    @image.setter
+    def image(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "image", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def resources(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]:
+        """
+        The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+        """
+        return pulumi.get(self, "resources")
+
+    @resources.setter
+    def resources(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]):
+        pulumi.set(self, "resources", value)
 
 
 class SchedulingStrategyArgsDict(TypedDict):

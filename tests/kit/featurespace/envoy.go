@@ -16,6 +16,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	earlymutationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/early_header_mutation/header_mutation/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -101,6 +102,26 @@ func EnvoyExtProc(hcm *hcmv3.HttpConnectionManager) (*extprocv3.ExternalProcesso
 	return nil, nil
 }
 
+// EnvoyRemovedHeaders are the request headers a connection manager's early header mutations
+// remove before any filter sees the request; a mutation that does anything else is an error (the
+// render writes removals only, and the stand-in mirrors no other).
+func EnvoyRemovedHeaders(hcm *hcmv3.HttpConnectionManager) ([]string, error) {
+	var out []string
+	for _, ext := range hcm.GetEarlyHeaderMutationExtensions() {
+		var m earlymutationv3.HeaderMutation
+		if err := ext.GetTypedConfig().UnmarshalTo(&m); err != nil {
+			return nil, fmt.Errorf("early header mutation %s: not a header_mutation: %w", ext.GetName(), err)
+		}
+		for _, mutation := range m.GetMutations() {
+			if mutation.GetRemove() == "" {
+				return nil, fmt.Errorf("early header mutation %s: %v is not a removal", ext.GetName(), mutation)
+			}
+			out = append(out, mutation.GetRemove())
+		}
+	}
+	return out, nil
+}
+
 // EnvoyListenerManagers are every listener's HTTP connection managers, by listener port.
 func EnvoyListenerManagers(b *bootstrapv3.Bootstrap) (map[uint32][]*hcmv3.HttpConnectionManager, error) {
 	out := map[uint32][]*hcmv3.HttpConnectionManager{}
@@ -182,6 +203,11 @@ func envoyProcess(c *corev1.Container, pod *Pod, files map[string]map[string]str
 			if ep != nil {
 				extProcClusters[ep.GetGrpcService().GetEnvoyGrpc().GetClusterName()] = true
 			}
+			removes, err := EnvoyRemovedHeaders(hcm)
+			if err != nil {
+				return nil, err
+			}
+			proc.Removes = append(proc.Removes, removes...)
 		}
 	}
 	for _, cl := range b.GetStaticResources().GetClusters() {

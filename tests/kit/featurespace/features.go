@@ -41,8 +41,8 @@ var Dimensions = []Dimension{
 	// the router and its Endpoint Picker release and strategy
 	{"router", []string{"none", "llm-d-router", "llm-d-router-prefix-cache", "llm-d-router-lora-affinity", "gie-v1.5.0", "gie-v1.2.0", "lwepp"}},
 	// where the router's requests enter: an HTTPRoute to a Gateway, or the picker's own proxy
-	// (routerMode left to default from the absent httproute)
-	{"routerMode", []string{"gateway", "standalone"}},
+	// (routerMode left to default from the absent httproute); with one Endpoint Picker or two
+	{"routerMode", []string{"gateway", "standalone", "gateway-2-pickers", "standalone-2-pickers"}},
 	// LoRA adapters of the model: fetched into the cache, or mounted from a claim
 	{"adapters", []string{"none", "fetched", "mounted"}},
 	{"dualPods", []string{"off", "on"}},
@@ -226,12 +226,16 @@ func router(f Features) *api.Role {
 		return nil
 	}
 	r := &api.Role{Name: "router", ComponentType: api.ComponentTypeRouter}
-	if f.Value("routerMode") == "gateway" {
+	mode, pickers, _ := strings.Cut(f.Value("routerMode"), "-")
+	if mode == "gateway" {
 		r.HTTPRoute = map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}
 	}
 	release := map[string]api.EndpointPickerRelease{"gie-v1.5.0": api.EPPReleaseGIE150, "gie-v1.2.0": api.EPPReleaseGIE, "lwepp": api.EPPReleaseLWEPP}[value]
-	if release != "" {
+	if release != "" || pickers != "" {
 		r.EndpointPicker = &api.EndpointPicker{Release: release}
+	}
+	if pickers == "2-pickers" {
+		r.EndpointPicker.Replicas = ptr.To(2)
 	}
 	if strategy, ok := strings.CutPrefix(value, "llm-d-router-"); ok {
 		r.Strategy = strategy

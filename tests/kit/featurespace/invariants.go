@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencev1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/metadata"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
@@ -51,6 +52,41 @@ var Invariants = []Invariant{
 	{"gpus/gpus-asked-are-gpus-used", gpusAskedAreUsed},
 	{"probes/servers-have-readiness-probes", serversHaveReadinessProbes},
 	{"config/epp-config-loads", eppConfigLoads},
+	{"doors/a-door-waits-for-no-lease", doorsWaitForNoLease},
+	{"doors/only-the-picker-names-a-destination", onlyThePickerNamesADestination},
+}
+
+// A pod that runs the router's proxy is a door of the router's Service, in the Service only
+// while Ready: none of its containers elects a leader, which would leave every pod but the
+// leader's not Ready and the Service one door, closed for a lease's length when it goes
+// (docs/design/0044-a-standalone-door-that-stays-open.md).
+func doorsWaitForNoLease(_ *render.Tree, pods []*Pod) []string {
+	var out []string
+	for _, pod := range pods {
+		if !slices.ContainsFunc(pod.Processes, func(p *Process) bool { return p.Program == ProgramEnvoy }) {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			if slices.Contains(c.Args, eppconfig.FlagLeaderElection) {
+				out = append(out, fmt.Sprintf("%s: container %s elects a leader (%s) in a pod that is a door of the router's Service", pod.Desc, c.Name, eppconfig.FlagLeaderElection))
+			}
+		}
+	}
+	return out
+}
+
+// A proxy routes by the header the picker sets only after removing a client's own copy of it, so
+// a request goes where the picker said or nowhere.
+func onlyThePickerNamesADestination(_ *render.Tree, pods []*Pod) []string {
+	var out []string
+	for _, pod := range pods {
+		for _, p := range pod.Processes {
+			if p.Program == ProgramEnvoy && !slices.ContainsFunc(p.Removes, func(h string) bool { return strings.EqualFold(h, metadata.DestinationEndpointKey) }) {
+				out = append(out, fmt.Sprintf("%s: %s routes by %s without removing the client's own (removes %v)", pod.Desc, p.Name, metadata.DestinationEndpointKey, p.Removes))
+			}
+		}
+	}
+	return out
 }
 
 // No two processes of a pod listen on one port.

@@ -48,6 +48,9 @@ type Process struct {
 	TensorPipeline int64
 	// Devices are CUDA_VISIBLE_DEVICES, nil when unset.
 	Devices []string
+	// Removes are the request headers a proxy removes before anything reads them (an Envoy's
+	// early header mutations).
+	Removes []string
 }
 
 // A Target is a port of the pod a process sends to, and the program that must answer there.

@@ -5,10 +5,12 @@
 // bootstrap configures Envoy: on its serving listener's port, sending ext_proc to the cluster its
 // ext_proc filter names (address, port, TLS or not), with its message timeout and
 // failure_mode_allow, routing to the address the picker names in the header the
-// original-destination cluster reads; and answering /ready on the listener of the health_check
-// filter. What the gateway cannot do as the bootstrap asks (another processing mode, another
-// header) is refused at start, so the stand-in never runs a configuration Envoy would run
-// differently. Envoy's other flags are accepted and ignored.
+// original-destination cluster reads, after removing the headers its early header mutation
+// removes; and answering /ready on the listener of the health_check filter. A listener's
+// additional addresses ("::") are not served (the suite's pods have IPv4 addresses only), and
+// access logs are the stand-in's own records. What the gateway cannot do as the bootstrap asks
+// (another processing mode, another header) is refused at start, so the stand-in never runs a
+// configuration Envoy would run differently. Envoy's other flags are accepted and ignored.
 package main
 
 import (
@@ -150,6 +152,12 @@ func gatewayOptions(clusters []*clusterv3.Cluster, hcm *hcmv3.HttpConnectionMana
 		opts.MessageTimeout = 200 * time.Millisecond // ext_proc.proto: message_timeout defaults to 200 ms
 	}
 	opts.FailOpen = ep.GetFailureModeAllow()
+	// The headers the connection manager removes before any filter (early header mutation).
+	removes, err := featurespace.EnvoyRemovedHeaders(hcm)
+	if err != nil {
+		return opts, err
+	}
+	opts.RemoveHeaders = removes
 	name := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName()
 	extProc := clusterNamed(clusters, name)
 	if extProc == nil {

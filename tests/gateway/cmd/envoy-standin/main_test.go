@@ -46,6 +46,7 @@ func optionsOf(t *testing.T, text string) (string, error) {
 	assert.Equal(t, 1000*time.Second, opts.MessageTimeout)
 	assert.False(t, opts.FailOpen)
 	assert.False(t, opts.PlaintextEPP, "the ext_proc cluster has a TLS transport socket")
+	assert.Contains(t, opts.RemoveHeaders, "x-gateway-destination-endpoint", "a client's destination header is removed")
 	return opts.EPP, nil
 }
 
