@@ -105,7 +105,10 @@ func exported(t *testing.T, snap *deploy.Snapshot) []byte {
 	require.NoError(t, err)
 	deployment.Manifest.Time = time.Time{}
 	deployment.SecretsProviders = nil
-	ids := strings.NewReplacer()
+	// Every provider's references are rewritten (a stack with a Stash has two, the kubernetes
+	// provider and the engine's own; v0.3.0 was recorded rewriting the last one's only, and its
+	// states were repaired to what this writes).
+	var pairs []string
 	for i := range deployment.Resources {
 		if r := &deployment.Resources[i]; providers.IsProviderType(r.Type) {
 			random, err := providers.NewReference(r.URN, r.ID)
@@ -113,9 +116,10 @@ func exported(t *testing.T, snap *deploy.Snapshot) []byte {
 			r.ID = recordedProviderID
 			fixed, err := providers.NewReference(r.URN, r.ID)
 			require.NoError(t, err)
-			ids = strings.NewReplacer(random.String(), fixed.String())
+			pairs = append(pairs, random.String(), fixed.String())
 		}
 	}
+	ids := strings.NewReplacer(pairs...)
 	for i := range deployment.Resources {
 		r := &deployment.Resources[i]
 		r.Created, r.Modified, r.SourcePosition, r.StackTrace = nil, nil, "", nil
