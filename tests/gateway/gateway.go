@@ -120,6 +120,7 @@ type Gateway struct {
 	conn     *grpc.ClientConn
 	upstream *http.Client
 	server   *http.Server
+	listener net.Listener
 	cancel   context.CancelFunc
 
 	mu      sync.Mutex
@@ -202,6 +203,7 @@ func (g *Gateway) serve() error {
 	}
 	g.URL = "http://" + listener.Addr().String()
 	g.server = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+	g.listener = listener
 	go func() { _ = g.server.Serve(listener) }()
 	return nil
 }

@@ -365,3 +365,38 @@ func TestSidecarHonoursOnlyTheDestinationThePickerSets(t *testing.T) {
 		})
 	}
 }
+
+// A draining gateway asks every client to close its connection at once and keeps accepting new
+// ones until the drain time has passed, then accepts none (Envoy's graceful drain).
+func TestDrainClosesConnectionsThenTheListener(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadEPP := dead.Addr().String()
+	require.NoError(t, dead.Close())
+	g, err := Start(context.Background(), nil, nil, Options{EPP: deadEPP, PlaintextEPP: true, MessageTimeout: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	ask := func() (*http.Response, error) { // on a connection of its own
+		client := &http.Client{Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		resp, err := client.Post(g.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"p"}`))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		return resp, err
+	}
+	before, err := ask()
+	require.NoError(t, err)
+	assert.False(t, before.Close, "a connection is kept before the drain")
+
+	const drainTime = 500 * time.Millisecond
+	g.Drain(drainTime)
+	during, err := ask()
+	require.NoError(t, err, "new connections are accepted while draining")
+	assert.True(t, during.Close, "the client is asked to close its connection (Connection: close)")
+
+	time.Sleep(drainTime + 200*time.Millisecond)
+	_, err = ask()
+	require.Error(t, err, "no new connection once the drain time has passed")
+}

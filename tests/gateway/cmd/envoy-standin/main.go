@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,8 +70,9 @@ func run() error {
 	flag.String("service-node", "", "ignored (Envoy's)")
 	flag.String("log-level", "", "ignored (Envoy's)")
 	flag.Bool("cpuset-threads", false, "ignored (Envoy's)")
-	flag.String("drain-strategy", "", "ignored (Envoy's)")
-	flag.String("drain-time-s", "", "ignored (Envoy's)")
+	drainStrategy := flag.String("drain-strategy", "gradual", "Envoy's: the stand-in drains immediate only")
+	drainTime := flag.Int("drain-time-s", 600, "Envoy's: how long a graceful drain lasts (its default 600)")
+	admin := flag.String("admin-listen", "", "where the bootstrap's admin interface is served (this machine's address for the pod's loopback one); none if empty")
 	ports := portMap{}
 	flag.Var(ports, "listen-port", "CONTAINERPORT=LOOPBACKPORT: where a listener of the bootstrap listens (repeated)")
 	loopback := flag.String("loopback", "127.0.0.1", "the address that stands for the pod's loopback in the bootstrap's clusters")
@@ -91,6 +93,7 @@ func run() error {
 		return err
 	}
 	var gw *gateway.Gateway
+	var healthFailed atomic.Bool
 	for port, hcms := range managers {
 		if len(hcms) != 1 {
 			return fmt.Errorf("listener port %d: %d HTTP connection managers, the stand-in serves one", port, len(hcms))
@@ -105,7 +108,7 @@ func run() error {
 			return err
 		}
 		if ep == nil {
-			if err := serveReady(hcms[0], listen); err != nil {
+			if err := serveReady(hcms[0], listen, &healthFailed); err != nil {
 				return fmt.Errorf("listener port %d: %w", port, err)
 			}
 			continue
@@ -128,6 +131,16 @@ func run() error {
 	}
 	if gw == nil {
 		return fmt.Errorf("%s: no listener with an ext_proc filter", *config)
+	}
+	if *admin != "" {
+		if *drainStrategy != "immediate" {
+			return fmt.Errorf("--drain-strategy %s: the stand-in drains as immediate does only", *drainStrategy)
+		}
+		l, err := net.Listen("tcp", *admin)
+		if err != nil {
+			return err
+		}
+		go func() { _ = http.Serve(l, adminHandler(gw, &healthFailed, time.Duration(*drainTime)*time.Second)) }() //nolint:gosec // a test program on loopback
 	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
@@ -209,7 +222,7 @@ func clusterNamed(clusters []*clusterv3.Cluster, name string) *clusterv3.Cluster
 // match the filter's (":path" for the path), as the filter answers when not in pass-through mode
 // and the server is not draining. Its other routes (the bootstrap's /stats/prometheus to the
 // admin interface) are not served: 404.
-func serveReady(hcm *hcmv3.HttpConnectionManager, listen string) error {
+func serveReady(hcm *hcmv3.HttpConnectionManager, listen string, healthFailed *atomic.Bool) error {
 	var hc *healthcheckv3.HealthCheck
 	for _, f := range hcm.GetHttpFilters() {
 		var c healthcheckv3.HealthCheck
@@ -241,8 +254,42 @@ func serveReady(hcm *hcmv3.HttpConnectionManager, listen string) error {
 				return
 			}
 		}
+		if healthFailed.Load() { // the health_check filter fails while the server is failed
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 	})
 	go func() { _ = http.Serve(l, handler) }() //nolint:gosec // a test program on loopback
 	return nil
+}
+
+// adminHandler is the part of Envoy's admin interface a stopping pod's drain hook uses
+// (core/render standalone.go proxyDrainHook; Envoy's docs, operations/admin): POST
+// /healthcheck/fail fails the health_check filter (the ready listener answers 503) and
+// /healthcheck/ok restores it; POST /drain_listeners drains the serving listener, gracefully for
+// drainTime with ?graceful (gateway.Drain), else at once. Envoy refuses a mutation asked by GET;
+// so does the stand-in. Other endpoints are not served.
+func adminHandler(gw *gateway.Gateway, healthFailed *atomic.Bool, drainTime time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mutation := func(do func(r *http.Request)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				http.Error(w, "This endpoint requires POST", http.StatusMethodNotAllowed)
+				return
+			}
+			do(r)
+			_, _ = fmt.Fprintln(w, "OK")
+		}
+	}
+	mux.HandleFunc("/healthcheck/fail", mutation(func(*http.Request) { healthFailed.Store(true) }))
+	mux.HandleFunc("/healthcheck/ok", mutation(func(*http.Request) { healthFailed.Store(false) }))
+	mux.HandleFunc("/drain_listeners", mutation(func(r *http.Request) {
+		if r.URL.Query().Has("graceful") {
+			gw.Drain(drainTime)
+		} else {
+			gw.Drain(0)
+		}
+	}))
+	return mux
 }
