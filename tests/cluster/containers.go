@@ -33,7 +33,7 @@ import (
 // gives them, its volumes as directories, and its ports on loopback ports of its own (a program
 // listens on every address of its port, so two pods' containers could not share one), with a
 // forwarder from the pod's address and each declared port to them. A pod being deleted runs its
-// preStop sleep still taking connections (as a kubelet's pod does), then takes no new connection;
+// preStop hooks still taking connections (as a kubelet's pod does), then takes no new connection;
 // its processes get SIGTERM and, after the pod's grace period, SIGKILL, and the pod goes only
 // once they have ended (a
 // finalizer of the suite's holds it, as the kubelet keeps a terminating pod until its containers

@@ -25,6 +25,8 @@ func envoyLaunch(run *containerRun) ([]launch, error) {
 	for _, p := range ports {
 		args = append(args, "--listen-port", strconv.Itoa(int(p))+"="+strconv.Itoa(run.ports[p]))
 	}
-	args = append(args, "--loopback", run.pod.Status.PodIP)
+	// The admin's drain calls, which the proxy's preStop hook makes to the pod's loopback
+	// (termination.go runs it with the pod's address standing for the loopback).
+	args = append(args, "--loopback", run.pod.Status.PodIP, "--serve-admin")
 	return []launch{{args: args, env: env, ports: ports, rank: noRank}}, nil
 }

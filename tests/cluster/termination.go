@@ -5,8 +5,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -16,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// A container's end: a rank that exits, and a pod being deleted (preStop sleep, SIGTERM, the
+// A container's end: a rank that exits, and a pod being deleted (preStop hooks, SIGTERM, the
 // grace period, SIGKILL, then the finalizer released), as the kubelet ends them.
 
 // endWithAnyRank does as a data parallel pod's launch script (core/render DataParallelScript),
@@ -59,16 +63,16 @@ func gracePeriod(pod *corev1.Pod) time.Duration {
 }
 
 // terminate stops a deleted pod's processes as the kubelet does, within the pod's grace period:
-// the containers' preStop sleeps first (their servers still serving), then SIGTERM, at which a
-// server stops accepting connections (vLLM does, GIE's config/manifests/vllm/gpu-deployment.yaml
-// says: its preStop sleep is there to let the gateways take the pod out of rotation first), then
-// SIGKILL for what still runs when the grace period ends; then it lets the pod go.
+// the containers' preStop hooks first (their servers still serving: runPreStopHooks), then
+// SIGTERM, at which a server stops accepting connections (vLLM does, GIE's
+// config/manifests/vllm/gpu-deployment.yaml says: its preStop sleep is there to let the gateways
+// take the pod out of rotation first), then SIGKILL for what still runs when the grace period
+// ends; then it lets the pod go.
 func (k *containers) terminate(pod *corev1.Pod, run *podRun) {
 	<-run.started
 	grace := gracePeriod(pod)
-	preStop := min(preStopSleep(pod), grace)
-	k.logf("%s/%s: deleted; preStop %s, grace %s", pod.Namespace, pod.Name, preStop, grace)
-	time.Sleep(preStop)
+	k.logf("%s/%s: deleted; preStop sleep %s, grace %s", pod.Namespace, pod.Name, min(preStopSleep(pod), grace), grace)
+	preStop := k.runPreStopHooks(pod, run, grace)
 	closeAll(run.listeners)
 	k.logf("%s/%s: no new connection; SIGTERM", pod.Namespace, pod.Name)
 	stopProcesses(run.processes, grace-preStop)
@@ -76,8 +80,53 @@ func (k *containers) terminate(pod *corev1.Pod, run *podRun) {
 	k.removeFinalizer(pod)
 }
 
+// runPreStopHooks runs the pod's preStop hooks at once, as the kubelet runs each container's,
+// and returns how long they took, once the last has ended or grace has passed: the sleeps
+// (preStopSleep), and every other exec hook of a container the suite runs, on this machine as the
+// container would run it, with the pod's address standing for its loopback (127.0.0.1), as the
+// stand-ins take it (envoy-standin --loopback): a standalone router's proxy drains through its
+// admin this way (core/render standalone.go proxyDrainHook).
+func (k *containers) runPreStopHooks(pod *corev1.Pod, run *podRun, grace time.Duration) time.Duration {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-time.After(preStopSleep(pod)):
+		case <-ctx.Done():
+		}
+	})
+	for _, c := range pod.Spec.Containers {
+		hook := c.Lifecycle
+		if hook == nil || hook.PreStop == nil || hook.PreStop.Exec == nil || isSleep(hook.PreStop.Exec.Command) ||
+			!slices.ContainsFunc(run.processes, func(p *ContainerProcess) bool { return p.Container == c.Name }) {
+			continue
+		}
+		command := make([]string, len(hook.PreStop.Exec.Command))
+		for i, arg := range hook.PreStop.Exec.Command {
+			command[i] = strings.ReplaceAll(arg, "127.0.0.1", pod.Status.PodIP)
+		}
+		wg.Go(func() {
+			out, err := exec.CommandContext(ctx, command[0], command[1:]...).CombinedOutput()
+			k.logf("%s/%s: container %s's preStop hook ended (%v) %s", pod.Namespace, pod.Name, c.Name, err, strings.TrimSpace(string(out)))
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// isSleep: an exec hook of sleep with a number of seconds, which preStopSleep counts.
+func isSleep(command []string) bool {
+	if len(command) != 2 || filepath.Base(command[0]) != "sleep" {
+		return false
+	}
+	_, err := strconv.ParseFloat(command[1], 64)
+	return err == nil
+}
+
 // preStopSleep is the longest preStop sleep of the pod's containers: a sleep action, or an exec
-// of sleep with a number of seconds. Other hooks are not run.
+// of sleep with a number of seconds (other hooks: runPreStopHooks).
 func preStopSleep(pod *corev1.Pod) time.Duration {
 	var longest time.Duration
 	for _, c := range pod.Spec.Containers {
@@ -89,10 +138,9 @@ func preStopSleep(pod *corev1.Pod) time.Duration {
 		switch {
 		case hook.PreStop.Sleep != nil:
 			d = time.Duration(hook.PreStop.Sleep.Seconds) * time.Second
-		case hook.PreStop.Exec != nil && len(hook.PreStop.Exec.Command) == 2 && filepath.Base(hook.PreStop.Exec.Command[0]) == "sleep":
-			if n, err := strconv.ParseFloat(hook.PreStop.Exec.Command[1], 64); err == nil {
-				d = time.Duration(n * float64(time.Second))
-			}
+		case hook.PreStop.Exec != nil && isSleep(hook.PreStop.Exec.Command):
+			n, _ := strconv.ParseFloat(hook.PreStop.Exec.Command[1], 64)
+			d = time.Duration(n * float64(time.Second))
 		}
 		longest = max(longest, d)
 	}

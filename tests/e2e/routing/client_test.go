@@ -38,13 +38,20 @@ type response struct {
 	// cachedTokens are the prompt tokens the server found in its KV cache (usage.prompt_tokens_details).
 	cachedTokens, promptTokens int
 	err                        error
+	// closed: the server asked the client to close the connection (Connection: close).
+	closed bool
 }
 
 var client = &http.Client{Timeout: 2 * time.Minute}
 
 // complete sends an OpenAI completion of prompt to url (the gateway) and reads it, streamed or not.
 func complete(url, prompt string, maxTokens int, stream bool) response {
-	return post(url+"/v1/completions", map[string]any{"model": model, "prompt": prompt, "max_tokens": maxTokens}, stream)
+	return completeWith(client, url, prompt, maxTokens, stream)
+}
+
+// completeWith is complete over the client's connections.
+func completeWith(c *http.Client, url, prompt string, maxTokens int, stream bool) response {
+	return postWith(c, url+"/v1/completions", map[string]any{"model": model, "prompt": prompt, "max_tokens": maxTokens}, stream)
 }
 
 // chat sends an OpenAI chat completion of one user message.
@@ -55,17 +62,22 @@ func chat(url, message string, stream bool) response {
 
 // post sends an OpenAI request and reads its answer, streamed (server-sent events) or not.
 func post(url string, body map[string]any, stream bool) response {
+	return postWith(client, url, body, stream)
+}
+
+// postWith is post over the client's connections.
+func postWith(c *http.Client, url string, body map[string]any, stream bool) response {
 	if stream {
 		body["stream"], body["stream_options"] = true, map[string]any{"include_usage": true}
 	}
 	data, _ := json.Marshal(body)
 	start := time.Now()
-	resp, err := client.Post(url, "application/json", bytes.NewReader(data))
+	resp, err := c.Post(url, "application/json", bytes.NewReader(data))
 	if err != nil {
 		return response{err: err}
 	}
 	defer resp.Body.Close()
-	out := response{status: resp.StatusCode, pod: resp.Header.Get("x-inference-pod")}
+	out := response{status: resp.StatusCode, pod: resp.Header.Get("x-inference-pod"), closed: resp.Close}
 	type usage struct {
 		PromptTokens        int `json:"prompt_tokens"`
 		PromptTokensDetails struct {

@@ -72,7 +72,7 @@ func run() error {
 	flag.Bool("cpuset-threads", false, "ignored (Envoy's)")
 	drainStrategy := flag.String("drain-strategy", "gradual", "Envoy's: the stand-in drains immediate only")
 	drainTime := flag.Int("drain-time-s", 600, "Envoy's: how long a graceful drain lasts (its default 600)")
-	admin := flag.String("admin-listen", "", "where the bootstrap's admin interface is served (this machine's address for the pod's loopback one); none if empty")
+	serveAdmin := flag.Bool("serve-admin", false, "serve the bootstrap's admin interface (its drain calls) on its port at the --loopback address")
 	ports := portMap{}
 	flag.Var(ports, "listen-port", "CONTAINERPORT=LOOPBACKPORT: where a listener of the bootstrap listens (repeated)")
 	loopback := flag.String("loopback", "127.0.0.1", "the address that stands for the pod's loopback in the bootstrap's clusters")
@@ -132,11 +132,12 @@ func run() error {
 	if gw == nil {
 		return fmt.Errorf("%s: no listener with an ext_proc filter", *config)
 	}
-	if *admin != "" {
+	if *serveAdmin {
 		if *drainStrategy != "immediate" {
 			return fmt.Errorf("--drain-strategy %s: the stand-in drains as immediate does only", *drainStrategy)
 		}
-		l, err := net.Listen("tcp", *admin)
+		port := strconv.Itoa(int(b.GetAdmin().GetAddress().GetSocketAddress().GetPortValue()))
+		l, err := net.Listen("tcp", net.JoinHostPort(*loopback, port))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e
+
+package routing
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api"
+	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
+)
+
+// A standalone router of two pickers rolled under a steady load of streamed completions cuts no
+// stream and loses no request (docs/design/0044-a-standalone-door-that-stays-open.md): the
+// pickers run active-active, so both are doors of the router's Service; the rollout surges (a
+// new door is Ready before an old one goes), and an old pod's proxy drains when it stops (its
+// preStop hook fails Envoy's health check and starts the graceful drain through the admin; the
+// suite runs the hook with the pod's address for its loopback, termination.go) while the picker
+// beside it answers for as long. The clients are kube-proxy's: a new connection goes to a Ready
+// endpoint of the Service's EndpointSlices, and a client keeps its connection, on its pod, until
+// the server asks it to close (Connection: close), as HTTP clients pool connections.
+func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
+	const namespace, name = "routing-door", "qwen-door"
+	harness.AddNodes(t, testcluster.Nodes{Prefix: "door", Count: 2, GPUs: 8})
+	role := router("prefix-cache")
+	role.HTTPRoute, role.RouterMode = nil, api.RouterStandalone
+	role.EndpointPicker.Replicas = ptr.To(2)
+	deployOnly(t, name, service(namespace, 2, role))
+	ctx := context.Background()
+	service := api.RouterServiceName(name)
+
+	var ready atomic.Value // []string, the Service's Ready endpoints, as kube-proxy has them
+	ready.Store([]string(nil))
+	watching, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	go func() {
+		for watching.Err() == nil {
+			ready.Store(readyEndpoints(namespace, service))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	require.Eventually(t, func() bool { return len(ready.Load().([]string)) == 2 }, 2*time.Minute, 200*time.Millisecond,
+		"both pickers are doors of the router Service: %v\n%s", ready.Load(), eppLogOf(namespace))
+
+	for _, door := range ready.Load().([]string) {
+		require.Eventually(t, func() bool { return complete("http://"+door, "Are you there?", 2, false).status == http.StatusOK },
+			90*time.Second, 500*time.Millisecond, "a request through the door %s is served\n%s", door, eppLogOf(namespace))
+	}
+
+	type result struct {
+		endpoint   string
+		start, end time.Time
+		status     int
+		err        error
+		complete   bool
+	}
+	var (
+		mu      sync.Mutex
+		results []result
+		running atomic.Bool
+		clients sync.WaitGroup
+	)
+	running.Store(true)
+	for c := range 6 {
+		clients.Go(func() {
+			transport := &http.Transport{MaxConnsPerHost: 1}
+			defer transport.CloseIdleConnections()
+			conn := &http.Client{Transport: transport, Timeout: 2 * time.Minute}
+			endpoint := ""
+			for i := 0; running.Load(); i++ {
+				if endpoint == "" {
+					doors := ready.Load().([]string)
+					if len(doors) == 0 {
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+					endpoint = doors[rand.IntN(len(doors))]
+				}
+				start := time.Now()
+				// 300 tokens streamed: 3 s of the simulated GPU's 10 ms a token
+				resp := completeWith(conn, "http://"+endpoint, fmt.Sprintf("client %d request %d: tell me about the sea.", c, i), 300, true)
+				mu.Lock()
+				results = append(results, result{endpoint: endpoint, start: start, end: time.Now(), status: resp.status, err: resp.err,
+					complete: resp.err == nil && resp.promptTokens > 0})
+				mu.Unlock()
+				if resp.closed || resp.err != nil {
+					endpoint = "" // a new connection: kube-proxy picks its endpoint
+				}
+			}
+		})
+	}
+
+	time.Sleep(5 * time.Second)
+	deployments := harness.Cluster.Clientset.AppsV1().Deployments(namespace)
+	picker := api.EndpointPickerName(name)
+	before, err := deployments.Get(ctx, picker, metav1.GetOptions{})
+	require.NoError(t, err)
+	oldPods := podsOfDeployment(t, namespace, before)
+	require.Len(t, oldPods, 2)
+	rolled := time.Now()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"e2e.fusioninfer.io/restarted-at":%q}}}}}`, rolled.Format(time.RFC3339Nano))
+	_, err = deployments.Patch(ctx, picker, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(t, err)
+	// The rollout is over once the old pods are gone: each drained for the proxy's 60 s first.
+	deleted := map[string]time.Time{} // an old pod's address: when it began terminating
+	require.Eventually(t, func() bool {
+		left := 0
+		for _, old := range oldPods {
+			p, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).Get(ctx, old.Name, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			left++
+			if _, seen := deleted[old.Status.PodIP]; !seen && p.DeletionTimestamp != nil {
+				deleted[old.Status.PodIP] = p.DeletionTimestamp.Time
+			}
+		}
+		return left == 0
+	}, 3*time.Minute, 200*time.Millisecond, "the old pickers' pods end")
+	gone := time.Now()
+	time.Sleep(2 * time.Second)
+	running.Store(false)
+	clients.Wait()
+
+	require.Len(t, deleted, 2, "both old pods were seen terminating")
+	var failed, cut, acrossTheDrain int
+	for _, r := range results {
+		switch {
+		case r.status == http.StatusOK && !r.complete:
+			cut++
+		case !r.complete:
+			failed++
+		}
+		host, _, _ := net.SplitHostPort(r.endpoint)
+		// a stream in flight through an old door as it began terminating (the deletion time has
+		// seconds only: one that ended a second after it or later)
+		if at, ok := deleted[host]; ok && r.start.Before(at) && r.end.After(at.Add(time.Second)) && r.complete {
+			acrossTheDrain++
+		}
+		if !r.complete && (failed+cut) <= 5 {
+			t.Logf("not complete: %s at %s (+%s): status %d, %v", r.endpoint, r.start.Format("15:04:05.000"), r.end.Sub(r.start).Round(time.Millisecond), r.status, r.err)
+		}
+	}
+	t.Logf("%d requests in %s (rollout began after 5 s, old pods gone %s later): %d failed, %d streams cut, %d in flight through an old door as it began terminating, served to their end",
+		len(results), gone.Sub(rolled).Round(time.Second)+5*time.Second, gone.Sub(rolled).Round(time.Second), failed, cut, acrossTheDrain)
+	assert.Zero(t, cut, "no stream cut by the rollout")
+	assert.Zero(t, failed, "no request lost to the rollout")
+	assert.Positive(t, acrossTheDrain, "streams in flight through an old door as it began terminating were served to their end")
+	after, err := deployments.Get(ctx, picker, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, after.Spec.Strategy.Type)
+}
+
+// readyEndpoints are host:port of the Service's Ready endpoints on its one port.
+func readyEndpoints(namespace, service string) []string {
+	slices, err := harness.Cluster.Clientset.DiscoveryV1().EndpointSlices(namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range slices.Items {
+		if len(s.Ports) != 1 || s.Ports[0].Port == nil {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 {
+				out = append(out, net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*s.Ports[0].Port))))
+			}
+		}
+	}
+	return out
+}
+
+// podsOfDeployment are the Deployment's pods, not being deleted.
+func podsOfDeployment(t *testing.T, namespace string, d *appsv1.Deployment) []corev1.Pod {
+	t.Helper()
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	require.NoError(t, err)
+	list, err := harness.Cluster.Clientset.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: selector.String()})
+	require.NoError(t, err)
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
