@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -121,6 +122,7 @@ type Gateway struct {
 	upstream *http.Client
 	server   *http.Server
 	listener net.Listener
+	draining atomic.Bool
 	cancel   context.CancelFunc
 
 	mu      sync.Mutex
@@ -254,6 +256,7 @@ func (g *Gateway) Close() {
 
 // ServeHTTP routes one request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.askToCloseWhileDraining(w.Header())
 	rec := &Record{ID: r.Header.Get("x-request-id"), Start: time.Now()}
 	if rec.ID == "" {
 		rec.ID = uuid.NewString() // as Envoy generates one
@@ -414,6 +417,7 @@ func (g *Gateway) respond(w http.ResponseWriter, resp *http.Response, ex *exchan
 	for k, v := range header {
 		w.Header()[k] = v
 	}
+	g.askToCloseWhileDraining(w.Header())
 	w.WriteHeader(resp.StatusCode)
 	flusher, _ := w.(http.Flusher)
 	write := func(b []byte) error {

@@ -389,9 +389,23 @@ func TestDrainClosesConnectionsThenTheListener(t *testing.T) {
 	before, err := ask()
 	require.NoError(t, err)
 	assert.False(t, before.Close, "a connection is kept before the drain")
+	// A client that keeps a connection from before the drain sends on it after: answered, and
+	// told to close it (not closed under it while idle, which would lose the request).
+	kept := &http.Client{Transport: &http.Transport{}}
+	defer kept.CloseIdleConnections()
+	first, err := kept.Post(g.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, first.Body)
+	_ = first.Body.Close()
+	require.False(t, first.Close)
 
 	const drainTime = 500 * time.Millisecond
 	g.Drain(drainTime)
+	second, err := kept.Post(g.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	require.NoError(t, err, "a kept connection's request after the drain began is answered")
+	_, _ = io.Copy(io.Discard, second.Body)
+	_ = second.Body.Close()
+	assert.True(t, second.Close, "and its client told to close the connection")
 	during, err := ask()
 	require.NoError(t, err, "new connections are accepted while draining")
 	assert.True(t, during.Close, "the client is asked to close its connection (Connection: close)")

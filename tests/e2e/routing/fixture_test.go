@@ -77,6 +77,15 @@ func router(strategy string) inferenceservice.RoleArgs {
 		HTTPRoute:      map[string]any{"parentRefs": []any{map[string]any{"name": "inference-gateway"}}}}
 }
 
+// standaloneRouter is router(strategy) entered through its own proxy and Service, with replicas
+// Endpoint Pickers.
+func standaloneRouter(strategy string, replicas int) inferenceservice.RoleArgs {
+	r := router(strategy)
+	r.HTTPRoute, r.RouterMode = nil, api.RouterStandalone
+	r.EndpointPicker.Replicas = &replicas
+	return r
+}
+
 // roundRobinRouter is a router role of GIE v1.6.0's lightweight Endpoint Picker, which picks the
 // pool's Ready pods in turn.
 func roundRobinRouter() inferenceservice.RoleArgs {

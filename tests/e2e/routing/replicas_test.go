@@ -82,8 +82,12 @@ func TestReplicasGetTrafficOnlyWhileTheyServe(t *testing.T) {
 	assert.Less(t, last.Sub(left), time.Second, "the elastic replica got nothing a second after it was scaled away")
 
 	victimEndpoint := net.JoinHostPort(victim.Status.PodIP, "8000")
+	// kwok may give the successor the victim's address: a request to it is the victim's only if it
+	// began before the successor's server started (the victim's had ended by then: its pod was gone)
+	successor, err := harness.Cluster.ContainerProcess(context.Background(), namespace, again.Name, "vllm")
+	require.NoError(t, err)
 	_, lastToVictim := routedWindow(records, func(rec gateway.Record) bool {
-		return rec.Served == victimEndpoint && rec.Start.Before(againReady) && rec.Start.After(deleted.Add(-30*time.Second))
+		return rec.Served == victimEndpoint && rec.Start.Before(successor.Started) && rec.Start.After(deleted.Add(-30*time.Second))
 	})
 	require.False(t, lastToVictim.IsZero(), "the victim served before its deletion (else nothing after it proves nothing)")
 	testcluster.Progress("deleted pod %s: last request picked %s after its deletion; its successor seen Ready %s after",

@@ -38,9 +38,7 @@ import (
 func TestStandaloneRouterServesThroughItsService(t *testing.T) {
 	const namespace, name = "routing-standalone", "qwen-standalone"
 	harness.AddNodes(t, testcluster.Nodes{Prefix: "standalone", Count: 1, GPUs: 8})
-	role := router("prefix-cache")
-	role.HTTPRoute, role.RouterMode = nil, api.RouterStandalone
-	deployOnly(t, name, service(namespace, 2, role))
+	deployOnly(t, name, service(namespace, 2, standaloneRouter("prefix-cache", 1)))
 	ctx := context.Background()
 
 	svc, err := harness.Cluster.Clientset.CoreV1().Services(namespace).Get(ctx, api.RouterServiceName(name), metav1.GetOptions{})
@@ -155,9 +153,23 @@ func proxyRecords(t *testing.T, log string) []gateway.Record {
 
 // serviceEndpoint is host:port of a ready endpoint of a Service's port, from its EndpointSlices.
 func serviceEndpoint(t *testing.T, namespace, service, portName string) string {
+	ready, err := readyEndpoints(namespace, service, portName)
+	require.NoError(t, err)
+	if len(ready) == 0 {
+		return ""
+	}
+	return ready[0]
+}
+
+// readyEndpoints are host:port of the Ready endpoints of a Service's port, from its
+// EndpointSlices: where kube-proxy would send a new connection.
+func readyEndpoints(namespace, service, portName string) ([]string, error) {
 	slices, err := harness.Cluster.Clientset.DiscoveryV1().EndpointSlices(namespace).List(context.Background(), metav1.ListOptions{
 		LabelSelector: discoveryv1.LabelServiceName + "=" + service})
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
 	for _, s := range slices.Items {
 		for _, p := range s.Ports {
 			if p.Name == nil || *p.Name != portName || p.Port == nil {
@@ -165,12 +177,12 @@ func serviceEndpoint(t *testing.T, namespace, service, portName string) string {
 			}
 			for _, e := range s.Endpoints {
 				if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 {
-					return net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*p.Port)))
+					out = append(out, net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*p.Port))))
 				}
 			}
 		}
 	}
-	return ""
+	return out, nil
 }
 
 // podOfEndpoint is the pod at an endpoint's address.

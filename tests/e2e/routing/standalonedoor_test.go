@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,10 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	testcluster "github.com/fusioninfer/pulumi-fusioninfer/tests/cluster"
@@ -43,10 +40,7 @@ import (
 func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 	const namespace, name = "routing-door", "qwen-door"
 	harness.AddNodes(t, testcluster.Nodes{Prefix: "door", Count: 2, GPUs: 8})
-	role := router("prefix-cache")
-	role.HTTPRoute, role.RouterMode = nil, api.RouterStandalone
-	role.EndpointPicker.Replicas = ptr.To(2)
-	deployOnly(t, name, service(namespace, 2, role))
+	deployOnly(t, name, service(namespace, 2, standaloneRouter("prefix-cache", 2)))
 	ctx := context.Background()
 	service := api.RouterServiceName(name)
 
@@ -56,7 +50,9 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 	defer stopWatching()
 	go func() {
 		for watching.Err() == nil {
-			ready.Store(readyEndpoints(namespace, service))
+			if doors, err := readyEndpoints(namespace, service, "http"); err == nil {
+				ready.Store(doors)
+			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -170,27 +166,6 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 	after, err := deployments.Get(ctx, picker, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, after.Spec.Strategy.Type)
-}
-
-// readyEndpoints are host:port of the Service's Ready endpoints on its one port.
-func readyEndpoints(namespace, service string) []string {
-	slices, err := harness.Cluster.Clientset.DiscoveryV1().EndpointSlices(namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: discoveryv1.LabelServiceName + "=" + service})
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, s := range slices.Items {
-		if len(s.Ports) != 1 || s.Ports[0].Port == nil {
-			continue
-		}
-		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 {
-				out = append(out, net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*s.Ports[0].Port))))
-			}
-		}
-	}
-	return out
 }
 
 // podsOfDeployment are the Deployment's pods, not being deleted.
