@@ -56,7 +56,8 @@ func monitoringRefs(svc *api.InferenceService) []Ref {
 // buildPodMonitor scrapes /metrics of a role's servers (the leader of each replica: workers only
 // join its Ray cluster; every pod and rank with parallelism; FMA's server-running pods of a
 // dual-pods role) on their serving port, or of the router's Endpoint Picker on its metrics
-// port (and a standalone router's proxy on its stats port), and labels every series with the service, role and replica.
+// port (and a standalone router's proxy on its stats port), and labels every series with the
+// service, role and replica.
 func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing, servingPort int32) *monitoringv1.PodMonitor {
 	endpoint := monitoringv1.PodMetricsEndpoint{Path: "/metrics", RelabelConfigs: []monitoringv1.RelabelConfig{
 		fromPodLabel(LabelService, MetricLabelService),
