@@ -129,7 +129,7 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 			}
 			left++
 			if _, seen := deleted[old.Status.PodIP]; !seen && p.DeletionTimestamp != nil {
-				deleted[old.Status.PodIP] = p.DeletionTimestamp.Time
+				deleted[old.Status.PodIP] = terminatingSince(p)
 			}
 		}
 		return left == 0
@@ -149,7 +149,7 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 			failed++
 		}
 		host, _, _ := net.SplitHostPort(r.endpoint)
-		// a stream in flight through an old door as it began terminating (the deletion time has
+		// a stream in flight through an old door as it began terminating (terminatingSince has
 		// seconds only: one that ended a second after it or later)
 		if at, ok := deleted[host]; ok && r.start.Before(at) && r.end.After(at.Add(time.Second)) && r.complete {
 			acrossTheDrain++
@@ -166,6 +166,17 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 	after, err := deployments.Get(ctx, picker, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, after.Spec.Strategy.Type)
+}
+
+// terminatingSince is when the pod's deletion began, to the second: the API server sets a
+// pod's deletionTimestamp to the end of its grace period (BeforeDelete, k8s.io/apiserver
+// pkg/registry/rest/delete.go), not to the moment it was asked to go.
+func terminatingSince(p *corev1.Pod) time.Time {
+	at := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		at = at.Add(-time.Duration(*g) * time.Second)
+	}
+	return at
 }
 
 // podsOfDeployment are the Deployment's pods, not being deleted.
