@@ -300,7 +300,7 @@ func (r *Role) EndpointPickerRelease() EndpointPickerRelease {
 }
 
 // EndpointPickerCRDGroups are the API groups in which the cluster has the InferenceObjective and
-// InferenceModelRewrite CRDs, as the router says, the Inference Extension's when unset.
+// InferenceModelRewrite CRDs, as the router says, both (the Platform's) when unset.
 func (r *Role) EndpointPickerCRDGroups() InferenceCRDGroups {
 	if r.EndpointPicker == nil {
 		return DefaultEndpointPickerCRDGroups

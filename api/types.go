@@ -609,13 +609,13 @@ type EndpointPicker struct {
 	// standalone), the router's entrance.
 	Proxy *RouterProxy `json:"proxy,omitempty" pulumi:"proxy,optional"`
 	// CRDGroups are the API groups in which the cluster has the InferenceObjective and
-	// InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference
-	// Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as
-	// llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's
-	// InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such
-	// a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only
-	// inference.networking.x-k8s.io.
-	CRDGroups InferenceCRDGroups `json:"crdGroups,omitempty" pulumi:"crdGroups,optional" default:"inference.networking.x-k8s.io"`
+	// InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's
+	// and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's),
+	// inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's
+	// only). An adapter split's InferenceModelRewrite is rendered in the group the release's
+	// Endpoint Picker watches on such a cluster, so by default in the release's own:
+	// llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+	CRDGroups InferenceCRDGroups `json:"crdGroups,omitempty" pulumi:"crdGroups,optional" default:"both"`
 }
 
 // RouterProxy sets a standalone router's Envoy proxy container.

@@ -14,7 +14,7 @@ const (
 	// DefaultDualPodsControllerVersion is DualPodsController.Version's default.
 	DefaultDualPodsControllerVersion = "v0.6.4"
 	// DefaultEndpointPickerCRDGroups is EndpointPicker.CRDGroups's default.
-	DefaultEndpointPickerCRDGroups = InferenceCRDGroups("inference.networking.x-k8s.io")
+	DefaultEndpointPickerCRDGroups = InferenceCRDGroups("both")
 	// DefaultEndpointPickerRelease is EndpointPicker.Release's default.
 	DefaultEndpointPickerRelease = EndpointPickerRelease("llm-d-router-v0.10.0")
 	// DefaultEndpointPickerReplicas is EndpointPicker.Replicas's default.

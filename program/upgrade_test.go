@@ -197,6 +197,7 @@ func TestUpgradeKeepsState(t *testing.T) {
 			changes = slices.DeleteFunc(changes, dashboardOnly)
 			changes = slices.DeleteFunc(changes, newBarrierOnly)
 			changes = slices.DeleteFunc(changes, newPickerObjectOnly)
+			changes = withoutMovesToTheWatchedGroup(changes)
 			if version != newest {
 				changes = slices.DeleteFunc(changes, func(c change) bool { return c.op == "update" || newDownloaderOnly(c) })
 			}
@@ -210,6 +211,42 @@ func TestUpgradeKeepsState(t *testing.T) {
 			}
 		})
 	}
+}
+
+// routerObjectInGroup is the URN of a router's InferenceObjective or InferenceModelRewrite child:
+// its API group, its kind and its name.
+var routerObjectInGroup = regexp.MustCompile(`\$kubernetes:(inference\.networking\.x-k8s\.io|llm-d\.ai)/v1alpha2:(InferenceObjective|InferenceModelRewrite)::(.+)$`)
+
+// withoutMovesToTheWatchedGroup leaves out each pair of a delete of a router's objective or
+// rewrite in inference.networking.x-k8s.io and the create of the same child in llm-d.ai: the
+// object moved to the group llm-d-router v0.10.0 watches once the Platform installs both (release
+// 0.5.0, endpointPicker.crdGroups' default "both": docs/design/0046-release-0.5.0-the-rewrite-in-its-pickers-group.md).
+// They are two Kubernetes objects, so the create and the delete are what the move is; the picker
+// restarts with them (its watched-crd-group annotation). Anything else breaks the contract.
+func withoutMovesToTheWatchedGroup(changes []change) []change {
+	key := func(c change, group string) string {
+		m := routerObjectInGroup.FindStringSubmatch(string(c.urn))
+		if m == nil || m[1] != group {
+			return ""
+		}
+		return m[2] + "/" + m[3]
+	}
+	created, deleted := map[string]bool{}, map[string]bool{}
+	for _, c := range changes {
+		if k := key(c, "llm-d.ai"); c.op == "create" && k != "" {
+			created[k] = true
+		}
+		if k := key(c, "inference.networking.x-k8s.io"); c.op == "delete" && k != "" {
+			deleted[k] = true
+		}
+	}
+	return slices.DeleteFunc(changes, func(c change) bool {
+		if k := key(c, "llm-d.ai"); c.op == "create" && k != "" {
+			return deleted[k]
+		}
+		k := key(c, "inference.networking.x-k8s.io")
+		return c.op == "delete" && k != "" && created[k]
+	})
 }
 
 // downloaderImage is the one path of a model's download Job that a new release changes: its
@@ -492,5 +529,23 @@ func TestUpgradeAddsTheRolloutBarriersOnly(t *testing.T) {
 		{op: "create", urn: "urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$pulumi:index:Stash::qwen3-235b-other"},
 	} {
 		assert.False(t, newBarrierOnly(c), "%s %s", c.op, c.urn)
+	}
+}
+
+// TestOnlyAMoveToTheWatchedGroupIsExcused: the pair a rewrite's move to llm-d.ai makes is left
+// out, and nothing like it: a delete alone, a move the other way, or another child's create.
+func TestOnlyAMoveToTheWatchedGroupIsExcused(t *testing.T) {
+	const parent = "urn:pulumi:dev::pulumi-fusioninfer::fusioninfer:index:InferenceService$kubernetes:"
+	rewrite := func(op, group, name string) change {
+		return change{op: op, urn: resource.URN(parent + group + "/v1alpha2:InferenceModelRewrite::" + name)}
+	}
+	moved := []change{rewrite("create", "llm-d.ai", "a-rewrite-x"), rewrite("delete", "inference.networking.x-k8s.io", "a-rewrite-x")}
+	assert.Empty(t, withoutMovesToTheWatchedGroup(moved))
+	for name, changes := range map[string][]change{
+		"a delete alone":       {rewrite("delete", "inference.networking.x-k8s.io", "a-rewrite-x")},
+		"a move the other way": {rewrite("create", "inference.networking.x-k8s.io", "a-rewrite-x"), rewrite("delete", "llm-d.ai", "a-rewrite-x")},
+		"another child":        {rewrite("create", "llm-d.ai", "a-rewrite-y"), rewrite("delete", "inference.networking.x-k8s.io", "a-rewrite-x")},
+	} {
+		assert.Equal(t, changes, withoutMovesToTheWatchedGroup(slices.Clone(changes)), name)
 	}
 }

@@ -204,6 +204,13 @@ func (r Release) ObjectiveGroups() (groups []string, rewrites bool) {
 	return slices.Clone(releases[r].objectiveGroups), releases[r].rewrites
 }
 
+// ChoosesGroup reports whether the group the release's EPP watches objectives in depends on the
+// groups the cluster serves when it starts (WatchedGroup: it discovers, among more than one), so
+// that a change of those groups needs the EPP restarted: llm-d-router v0.10.0.
+func (r Release) ChoosesGroup() bool {
+	return releases[r].discovers && len(releases[r].objectiveGroups) > 1
+}
+
 // Resources the EPP watches in its objective groups.
 const (
 	ResourceObjectives    = resourceObjectives

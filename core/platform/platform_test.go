@@ -124,10 +124,10 @@ func TestDecodeRefusesUnknownFields(t *testing.T) {
 func TestParts(t *testing.T) {
 	all := render(t, &platform.Spec{})
 	kinds := kindsOf(all)
-	require.Equal(t, map[string]int{"CustomResourceDefinition": 4}, kinds[platform.PartInferenceExtension])
+	require.Equal(t, map[string]int{"CustomResourceDefinition": 6}, kinds[platform.PartInferenceExtension])
 	require.Equal(t, []string{"inferencepools.inference.networking.k8s.io", "inferencepools.inference.networking.x-k8s.io",
-		"inferenceobjectives.inference.networking.x-k8s.io",
-		"inferencemodelrewrites.inference.networking.x-k8s.io"}, crdNames(render(t, &platform.Spec{
+		"inferenceobjectives.inference.networking.x-k8s.io", "inferencemodelrewrites.inference.networking.x-k8s.io",
+		"inferenceobjectives.llm-d.ai", "inferencemodelrewrites.llm-d.ai"}, crdNames(render(t, &platform.Spec{
 		LeaderWorkerSet: &platform.Part{Install: off()}, Volcano: &platform.VolcanoPart{Install: off()},
 		KEDA: &platform.Part{Install: off()}, PrometheusOperatorCRDs: &platform.Part{Install: off()},
 	})))
@@ -305,8 +305,8 @@ func TestKeysUnique(t *testing.T) {
 // TestTheRouterDefaultIsTheInstalledCRDGroups: the Platform installs the InferenceObjective and
 // InferenceModelRewrite CRDs in exactly the groups a router's endpointPicker.crdGroups says by
 // default, so that on a cluster the Platform set up, a split's rewrite is rendered in the group
-// every release's Endpoint Picker watches there (an extra llm-d.ai set would make llm-d-router
-// v0.10.0 ignore the rewrites of inference.networking.x-k8s.io).
+// every release's Endpoint Picker watches there (with both sets llm-d-router v0.10.0 watches
+// llm-d.ai and ignores the rewrites of inference.networking.x-k8s.io, issue 55).
 func TestTheRouterDefaultIsTheInstalledCRDGroups(t *testing.T) {
 	groups := map[string][]string{}
 	for _, o := range render(t, &platform.Spec{}) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -243,7 +244,7 @@ func TestTheRewriteIsInTheGroupThePickerWatches(t *testing.T) {
 	const refusedObjectives = "spec.roles[1].endpointPicker.crdGroups: Invalid value: \"llm-d.ai\": the Endpoint Picker of gie-v1.2.0 watches " +
 		"InferenceObjectives of inference.networking.x-k8s.io whatever the cluster has"
 	want := map[api.EndpointPickerRelease]map[api.InferenceCRDGroups]string{ // the rewrite's apiVersion, or the error
-		api.EPPReleaseLLMDRouter: {"": "inference.networking.x-k8s.io/v1alpha2", api.CRDGroupsInferenceExtension: "inference.networking.x-k8s.io/v1alpha2",
+		api.EPPReleaseLLMDRouter: {"": "llm-d.ai/v1alpha2", api.CRDGroupsInferenceExtension: "inference.networking.x-k8s.io/v1alpha2",
 			api.CRDGroupsLLMD: "llm-d.ai/v1alpha2", api.CRDGroupsBoth: "llm-d.ai/v1alpha2"},
 		api.EPPReleaseGIE150: {"": "inference.networking.x-k8s.io/v1alpha2", api.CRDGroupsInferenceExtension: "inference.networking.x-k8s.io/v1alpha2",
 			api.CRDGroupsLLMD: refusedGroups, api.CRDGroupsBoth: "inference.networking.x-k8s.io/v1alpha2"},
@@ -279,16 +280,29 @@ func TestTheRewriteIsInTheGroupThePickerWatches(t *testing.T) {
 }
 
 // TestCRDGroupsThroughTheManifest: endpointPicker.crdGroups read from a manifest puts the split's
-// rewrite in llm-d.ai for the default release, where llm-d's CRDs are installed too.
+// rewrite, for the default release, in the Inference Extension's group on a cluster that has only
+// that one, and by default (the Platform's both) in llm-d.ai, the group llm-d-router prefers; the
+// picker's pod names the group it must find at its start, so a change of it restarts the picker.
 func TestCRDGroupsThroughTheManifest(t *testing.T) {
 	data, err := os.ReadFile(manifests + loraStory)
 	require.NoError(t, err)
-	text := strings.Replace(string(data), "      strategy: lora-affinity\n", "      strategy: lora-affinity\n      endpointPicker: {crdGroups: both}\n", 1)
+	text := strings.Replace(string(data), "      strategy: lora-affinity\n",
+		"      strategy: lora-affinity\n      endpointPicker: {crdGroups: inference.networking.x-k8s.io}\n", 1)
 	require.NotEqual(t, string(data), text)
 	docs, errs := api.Decode([]byte(text))
 	require.Empty(t, errs)
-	rewrite := objectOf[*render.InferenceModelRewrite](t, build(t, docs[0].Service), "llama-lora-support")
-	assert.Equal(t, "llm-d.ai/v1alpha2", rewrite.APIVersion)
+	onlyInferenceX := build(t, docs[0].Service)
+	assert.Equal(t, "inference.networking.x-k8s.io/v1alpha2", objectOf[*render.InferenceModelRewrite](t, onlyInferenceX, "llama-lora-support").APIVersion)
+	byDefault := story(t, loraStory)
+	assert.Equal(t, "llm-d.ai/v1alpha2", objectOf[*render.InferenceModelRewrite](t, byDefault, "llama-lora-support").APIVersion)
+
+	const watched = "fusioninfer.io/watched-crd-group"
+	assert.Equal(t, "inference.networking.x-k8s.io", objectOf[*appsv1.Deployment](t, onlyInferenceX, "llama-lora-epp").Spec.Template.Annotations[watched])
+	assert.Equal(t, "llm-d.ai", objectOf[*appsv1.Deployment](t, byDefault, "llama-lora-epp").Spec.Template.Annotations[watched])
+	gie150 := story(t, loraStory).Service
+	gie150.Spec.Router().EndpointPicker = &api.EndpointPicker{Release: api.EPPReleaseGIE150}
+	assert.NotContains(t, objectOf[*appsv1.Deployment](t, build(t, gie150), "llama-lora-epp").Spec.Template.Annotations, watched,
+		"gie-v1.5.0 watches one group whatever the cluster serves: nothing to restart it for")
 }
 
 // TestAdaptersReachEveryDataParallelRank: each local rank of a data parallel pod is a server the

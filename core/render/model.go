@@ -29,7 +29,7 @@ var (
 
 // DownloaderImage is the download Job's image: cmd/fusioninfer-download of this release, built
 // by its Dockerfile (FROM scratch: the static binary and CA certificates).
-const DownloaderImage = "ghcr.io/fusioninfer/fusioninfer-download:v0.4.0"
+const DownloaderImage = "ghcr.io/fusioninfer/fusioninfer-download:v0.5.0"
 
 // DownloaderCommand is the downloader's command in its image.
 const DownloaderCommand = "fusioninfer-download"

@@ -68,7 +68,11 @@ const (
 	eppNonRootUser      = 65532
 	routeRequestTimeout = "300s" // what the Inference Extension's example routes give a generation
 	annotationEPPConfig = api.ReservedLabelPrefix + "epp-config-hash"
-	inferencePoolKind   = "InferencePool"
+	// annotationWatchedGroup: the API group the Endpoint Picker must find its objectives in when it
+	// starts, where that depends on the cluster (eppconfig.Release.ChoosesGroup): it looks once,
+	// so endpointPicker.crdGroups changed (or its default, as in release 0.5.0) restarts it.
+	annotationWatchedGroup = api.ReservedLabelPrefix + "watched-crd-group"
+	inferencePoolKind      = "InferencePool"
 	// waitForOneReady: a Deployment is up once a pod is ready. readyReplicas is absent while none
 	// is, and pulumi-kubernetes' jsonpath wait with no value waits for the field to be there
 	// (provider/pkg/jsonpath). Not "=1": a standby that reports ready too (kwok runs no probes, in
@@ -325,6 +329,11 @@ func (r *routing) deployment(ref Ref) (*appsv1.Deployment, error) {
 		// A new configuration restarts the Endpoint Picker, which reads it only at start-up.
 		configHash := sha256.Sum256([]byte(r.configText))
 		podAnnotations = map[string]string{annotationEPPConfig: hex.EncodeToString(configHash[:])[:revisionLength]}
+	}
+	if r.release().ChoosesGroup() {
+		if group, watches := r.release().WatchedGroup(eppconfig.KindObjective, r.router.EndpointPickerCRDGroups().Groups()); watches {
+			podAnnotations = merged(podAnnotations, map[string]string{annotationWatchedGroup: group})
+		}
 	}
 	args := r.release().Args(eppconfig.Flags{
 		PoolName: api.PoolName(r.svc.Name), PoolNamespace: r.svc.Namespace, PoolGroup: r.router.PoolGroup(),

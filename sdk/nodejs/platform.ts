@@ -73,7 +73,7 @@ export interface PlatformArgs {
      */
     gatewayAPI?: pulumi.Input<inputs.OptionalPartArgs | undefined>;
     /**
-     * The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs in inference.networking.x-k8s.io only, the set a router's endpointPicker.crdGroups names by default: each release that reads them watches that group there (llm-d-router v0.10.0 too, as its own llm-d.ai group is not installed: its pkg/epp/server/controller_config.go populateWithDiscovery), from the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune).
+     * The InferencePool CRDs (inference.networking.k8s.io/v1, and inference.networking.x-k8s.io/v1alpha2 for poolApiVersion v1alpha2) and the InferenceObjective and InferenceModelRewrite CRDs in both groups the releases read them in, the set a router's endpointPicker.crdGroups names by default (both): inference.networking.x-k8s.io, the GIE releases' only group, and llm-d.ai, which llm-d-router v0.10.0 prefers when it is served (its pkg/epp/server/controller_config.go populateWithDiscovery), as llm-d-router's chart installs it. From the Gateway API Inference Extension v1.2.0 (the pools) and v1.5.0 (the objectives and rewrites: the EPPs that read rewrites decode v1.5.0's rule, whose "targets" v1.2.0's CRD would prune; llm-d-router's llm-d.ai CRDs are the same with the group renamed).
      */
     inferenceExtension?: pulumi.Input<inputs.PartArgs | undefined>;
     /**

@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
+	"github.com/fusioninfer/pulumi-fusioninfer/core/platform"
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -30,16 +33,27 @@ func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) ([]*unstruct
 		if err != nil {
 			return nil, err
 		}
-		for _, crd := range crds {
-			created, err := c.Dynamic.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("creating CRD %s from %s: %w", crd.GetName(), path, err)
-			}
-			if err := c.waitEstablished(ctx, crd.GetName()); err != nil {
-				return nil, err
-			}
-			installed = append(installed, created)
+		created, err := c.installCRDObjects(ctx, crds, path)
+		if err != nil {
+			return nil, err
 		}
+		installed = append(installed, created...)
+	}
+	return installed, nil
+}
+
+// installCRDObjects creates the CRDs, read from source, and waits until each is Established.
+func (c *Cluster) installCRDObjects(ctx context.Context, crds []*unstructured.Unstructured, source string) ([]*unstructured.Unstructured, error) {
+	var installed []*unstructured.Unstructured
+	for _, crd := range crds {
+		created, err := c.Dynamic.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("creating CRD %s from %s: %w", crd.GetName(), source, err)
+		}
+		if err := c.waitEstablished(ctx, crd.GetName()); err != nil {
+			return nil, err
+		}
+		installed = append(installed, created)
 	}
 	return installed, nil
 }
@@ -156,7 +170,36 @@ func (c *Cluster) installProjectCRDs(ctx context.Context, opts Options) ([]*unst
 		}
 		paths = append(paths, path)
 	}
-	return c.InstallCRDs(ctx, paths...)
+	fromFiles, err := c.InstallCRDs(ctx, paths...)
+	if err != nil {
+		return nil, err
+	}
+	var llmd []*unstructured.Unstructured
+	for _, crd := range llmdCRDs() {
+		if !installed[crd.GetName()] {
+			llmd = append(llmd, crd)
+		}
+	}
+	fromPlatform, err := c.installCRDObjects(ctx, llmd, "the Platform")
+	return append(fromFiles, fromPlatform...), err
+}
+
+// llmdCRDs are llm-d-router's InferenceObjective and InferenceModelRewrite CRDs in llm-d.ai, which
+// a router renders its objects in by default: llm-d-router's module, which ships them, is not on
+// the module proxy, so they come from the Platform, which makes them from GIE v1.5.0's
+// (third_party/platform/update.sh; docs/design/0046-release-0.5.0-the-rewrite-in-its-pickers-group.md).
+func llmdCRDs() []*unstructured.Unstructured {
+	objects, err := platform.Render(&platform.Spec{})
+	if err != nil {
+		panic(fmt.Sprintf("the Platform renders: %v", err))
+	}
+	var crds []*unstructured.Unstructured
+	for _, o := range objects {
+		if group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group"); o.Object.GetKind() == "CustomResourceDefinition" && group == eppconfig.GroupLLMD {
+			crds = append(crds, o.Object)
+		}
+	}
+	return crds
 }
 
 // crdNameOfFile is the name of the CRD in a file named as controller-gen names them,

@@ -41,7 +41,11 @@ kubectl kustomize "$tmp/keda/default" | sed "s|\(ghcr.io/kedacore/keda[a-z-]*\):
 
 # The InferencePool (inference.networking.k8s.io/v1, and v1alpha2 for poolApiVersion: v1alpha2 on
 # release gie-v1.2.0) and the router CRDs (InferenceObjective, InferenceModelRewrite:
-# inference.networking.x-k8s.io/v1alpha2), from GIE's module.
+# inference.networking.x-k8s.io/v1alpha2), from GIE's module; and the same two in llm-d.ai, the
+# group llm-d-router v0.10.0 watches first (its chart installs them): its
+# config/crd/bases/llm-d.ai_*.yaml are GIE v1.5.0's with the group renamed (and priority's
+# "format: int32", which the render's int32 field keeps anyway). llm-d-router's module is not on
+# the proxy, so they are made from GIE's here.
 src=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE)
 routersrc=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE_ROUTER_CRDS)
 {
@@ -50,6 +54,9 @@ routersrc=$(dir sigs.k8s.io/gateway-api-inference-extension $GIE_ROUTER_CRDS)
 	done
 	for f in inference.networking.x-k8s.io_inferenceobjectives inference.networking.x-k8s.io_inferencemodelrewrites; do
 		printf -- '---\n' && cat "$routersrc/config/crd/bases/$f.yaml"
+	done
+	for f in inference.networking.x-k8s.io_inferenceobjectives inference.networking.x-k8s.io_inferencemodelrewrites; do
+		printf -- '---\n' && sed 's/inference\.networking\.x-k8s\.io/llm-d.ai/g' "$routersrc/config/crd/bases/$f.yaml"
 	done
 } >"$out/inference-extension.yaml"
 

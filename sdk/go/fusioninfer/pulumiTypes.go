@@ -965,7 +965,7 @@ func (o DualPodsControllerPtrOutput) Version() pulumi.StringPtrOutput {
 }
 
 type EndpointPicker struct {
-	// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+	// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
 	CrdGroups *InferenceCRDGroups `pulumi:"crdGroups"`
 	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image *string `pulumi:"image"`
@@ -991,7 +991,7 @@ type EndpointPickerInput interface {
 }
 
 type EndpointPickerArgs struct {
-	// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+	// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
 	CrdGroups InferenceCRDGroupsPtrInput `pulumi:"crdGroups"`
 	// Replaces the release's image: a mirror or a patched build of the same one.
 	Image pulumi.StringPtrInput `pulumi:"image"`
@@ -1082,7 +1082,7 @@ func (o EndpointPickerOutput) ToEndpointPickerPtrOutputWithContext(ctx context.C
 	}).(EndpointPickerPtrOutput)
 }
 
-// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
 func (o EndpointPickerOutput) CrdGroups() InferenceCRDGroupsPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *InferenceCRDGroups { return v.CrdGroups }).(InferenceCRDGroupsPtrOutput)
 }
@@ -1136,7 +1136,7 @@ func (o EndpointPickerPtrOutput) Elem() EndpointPickerOutput {
 	}).(EndpointPickerOutput)
 }
 
-// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+// The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
 func (o EndpointPickerPtrOutput) CrdGroups() InferenceCRDGroupsPtrOutput {
 	return o.ApplyT(func(v *EndpointPicker) *InferenceCRDGroups {
 		if v == nil {

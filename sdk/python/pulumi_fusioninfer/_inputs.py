@@ -483,7 +483,7 @@ class DualPodsControllerArgs:
 class EndpointPickerArgsDict(TypedDict):
     crd_groups: NotRequired[pulumi.Input[Optional['InferenceCRDGroups']]]
     """
-    The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+    The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
     """
     image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
@@ -516,7 +516,7 @@ class EndpointPickerArgs:
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
         """
-        :param pulumi.Input['InferenceCRDGroups'] crd_groups: The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+        :param pulumi.Input['InferenceCRDGroups'] crd_groups: The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
         :param pulumi.Input[_builtins.str] image: Replaces the release's image: a mirror or a patched build of the same one.
         :param pulumi.Input['RouterProxyArgs'] proxy: Sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode standalone), the router's entrance.
         :param pulumi.Input['EndpointPickerRelease'] release: The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
@@ -540,7 +540,7 @@ class EndpointPickerArgs:
     @pulumi.getter(name="crdGroups")
     def crd_groups(self) -> pulumi.Input[Optional['InferenceCRDGroups']]:
         """
-        The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: inference.networking.x-k8s.io (default: the Inference Extension's, the ones the Platform installs), llm-d.ai (llm-d-router's own only) or both (as llm-d's own install leaves a cluster that had the Inference Extension's). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
+        The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
         """
         return pulumi.get(self, "crd_groups")
 
