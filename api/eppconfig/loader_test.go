@@ -9,92 +9,28 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/filter"
-	prerequest "github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/pre-request"
-	llmdprofile "github.com/llm-d/llm-d-inference-scheduler/pkg/plugins/profile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/config/loader"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/datalayer"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/flowcontrol"
 	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/plugins"
 	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/multi/prefix"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/picker"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/profile"
-	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/scheduling/framework/plugins/scorer"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/epploader"
 )
 
-// The EPP itself, as the oracle of Check: its loader with the factories each flavor's runner
-// registers (GIE v1.2.0 cmd/epp/runner registerInTreePlugins, less the two for conformance tests;
-// llm-d v0.4.0 pkg/plugins RegisterAllPlugins, less the cgo scorers).
-var (
-	gieFactories = map[string]plugins.FactoryFunc{
-		prefix.PrefixCachePluginType:        prefix.PrefixCachePluginFactory,
-		picker.MaxScorePickerType:           picker.MaxScorePickerFactory,
-		picker.RandomPickerType:             picker.RandomPickerFactory,
-		picker.WeightedRandomPickerType:     picker.WeightedRandomPickerFactory,
-		profile.SingleProfileHandlerType:    profile.SingleProfileHandlerFactory,
-		scorer.KvCacheUtilizationScorerType: scorer.KvCacheUtilizationScorerFactory,
-		scorer.QueueScorerType:              scorer.QueueScorerFactory,
-		scorer.LoraAffinityScorerType:       scorer.LoraAffinityScorerFactory,
-	}
-	llmdFactories = map[string]plugins.FactoryFunc{
-		filter.ByLabelType:                         filter.ByLabelFactory,
-		filter.ByLabelSelectorType:                 filter.ByLabelSelectorFactory,
-		filter.DecodeRoleType:                      filter.DecodeRoleFactory,
-		filter.PrefillRoleType:                     filter.PrefillRoleFactory,
-		prerequest.PrefillHeaderHandlerType:        prerequest.PrefillHeaderHandlerFactory,
-		llmdprofile.DataParallelProfileHandlerType: llmdprofile.DataParallelProfileHandlerFactory,
-		llmdprofile.PdProfileHandlerType:           llmdprofile.PdProfileHandlerFactory,
-	}
-	registerOnce sync.Once
-)
-
-// epp loads a configuration as the flavor's EPP does at start-up; a panic of the loader is a
-// refusal (the EPP would crash).
-func epp(raw string, flavor Flavor) (err error) {
-	registerOnce.Do(func() {
-		for _, factories := range []map[string]plugins.FactoryFunc{gieFactories, llmdFactories} {
-			for name, factory := range factories {
-				plugins.Register(name, factory)
-			}
-		}
-		loader.RegisterFeatureGate(datalayer.FeatureGate)
-		loader.RegisterFeatureGate(flowcontrol.FeatureGate)
-	})
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the EPP crashes: %v", r)
-		}
-	}()
-	cfg, _, err := loader.LoadConfigPhaseOne([]byte(raw), logr.Discard())
-	if err != nil {
-		return err
-	}
-	for _, p := range cfg.Plugins {
-		_, inGIE := gieFactories[p.Type]
-		_, inLLMD := llmdFactories[p.Type]
-		if !inGIE && (flavor == FlavorGIE || !inLLMD) {
-			return fmt.Errorf("plugin type %s is not in %s", p.Type, flavor)
-		}
-	}
-	// The prefix-cache scorer starts a sweep on the handle's context: end it with the load.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err = loader.LoadConfigPhaseTwo(cfg, plugins.NewEppHandle(ctx, nil), logr.Discard())
-	return err
-}
+// epp loads a configuration as the flavor's EPP does at start-up (epploader.GIE120), the oracle
+// of Check.
+func epp(raw string, flavor Flavor) error { return epploader.GIE120(raw, flavor == FlavorLLMD) }
 
 // TestPluginsAreTheEPPs: each plugin type is the constant of its package, in the flavor whose
 // runner registers it, and of the kind its factory makes.
 func TestPluginsAreTheEPPs(t *testing.T) {
-	for flavor, factories := range map[Flavor]map[string]plugins.FactoryFunc{FlavorGIE: gieFactories, FlavorLLMD: llmdFactories} {
+	for flavor, factories := range map[Flavor]map[string]plugins.FactoryFunc{FlavorGIE: epploader.GIEFactories, FlavorLLMD: epploader.LLMDFactories} {
 		ours := map[Flavor]map[string]pluginSpec{FlavorGIE: gie, FlavorLLMD: llmd}[flavor]
 		require.Len(t, ours, len(factories), flavor)
 		for name, factory := range factories {

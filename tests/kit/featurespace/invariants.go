@@ -4,6 +4,7 @@ package featurespace
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/keda"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/epploader"
 )
 
 // An Invariant is a rule every rendered service keeps; Check gives one message a violation,
@@ -723,8 +725,13 @@ func serversHaveReadinessProbes(_ *render.Tree, pods []*Pod) []string {
 	return out
 }
 
-// The Endpoint Picker's configuration loads by its release's loader rules (eppconfig's checks,
-// held to each release's own loader by its tests).
+// The Endpoint Picker's configuration loads as the release's Endpoint Picker loads it at start-up:
+// by its own code where this machine has it (epploader: GIE v1.2.0's loader, linked; GIE v1.5.0's,
+// the oracle program make check builds), so that a bug of api/eppconfig, which the render
+// validates with, cannot hide here. llm-d-router's code is not on the module proxy: its
+// configuration is checked by api/eppconfig's model of its loader (eppconfig/router*.go, each
+// rule citing its source); GIE v1.5.0's by api/eppconfig's too before the oracle is built (make
+// test's short mode on a new machine), which TestCheckGIE150GivesTheEPPsVerdict holds to it.
 func eppConfigLoads(tree *render.Tree, _ []*Pod) []string {
 	router := tree.Service.Spec.Router()
 	if router == nil {
@@ -754,24 +761,39 @@ func eppConfigLoads(tree *render.Tree, _ []*Pod) []string {
 			_, err = eppconfig.CheckRouter(cfg)
 		}
 	case eppconfig.ReleaseGIE150:
-		var cfg *eppconfig.GIE150Config
-		if cfg, _, err = eppconfig.ParseGIE150(text); err == nil {
-			err = eppconfig.CheckGIE150(cfg)
-		}
+		err = loadGIE150(text)
 	case eppconfig.ReleaseGIE:
-		cfg, perr := eppconfig.Parse(text)
-		if err = perr; err == nil {
-			flavor := eppconfig.FlavorGIE
-			if tree.Service.Spec.Disaggregated() {
-				flavor = eppconfig.FlavorLLMD // the default image of a prefill/decode service (eppconfig.Select)
-			}
-			err = eppconfig.Check(cfg, flavor)
-		}
+		// a prefill/decode service's default image is llm-d's v0.4.0 (eppconfig.Select)
+		err = epploader.GIE120(text, tree.Service.Spec.Disaggregated())
 	default:
 		return []string{fmt.Sprintf("the Endpoint Picker %s reads no configuration, and the tree has one", release)}
 	}
 	if err != nil {
 		return []string{fmt.Sprintf("the %s Endpoint Picker's configuration does not load: %v\n%s", release, err, text)}
+	}
+	return nil
+}
+
+// loadGIE150 loads a configuration with GIE v1.5.0's own loader (epploader.StartOracle), or, where
+// it is not built yet, api/eppconfig's model of it.
+func loadGIE150(text string) error {
+	oracle, err := epploader.StartOracle(string(eppconfig.ReleaseGIE150), false)
+	if errors.Is(err, epploader.ErrNotBuilt) {
+		cfg, _, err := eppconfig.ParseGIE150(text)
+		if err == nil {
+			err = eppconfig.CheckGIE150(cfg)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	verdict, err := oracle.Ask(epploader.Request{Config: text})
+	if err != nil {
+		return err
+	}
+	if verdict.ConfigErr != "" {
+		return errors.New(verdict.ConfigErr)
 	}
 	return nil
 }
