@@ -227,7 +227,7 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 		for _, p := range processes {
 			k.record(p)
 		}
-		if len(processes) > 0 && processes[0].Rank != noRank {
+		if len(processes) > 0 {
 			go k.endWithAnyRank(pod, run, container.Name, processes)
 		}
 		if err != nil {

@@ -23,13 +23,16 @@ import (
 // A container's end: a rank that exits, and a pod being deleted (preStop hooks, SIGTERM, the
 // grace period, SIGKILL, then the finalizer released), as the kubelet ends them.
 
-// endWithAnyRank does as a data parallel pod's launch script (core/render DataParallelScript),
-// which ends its container when any rank's server ends: it TERMs the other ranks, waits for them
-// and exits non-zero. So when one of a container's rank processes ends while its pod is not being
-// deleted, the suite stops the container's other ranks (SIGTERM, SIGKILL after the pod's grace
-// period) and reports the pod not Ready, as the kubelet does for a container that is not running.
-// The suite restarts no container (the kubelet would, and LWS, by RecreateGroupOnPodRestart,
-// would then recreate the replica's pods): the pod stays not Ready.
+// endWithAnyRank ends a container when its process ends, or any of its rank processes, as a data
+// parallel pod's launch script (core/render DataParallelScript) ends its container when any rank's
+// server ends (it TERMs the other ranks, waits for them and exits non-zero). So when one of a
+// container's processes ends while its pod is not being deleted (a crash, a SIGKILL), the suite
+// stops the container's other ranks (SIGTERM, SIGKILL after the pod's grace period) and reports
+// the pod not Ready at once, as the kubelet does for a container that is not running, without
+// waiting for a readiness probe to fail (pkg/kubelet/prober/prober_manager.go UpdatePodStatus:
+// a container whose state is not Running is not ready). The suite restarts no container (the
+// kubelet would, after its back-off, and LWS, by RecreateGroupOnPodRestart, would then recreate
+// the replica's pods): the pod stays not Ready.
 func (k *containers) endWithAnyRank(pod *corev1.Pod, run *podRun, container string, ranks []*ContainerProcess) {
 	first := make(chan *ContainerProcess, len(ranks))
 	for _, p := range ranks {
@@ -48,7 +51,11 @@ func (k *containers) endWithAnyRank(pod *corev1.Pod, run *podRun, container stri
 	if stopping { // the pod is being deleted, or the cluster stopped: terminate or stopAll stops them all
 		return
 	}
-	k.logf("%s/%s %s: rank %d ended, so the container ends: SIGTERM to its other ranks", pod.Namespace, pod.Name, container, ended.Rank)
+	if ended.Rank == noRank {
+		k.logf("%s/%s %s: its process ended, so the container ends", pod.Namespace, pod.Name, container)
+	} else {
+		k.logf("%s/%s %s: rank %d ended, so the container ends: SIGTERM to its other ranks", pod.Namespace, pod.Name, container, ended.Rank)
+	}
 	stopProcesses(ranks, gracePeriod(pod))
 	k.logf("%s/%s %s: ended", pod.Namespace, pod.Name, container)
 	k.reportReady(pod, []string{container}, "its container "+container+" ended")

@@ -44,25 +44,7 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 	ctx := context.Background()
 	service := api.RouterServiceName(name)
 
-	var ready atomic.Value // []string, the Service's Ready endpoints, as kube-proxy has them
-	ready.Store([]string(nil))
-	watching, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	go func() {
-		for watching.Err() == nil {
-			if doors, err := readyEndpoints(namespace, service, "http"); err == nil {
-				ready.Store(doors)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	require.Eventually(t, func() bool { return len(ready.Load().([]string)) == 2 }, 2*time.Minute, 200*time.Millisecond,
-		"both pickers are doors of the router Service: %v\n%s", ready.Load(), eppLogOf(namespace))
-
-	for _, door := range ready.Load().([]string) {
-		require.Eventually(t, func() bool { return complete("http://"+door, "Are you there?", 2, false).status == http.StatusOK },
-			90*time.Second, 500*time.Millisecond, "a request through the door %s is served\n%s", door, eppLogOf(namespace))
-	}
+	ready := watchDoors(t, namespace, service)
 
 	type result struct {
 		endpoint   string
@@ -86,7 +68,7 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 			endpoint := ""
 			for i := 0; running.Load(); i++ {
 				if endpoint == "" {
-					doors := ready.Load().([]string)
+					doors := ready()
 					if len(doors) == 0 {
 						time.Sleep(20 * time.Millisecond)
 						continue
@@ -177,6 +159,31 @@ func terminatingSince(p *corev1.Pod) time.Time {
 		at = at.Add(-time.Duration(*g) * time.Second)
 	}
 	return at
+}
+
+// watchDoors follows the router Service's Ready endpoints, as kube-proxy has them (read every
+// 50 ms), once both pickers are doors and each serves a request; it returns them as they are now.
+func watchDoors(t *testing.T, namespace, service string) func() []string {
+	t.Helper()
+	var ready atomic.Value // []string
+	ready.Store([]string(nil))
+	watching, stopWatching := context.WithCancel(context.Background())
+	t.Cleanup(stopWatching)
+	go func() {
+		for watching.Err() == nil {
+			if doors, err := readyEndpoints(namespace, service, "http"); err == nil {
+				ready.Store(doors)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	require.Eventually(t, func() bool { return len(ready.Load().([]string)) == 2 }, 2*time.Minute, 200*time.Millisecond,
+		"both pickers are doors of the router Service: %v\n%s", ready.Load(), eppLogOf(namespace))
+	for _, door := range ready.Load().([]string) {
+		require.Eventually(t, func() bool { return complete("http://"+door, "Are you there?", 2, false).status == http.StatusOK },
+			90*time.Second, 500*time.Millisecond, "a request through the door %s is served\n%s", door, eppLogOf(namespace))
+	}
+	return func() []string { return ready.Load().([]string) }
 }
 
 // podsOfDeployment are the Deployment's pods, not being deleted.
