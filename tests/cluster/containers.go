@@ -74,8 +74,13 @@ type ContainerProcess struct {
 	listening time.Time
 }
 
+// ListeningPollInterval is how often the suite tries a process's ports until it listens: a
+// ListeningAt is up to that late.
+const ListeningPollInterval = 20 * time.Millisecond
+
 // ListeningAt says when the program first accepted a connection on each of its ports, for a
-// process of ListenAfterAnnotation (polled every 20 ms); false before, or for another process.
+// process of ListenAfterAnnotation (polled every ListeningPollInterval, so up to that late);
+// false before, or for another process.
 func (p *ContainerProcess) ListeningAt() (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -377,7 +382,7 @@ func (p *ContainerProcess) watchListening(logf func(format string, args ...any))
 			select {
 			case <-p.exited:
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(ListeningPollInterval):
 			}
 		}
 	}
