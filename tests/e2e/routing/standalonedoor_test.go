@@ -46,48 +46,10 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 
 	ready := watchDoors(t, namespace, service)
 
-	type result struct {
-		endpoint   string
-		start, end time.Time
-		status     int
-		err        error
-		complete   bool
-	}
-	var (
-		mu      sync.Mutex
-		results []result
-		running atomic.Bool
-		clients sync.WaitGroup
-	)
-	running.Store(true)
-	for c := range 6 {
-		clients.Go(func() {
-			transport := &http.Transport{MaxConnsPerHost: 1}
-			defer transport.CloseIdleConnections()
-			conn := &http.Client{Transport: transport, Timeout: 2 * time.Minute}
-			endpoint := ""
-			for i := 0; running.Load(); i++ {
-				if endpoint == "" {
-					doors := ready()
-					if len(doors) == 0 {
-						time.Sleep(20 * time.Millisecond)
-						continue
-					}
-					endpoint = doors[rand.IntN(len(doors))]
-				}
-				start := time.Now()
-				// 300 tokens streamed: 3 s of the simulated GPU's 10 ms a token
-				resp := completeWith(conn, "http://"+endpoint, fmt.Sprintf("client %d request %d: tell me about the sea.", c, i), 300, true)
-				mu.Lock()
-				results = append(results, result{endpoint: endpoint, start: start, end: time.Now(), status: resp.status, err: resp.err,
-					complete: resp.err == nil && resp.promptTokens > 0})
-				mu.Unlock()
-				if resp.closed || resp.err != nil {
-					endpoint = "" // a new connection: kube-proxy picks its endpoint
-				}
-			}
-		})
-	}
+	// 300 tokens streamed: 3 s of the simulated GPU's 10 ms a token
+	stopClients := throughTheDoors(ready, 6, func(int) bool { return true }, 2*time.Minute, func(conn *http.Client, door string, c, i int) response {
+		return completeWith(conn, "http://"+door, fmt.Sprintf("client %d request %d: tell me about the sea.", c, i), 300, true)
+	})
 
 	time.Sleep(5 * time.Second)
 	deployments := harness.Cluster.Clientset.AppsV1().Deployments(namespace)
@@ -118,26 +80,26 @@ func TestStandaloneRouterRollsWithoutCuttingAStream(t *testing.T) {
 	}, 3*time.Minute, 200*time.Millisecond, "the old pickers' pods end")
 	gone := time.Now()
 	time.Sleep(2 * time.Second)
-	running.Store(false)
-	clients.Wait()
+	results := stopClients()
 
 	require.Len(t, deleted, 2, "both old pods were seen terminating")
 	var failed, cut, acrossTheDrain int
 	for _, r := range results {
+		complete := r.err == nil && r.promptTokens > 0
 		switch {
-		case r.status == http.StatusOK && !r.complete:
+		case r.status == http.StatusOK && !complete:
 			cut++
-		case !r.complete:
+		case !complete:
 			failed++
 		}
-		host, _, _ := net.SplitHostPort(r.endpoint)
+		host, _, _ := net.SplitHostPort(r.door)
 		// a stream in flight through an old door as it began terminating (terminatingSince has
 		// seconds only: one that ended a second after it or later)
-		if at, ok := deleted[host]; ok && r.start.Before(at) && r.end.After(at.Add(time.Second)) && r.complete {
+		if at, ok := deleted[host]; ok && r.start.Before(at) && r.end.After(at.Add(time.Second)) && complete {
 			acrossTheDrain++
 		}
-		if !r.complete && (failed+cut) <= 5 {
-			t.Logf("not complete: %s at %s (+%s): status %d, %v", r.endpoint, r.start.Format("15:04:05.000"), r.end.Sub(r.start).Round(time.Millisecond), r.status, r.err)
+		if !complete && (failed+cut) <= 5 {
+			t.Logf("not complete: %s at %s (+%s): status %d, %v", r.door, r.start.Format("15:04:05.000"), r.end.Sub(r.start).Round(time.Millisecond), r.status, r.err)
 		}
 	}
 	t.Logf("%d requests in %s (rollout began after 5 s, old pods gone %s later): %d failed, %d streams cut, %d in flight through an old door as it began terminating, served to their end",
@@ -184,6 +146,59 @@ func watchDoors(t *testing.T, namespace, service string) func() []string {
 			90*time.Second, 500*time.Millisecond, "a request through the door %s is served\n%s", door, eppLogOf(namespace))
 	}
 	return func() []string { return ready.Load().([]string) }
+}
+
+// doorResult is a request a client sent through a door, and its response.
+type doorResult struct {
+	response
+	door       string
+	start, end time.Time
+}
+
+// throughTheDoors runs n clients, each sending requests one after another through a door of the
+// router's Service as kube-proxy would take it: a new connection goes to a Ready door (ready),
+// and a client keeps its connection (keepAlive(c)) until it breaks or the server asks it to
+// close. The function returned stops them and gives every request's result.
+func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, timeout time.Duration,
+	send func(conn *http.Client, door string, c, i int) response) func() []doorResult {
+	var (
+		mu      sync.Mutex
+		results []doorResult
+		running atomic.Bool
+		clients sync.WaitGroup
+	)
+	running.Store(true)
+	for c := range n {
+		clients.Go(func() {
+			transport := &http.Transport{MaxConnsPerHost: 1, DisableKeepAlives: !keepAlive(c)}
+			defer transport.CloseIdleConnections()
+			conn := &http.Client{Transport: transport, Timeout: timeout}
+			door := ""
+			for i := 0; running.Load(); i++ {
+				if door == "" {
+					doors := ready()
+					if len(doors) == 0 {
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+					door = doors[rand.IntN(len(doors))]
+				}
+				start := time.Now()
+				resp := send(conn, door, c, i)
+				mu.Lock()
+				results = append(results, doorResult{response: resp, door: door, start: start, end: time.Now()})
+				mu.Unlock()
+				if resp.closed || resp.err != nil || transport.DisableKeepAlives {
+					door = "" // a new connection: kube-proxy picks its endpoint
+				}
+			}
+		})
+	}
+	return func() []doorResult {
+		running.Store(false)
+		clients.Wait()
+		return results
+	}
 }
 
 // podsOfDeployment are the Deployment's pods, not being deleted.

@@ -7,12 +7,9 @@ package routing
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,50 +39,11 @@ func TestStandaloneRouterLosesADoorForUnderASecond(t *testing.T) {
 	ctx := context.Background()
 	ready := watchDoors(t, namespace, api.RouterServiceName(name))
 
-	type result struct {
-		start, end time.Time
-		served     bool
-		failure    string
-	}
-	var (
-		mu      sync.Mutex
-		results []result
-		running atomic.Bool
-		clients sync.WaitGroup
-	)
-	running.Store(true)
-	for c := range 8 {
-		clients.Go(func() {
-			// half the clients keep their connection, half open one a request (no keep-alive):
-			// those see a door that stays in the Service after it died
-			transport := &http.Transport{MaxConnsPerHost: 1, DisableKeepAlives: c%2 == 1}
-			defer transport.CloseIdleConnections()
-			conn := &http.Client{Transport: transport, Timeout: 30 * time.Second}
-			endpoint := ""
-			for i := 0; running.Load(); i++ {
-				if endpoint == "" {
-					doors := ready()
-					if len(doors) == 0 {
-						time.Sleep(20 * time.Millisecond)
-						continue
-					}
-					endpoint = doors[rand.IntN(len(doors))]
-				}
-				start := time.Now()
-				resp := completeWith(conn, "http://"+endpoint, fmt.Sprintf("client %d request %d: say hello.", c, i), 10, false)
-				r := result{start: start, end: time.Now(), served: resp.status == http.StatusOK && resp.err == nil && resp.promptTokens > 0}
-				if !r.served {
-					r.failure = fmt.Sprintf("%s: status %d, %v", endpoint, resp.status, resp.err)
-				}
-				mu.Lock()
-				results = append(results, r)
-				mu.Unlock()
-				if resp.closed || resp.err != nil || transport.DisableKeepAlives {
-					endpoint = "" // a new connection: kube-proxy picks its endpoint
-				}
-			}
-		})
-	}
+	// half the clients keep their connection, half open one a request (no keep-alive): those see
+	// a door that stays in the Service after it died
+	stopClients := throughTheDoors(ready, 8, func(c int) bool { return c%2 == 0 }, 30*time.Second, func(conn *http.Client, door string, c, i int) response {
+		return completeWith(conn, "http://"+door, fmt.Sprintf("client %d request %d: say hello.", c, i), 10, false)
+	})
 
 	time.Sleep(3 * time.Second)
 	deployment, err := harness.Cluster.Clientset.AppsV1().Deployments(namespace).Get(ctx, api.EndpointPickerName(name), metav1.GetOptions{})
@@ -110,13 +68,12 @@ func TestStandaloneRouterLosesADoorForUnderASecond(t *testing.T) {
 		return len(doors) == 1 && !slices.ContainsFunc(doors, func(d string) bool { return strings.HasPrefix(d, victim.Status.PodIP+":") })
 	}, 30*time.Second, 20*time.Millisecond, "the killed door leaves the Service: %v", ready())
 	time.Sleep(6 * time.Second)
-	running.Store(false)
-	clients.Wait()
+	results := stopClients()
 
 	var failed, servedAfter int
 	var lastFailure time.Duration
 	for _, r := range results {
-		if r.served {
+		if r.status == http.StatusOK && r.err == nil && r.promptTokens > 0 {
 			if r.start.After(killed) {
 				servedAfter++
 			}
@@ -125,7 +82,8 @@ func TestStandaloneRouterLosesADoorForUnderASecond(t *testing.T) {
 		failed++
 		lastFailure = max(lastFailure, r.end.Sub(killed))
 		if failed <= 5 {
-			t.Logf("failed at +%s (sent +%s): %s", r.end.Sub(killed).Round(time.Millisecond), r.start.Sub(killed).Round(time.Millisecond), r.failure)
+			t.Logf("failed at +%s (sent +%s): %s: status %d, %v", r.end.Sub(killed).Round(time.Millisecond), r.start.Sub(killed).Round(time.Millisecond),
+				r.door, r.status, r.err)
 		}
 	}
 	t.Logf("%d requests; a door killed at +0, out of the Service's Ready endpoints at +%s: %d failed, the last at +%s; %d served after the kill",
