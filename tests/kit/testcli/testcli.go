@@ -4,6 +4,8 @@
 package testcli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,9 +27,12 @@ func Binary(tb testing.TB) string {
 	once.Do(func() {
 		_, here, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(here), "..", "..", "..")
-		dir, mkErr := os.MkdirTemp("", "fusioninfer-cli-")
-		if mkErr != nil {
-			err = mkErr
+		// One folder per checkout and package, built over at each run: a fresh temporary folder
+		// per test binary is never removed (no test outlives the binary to remove it), and a
+		// 30 MB binary left by every run filled the disk of a machine that runs CI often.
+		dir, dirErr := folderOf(root)
+		if dirErr != nil {
+			err = dirErr
 			return
 		}
 		binary = filepath.Join(dir, "fusioninfer")
@@ -39,6 +44,22 @@ func Binary(tb testing.TB) string {
 		tb.Fatalf("building the CLI: %v\n%s", err, output)
 	}
 	return binary
+}
+
+// folderOf is the CLI's folder for this checkout and the test binary's package (its working
+// folder): packages build at once under go test, so each has its own.
+func folderOf(root string) (string, error) {
+	here, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs + "\x00" + here))
+	dir := filepath.Join(os.TempDir(), "fusioninfer-cli-"+hex.EncodeToString(sum[:6]))
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // Root is the repository root.
