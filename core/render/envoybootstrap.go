@@ -17,6 +17,7 @@ const (
 	typeUpstreamTLSContext    = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 	typeHTTPProtocolOptions   = "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 	typeEarlyHeaderMutation   = "type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation"
+	typeRawBuffer             = "type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer"
 )
 
 // The extension names Envoy knows the filters and sockets by.
@@ -27,6 +28,7 @@ const (
 	filterHealthCheck           = "envoy.filters.http.health_check"
 	accessLoggerFile            = "envoy.access_loggers.file"
 	transportSocketTLS          = "envoy.transport_sockets.tls"
+	transportSocketRawBuffer    = "envoy.transport_sockets.raw_buffer"
 	httpProtocolOptionsKey      = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 	earlyHeaderMutation         = "envoy.http.early_header_mutation.header_mutation"
 )
@@ -229,8 +231,39 @@ type envoyCluster struct {
 	CircuitBreakers               *envoyCircuitBreakers            `json:"circuit_breakers,omitempty"`
 	OriginalDstLBConfig           *envoyOriginalDstLBConfig        `json:"original_dst_lb_config,omitempty"`
 	TransportSocket               *envoyTransportSocket            `json:"transport_socket,omitempty"`
+	TransportSocketMatches        []envoyTransportSocketMatch      `json:"transport_socket_matches,omitempty"`
 	TypedExtensionProtocolOptions map[string]envoyHTTPProtocolOpts `json:"typed_extension_protocol_options,omitempty"`
 	LoadAssignment                *envoyLoadAssignment             `json:"load_assignment,omitempty"`
+	HealthChecks                  []envoyHealthCheck               `json:"health_checks,omitempty"`
+}
+
+// envoyTransportSocketMatch is a transport socket for the connections whose criteria match: an
+// endpoint's metadata, or a health check's transport_socket_match_criteria.
+type envoyTransportSocketMatch struct {
+	Name            string               `json:"name"`
+	Match           map[string]string    `json:"match"`
+	TransportSocket envoyRawBufferSocket `json:"transport_socket"`
+}
+
+// envoyRawBufferSocket is plaintext.
+type envoyRawBufferSocket struct {
+	Name        string `json:"name"`
+	TypedConfig struct {
+		Type string `json:"@type"`
+	} `json:"typed_config"`
+}
+
+// envoyHealthCheck is an active gRPC health check of a cluster's hosts (envoy.config.core.v3.HealthCheck).
+type envoyHealthCheck struct {
+	Timeout                      string            `json:"timeout"`
+	Interval                     string            `json:"interval"`
+	NoTrafficInterval            string            `json:"no_traffic_interval,omitempty"`
+	UnhealthyThreshold           uint32            `json:"unhealthy_threshold"`
+	HealthyThreshold             uint32            `json:"healthy_threshold"`
+	TransportSocketMatchCriteria map[string]string `json:"transport_socket_match_criteria,omitempty"`
+	GRPCHealthCheck              struct {
+		ServiceName string `json:"service_name"`
+	} `json:"grpc_health_check"`
 }
 
 type envoyCircuitBreakers struct {
@@ -277,12 +310,22 @@ type envoyLoadAssignment struct {
 
 type envoyLocalityLBEps struct {
 	LBEndpoints []envoyLBEndpoint `json:"lb_endpoints"`
+	// Priority: Envoy sends to the lowest level whose hosts are healthy, to the next as they fail.
+	Priority uint32 `json:"priority,omitempty"`
 }
 
 type envoyLBEndpoint struct {
 	Endpoint struct {
-		Address envoyAddress `json:"address"`
+		Address           envoyAddress                  `json:"address"`
+		HealthCheckConfig *envoyEndpointHealthCheckConf `json:"health_check_config,omitempty"`
 	} `json:"endpoint"`
+}
+
+// envoyEndpointHealthCheckConf: where the cluster's active health check asks this endpoint, or
+// that it is not checked (and so always healthy).
+type envoyEndpointHealthCheckConf struct {
+	PortValue                uint32 `json:"port_value,omitempty"`
+	DisableActiveHealthCheck bool   `json:"disable_active_health_check,omitempty"`
 }
 
 func socketAddress(address string, port int32) envoyAddress {

@@ -64,14 +64,17 @@ const (
 	// routerProxyDrainSeconds is how long a stopping proxy drains (the charts' --drain-time-s):
 	// its streams have that long to end after the pod leaves the Service.
 	routerProxyDrainSeconds = 60
-	routerProxyConfigDir    = "/etc/envoy"
-	routerProxyConfigFile   = "envoy.yaml"
-	routerProxyConfigVol    = "router-proxy-config"
-	routerServicePortName   = "http"
-	annotationProxyConfig   = api.ReservedLabelPrefix + "router-proxy-config-hash"
-	extProcClusterName      = "ext_proc"
-	originalDstClusterName  = "original_destination_cluster"
-	statsClusterName        = "prometheus_stats"
+	// extProcHealthInterval is how often the proxy asks its own picker whether it serves: a
+	// picker that died costs its proxy's requests at most that long (and those in flight).
+	extProcHealthInterval  = "0.5s"
+	routerProxyConfigDir   = "/etc/envoy"
+	routerProxyConfigFile  = "envoy.yaml"
+	routerProxyConfigVol   = "router-proxy-config"
+	routerServicePortName  = "http"
+	annotationProxyConfig  = api.ReservedLabelPrefix + "router-proxy-config-hash"
+	extProcClusterName     = "ext_proc"
+	originalDstClusterName = "original_destination_cluster"
+	statsClusterName       = "prometheus_stats"
 	// DestinationEndpointHeader is the header the Endpoint Picker sets to the pod it picked and the
 	// proxy's original-destination cluster routes by: metadata.DestinationEndpointKey in
 	// pkg/epp/metadata/consts.go of every release here (GIE v1.2.0, v1.5.0, llm-d-router v0.10.0;
@@ -288,20 +291,55 @@ func (r *routing) proxyBootstrap() envoyBootstrap {
 					CircuitBreakers:     breakers,
 					OriginalDstLBConfig: &envoyOriginalDstLBConfig{UseHTTPHeader: true, HTTPHeaderName: DestinationEndpointHeader},
 				},
-				{
-					// The picker in the same pod, on its --grpc-port. The charts' active gRPC health
-					// check is left out: no release's picker serves the health service on that port
-					// unless --health-checking is set (default false in the options files above,
-					// and neither chart sets it), so the check would fail and Envoy route in panic
-					// mode regardless; with one local endpoint there is nothing to choose between.
-					Name: extProcClusterName, Type: "STATIC", ConnectTimeout: "86400s", LBPolicy: "LEAST_REQUEST",
-					CircuitBreakers:               extProcBreakers,
-					TransportSocket:               tls,
-					TypedExtensionProtocolOptions: map[string]envoyHTTPProtocolOpts{httpProtocolOptionsKey: h2},
-					LoadAssignment:                staticCluster(extProcClusterName, "127.0.0.1", eppGRPCPort),
-				},
+				r.extProcCluster(extProcBreakers, tls, h2),
 			},
 		},
+	}
+}
+
+// extProcCluster is where the proxy asks which pod serves a request: the picker in its own pod
+// first, on its --grpc-port, and while that one fails its health check, the pickers' Service
+// (priority 1), so a proxy whose picker died (the container alone: an OOM kill, a crash) sends its
+// clients' requests to another picker until the kubelet has restarted its own, instead of
+// failing each one closed; its clients' connections stay on it, since its pod left the router
+// Service only for new ones (docs/design/0044-a-standalone-door-that-stays-open.md). The charts
+// check ext_proc's own port, where no release's picker serves the health service unless
+// --health-checking is set (default false in every release's options and neither chart sets
+// it), so their check always fails and Envoy routes in panic mode. Here the check asks the health
+// port, which every release serves in plaintext (GIE v1.5.0 and llm-d-router v0.10.0
+// cmd/epp/runner/runner.go registerHealthServer, GIE v1.2.0 the same, GIE v1.6.0
+// pkg/lwepp/server/runserver.go HealthServerRunnable: grpc.NewServer() without credentials) for
+// the service the pod's readiness probe asks, and the Service is not checked: kube-proxy sends to
+// its Ready pickers only. The Service is named short, so the pod's DNS search path (its own
+// namespace first) finds it whatever the cluster's domain.
+func (r *routing) extProcCluster(breakers *envoyCircuitBreakers, tls *envoyTransportSocket, h2 envoyHTTPProtocolOpts) envoyCluster {
+	const plaintextHealth = "health"
+	local := envoyLBEndpoint{}
+	local.Endpoint.Address = socketAddress("127.0.0.1", eppGRPCPort)
+	local.Endpoint.HealthCheckConfig = &envoyEndpointHealthCheckConf{PortValue: eppGRPCHealthPort}
+	service := envoyLBEndpoint{}
+	service.Endpoint.Address = socketAddress(api.EndpointPickerName(r.svc.Name), eppGRPCPort)
+	service.Endpoint.HealthCheckConfig = &envoyEndpointHealthCheckConf{DisableActiveHealthCheck: true}
+	_, readiness := r.release().HealthServices(r.leaderElection())
+	check := envoyHealthCheck{
+		Timeout: "1s", Interval: extProcHealthInterval, NoTrafficInterval: extProcHealthInterval,
+		UnhealthyThreshold: 1, HealthyThreshold: 1,
+		TransportSocketMatchCriteria: map[string]string{plaintextHealth: "true"},
+	}
+	check.GRPCHealthCheck.ServiceName = readiness
+	raw := envoyRawBufferSocket{Name: transportSocketRawBuffer}
+	raw.TypedConfig.Type = typeRawBuffer
+	return envoyCluster{
+		Name: extProcClusterName, Type: "STRICT_DNS", ConnectTimeout: "86400s", LBPolicy: "LEAST_REQUEST",
+		CircuitBreakers:               breakers,
+		TransportSocket:               tls,
+		TransportSocketMatches:        []envoyTransportSocketMatch{{Name: plaintextHealth, Match: map[string]string{plaintextHealth: "true"}, TransportSocket: raw}},
+		TypedExtensionProtocolOptions: map[string]envoyHTTPProtocolOpts{httpProtocolOptionsKey: h2},
+		LoadAssignment: &envoyLoadAssignment{ClusterName: extProcClusterName, Endpoints: []envoyLocalityLBEps{
+			{LBEndpoints: []envoyLBEndpoint{local}},
+			{LBEndpoints: []envoyLBEndpoint{service}, Priority: 1},
+		}},
+		HealthChecks: []envoyHealthCheck{check},
 	}
 }
 

@@ -3,6 +3,7 @@
 package render_test
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -92,6 +93,34 @@ func TestStandaloneProxyBootstrap(t *testing.T) {
 				assert.Equal(t, "127.0.0.1", addr.GetAddress())
 				assert.Equal(t, uint32(grpcPort), addr.GetPortValue(), "ext_proc goes to the picker's --grpc-port")
 				assert.Equal(t, "envoy.transport_sockets.tls", cluster.GetTransportSocket().GetName())
+
+				// While the pod's own picker fails its health check, ext_proc goes to the pickers'
+				// Service: the check asks the port and service the picker's readiness probe asks,
+				// in plaintext, and the Service (priority 1) is not checked.
+				localities := cluster.GetLoadAssignment().GetEndpoints()
+				require.Len(t, localities, 2, "the pod's picker, then the pickers' Service")
+				assert.Equal(t, clusterv3.Cluster_STRICT_DNS, cluster.GetType(), "the Service's name is resolved")
+				local := localities[0].GetLbEndpoints()[0].GetEndpoint()
+				readiness := picker.ReadinessProbe.GRPC
+				require.NotNil(t, readiness)
+				assert.Equal(t, uint32(readiness.Port), local.GetHealthCheckConfig().GetPortValue(), "checked on the picker's health port")
+				fallback := localities[1]
+				assert.EqualValues(t, 1, fallback.GetPriority())
+				fallbackAddr := fallback.GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
+				eppService := objectOf[*corev1.Service](t, tree, api.EndpointPickerName(svcName))
+				assert.Equal(t, eppService.Name, fallbackAddr.GetAddress(), "the pickers' Service, by its short name")
+				assert.True(t, slices.ContainsFunc(eppService.Spec.Ports, func(p corev1.ServicePort) bool {
+					return uint32(p.Port) == fallbackAddr.GetPortValue() && p.TargetPort.IntValue() == grpcPort
+				}), "on the Service's port to the picker's --grpc-port")
+				assert.True(t, fallback.GetLbEndpoints()[0].GetEndpoint().GetHealthCheckConfig().GetDisableActiveHealthCheck())
+				require.Len(t, cluster.GetHealthChecks(), 1)
+				check := cluster.GetHealthChecks()[0]
+				assert.Equal(t, *readiness.Service, check.GetGrpcHealthCheck().GetServiceName(), "the service the readiness probe asks")
+				plaintext := slices.ContainsFunc(cluster.GetTransportSocketMatches(), func(m *clusterv3.Cluster_TransportSocketMatch) bool {
+					return m.GetTransportSocket().GetName() == "envoy.transport_sockets.raw_buffer" &&
+						reflect.DeepEqual(m.GetMatch().AsMap(), check.GetTransportSocketMatchCriteria().AsMap())
+				})
+				assert.True(t, plaintext, "the health port speaks plaintext")
 
 				// The route's cluster sends each request to the pod the picker names in its header.
 				route := managers[listenerPort][0].GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0].GetRoute()

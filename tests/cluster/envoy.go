@@ -28,5 +28,9 @@ func envoyLaunch(run *containerRun) ([]launch, error) {
 	// The admin's drain calls, which the proxy's preStop hook makes to the pod's loopback
 	// (termination.go runs it with the pod's address standing for the loopback).
 	args = append(args, "--loopback", run.pod.Status.PodIP, "--serve-admin")
+	// The cluster's DNS and kube-proxy, which the stand-in is too for a Service its ext_proc
+	// cluster fails over to: it resolves the name in the pod's namespace to the Service's Ready
+	// endpoints with the cluster's own credentials (kube-proxy's, not the pod's).
+	args = append(args, "--cluster-kubeconfig", run.k.c.Kubeconfig, "--namespace", run.pod.Namespace)
 	return []launch{{args: args, env: env, ports: ports, rank: noRank}}, nil
 }

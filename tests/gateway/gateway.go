@@ -124,6 +124,8 @@ type Gateway struct {
 	listener net.Listener
 	draining atomic.Bool
 	cancel   context.CancelFunc
+	// fixedEPP: where ext_proc goes with a fixed EPP (Options.EPP, then SendExtProcTo).
+	fixedEPP atomic.Pointer[[]string]
 
 	mu      sync.Mutex
 	records []Record
@@ -151,7 +153,7 @@ func Start(ctx context.Context, clients kubernetes.Interface, dynamicClient dyna
 	conn.Connect()
 	g.conn = conn
 	if opts.EPP != "" {
-		g.resolver.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: opts.EPP}}})
+		g.SendExtProcTo(opts.EPP)
 	}
 	// One connection a request: a connection refused is then the endpoint's, never a stale pooled one.
 	g.upstream = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}}
@@ -213,9 +215,17 @@ func (g *Gateway) serve() error {
 // state is what the gateway knows of its pool; with a fixed EPP, that EPP and no pod of its own.
 func (g *Gateway) state() poolState {
 	if g.opts.EPP != "" {
-		return poolState{epp: []string{g.opts.EPP}, fixedFailOpen: g.opts.FailOpen}
+		return poolState{epp: *g.fixedEPP.Load(), fixedFailOpen: g.opts.FailOpen}
 	}
 	return g.tracker.current()
+}
+
+// SendExtProcTo sends the requests that arrive from now on to these EPPs (a gateway of a fixed
+// EPP, Options.EPP): a proxy whose ext_proc cluster fails over from its own picker to others
+// (cmd/envoy-standin). Streams already open end where they are.
+func (g *Gateway) SendExtProcTo(addresses ...string) {
+	g.fixedEPP.Store(&addresses)
+	g.eppChanged(poolState{epp: addresses})
 }
 
 // eppChanged gives the ext_proc client the EPP's endpoints.

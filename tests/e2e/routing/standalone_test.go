@@ -110,7 +110,12 @@ func TestStandaloneRouterServesThroughItsService(t *testing.T) {
 	configs := harness.Cluster.Clientset.CoreV1().ConfigMaps(namespace)
 	cm, err := configs.Get(ctx, api.RouterProxyConfigName(name), metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, 1, strings.Count(cm.Data["envoy.yaml"], "port_value: 9002"), "one cluster on the picker's port")
+	// ext_proc's cluster has two hosts on the picker's port: the pod's own picker first, the
+	// pickers' Service after it (used only while the first fails its health check, which asks
+	// another port, 9003, and so passes here)
+	require.Equal(t, 2, strings.Count(cm.Data["envoy.yaml"], "port_value: 9002"), "the pod's picker and the pickers' Service")
+	before, _, _ := strings.Cut(cm.Data["envoy.yaml"], "port_value: 9002")
+	require.True(t, strings.HasSuffix(strings.TrimSpace(before), "address: 127.0.0.1"), "the first is the pod's own")
 	cm.Data["envoy.yaml"] = strings.Replace(cm.Data["envoy.yaml"], "port_value: 9002", "port_value: 9009", 1)
 	_, err = configs.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)

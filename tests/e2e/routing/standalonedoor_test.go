@@ -158,7 +158,7 @@ type doorResult struct {
 // throughTheDoors runs n clients, each sending requests one after another through a door of the
 // router's Service as kube-proxy would take it: a new connection goes to a Ready door (ready),
 // and a client keeps its connection (keepAlive(c)) until it breaks or the server asks it to
-// close. The function returned stops them and gives every request's result.
+// close, whatever the status of a response. The function returned stops them and gives every request's result.
 func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, timeout time.Duration,
 	send func(conn *http.Client, door string, c, i int) response) func() []doorResult {
 	var (
@@ -188,7 +188,10 @@ func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, t
 				mu.Lock()
 				results = append(results, doorResult{response: resp, door: door, start: start, end: time.Now()})
 				mu.Unlock()
-				if resp.closed || resp.err != nil || transport.DisableKeepAlives {
+				// A response of any status keeps the connection (Go's transport keeps it once the
+				// body is read, as an OpenAI SDK's pool does, and retries a 5xx on it); one that
+				// broke (no status) or that the server asked to close does not.
+				if resp.closed || resp.status == 0 || transport.DisableKeepAlives {
 					door = "" // a new connection: kube-proxy picks its endpoint
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	earlymutationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/early_header_mutation/header_mutation/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -165,6 +166,29 @@ func loopbackPorts(c *clusterv3.Cluster) []uint32 {
 	return out
 }
 
+// healthCheckedLoopbackPorts are the ports where a cluster's active health check asks its
+// endpoints on the pod's own loopback (an endpoint's health_check_config port, else its own).
+func healthCheckedLoopbackPorts(c *clusterv3.Cluster) []uint32 {
+	if len(c.GetHealthChecks()) == 0 {
+		return nil
+	}
+	var out []uint32
+	for _, eps := range c.GetLoadAssignment().GetEndpoints() {
+		for _, lb := range eps.GetLbEndpoints() {
+			e := lb.GetEndpoint()
+			if !isLoopback(e.GetAddress().GetSocketAddress()) || e.GetHealthCheckConfig().GetDisableActiveHealthCheck() {
+				continue
+			}
+			port := e.GetHealthCheckConfig().GetPortValue()
+			if port == 0 {
+				port = e.GetAddress().GetSocketAddress().GetPortValue()
+			}
+			out = append(out, port)
+		}
+	}
+	return out
+}
+
 func isLoopback(sa *corev3.SocketAddress) bool {
 	return sa.GetAddress() == "127.0.0.1" || sa.GetAddress() == "::1" || sa.GetAddress() == "localhost"
 }
@@ -217,6 +241,12 @@ func envoyProcess(c *corev1.Container, pod *Pod, files map[string]map[string]str
 				t.Program, t.What, t.Serves = ProgramEndpointPicker, "ext_proc cluster "+cl.GetName(), ServesExtProc
 			}
 			proc.Targets = append(proc.Targets, t)
+		}
+		if extProcClusters[cl.GetName()] {
+			for _, port := range healthCheckedLoopbackPorts(cl) {
+				proc.Targets = append(proc.Targets, Target{Port: int32(port), Program: ProgramEndpointPicker,
+					What: "ext_proc cluster " + cl.GetName() + "'s health check", Serves: ServesGRPCHealth})
+			}
 		}
 	}
 	for name := range extProcClusters {

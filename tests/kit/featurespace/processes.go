@@ -99,7 +99,7 @@ func containerProcesses(c *corev1.Container) ([]*Process, error) {
 			Listens: []int32{atoi32(envValue(c, "PROBES_PORT")), atoi32(envValue(c, "SPI_PORT"))}}}, nil
 	case argv(c.Args).has("--grpc-port"):
 		proc := &Process{Container: c.Name, Program: ProgramEndpointPicker, Name: c.Name, Serves: map[int32]string{}}
-		for f, serves := range map[string]string{"--grpc-port": ServesExtProc, "--grpc-health-port": "gRPC health", "--metrics-port": "metrics"} {
+		for f, serves := range map[string]string{"--grpc-port": ServesExtProc, "--grpc-health-port": ServesGRPCHealth, "--metrics-port": "metrics"} {
 			if v, found := argv(c.Args).value(f); found {
 				proc.Listens = append(proc.Listens, atoi32(v))
 				proc.Serves[atoi32(v)] = serves
@@ -126,6 +126,9 @@ func containerProcesses(c *corev1.Container) ([]*Process, error) {
 // ServesExtProc: an Endpoint Picker serves Envoy's external processing on its --grpc-port (every
 // release's pkg/epp/server/options.go, or cmd/epp/runner/runner.go in GIE v1.2.0).
 const ServesExtProc = "ext_proc"
+
+// ServesGRPCHealth: an Endpoint Picker answers gRPC health checks on its --grpc-health-port.
+const ServesGRPCHealth = "gRPC health"
 
 // isEnvoy: the container runs Envoy (its command, or an image of envoyproxy's).
 func isEnvoy(c *corev1.Container) bool {

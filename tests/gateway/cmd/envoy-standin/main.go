@@ -76,6 +76,8 @@ func run() error {
 	ports := portMap{}
 	flag.Var(ports, "listen-port", "CONTAINERPORT=LOOPBACKPORT: where a listener of the bootstrap listens (repeated)")
 	loopback := flag.String("loopback", "127.0.0.1", "the address that stands for the pod's loopback in the bootstrap's clusters")
+	kubeconfig := flag.String("cluster-kubeconfig", "", "the cluster's, for resolving a Service name as its DNS and kube-proxy would")
+	namespace := flag.String("namespace", "", "the pod's namespace, where a Service's short name resolves")
 	flag.Parse()
 	if *config == "" {
 		*config = flag.Lookup("config-path").Value.String()
@@ -113,7 +115,7 @@ func run() error {
 			}
 			continue
 		}
-		opts, err := gatewayOptions(b.GetStaticResources().GetClusters(), hcms[0], ep, *loopback)
+		opts, failover, err := gatewayOptions(b.GetStaticResources().GetClusters(), hcms[0], ep, *loopback)
 		if err != nil {
 			return fmt.Errorf("listener port %d: %w", port, err)
 		}
@@ -128,6 +130,20 @@ func run() error {
 		}
 		fmt.Printf("listener %d on %s: ext_proc to %s (plaintext %v), message timeout %s, fail open %v\n",
 			port, gw.URL, opts.EPP, opts.PlaintextEPP, opts.MessageTimeout, opts.FailOpen)
+		if failover != nil {
+			if *kubeconfig == "" || *namespace == "" {
+				return fmt.Errorf("the ext_proc cluster fails over to Service %s: --cluster-kubeconfig and --namespace resolve it", failover.fallback)
+			}
+			clients, err := clusterClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			if err := failover.run(context.Background(), gw, clients, *namespace); err != nil {
+				return err
+			}
+			fmt.Printf("ext_proc fails over to Service %s:%d while %s fails gRPC health %q (every %s)\n",
+				failover.fallback, failover.fallbackPort, failover.health, failover.serviceName, failover.interval)
+		}
 	}
 	if gw == nil {
 		return fmt.Errorf("%s: no listener with an ext_proc filter", *config)
@@ -152,14 +168,14 @@ func run() error {
 
 // gatewayOptions are the gateway's settings from the serving listener's connection manager and
 // ext_proc filter and the clusters they name.
-func gatewayOptions(clusters []*clusterv3.Cluster, hcm *hcmv3.HttpConnectionManager, ep *extprocv3.ExternalProcessor, loopback string) (gateway.Options, error) {
+func gatewayOptions(clusters []*clusterv3.Cluster, hcm *hcmv3.HttpConnectionManager, ep *extprocv3.ExternalProcessor, loopback string) (gateway.Options, *extProcFailover, error) {
 	var opts gateway.Options
 	// The gateway sends the headers, then the whole body (end_of_stream), and passes the response
 	// headers and body through the picker as they come: ext_proc's SEND and FULL_DUPLEX_STREAMED.
 	mode := ep.GetProcessingMode()
 	if mode.GetRequestHeaderMode().String() != "SEND" || mode.GetResponseHeaderMode().String() != "SEND" ||
 		mode.GetRequestBodyMode().String() != "FULL_DUPLEX_STREAMED" || mode.GetResponseBodyMode().String() != "FULL_DUPLEX_STREAMED" {
-		return opts, fmt.Errorf("ext_proc processing mode %v: the gateway speaks headers SEND and bodies FULL_DUPLEX_STREAMED only", mode)
+		return opts, nil, fmt.Errorf("ext_proc processing mode %v: the gateway speaks headers SEND and bodies FULL_DUPLEX_STREAMED only", mode)
 	}
 	opts.MessageTimeout = ep.GetMessageTimeout().AsDuration()
 	if opts.MessageTimeout == 0 {
@@ -169,17 +185,17 @@ func gatewayOptions(clusters []*clusterv3.Cluster, hcm *hcmv3.HttpConnectionMana
 	// The headers the connection manager removes before any filter (early header mutation).
 	removes, err := featurespace.EnvoyRemovedHeaders(hcm)
 	if err != nil {
-		return opts, err
+		return opts, nil, err
 	}
 	opts.RemoveHeaders = removes
 	name := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName()
 	extProc := clusterNamed(clusters, name)
 	if extProc == nil {
-		return opts, fmt.Errorf("the ext_proc filter's cluster %q is not in the bootstrap", name)
+		return opts, nil, fmt.Errorf("the ext_proc filter's cluster %q is not in the bootstrap", name)
 	}
 	eps := extProc.GetLoadAssignment().GetEndpoints()
-	if len(eps) != 1 || len(eps[0].GetLbEndpoints()) != 1 {
-		return opts, fmt.Errorf("ext_proc cluster %s: the stand-in sends to one endpoint", name)
+	if len(eps) == 0 || eps[0].GetPriority() != 0 || len(eps[0].GetLbEndpoints()) != 1 {
+		return opts, nil, fmt.Errorf("ext_proc cluster %s: the stand-in sends to one endpoint of priority 0 (and fails over)", name)
 	}
 	sa := eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
 	host := sa.GetAddress()
@@ -187,27 +203,31 @@ func gatewayOptions(clusters []*clusterv3.Cluster, hcm *hcmv3.HttpConnectionMana
 		host = loopback
 	}
 	opts.EPP = net.JoinHostPort(host, strconv.Itoa(int(sa.GetPortValue())))
+	failover, err := failoverOf(extProc, opts.EPP)
+	if err != nil {
+		return opts, nil, err
+	}
 	switch ts := extProc.GetTransportSocket(); {
 	case ts == nil:
 		opts.PlaintextEPP = true
 	case ts.GetName() != "envoy.transport_sockets.tls":
-		return opts, fmt.Errorf("ext_proc cluster %s: transport socket %s, the stand-in speaks TLS or plaintext", name, ts.GetName())
+		return opts, nil, fmt.Errorf("ext_proc cluster %s: transport socket %s, the stand-in speaks TLS or plaintext", name, ts.GetName())
 	}
 	// Every route must go to an original-destination cluster reading the picker's header.
 	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
 		for _, r := range vh.GetRoutes() {
 			c := clusterNamed(clusters, r.GetRoute().GetCluster())
 			if c == nil || c.GetType() != clusterv3.Cluster_ORIGINAL_DST {
-				return opts, fmt.Errorf("route %s: cluster %q is not an ORIGINAL_DST cluster", r.GetMatch().GetPrefix(), r.GetRoute().GetCluster())
+				return opts, nil, fmt.Errorf("route %s: cluster %q is not an ORIGINAL_DST cluster", r.GetMatch().GetPrefix(), r.GetRoute().GetCluster())
 			}
 			lb := c.GetOriginalDstLbConfig()
 			if !lb.GetUseHttpHeader() || !strings.EqualFold(lb.GetHttpHeaderName(), metadata.DestinationEndpointKey) {
-				return opts, fmt.Errorf("cluster %s routes by header %q (use_http_header %v), the gateway by %s",
+				return opts, nil, fmt.Errorf("cluster %s routes by header %q (use_http_header %v), the gateway by %s",
 					c.GetName(), lb.GetHttpHeaderName(), lb.GetUseHttpHeader(), metadata.DestinationEndpointKey)
 			}
 		}
 	}
-	return opts, nil
+	return opts, failover, nil
 }
 
 func clusterNamed(clusters []*clusterv3.Cluster, name string) *clusterv3.Cluster {
