@@ -130,7 +130,7 @@ type containers struct {
 type podRun struct {
 	started   chan struct{} // closed once its processes and forwarders are up (or failed)
 	stopping  bool
-	ended     bool // a container of the pod has ended (endWithAnyRank); the suite restarts none
+	ended     bool // a container of the pod has ended (endWhenAProcessEnds); the suite restarts none
 	listeners []net.Listener
 	processes []*ContainerProcess
 }
@@ -233,7 +233,7 @@ func (k *containers) run(pod *corev1.Pod, run *podRun) {
 			k.record(p)
 		}
 		if len(processes) > 0 {
-			go k.endWithAnyRank(pod, run, container.Name, processes)
+			go k.endWhenAProcessEnds(pod, run, container.Name, processes)
 		}
 		if err != nil {
 			p := &ContainerProcess{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name, PodIP: pod.Status.PodIP, Rank: noRank, Err: err}

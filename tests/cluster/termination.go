@@ -23,7 +23,7 @@ import (
 // A container's end: a rank that exits, and a pod being deleted (preStop hooks, SIGTERM, the
 // grace period, SIGKILL, then the finalizer released), as the kubelet ends them.
 
-// endWithAnyRank ends a container when its process ends, or any of its rank processes, as a data
+// endWhenAProcessEnds ends a container when its process ends, or any of its rank processes, as a data
 // parallel pod's launch script (core/render DataParallelScript) ends its container when any rank's
 // server ends (it TERMs the other ranks, waits for them and exits non-zero). So when one of a
 // container's processes ends while its pod is not being deleted (a crash, a SIGKILL), the suite
@@ -33,7 +33,7 @@ import (
 // a container whose state is not Running is not ready). The suite restarts no container (the
 // kubelet would, after its back-off, and LWS, by RecreateGroupOnPodRestart, would then recreate
 // the replica's pods): the pod stays not Ready.
-func (k *containers) endWithAnyRank(pod *corev1.Pod, run *podRun, container string, ranks []*ContainerProcess) {
+func (k *containers) endWhenAProcessEnds(pod *corev1.Pod, run *podRun, container string, ranks []*ContainerProcess) {
 	first := make(chan *ContainerProcess, len(ranks))
 	for _, p := range ranks {
 		go func() {

@@ -64,7 +64,7 @@ type pickerKill struct {
 // (keepAlive(c): client c keeps its connection; each pauses between requests), kills the named containers of one picker pod
 // (SIGKILL) and waits for its pod to leave the Service and 6 s more. The pod is reported not
 // Ready as a container ends, as the kubelet does (the suite's kubelet: tests/cluster
-// termination.go endWithAnyRank); the clients are kube-proxy's (watchDoors): a new connection goes
+// termination.go endWhenAProcessEnds); the clients are kube-proxy's (watchDoors): a new connection goes
 // to a Ready endpoint, and a client whose connection broke opens a new one.
 func killAPicker(t *testing.T, namespace, name string, containers []string, keepAlive func(c int) bool, pause time.Duration) pickerKill {
 	t.Helper()
