@@ -138,31 +138,11 @@ func (t *tracker) eppEndpoints(pool *inferencev1.InferencePool) []string {
 	if !found {
 		return nil
 	}
-	var out []string
+	var endpointSlices []*discoveryv1.EndpointSlice
 	for _, obj := range t.slices.List() {
-		slice := obj.(*discoveryv1.EndpointSlice)
-		if slice.Namespace != pool.Namespace || slice.Labels[discoveryv1.LabelServiceName] != string(ref.Name) {
-			continue
-		}
-		var target *int32
-		for _, p := range slice.Ports {
-			if p.Name != nil && *p.Name == portName {
-				target = p.Port
-			}
-		}
-		if target == nil {
-			continue
-		}
-		for _, e := range slice.Endpoints {
-			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
-			terminating := e.Conditions.Terminating != nil && *e.Conditions.Terminating
-			if ready && !terminating && len(e.Addresses) > 0 {
-				out = append(out, net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*target))))
-			}
-		}
+		endpointSlices = append(endpointSlices, obj.(*discoveryv1.EndpointSlice))
 	}
-	slices.Sort(out)
-	return out
+	return ReadyEndpoints(endpointSlices, pool.Namespace, string(ref.Name), portName)
 }
 
 // String is the state for logs.

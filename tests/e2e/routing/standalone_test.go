@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,25 +168,12 @@ func serviceEndpoint(t *testing.T, namespace, service, portName string) string {
 // readyEndpoints are host:port of the Ready endpoints of a Service's port, from its
 // EndpointSlices: where kube-proxy would send a new connection.
 func readyEndpoints(namespace, service, portName string) ([]string, error) {
-	slices, err := harness.Cluster.Clientset.DiscoveryV1().EndpointSlices(namespace).List(context.Background(), metav1.ListOptions{
+	list, err := harness.Cluster.Clientset.DiscoveryV1().EndpointSlices(namespace).List(context.Background(), metav1.ListOptions{
 		LabelSelector: discoveryv1.LabelServiceName + "=" + service})
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, s := range slices.Items {
-		for _, p := range s.Ports {
-			if p.Name == nil || *p.Name != portName || p.Port == nil {
-				continue
-			}
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 {
-					out = append(out, net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*p.Port))))
-				}
-			}
-		}
-	}
-	return out, nil
+	return gateway.ReadyEndpoints(gateway.Pointers(list.Items), namespace, service, portName), nil
 }
 
 // podOfEndpoint is the pod at an endpoint's address.

@@ -176,28 +176,12 @@ func (f *extProcFailover) resolve(ctx context.Context, clients kubernetes.Interf
 			portName = p.Name
 		}
 	}
-	slices, err := clients.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + f.fallback})
+	list, err := clients.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + f.fallback})
 	if err != nil {
 		fmt.Printf("resolving %s: %v\n", f.fallback, err)
 		return nil
 	}
-	var out []string
-	for _, s := range slices.Items {
-		for _, p := range s.Ports {
-			if p.Name == nil || *p.Name != portName || p.Port == nil {
-				continue
-			}
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && !*e.Conditions.Ready {
-					continue
-				}
-				for _, a := range e.Addresses {
-					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
-				}
-			}
-		}
-	}
-	return out
+	return gateway.ReadyEndpoints(gateway.Pointers(list.Items), namespace, f.fallback, portName)
 }
 
 // clusterClients reads the kubeconfig the suite gives the stand-in for the cluster's DNS and
