@@ -186,5 +186,19 @@ func (c *Cluster) serviceAccountKubeconfig(namespace, name string) (string, erro
 		return "", fmt.Errorf("internal error: the kubeconfig has no user to impersonate with")
 	}
 	path := filepath.Join(c.Dir, "kubeconfig-"+namespace+"-"+name)
-	return path, os.WriteFile(path, []byte(text), 0o600)
+	// Two pods of one account start at once: written in place, one process could read the
+	// other's truncated file ("no configuration has been provided") and never start. A rename
+	// replaces it whole.
+	file, err := os.CreateTemp(c.Dir, ".kubeconfig-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := file.WriteString(text); err != nil {
+		file.Close()
+		return "", err
+	}
+	if err := file.Close(); err != nil {
+		return "", err
+	}
+	return path, os.Rename(file.Name(), path)
 }
