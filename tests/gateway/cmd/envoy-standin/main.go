@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -95,6 +97,7 @@ func run() error {
 		return err
 	}
 	var gw *gateway.Gateway
+	var servingStatPrefix string // the serving connection manager's, for the admin's stats
 	var healthFailed atomic.Bool
 	for port, hcms := range managers {
 		if len(hcms) != 1 {
@@ -110,11 +113,12 @@ func run() error {
 			return err
 		}
 		if ep == nil {
-			if err := serveReady(hcms[0], listen, &healthFailed); err != nil {
+			if err := serveReady(hcms[0], listen, &healthFailed, b.GetStaticResources().GetClusters(), *loopback); err != nil {
 				return fmt.Errorf("listener port %d: %w", port, err)
 			}
 			continue
 		}
+		servingStatPrefix = hcms[0].GetStatPrefix()
 		opts, failover, err := gatewayOptions(b.GetStaticResources().GetClusters(), hcms[0], ep, *loopback)
 		if err != nil {
 			return fmt.Errorf("listener port %d: %w", port, err)
@@ -157,7 +161,8 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		go func() { _ = http.Serve(l, adminHandler(gw, &healthFailed, time.Duration(*drainTime)*time.Second)) }() //nolint:gosec // a test program on loopback
+		admin := adminHandler(gw, servingStatPrefix, &healthFailed, time.Duration(*drainTime)*time.Second)
+		go func() { _ = http.Serve(l, admin) }() //nolint:gosec // a test program on loopback
 	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
@@ -241,9 +246,11 @@ func clusterNamed(clusters []*clusterv3.Cluster, name string) *clusterv3.Cluster
 
 // serveReady serves a listener of Envoy's health_check filter: 200 to a request whose headers
 // match the filter's (":path" for the path), as the filter answers when not in pass-through mode
-// and the server is not draining. Its other routes (the bootstrap's /stats/prometheus to the
-// admin interface) are not served: 404.
-func serveReady(hcm *hcmv3.HttpConnectionManager, listen string, healthFailed *atomic.Bool) error {
+// and the server is not draining. Another request goes on to the router filter: a route of the
+// connection manager whose prefix it has, to a static cluster on the pod's loopback (the
+// bootstrap's /stats/prometheus to the admin interface), is sent there; else 404, as Envoy's
+// router answers a request no route matches.
+func serveReady(hcm *hcmv3.HttpConnectionManager, listen string, healthFailed *atomic.Bool, clusters []*clusterv3.Cluster, loopback string) error {
 	var hc *healthcheckv3.HealthCheck
 	for _, f := range hcm.GetHttpFilters() {
 		var c healthcheckv3.HealthCheck
@@ -264,6 +271,7 @@ func serveReady(hcm *hcmv3.HttpConnectionManager, listen string, healthFailed *a
 	if err != nil {
 		return err
 	}
+	routes := loopbackRoutes(hcm, clusters, loopback)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range hc.GetHeaders() {
 			value := r.Header.Get(h.GetName())
@@ -271,6 +279,12 @@ func serveReady(hcm *hcmv3.HttpConnectionManager, listen string, healthFailed *a
 				value = r.URL.Path
 			}
 			if exact := h.GetStringMatch().GetExact(); value != exact {
+				for prefix, upstream := range routes {
+					if strings.HasPrefix(r.URL.Path, prefix) {
+						upstream.ServeHTTP(w, r)
+						return
+					}
+				}
 				http.NotFound(w, r)
 				return
 			}
@@ -285,14 +299,48 @@ func serveReady(hcm *hcmv3.HttpConnectionManager, listen string, healthFailed *a
 	return nil
 }
 
+// loopbackRoutes are a connection manager's prefix routes to a static cluster whose endpoint is
+// on the pod's loopback (127.0.0.1, which the stand-in's --loopback address stands for), each a
+// proxy to it.
+func loopbackRoutes(hcm *hcmv3.HttpConnectionManager, clusters []*clusterv3.Cluster, loopback string) map[string]http.Handler {
+	routes := map[string]http.Handler{}
+	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+		for _, route := range vh.GetRoutes() {
+			prefix, name := route.GetMatch().GetPrefix(), route.GetRoute().GetCluster()
+			if prefix == "" || name == "" {
+				continue
+			}
+			for _, c := range clusters {
+				for _, eps := range c.GetLoadAssignment().GetEndpoints() {
+					for _, lb := range eps.GetLbEndpoints() {
+						if sa := lb.GetEndpoint().GetAddress().GetSocketAddress(); c.GetName() == name && sa.GetAddress() == "127.0.0.1" {
+							target := &url.URL{Scheme: "http", Host: net.JoinHostPort(loopback, strconv.Itoa(int(sa.GetPortValue())))}
+							routes[prefix] = httputil.NewSingleHostReverseProxy(target)
+						}
+					}
+				}
+			}
+		}
+	}
+	return routes
+}
+
 // adminHandler is the part of Envoy's admin interface a stopping pod's drain hook uses
 // (core/render standalone.go proxyDrainHook; Envoy's docs, operations/admin): POST
 // /healthcheck/fail fails the health_check filter (the ready listener answers 503) and
 // /healthcheck/ok restores it; POST /drain_listeners drains the serving listener, gracefully for
 // drainTime with ?graceful (gateway.Drain), else at once. Envoy refuses a mutation asked by GET;
-// so does the stand-in. Other endpoints are not served.
-func adminHandler(gw *gateway.Gateway, healthFailed *atomic.Bool, drainTime time.Duration) http.Handler {
+// so does the stand-in. GET /stats/prometheus answers with the one statistic the stand-in keeps:
+// the serving connection manager's downstream_rq_total (Envoy's docs,
+// configuration/http/http_conn_man/stats; its Prometheus name and tag as /stats/prometheus
+// gives them), the requests it has answered. Other endpoints are not served.
+func adminHandler(gw *gateway.Gateway, statPrefix string, healthFailed *atomic.Bool, drainTime time.Duration) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats/prometheus", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = fmt.Fprintf(w, "# TYPE envoy_http_downstream_rq_total counter\nenvoy_http_downstream_rq_total{envoy_http_conn_manager_prefix=%q} %d\n",
+			statPrefix, len(gw.Records()))
+	})
 	mutation := func(do func(r *http.Request)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost {

@@ -4,10 +4,12 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,7 +99,9 @@ func TestAdminDrainsAsEnvoy(t *testing.T) {
 	readyAddr := free.Addr().String()
 	require.NoError(t, free.Close())
 	var healthFailed atomic.Bool
-	require.NoError(t, serveReady(managers[19001][0], readyAddr, &healthFailed))
+	// the pod's loopback is 127.0.0.2 here: the admin interface on its port there
+	const loopback = "127.0.0.2"
+	require.NoError(t, serveReady(managers[19001][0], readyAddr, &healthFailed, b.GetStaticResources().GetClusters(), loopback))
 
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -105,7 +109,11 @@ func TestAdminDrainsAsEnvoy(t *testing.T) {
 	gw, err := gateway.Start(context.Background(), nil, nil, gateway.Options{EPP: dead.Addr().String(), PlaintextEPP: true, MessageTimeout: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(gw.Close)
-	admin := httptest.NewServer(adminHandler(gw, &healthFailed, time.Minute))
+	adminListener, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(int(b.GetAdmin().GetAddress().GetSocketAddress().GetPortValue()))))
+	require.NoError(t, err)
+	admin := httptest.NewUnstartedServer(adminHandler(gw, "http-8081", &healthFailed, time.Minute))
+	admin.Listener = adminListener
+	admin.Start()
 	t.Cleanup(admin.Close)
 
 	status := func(method, url string) int {
@@ -117,6 +125,15 @@ func TestAdminDrainsAsEnvoy(t *testing.T) {
 		return resp.StatusCode
 	}
 	assert.Equal(t, http.StatusOK, status(http.MethodGet, "http://"+readyAddr+"/ready"))
+	// The ready listener's other route: the bootstrap's /stats/prometheus, to the admin interface
+	// (what the router's PodMonitor scrapes).
+	stats, err := http.Get("http://" + readyAddr + "/stats/prometheus")
+	require.NoError(t, err)
+	text, _ := io.ReadAll(stats.Body)
+	_ = stats.Body.Close()
+	assert.Equal(t, http.StatusOK, stats.StatusCode)
+	assert.Contains(t, string(text), `envoy_http_downstream_rq_total{envoy_http_conn_manager_prefix="http-8081"} 0`)
+	assert.Equal(t, http.StatusNotFound, status(http.MethodGet, "http://"+readyAddr+"/elsewhere"), "no route")
 	assert.Equal(t, http.StatusMethodNotAllowed, status(http.MethodGet, admin.URL+"/healthcheck/fail"))
 	assert.Equal(t, http.StatusOK, status(http.MethodGet, "http://"+readyAddr+"/ready"), "a GET changed nothing")
 	assert.Equal(t, http.StatusOK, status(http.MethodPost, admin.URL+"/healthcheck/fail"))
