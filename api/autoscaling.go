@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/fusioninfer/pulumi-fusioninfer/api/eppconfig"
 	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
 )
 
@@ -23,8 +24,16 @@ const (
 	MetricKVCacheUsage    = vllm.MetricKVCacheUsage
 )
 
+// MetricPickerRequests is the router's Endpoint Picker's load: the requests it holds in its
+// flow-control queue and those running on the servers (eppconfig.Release.RequestSeries), the one
+// known metric that exists while a role has no server.
+const MetricPickerRequests = "epp:requests"
+
 // KnownMetrics are the metric names an autoscaled role may give on their own.
-var KnownMetrics = []string{MetricRequestsWaiting, MetricKVCacheUsage}
+var KnownMetrics = []string{MetricRequestsWaiting, MetricKVCacheUsage, MetricPickerRequests}
+
+// MaxWakeTimeout bounds wakeTimeout: a request held longer than an hour has been given up on.
+const MaxWakeTimeout = time.Hour
 
 // MaxScaleDownDelay bounds scaleDownDelay: the HPA's stabilization window is at most an hour.
 const MaxScaleDownDelay = time.Hour
@@ -53,9 +62,10 @@ func validateAutoscaling(spec *InferenceServiceSpec, role *Role, rolePath *field
 		errs = append(errs, field.Invalid(path.Child("minReplicas"), *as.MinReplicas,
 			fmt.Sprintf("differs from replicas (%d): an autoscaled role's replicas are its minimum; set one of them", *role.Replicas)))
 	}
-	if m := as.MinReplicas; m != nil && (*m < 1 || *m > MaxReplicas) {
-		errs = append(errs, field.Invalid(path.Child("minReplicas"), *m, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
+	if m := as.MinReplicas; m != nil && (*m < 0 || *m > MaxReplicas) {
+		errs = append(errs, field.Invalid(path.Child("minReplicas"), *m, fmt.Sprintf("must be >= 0 and <= %d", MaxReplicas)))
 	}
+	errs = append(errs, validateScaleToZero(spec, role, path)...)
 	switch {
 	case as.MaxReplicas < 1 || as.MaxReplicas > MaxReplicas:
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), as.MaxReplicas, fmt.Sprintf("must be >= 1 and <= %d", MaxReplicas)))
@@ -68,7 +78,7 @@ func validateAutoscaling(spec *InferenceServiceSpec, role *Role, rolePath *field
 	if as.Follow != nil {
 		errs = append(errs, validateFollow(spec, role, path)...)
 	} else {
-		errs = append(errs, validateMetric(as, path)...)
+		errs = append(errs, validateMetric(spec.AutoscalingMetric(role), as.Target, path)...)
 	}
 	if as.ScaleDownDelay != "" {
 		if d, err := time.ParseDuration(as.ScaleDownDelay); err != nil || d < 0 || d > MaxScaleDownDelay {
@@ -79,23 +89,66 @@ func validateAutoscaling(spec *InferenceServiceSpec, role *Role, rolePath *field
 	return errs
 }
 
-// validateMetric checks a role's own metric and target.
-func validateMetric(as *Autoscaling, path *field.Path) field.ErrorList {
+// validateScaleToZero checks what a role at zero replicas needs (docs/design/0047-scale-to-zero.md):
+// a router whose picker holds the requests that arrive meanwhile, and a load that exists with no
+// server running, for KEDA to wake it by. The picker's own load needs a picker that exports it.
+func validateScaleToZero(spec *InferenceServiceSpec, role *Role, path *field.Path) field.ErrorList {
+	as := role.Autoscaling
 	var errs field.ErrorList
-	switch {
-	case as.Metric == "":
-		errs = append(errs, field.Required(path.Child("metric"), strings.Join(KnownMetrics, ", ")+" or a PromQL query (or set follow instead)"))
-	case metricName.MatchString(as.Metric):
-		if !IsKnownMetric(as.Metric) {
-			errs = append(errs, field.NotSupported(path.Child("metric"), as.Metric, append(KnownMetrics, "a PromQL query")))
+	var release EndpointPickerRelease
+	if router := spec.Router(); router != nil {
+		release = router.EndpointPickerRelease()
+	}
+	holding := strings.Join(eppconfig.HoldingReleases(), ", ")
+	metric := spec.AutoscalingMetric(role)
+	if metric == MetricPickerRequests && !release.HoldsRequestsAtZero() {
+		why := "the service has no router"
+		if release != "" {
+			why = fmt.Sprintf("the Endpoint Picker of %s does not export it", release)
 		}
-	default:
-		if _, err := parser.ParseExpr(as.Metric); err != nil {
-			errs = append(errs, field.Invalid(path.Child("metric"), as.Metric, "neither a known metric nor a PromQL query: "+err.Error()))
+		errs = append(errs, field.Invalid(path.Child("metric"), metric, fmt.Sprintf(
+			"is the router's Endpoint Picker's load and %s: add a router role with endpointPicker.release one of %s", why, holding)))
+	}
+	if as.WakeTimeout != "" {
+		if d, err := time.ParseDuration(as.WakeTimeout); err != nil || d <= 0 || d > MaxWakeTimeout {
+			errs = append(errs, field.Invalid(path.Child("wakeTimeout"), as.WakeTimeout,
+				fmt.Sprintf(`must be a duration such as "10m", above 0 and at most %s`, MaxWakeTimeout)))
 		}
 	}
-	if !(as.Target > 0) || math.IsInf(as.Target, 0) {
-		errs = append(errs, field.Invalid(path.Child("target"), as.Target, "must be > 0: the metric's value one replica carries"))
+	if !role.ScalesToZero() { // wakeTimeout is then unused, and its default may be given
+		return errs
+	}
+	switch {
+	case release == "":
+		errs = append(errs, field.Invalid(path.Child("minReplicas"), 0, fmt.Sprintf(
+			"a role at zero replicas has no server to answer: it needs a router whose Endpoint Picker holds requests until it wakes; add a router role (endpointPicker.release one of %s), or set minReplicas >= 1", holding)))
+	case !release.HoldsRequestsAtZero():
+		errs = append(errs, field.Invalid(path.Child("minReplicas"), 0, fmt.Sprintf(
+			"the Endpoint Picker of %s has no flow control to hold a request while the role has no server: every request would fail until it wakes; use endpointPicker.release one of %s, or set minReplicas >= 1", release, holding)))
+	case metric == MetricRequestsWaiting || metric == MetricKVCacheUsage:
+		errs = append(errs, field.Invalid(path.Child("metric"), metric, fmt.Sprintf(
+			"is a series of vLLM's servers, and at zero replicas none runs to report it, so nothing would wake the role: use %s (the Endpoint Picker's requests), or a query of the picker's series", MetricPickerRequests)))
+	}
+	return errs
+}
+
+// validateMetric checks a role's own metric (as given, or its default) and target.
+func validateMetric(metric string, target float64, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case metric == "":
+		errs = append(errs, field.Required(path.Child("metric"), strings.Join(KnownMetrics, ", ")+" or a PromQL query (or set follow instead)"))
+	case metricName.MatchString(metric):
+		if !IsKnownMetric(metric) {
+			errs = append(errs, field.NotSupported(path.Child("metric"), metric, append(KnownMetrics, "a PromQL query")))
+		}
+	default:
+		if _, err := parser.ParseExpr(metric); err != nil {
+			errs = append(errs, field.Invalid(path.Child("metric"), metric, "neither a known metric nor a PromQL query: "+err.Error()))
+		}
+	}
+	if !(target > 0) || math.IsInf(target, 0) {
+		errs = append(errs, field.Invalid(path.Child("target"), target, "must be > 0: the metric's value one replica carries"))
 	}
 	return errs
 }

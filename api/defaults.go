@@ -38,6 +38,44 @@ func (r *Role) baseReplicas() int {
 // Autoscaled reports whether the role has elastic replicas above its base.
 func (r *Role) Autoscaled() bool { return r.Autoscaling != nil && r.ComponentType.Serving() }
 
+// AutoscalingMetric is what an autoscaled role's replicas follow: autoscaling.metric, else
+// the Endpoint Picker's load (MetricPickerRequests) when a router whose picker exports it fronts
+// the role, else none (validation requires one). Empty for a role that follows another.
+func (s *InferenceServiceSpec) AutoscalingMetric(role *Role) string {
+	switch as := role.Autoscaling; {
+	case as == nil:
+		return ""
+	case as.Follow != nil || as.Metric != "":
+		return as.Metric
+	case s.Router() != nil && s.Router().EndpointPickerRelease().HoldsRequestsAtZero():
+		return MetricPickerRequests
+	}
+	return ""
+}
+
+// ScalesToZero reports whether the role is autoscaled from no replica at all (minReplicas 0).
+func (r *Role) ScalesToZero() bool { return r.Autoscaled() && r.baseReplicas() == 0 }
+
+// WakeTimeoutOrDefault is autoscaling.wakeTimeout, its default when unset.
+func (a *Autoscaling) WakeTimeoutOrDefault() time.Duration {
+	if d, err := time.ParseDuration(a.WakeTimeout); err == nil {
+		return d
+	}
+	return DefaultAutoscalingWakeTimeout
+}
+
+// WakeTimeout is how long the router holds a request for a role at zero replicas to wake: the
+// longest wakeTimeout of the roles that ScalesToZero, 0 when none does.
+func (s *InferenceServiceSpec) WakeTimeout() time.Duration {
+	var longest time.Duration
+	for i := range s.Roles {
+		if s.Roles[i].ScalesToZero() {
+			longest = max(longest, s.Roles[i].Autoscaling.WakeTimeoutOrDefault())
+		}
+	}
+	return longest
+}
+
 // MaxReplicaCount is the most replicas the role may run: autoscaling.maxReplicas, else its replicas.
 func (r *Role) MaxReplicaCount() int32 {
 	if r.Autoscaled() {
@@ -99,6 +137,9 @@ func (s *InferenceServiceSpec) MinRoleReplicas(roleName string) int32 {
 		if n, ok := s.GangPolicy.MinRoleReplicas[roleName]; ok {
 			return int32(n) // bounded by the role's replicas in validation
 		}
+	}
+	if role := s.RoleNamed(roleName); role != nil && role.ScalesToZero() {
+		return 0 // none to require while it is idle; its elastic replicas are each placed whole
 	}
 	return 1
 }

@@ -148,6 +148,13 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 	}
 	sel, selErr := eppconfig.Select(role.Strategy, role.EndpointPickerConfig, spec.Disaggregated(),
 		release, role.EndpointPickerImage())
+	if wake := spec.WakeTimeout(); selErr == nil && wake > 0 && release.HoldsRequestsAtZero() {
+		// a role at zero: the picker holds what arrives until it wakes (validateAutoscaling
+		// refuses the releases that cannot)
+		if err := sel.HoldRequests(wake); err != nil {
+			selErr = &eppconfig.SelectError{Field: eppconfig.FieldEndpointPickerConfig, Err: err}
+		}
+	}
 	if selErr == nil {
 		selErr = sel.Check()
 	}

@@ -483,13 +483,18 @@ type CompileCache struct {
 // Autoscaling is how a role's replicas follow load (docs/design/0014-autoscaling.md).
 type Autoscaling struct {
 	// MinReplicas is the base: that many replicas are the role's own LWSs, in the gang's minimal
-	// set and rolled in batches, never scaled down (default the role's replicas, else 1).
+	// set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales
+	// the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker
+	// holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric
+	// that exists with no server running (epp:requests, a query of yours, or follow).
 	MinReplicas *int `json:"minReplicas,omitempty" pulumi:"minReplicas,optional"`
 	// MaxReplicas is the most replicas the role may have; node pools and the planner count them.
 	MaxReplicas int `json:"maxReplicas" pulumi:"maxReplicas"`
 	// Metric is what the replicas follow: vllm:num_requests_waiting (requests queued per replica),
-	// vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that
-	// gives the role's whole load in units of target. Unset when follow is set.
+	// vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the
+	// router's Endpoint Picker holds in its queue or has running on the servers, per replica: the
+	// one that exists at zero replicas), or a PromQL query of yours that gives the role's whole
+	// load in units of target. Unset when follow is set.
 	Metric string `json:"metric,omitempty" pulumi:"metric,optional"`
 	// Target is the metric's value one replica should carry: the role runs ceil(load / target)
 	// replicas, within minReplicas and maxReplicas.
@@ -500,6 +505,12 @@ type Autoscaling struct {
 	// Follow scales this role with another autoscaled role's load instead of a metric of its own:
 	// a prefill role that keeps a ratio to its decode role.
 	Follow *AutoscalingFollow `json:"follow,omitempty" pulumi:"follow,optional"`
+	// WakeTimeout is how long the router holds a request that arrives while the role is at zero
+	// replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h.
+	// It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every
+	// queued request then has; a request held longer is answered 429 or 503 to retry. Only for
+	// minReplicas 0; of several such roles, the longest.
+	WakeTimeout string `json:"wakeTimeout,omitempty" pulumi:"wakeTimeout,optional" default:"10m"`
 }
 
 // AutoscalingFollow ties a role's replicas to another role's.

@@ -7,6 +7,8 @@ import "time"
 const (
 	// DefaultAutoscalingScaleDownDelay is Autoscaling.ScaleDownDelay's default.
 	DefaultAutoscalingScaleDownDelay = time.Duration(300000000000) // 5m
+	// DefaultAutoscalingWakeTimeout is Autoscaling.WakeTimeout's default.
+	DefaultAutoscalingWakeTimeout = time.Duration(600000000000) // 10m
 	// DefaultCompileCacheSize is CompileCache.Size's default.
 	DefaultCompileCacheSize = "20Gi"
 	// DefaultDualPodsControllerSleeperLimit is DualPodsController.SleeperLimit's default.

@@ -97,6 +97,9 @@ type release struct {
 	// noPickerMetrics: it exports none of the Endpoint Picker's own metrics (pkg/epp/metrics:
 	// inference_extension_*, inference_objective_*, inference_pool_*), only controller-runtime's.
 	noPickerMetrics bool
+	// requestSeries: its gauges of the requests its flow control holds and of those running on
+	// the servers (RequestSeries); none: it cannot hold a request while the pool has no endpoint.
+	requestSeries []string
 }
 
 // eppFlags are the flags of pkg/epp/server/options.go (AddFlags) and the logging options
@@ -132,6 +135,8 @@ var releases = map[Release]release{
 			"emit-endpoint-scores", "enable-grpc-stream-metrics", "tls-min-version", "tls-cipher-suites",
 			"metrics-client-ca-file", "metrics-cert-dir", "allow-experimental-plugins"),
 		deprecated: metricNameFlags, refused: metricNameFlags,
+		// pkg/epp/metrics/llm_d_router_metrics.go: llmdFlowControlQueueSize, llmdRunningRequests.
+		requestSeries: []string{"llm_d_epp_flow_control_queue_size", "llm_d_epp_request_running"},
 	},
 	ReleaseGIE150: {
 		configFile: true, diagnostics: true, leaseSuffix: leaseSuffixGIE,
@@ -145,6 +150,8 @@ var releases = map[Release]release{
 		deprecated: append(slices.Clone(metricNameFlags), "model-server-metrics-scheme", "model-server-metrics-path",
 			"model-server-metrics-port", "model-server-metrics-https-insecure-skip-verify"),
 		refused: metricNameFlags,
+		// pkg/epp/metrics/metrics.go: flowControlQueueSize, runningRequests.
+		requestSeries: []string{"inference_extension_flow_control_queue_size", "inference_objective_running_requests"},
 	},
 	ReleaseGIE: {
 		configFile: true, diagnostics: true, leaseSuffix: leaseSuffixGIE,
@@ -317,6 +324,32 @@ func (r Release) MetricsAuth() bool { return releases[r].diagnostics }
 // decisions, requests by model, the pool's ready pods), which the dashboard's picker panels read;
 // lwepp exports only controller-runtime's.
 func (r Release) PickerMetrics() bool { return !releases[r].noPickerMetrics }
+
+// RequestSeries are the Prometheus series of the requests the release's picker holds in its
+// flow-control queue and of those it has sent to the servers and not yet seen end: their sum is
+// its load, and it exists while the pool has no endpoint. Empty for the releases that cannot hold
+// a request meanwhile (HoldsRequestsAtZero).
+func (r Release) RequestSeries() []string { return slices.Clone(releases[r].requestSeries) }
+
+// HoldsRequestsAtZero: with the flowControl feature gate the release's picker queues a request
+// while its pool has no endpoint, until one is Ready or the request's TTL ends. Its saturation
+// detectors report an empty pool saturated (GIE v1.5.0 and llm-d-router v0.10.0
+// pkg/epp/framework/plugins/flowcontrol/saturationdetector/utilization/detector.go Saturation and
+// concurrency/detector.go), so the dispatch cycle holds the queue; llm-d-router v0.10.0 names it
+// "a scale-from-zero waiting room" (pkg/epp/flowcontrol/controller/internal/processor.go). GIE
+// v1.2.0 and lwepp have no flow control.
+func (r Release) HoldsRequestsAtZero() bool { return len(releases[r].requestSeries) > 0 }
+
+// HoldingReleases are the releases that HoldsRequestsAtZero, for a message.
+func HoldingReleases() []string {
+	var names []string
+	for _, r := range Releases() {
+		if r.HoldsRequestsAtZero() {
+			names = append(names, string(r))
+		}
+	}
+	return names
+}
 
 // Args are the EPP's command line: as the release's chart or manifests pass it (GIE v1.5.0's
 // config/charts/epplib/templates/_deployment.yaml; lwepp's in GIE v1.6.0's

@@ -88,7 +88,7 @@ func TestMessagesAreInTheUsersWords(t *testing.T) {
 		{"an unknown field", edit(t, story1, "replicas: 1", "replica: 1"), 10,
 			[]string{`unknown field "spec.roles[0].replica" (did you mean "replicas"?)`}},
 		{"an autoscaled role with no metric", edit(t, autoscaled, "        metric: \"vllm:num_requests_waiting\"\n", ""), 46,
-			[]string{`spec.roles[1].autoscaling.metric: Required value: vllm:num_requests_waiting, vllm:kv_cache_usage_perc or a PromQL query`}},
+			[]string{`spec.roles[1].autoscaling.metric: Required value: vllm:num_requests_waiting, vllm:kv_cache_usage_perc, epp:requests or a PromQL query`}},
 		{"a node pool's label against its instance types", edit(t, pools, "        workload: llm-serving\n", "        workload: llm-serving\n        node.kubernetes.io/instance-type: p4d.24xlarge\n"), 20,
 			[]string{`spec.nodePools[0].labels[node.kubernetes.io/instance-type]: Invalid value: "p4d.24xlarge": contradicts instanceTypes p5.48xlarge:`}},
 		{"two adapters of one name", edit(t, "llama-lora-adapters.yaml", "- name: support-v2", "- name: sql"), 28,

@@ -5,7 +5,9 @@ package render
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,6 +33,15 @@ var ElasticFields = []string{"spec.replicas"}
 
 func elasticSuffix(roleName string) string      { return api.ElasticTaskName(roleName) }
 func scaledObjectSuffix(roleName string) string { return roleName + "-scaledobject" }
+
+// A role at zero replicas wakes when KEDA sees the picker's load, after the picker's series are
+// scraped and KEDA's next look: every 5 s each, not their defaults' 30 s (KEDA's pollingInterval;
+// Prometheus' scrape interval as prometheus-operator configures it), which would add up to a
+// minute before the replica is even asked for.
+const (
+	wakePollingSeconds = 5
+	wakeScrapeInterval = monitoringv1.Duration("5s")
+)
 
 // elasticRefs are an autoscaled role's elastic LWS and its ScaledObject.
 func elasticRefs(svc *api.InferenceService, role *api.Role, dependsOn []string) []Ref {
@@ -109,6 +120,7 @@ func buildScaledObject(svc *api.InferenceService, role *api.Role) *keda.ScaledOb
 		Spec: keda.ScaledObjectSpec{
 			ScaleTargetRef: &keda.ScaleTarget{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet",
 				Name: api.ElasticLeaderWorkerSetName(svc.Name, role.Name)},
+			PollingInterval: pollingInterval(role),
 			CooldownPeriod:  ptr.To(delay),
 			MinReplicaCount: ptr.To[int32](0),
 			MaxReplicaCount: ptr.To(role.ElasticReplicaLimit()),
@@ -130,6 +142,14 @@ func buildScaledObject(svc *api.InferenceService, role *api.Role) *keda.ScaledOb
 	}
 }
 
+// pollingInterval is how often KEDA reads a role's load: KEDA's default but for a role at zero.
+func pollingInterval(role *api.Role) *int32 {
+	if role.ScalesToZero() {
+		return ptr.To[int32](wakePollingSeconds)
+	}
+	return nil
+}
+
 // roleLoad is the PromQL of the load a role scales with and the target one replica carries: its
 // own metric, summed over its servers, or a query of the user's; a role that follows another
 // takes that role's load with its target divided by the ratio. A fraction of one server's
@@ -143,14 +163,29 @@ func roleLoad(svc *api.InferenceService, role *api.Role) (string, float64) {
 		load, target := roleLoad(svc, followed)
 		return load, target / as.Follow.Ratio
 	}
-	if api.IsKnownMetric(as.Metric) {
-		load := fmt.Sprintf(`sum(%s{namespace=%q,pod=~%q})`, as.Metric, svc.Namespace, servingPodPattern(svc.Name, role))
-		if servers := replicaServers(role); as.Metric == api.MetricKVCacheUsage && servers > 1 {
+	metric := svc.Spec.AutoscalingMetric(role)
+	switch {
+	case metric == api.MetricPickerRequests:
+		return pickerLoad(svc), as.Target
+	case api.IsKnownMetric(metric):
+		load := fmt.Sprintf(`sum(%s{namespace=%q,pod=~%q})`, metric, svc.Namespace, servingPodPattern(svc.Name, role))
+		if servers := replicaServers(role); metric == api.MetricKVCacheUsage && servers > 1 {
 			load = fmt.Sprintf("%s / %d", load, servers)
 		}
 		return load, as.Target
 	}
-	return as.Metric, as.Target
+	return metric, as.Target
+}
+
+// pickerLoad is the PromQL of the requests the router's Endpoint Picker holds in its flow-control
+// queue or has running on the servers, summed over its replicas (a standby's are 0): the one load
+// that exists while a role has no server, for KEDA to wake it by. Before the first request the
+// series are absent, which KEDA reads as 0 (the trigger's ignoreNullValues, true by default).
+func pickerLoad(svc *api.InferenceService) string {
+	series := svc.Spec.Router().EndpointPickerRelease().RequestSeries()
+	// a Deployment's pods are named "{deployment}-{template hash}-{suffix}"
+	pods := api.EndpointPickerName(svc.Name) + "-[a-z0-9]+-[a-z0-9]+"
+	return fmt.Sprintf(`sum({__name__=~%q,namespace=%q,pod=~%q})`, strings.Join(series, "|"), svc.Namespace, pods)
 }
 
 // replicaServers are the vLLM servers of one replica, each with its own metrics: one a data

@@ -2,6 +2,15 @@
 
 package render
 
+import (
+	"strconv"
+	"time"
+)
+
+// envoyDuration is a duration in whole seconds as Envoy's JSON ("1000s") and the Gateway API's
+// Duration (GEP-2257) both read it.
+func envoyDuration(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) + "s" }
+
 // The Envoy bootstrap of a standalone router's proxy, as a small typed struct of our own whose JSON
 // is Envoy's (envoy.config.bootstrap.v3.Bootstrap in proto3 JSON, snake_case names): the core links
 // no go-control-plane, the tests parse the rendered text into go-control-plane's typed Bootstrap and

@@ -70,6 +70,9 @@ func buildPodMonitor(svc *api.InferenceService, role *api.Role, routing *routing
 	case role.ComponentType == api.ComponentTypeRouter:
 		selector = routing.eppSelector()
 		endpoint.Port = ptr.To(eppMetricsPortName)
+		if svc.Spec.WakeTimeout() > 0 { // its series wake a role at zero: read them soon (autoscaling.go)
+			endpoint.Interval = wakeScrapeInterval
+		}
 		if routing.release().MetricsAuth() { // routerauth.go: a token the picker's review accepts
 			endpoint.Authorization = &monitoringv1.SafeAuthorization{Credentials: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: api.EndpointPickerMetricsTokenName(svc.Name)}, Key: eppTokenKey}}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,7 @@ const (
 	eppTmpVolume        = "tmp"
 	eppTerminationGrace = 130 // the chart's: as long as the longest grace period of the pool's pods
 	eppNonRootUser      = 65532
-	routeRequestTimeout = "300s" // what the Inference Extension's example routes give a generation
+	routeRequestTimeout = 300 * time.Second // what the Inference Extension's example routes give a generation
 	annotationEPPConfig = api.ReservedLabelPrefix + "epp-config-hash"
 	// annotationWatchedGroup: the API group the Endpoint Picker must find its objectives in when it
 	// starts, where that depends on the cluster (eppconfig.Release.ChoosesGroup): it looks once,
@@ -543,10 +544,12 @@ func (r *routing) httpRoute(ref Ref) *gatewayv1.HTTPRoute {
 		Kind:  ptr.To(gatewayv1.Kind(inferencePoolKind)),
 		Name:  gatewayv1.ObjectName(api.PoolName(r.svc.Name)),
 	}}}
+	// A request the picker holds for a role at zero replicas waits its wake before it generates.
+	timeout := routeRequestTimeout + r.svc.Spec.WakeTimeout()
 	for i := range spec.Rules {
 		spec.Rules[i].BackendRefs = []gatewayv1.HTTPBackendRef{backend}
 		if spec.Rules[i].Timeouts == nil {
-			spec.Rules[i].Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: ptr.To(gatewayv1.Duration(routeRequestTimeout))}
+			spec.Rules[i].Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: ptr.To(gatewayv1.Duration(envoyDuration(timeout)))}
 		}
 	}
 	return &gatewayv1.HTTPRoute{TypeMeta: typeMeta(KindHTTPRoute), ObjectMeta: r.meta(ref), Spec: *spec}

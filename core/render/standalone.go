@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,10 @@ const (
 	routerProxyDrainSeconds = 60
 	// extProcHealthInterval is how often the proxy asks its own picker whether it serves: a
 	// picker that died costs its proxy's requests at most that long (and those in flight).
-	extProcHealthInterval  = "0.5s"
+	extProcHealthInterval = "0.5s"
+	// extProcMessageTimeout is how long the proxy waits for the picker's answer to a message
+	// (both charts' message_timeout: 1000s).
+	extProcMessageTimeout  = 1000 * time.Second
 	routerProxyConfigDir   = "/etc/envoy"
 	routerProxyConfigFile  = "envoy.yaml"
 	routerProxyConfigVol   = "router-proxy-config"
@@ -229,7 +233,9 @@ func (r *routing) proxyBootstrap() envoyBootstrap {
 			RequestBodyMode: "FULL_DUPLEX_STREAMED", ResponseBodyMode: "FULL_DUPLEX_STREAMED",
 			RequestTrailerMode: "SEND", ResponseTrailerMode: "SEND",
 		},
-		MessageTimeout: "1000s",
+		// the chart's 1000s, or longer than a request the picker holds for a role at zero
+		// replicas to wake (its TTL's answer then comes first)
+		MessageTimeout: envoyDuration(max(extProcMessageTimeout, r.svc.Spec.WakeTimeout()+time.Minute)),
 	}
 	extProc.GRPCService.EnvoyGRPC.ClusterName = extProcClusterName
 	extProc.GRPCService.EnvoyGRPC.Authority = "localhost:" + strconv.Itoa(eppGRPCPort)

@@ -231,14 +231,16 @@ type Autoscaling struct {
 	Follow *AutoscalingFollow `pulumi:"follow"`
 	// The most replicas the role may have; node pools and the planner count them.
 	MaxReplicas int `pulumi:"maxReplicas"`
-	// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+	// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 	Metric *string `pulumi:"metric"`
-	// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+	// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
 	MinReplicas *int `pulumi:"minReplicas"`
 	// How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 	ScaleDownDelay *string `pulumi:"scaleDownDelay"`
 	// The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 	Target *float64 `pulumi:"target"`
+	// How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
+	WakeTimeout *string `pulumi:"wakeTimeout"`
 }
 
 // AutoscalingInput is an input type that accepts AutoscalingArgs and AutoscalingOutput values.
@@ -257,14 +259,16 @@ type AutoscalingArgs struct {
 	Follow AutoscalingFollowPtrInput `pulumi:"follow"`
 	// The most replicas the role may have; node pools and the planner count them.
 	MaxReplicas pulumi.IntInput `pulumi:"maxReplicas"`
-	// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+	// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 	Metric pulumi.StringPtrInput `pulumi:"metric"`
-	// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+	// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
 	MinReplicas pulumi.IntPtrInput `pulumi:"minReplicas"`
 	// How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
 	ScaleDownDelay pulumi.StringPtrInput `pulumi:"scaleDownDelay"`
 	// The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 	Target pulumi.Float64PtrInput `pulumi:"target"`
+	// How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
+	WakeTimeout pulumi.StringPtrInput `pulumi:"wakeTimeout"`
 }
 
 func (AutoscalingArgs) ElementType() reflect.Type {
@@ -354,12 +358,12 @@ func (o AutoscalingOutput) MaxReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v Autoscaling) int { return v.MaxReplicas }).(pulumi.IntOutput)
 }
 
-// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 func (o AutoscalingOutput) Metric() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Autoscaling) *string { return v.Metric }).(pulumi.StringPtrOutput)
 }
 
-// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
 func (o AutoscalingOutput) MinReplicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v Autoscaling) *int { return v.MinReplicas }).(pulumi.IntPtrOutput)
 }
@@ -372,6 +376,11 @@ func (o AutoscalingOutput) ScaleDownDelay() pulumi.StringPtrOutput {
 // The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
 func (o AutoscalingOutput) Target() pulumi.Float64PtrOutput {
 	return o.ApplyT(func(v Autoscaling) *float64 { return v.Target }).(pulumi.Float64PtrOutput)
+}
+
+// How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
+func (o AutoscalingOutput) WakeTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Autoscaling) *string { return v.WakeTimeout }).(pulumi.StringPtrOutput)
 }
 
 type AutoscalingPtrOutput struct{ *pulumi.OutputState }
@@ -418,7 +427,7 @@ func (o AutoscalingPtrOutput) MaxReplicas() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+// What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
 func (o AutoscalingPtrOutput) Metric() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *string {
 		if v == nil {
@@ -428,7 +437,7 @@ func (o AutoscalingPtrOutput) Metric() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+// The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
 func (o AutoscalingPtrOutput) MinReplicas() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *Autoscaling) *int {
 		if v == nil {
@@ -456,6 +465,16 @@ func (o AutoscalingPtrOutput) Target() pulumi.Float64PtrOutput {
 		}
 		return v.Target
 	}).(pulumi.Float64PtrOutput)
+}
+
+// How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
+func (o AutoscalingPtrOutput) WakeTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *string {
+		if v == nil {
+			return nil
+		}
+		return v.WakeTimeout
+	}).(pulumi.StringPtrOutput)
 }
 
 type AutoscalingFollow struct {

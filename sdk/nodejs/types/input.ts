@@ -40,11 +40,11 @@ export interface AutoscalingArgs {
      */
     maxReplicas: pulumi.Input<number>;
     /**
-     * What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+     * What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
      */
     metric?: pulumi.Input<string | undefined>;
     /**
-     * The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+     * The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
      */
     minReplicas?: pulumi.Input<number | undefined>;
     /**
@@ -55,6 +55,10 @@ export interface AutoscalingArgs {
      * The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
      */
     target?: pulumi.Input<number | undefined>;
+    /**
+     * How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
+     */
+    wakeTimeout?: pulumi.Input<string | undefined>;
 }
 
 export interface AutoscalingFollowArgs {

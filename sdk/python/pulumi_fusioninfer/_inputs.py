@@ -178,11 +178,11 @@ class AutoscalingArgsDict(TypedDict):
     """
     metric: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+    What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
     """
     min_replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
     """
-    The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+    The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
     """
     scale_down_delay: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
@@ -191,6 +191,10 @@ class AutoscalingArgsDict(TypedDict):
     target: NotRequired[pulumi.Input[Optional[_builtins.float]]]
     """
     The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+    """
+    wake_timeout: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
     """
 
 @pulumi.input_type
@@ -201,14 +205,16 @@ class AutoscalingArgs:
                  metric: pulumi.Input[Optional[_builtins.str]] = None,
                  min_replicas: pulumi.Input[Optional[_builtins.int]] = None,
                  scale_down_delay: pulumi.Input[Optional[_builtins.str]] = None,
-                 target: pulumi.Input[Optional[_builtins.float]] = None):
+                 target: pulumi.Input[Optional[_builtins.float]] = None,
+                 wake_timeout: pulumi.Input[Optional[_builtins.str]] = None):
         """
         :param pulumi.Input[_builtins.int] max_replicas: The most replicas the role may have; node pools and the planner count them.
         :param pulumi.Input['AutoscalingFollowArgs'] follow: Scales this role with another autoscaled role's load instead of a metric of its own: a prefill role that keeps a ratio to its decode role.
-        :param pulumi.Input[_builtins.str] metric: What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
-        :param pulumi.Input[_builtins.int] min_replicas: The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+        :param pulumi.Input[_builtins.str] metric: What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+        :param pulumi.Input[_builtins.int] min_replicas: The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
         :param pulumi.Input[_builtins.str] scale_down_delay: How long the load must stay low before replicas go: a duration ("90s"), default 5m. A model takes minutes to load, so a replica removed too soon is expensive.
         :param pulumi.Input[_builtins.float] target: The metric's value one replica should carry: the role runs ceil(load / target) replicas, within minReplicas and maxReplicas.
+        :param pulumi.Input[_builtins.str] wake_timeout: How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
         """
         pulumi.set(__self__, "max_replicas", max_replicas)
         if follow is not None:
@@ -221,6 +227,8 @@ class AutoscalingArgs:
             pulumi.set(__self__, "scale_down_delay", scale_down_delay)
         if target is not None:
             pulumi.set(__self__, "target", target)
+        if wake_timeout is not None:
+            pulumi.set(__self__, "wake_timeout", wake_timeout)
 
     @_builtins.property
     @pulumi.getter(name="maxReplicas")
@@ -250,7 +258,7 @@ class AutoscalingArgs:
     @pulumi.getter
     def metric(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
+        What the replicas follow: vllm:num_requests_waiting (requests queued per replica), vllm:kv_cache_usage_perc (KV-cache use per replica, 0 to 1), epp:requests (requests the router's Endpoint Picker holds in its queue or has running on the servers, per replica: the one that exists at zero replicas), or a PromQL query of yours that gives the role's whole load in units of target. Unset when follow is set.
         """
         return pulumi.get(self, "metric")
 
@@ -262,7 +270,7 @@ class AutoscalingArgs:
     @pulumi.getter(name="minReplicas")
     def min_replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
-        The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1).
+        The base: that many replicas are the role's own LWSs, in the gang's minimal set and rolled in batches, never scaled down (default the role's replicas, else 1). 0 scales the role to zero while idle (docs/autoscaling.md): behind a router whose Endpoint Picker holds the requests that arrive meanwhile (llm-d-router v0.10.0, GIE v1.5.0), on a metric that exists with no server running (epp:requests, a query of yours, or follow).
         """
         return pulumi.get(self, "min_replicas")
 
@@ -293,6 +301,18 @@ class AutoscalingArgs:
     @target.setter
     def target(self, value: pulumi.Input[Optional[_builtins.float]]):
         pulumi.set(self, "target", value)
+
+    @_builtins.property
+    @pulumi.getter(name="wakeTimeout")
+    def wake_timeout(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        How long the router holds a request that arrives while the role is at zero replicas, for one to start and load its model: a duration ("10m"), default 10m, at most 1h. It is the Endpoint Picker's flow-control TTL (flowControl.defaultRequestTTL), which every queued request then has; a request held longer is answered 429 or 503 to retry. Only for minReplicas 0; of several such roles, the longest.
+        """
+        return pulumi.get(self, "wake_timeout")
+
+    @wake_timeout.setter
+    def wake_timeout(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "wake_timeout", value)
 
 
 class AutoscalingFollowArgsDict(TypedDict):

@@ -226,6 +226,7 @@ func envoyProcess(c *corev1.Container, pod *Pod, files map[string]map[string]str
 			}
 			if ep != nil {
 				extProcClusters[ep.GetGrpcService().GetEnvoyGrpc().GetClusterName()] = true
+				proc.ExtProcMessageTimeouts = append(proc.ExtProcMessageTimeouts, ep.GetMessageTimeout().AsDuration())
 			}
 			removes, err := EnvoyRemovedHeaders(hcm)
 			if err != nil {

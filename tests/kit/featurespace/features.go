@@ -47,7 +47,9 @@ var Dimensions = []Dimension{
 	{"adapters", []string{"none", "fetched", "mounted"}},
 	{"dualPods", []string{"off", "on"}},
 	{"monitoring", []string{"off", "podMonitors", "podMonitors-dashboard"}},
-	{"autoscaling", []string{"off", "on"}},
+	// on: the last serving role 1 to 3 replicas on vLLM's waiting requests; zero: from none, on
+	// the router's default (the picker's requests); a prefill role follows either
+	{"autoscaling", []string{"off", "on", "zero"}},
 	{"rollout", []string{"default", "surge", "partition-order"}},
 	// the server's port: 8000 declared as http, 8000 undeclared, --port 8090 declared (whose
 	// rank 1 is 8091), --port 8091 declared (8091 is the LoRA loader's)
@@ -116,7 +118,7 @@ func Service(f Features) *api.InferenceService {
 	case "podMonitors-dashboard":
 		spec.Monitoring = &api.Monitoring{PodMonitors: true, Dashboard: true}
 	}
-	if f.Value("autoscaling") == "on" {
+	if scaling := f.Value("autoscaling"); scaling != "off" {
 		if spec.Monitoring == nil {
 			spec.Monitoring = &api.Monitoring{}
 		}
@@ -125,6 +127,12 @@ func Service(f Features) *api.InferenceService {
 		last.Autoscaling = &api.Autoscaling{MaxReplicas: 3, Metric: api.MetricRequestsWaiting, Target: 4}
 		if len(kinds) == 2 {
 			spec.Roles[0].Autoscaling = &api.Autoscaling{MaxReplicas: 2, Follow: &api.AutoscalingFollow{Role: last.Name, Ratio: 0.5}}
+		}
+		if scaling == "zero" {
+			last.Autoscaling.Metric, last.Autoscaling.WakeTimeout = "", "20m"
+			for i := range kinds {
+				spec.Roles[i].Replicas, spec.Roles[i].Autoscaling.MinReplicas = nil, ptr.To(0)
+			}
 		}
 	}
 	if f.Value("rollout") == "partition-order" {

@@ -56,6 +56,9 @@ var Invariants = []Invariant{
 	{"config/epp-config-loads", eppConfigLoads},
 	{"doors/a-door-waits-for-no-lease", doorsWaitForNoLease},
 	{"doors/only-the-picker-names-a-destination", onlyThePickerNamesADestination},
+	{"doors/a-held-request-outlives-every-timeout", aHeldRequestOutlivesEveryTimeout},
+	{"autoscaling/a-role-at-zero-wakes-on-a-running-pod", aRoleAtZeroWakesOnARunningPod},
+	{"gang/a-gang-needs-no-elastic-pod", aGangNeedsNoElasticPod},
 }
 
 // A pod that runs the router's proxy is a door of the router's Service, in the Service only

@@ -77,7 +77,9 @@ func Pods(tree *render.Tree) ([]*Pod, error) {
 				}
 			}
 		case *appsv1.Deployment:
-			out = append(out, &Pod{Name: obj.Name + "-0", Desc: "pod of Deployment " + obj.Name, Role: o.Role,
+			// named as the ReplicaSet controller names a Deployment's pods: "{deployment}-{pod
+			// template hash}-{random}"
+			out = append(out, &Pod{Name: obj.Name + "-7c9d5b8f6d-x7k2q", Desc: "pod of Deployment " + obj.Name, Role: o.Role,
 				Labels: obj.Spec.Template.Labels, Spec: *obj.Spec.Template.Spec.DeepCopy()})
 		case *batchv1.Job:
 			out = append(out, &Pod{Name: obj.Name + "-0", Desc: "pod of Job " + obj.Name, Role: o.Role,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	shellquote "github.com/kballard/go-shellquote"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,9 @@ type Process struct {
 	// Removes are the request headers a proxy removes before anything reads them (an Envoy's
 	// early header mutations).
 	Removes []string
+	// ExtProcMessageTimeouts are how long a proxy waits for the picker's answer to a message,
+	// one an ext_proc filter.
+	ExtProcMessageTimeouts []time.Duration
 }
 
 // A Target is a port of the pod a process sends to, and the program that must answer there.
