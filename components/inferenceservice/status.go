@@ -22,11 +22,12 @@ type Phase = string
 
 // Phases derived from the role's LeaderWorkerSets (rolestatus.Of).
 const (
-	PhasePending     Phase = string(rolestatus.Pending)
-	PhaseProgressing Phase = string(rolestatus.Progressing)
-	PhaseRunning     Phase = string(rolestatus.Running)
-	PhaseFailed      Phase = string(rolestatus.Failed)
-	PhaseUnknown     Phase = string(rolestatus.Unknown)
+	PhasePending      Phase = string(rolestatus.Pending)
+	PhaseProgressing  Phase = string(rolestatus.Progressing)
+	PhaseRunning      Phase = string(rolestatus.Running)
+	PhaseFailed       Phase = string(rolestatus.Failed)
+	PhaseUnknown      Phase = string(rolestatus.Unknown)
+	PhaseScaledToZero Phase = string(rolestatus.ScaledToZero)
 )
 
 // RoleStatus is the observed state of one serving role, computed from its LWSs' status.

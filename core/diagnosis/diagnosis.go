@@ -35,6 +35,8 @@ const (
 	Progressing = rolestatus.Progressing
 	Running     = rolestatus.Running
 	Failed      = rolestatus.Failed
+	// ScaledToZero: every role is at zero replicas, waiting for a request (minReplicas 0).
+	ScaledToZero = rolestatus.ScaledToZero
 )
 
 // Replica phases, more precise than the service's.
@@ -45,6 +47,8 @@ const (
 	ReplicaStarting = "Starting" // placed, not ready
 	ReplicaUpdating = "Updating"
 	ReplicaFailed   = "Failed"
+	// ReplicaIdle: an elastic LWS its autoscaler has at none.
+	ReplicaIdle = "Idle"
 )
 
 // Cause is what holds something back: the object to look at, the reason, the message of the
@@ -76,6 +80,9 @@ type Role struct {
 	ReadyReplicas int       `json:"readyReplicas"`
 	Replicas      []Replica `json:"replicas"`
 	Phase         Phase     `json:"phase"`
+	// IdleSince is, for a role ScaledToZero, when its autoscaler last saw load (KEDA's
+	// lastActiveTime); nil when it never has.
+	IdleSince *metav1.Time `json:"idleSince,omitempty"`
 }
 
 // Report is the diagnosis of one service.
@@ -150,6 +157,9 @@ func Diagnose(name, namespace string, svc *api.InferenceService, o *Observed) *R
 			observed = append(observed, lws)
 		}
 		rr.Phase = phaseOf(rr.Replicas, observed, nil)
+		if rr.Phase == ScaledToZero {
+			rr.IdleSince = d.lastActive(role.lwss)
+		}
 		r.Roles = append(r.Roles, rr)
 		all, allObserved = append(all, rr.Replicas...), append(allObserved, observed...)
 	}
@@ -325,6 +335,9 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, status role
 			"the spec's is %s%s: `pulumi up` has not applied it yet (a rollout updates a replica after the batch before it is back)",
 			rep.Revision, want, d.inBatch(name)), Fix: "pulumi up"}
 		return rep
+	case status.Replicas == 0: // an elastic LWS at none: nothing to wait for
+		rep.Phase = ReplicaIdle
+		return rep
 	case available && !updating:
 		rep.Phase = ReplicaRunning
 		return rep
@@ -346,6 +359,29 @@ func (d *diagnoser) replica(name string, lws *lwsv1.LeaderWorkerSet, status role
 		rep.Cause = &Cause{Object: "LeaderWorkerSet/" + name, Reason: "NoPods", Message: "no pods yet" + conditionMessage(lws.Status.Conditions)}
 	}
 	return rep
+}
+
+// atZero reports whether every LWS found is at none: roles scaled to zero, whose router holds a
+// request until one wakes rather than refusing it.
+func (d *diagnoser) atZero() bool {
+	return len(d.o.LeaderWorkerSets) > 0 && !slices.ContainsFunc(d.o.LeaderWorkerSets, func(l lwsv1.LeaderWorkerSet) bool {
+		return l.Spec.Replicas == nil || *l.Spec.Replicas > 0
+	})
+}
+
+// lastActive is when KEDA last saw load for any of the LWSs (its ScaledObject's lastActiveTime;
+// the render names a ScaledObject after the LWS it scales), the latest; nil when never.
+func (d *diagnoser) lastActive(lwss []string) *metav1.Time {
+	var last *metav1.Time
+	for _, so := range d.o.ScaledObjects {
+		if so.Status == nil || so.Status.LastActiveTime == nil || so.Spec.ScaleTargetRef == nil || !slices.Contains(lwss, so.Spec.ScaleTargetRef.Name) {
+			continue
+		}
+		if last == nil || last.Before(so.Status.LastActiveTime) {
+			last = so.Status.LastActiveTime
+		}
+	}
+	return last
 }
 
 // podCause is what holds a pod back, nil when it is ready.
@@ -574,7 +610,7 @@ func (d *diagnoser) podGroupCauses() []Cause {
 // route no Gateway accepted.
 func (d *diagnoser) routerCauses(service string) []Cause {
 	var out []Cause
-	if len(d.o.Deployments) > 0 && !slices.ContainsFunc(d.o.Pods, func(pod corev1.Pod) bool {
+	if len(d.o.Deployments) > 0 && !d.atZero() && !slices.ContainsFunc(d.o.Pods, func(pod corev1.Pod) bool {
 		return render.InPool(pod.Labels) && rolestatus.PodReady(&pod)
 	}) {
 		out = append(out, Cause{Object: "InferencePool/" + api.PoolName(service), Reason: "NoReadyEndpoint",

@@ -30,6 +30,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/keda"
 )
 
 // Observed is what the cluster holds of one service: the objects that carry its label, the events
@@ -44,6 +45,8 @@ type Observed struct {
 	Deployments      []appsv1.Deployment
 	HTTPRoutes       []gatewayv1.HTTPRoute
 	Events           []corev1.Event
+	// ScaledObjects are KEDA's, of the service's autoscaled roles, with KEDA's status.
+	ScaledObjects []keda.ScaledObject
 	// NodePools are the Karpenter NodePools of the service's karpenter pools, with their status;
 	// NodeClaims are Karpenter's claims for them.
 	NodePools  []karpenter.NodePool
@@ -107,6 +110,8 @@ func (o *Observed) Add(obj runtime.Object) error {
 		o.Events = append(o.Events, *t)
 	case *corev1.Node:
 		o.Nodes = append(o.Nodes, *t)
+	case *keda.ScaledObject:
+		o.ScaledObjects = append(o.ScaledObjects, *t)
 	case *karpenter.NodeClaim:
 		o.NodeClaims = append(o.NodeClaims, *t)
 	case *karpenter.NodePool:

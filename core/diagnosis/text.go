@@ -8,17 +8,28 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // phaseWords say a service's phase in plain words.
 var phaseWords = map[Phase]string{Running: "Running", Progressing: "not running yet", Pending: "not running yet",
-	Unknown: "not running yet", Failed: "failed"}
+	Unknown: "not running yet", Failed: "failed", ScaledToZero: "scaled to zero"}
 
 // Text is the report for a terminal: the service's phase and what holds it back, then one line per
 // replica with its phase and first cause, then the fixes.
 func (r *Report) Text() string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "InferenceService %s (namespace %s): %s\n", r.Service, r.Namespace, phaseWords[r.Phase])
+	for _, role := range r.Roles {
+		if role.Phase != ScaledToZero {
+			continue
+		}
+		idle := "no request has woken it yet"
+		if role.IdleSince != nil {
+			idle = "idle since " + role.IdleSince.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(&b, "  role %s: scaled to zero, %s; a request through the router wakes it\n", role.Name, idle)
+	}
 	for _, c := range r.Causes {
 		fmt.Fprintf(&b, "  %s: %s: %s\n", c.Object, c.Reason, c.Message)
 		if c.Fix != "" {
@@ -61,7 +72,7 @@ func (r *Report) Text() string {
 // ExitCode says the phase to a script: 0 Running, 2 not yet, 3 failed (1 is for errors).
 func (r *Report) ExitCode() int {
 	switch r.Phase {
-	case Running:
+	case Running, ScaledToZero: // a request wakes it
 		return 0
 	case Failed:
 		return 3

@@ -29,6 +29,9 @@ const (
 	// Failed: a replica failed in a way waiting will not mend (the component: its resource's wait
 	// failed; the CLI: an image that cannot be pulled, a server that crashes...).
 	Failed Phase = "Failed"
+	// ScaledToZero: the role's only LWS is its elastic one and its autoscaler has it at none
+	// (minReplicas 0): idle, and a request through the router wakes it.
+	ScaledToZero Phase = "ScaledToZero"
 )
 
 // Replica is what one LWS of a role says: a base replica's (spec.replicas 1) or an autoscaled
@@ -83,6 +86,8 @@ func Of(replicas []Replica) Phase {
 		ready += r.ReadyReplicas
 	}
 	switch {
+	case desired == 0 && len(replicas) > 0: // an LWS not created yet counts 1
+		return ScaledToZero
 	case observed == 0:
 		return Unknown
 	case ready == desired && !updating:

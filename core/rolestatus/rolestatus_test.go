@@ -36,6 +36,11 @@ func TestOf(t *testing.T) {
 		{[]Replica{unobserved}, Unknown},
 		{[]Replica{ready, {Replicas: 1, Failed: true}}, Failed},
 		{[]Replica{ready, {Observed: true, Replicas: 1, ReadyReplicas: 1, Updating: true}}, Progressing},
+		{[]Replica{{Replicas: 0}}, ScaledToZero},                 // an elastic LWS at none, its controller silent
+		{[]Replica{{Observed: true, Replicas: 0}}, ScaledToZero}, // and seen
+		{[]Replica{ready, {Replicas: 0}}, Running},               // a role beside it runs
+		{[]Replica{{Replicas: 0}, unobserved}, Unknown},          // woken, its replica not seen yet
+		{nil, Unknown},
 	} {
 		assert.Equal(t, tc.want, Of(tc.replicas), "%+v", tc.replicas)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/core/diagnosis"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
 	"github.com/fusioninfer/pulumi-fusioninfer/mirror/karpenter"
+	"github.com/fusioninfer/pulumi-fusioninfer/mirror/keda"
 )
 
 // Clients read a cluster. Every read goes through the dynamic client into the typed objects
@@ -144,6 +145,8 @@ var (
 		"Volcano's PodGroup (install Volcano)"}
 	httpRoutes = resource{schema.GroupVersion(gatewayv1.GroupVersion).WithResource("httproutes"), func() runtime.Object { return &gatewayv1.HTTPRoute{} },
 		"Gateway API's HTTPRoute (install the Gateway API CRDs)"}
+	scaledObjects = resource{schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}, func() runtime.Object { return &keda.ScaledObject{} },
+		"the service's autoscaled roles need KEDA"}
 	nodeClaims = resource{karpenter.KarpenterGroupVersion.WithResource("nodeclaims"), func() runtime.Object { return &karpenter.NodeClaim{} },
 		"the service's karpenter node pools need Karpenter v1"}
 	nodePools = resource{karpenter.KarpenterGroupVersion.WithResource("nodepools"), func() runtime.Object { return &karpenter.NodePool{} },
@@ -156,7 +159,7 @@ var (
 func (c *Clients) Service(ctx context.Context, name, namespace string, svc *api.InferenceService) (*diagnosis.Observed, error) {
 	selector := metav1.ListOptions{LabelSelector: render.LabelService + "=" + name}
 	o := &diagnosis.Observed{}
-	for _, r := range []resource{pods, jobs, claims, deployments, lwss, podGroups, httpRoutes} {
+	for _, r := range []resource{pods, jobs, claims, deployments, lwss, podGroups, httpRoutes, scaledObjects} {
 		items, err := c.list(ctx, r, namespace, selector)
 		switch {
 		case apierrors.IsNotFound(err) && r.provider != "" && !needed(r.GroupVersionResource, svc):
@@ -448,6 +451,8 @@ func needed(gvr schema.GroupVersionResource, svc *api.InferenceService) bool {
 		return svc.Spec.GangScheduled()
 	case gvr == httpRoutes.GroupVersionResource:
 		return svc.Spec.Router() != nil
+	case gvr == scaledObjects.GroupVersionResource:
+		return slices.ContainsFunc(svc.Spec.Roles, func(r api.Role) bool { return r.Autoscaled() })
 	}
 	return false
 }

@@ -19,6 +19,15 @@ type ScaledObject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              ScaledObjectSpec `json:"spec"`
+	// Status is what KEDA reports; `fusioninfer status` reads it, the render never sets it.
+	Status *ScaledObjectStatus `json:"status,omitempty"`
+}
+
+// ScaledObjectStatus is the part of KEDA's ScaledObjectStatus this project reads.
+type ScaledObjectStatus struct {
+	// LastActiveTime is when a trigger was last active (its value above the activation
+	// threshold): a target at zero replicas has been idle since.
+	LastActiveTime *metav1.Time `json:"lastActiveTime,omitempty"`
 }
 
 // ScaledObjectSpec is the part of KEDA's ScaledObjectSpec this project sets.
