@@ -18,10 +18,11 @@ import (
 )
 
 // MainWithMetrics is MainWithContainers with a real Prometheus (testcluster.Options.Prometheus)
-// and KEDA: the pods serve metrics, Prometheus scrapes what the PodMonitors select, KEDA reads it.
+// and KEDA, and Karpenter's kwok provider: the pods serve metrics, Prometheus scrapes what the
+// PodMonitors select, KEDA reads it, Karpenter launches the nodes of the services' NodePools.
 func MainWithMetrics(m *testing.M) {
 	opts := options(testcluster.LWSVersion)
-	opts.Containers, opts.Prometheus, opts.KEDA = true, true, true
+	opts.Containers, opts.Prometheus, opts.KEDA, opts.Karpenter = true, true, true, true
 	testcluster.Main(m, opts, func(c *testcluster.Cluster) { Cluster = c })
 }
 

@@ -23,12 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 
@@ -267,6 +269,25 @@ func (w *wire) keepIgnoredFields(ctx context.Context, obj *unstructured.Unstruct
 	return nil
 }
 
+// csaManagers are the client-side managers whose fields the provider's update takes over: its
+// own creation's (Create records the operation Update), and kubectl's.
+var csaManagers = sets.New("pulumi-kubernetes", "pulumi-kubernetes.exe", "pulumi-resource-kubernetes", "kubectl", "before-first-apply")
+
+// takeOverCreationFields makes the fields the object's creation (and kubectl) set the apply
+// manager's before an update, as the provider does (pkg/await/await.go fixCSAFieldManagers, with
+// fluxcd's PatchReplaceFieldsManagers): an update that no longer gives a field then removes it.
+// Without it a field set at creation stays for ever: a Deployment moved from RollingUpdate to
+// Recreate keeps its rollingUpdate, which the API server refuses. client-go's csaupgrade merges
+// the Update-operation entries (the wire's objects never carry kubectl's Apply ones).
+func takeOverCreationFields(ctx context.Context, client dynamic.ResourceInterface, live *unstructured.Unstructured, manager string) error {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, csaManagers, manager)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = client.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
 // write creates or updates the object with the field manager and waits for it.
 func (w *wire) write(ctx context.Context, urn resource.URN, obj *unstructured.Unstructured, manager string, timeout float64, update bool) (*unstructured.Unstructured, error) {
 	client, err := w.client(obj)
@@ -277,6 +298,11 @@ func (w *wire) write(ctx context.Context, urn resource.URN, obj *unstructured.Un
 	if update || isPatch(urn, obj) {
 		if current, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
 			before = current
+		}
+		if before != nil && !isPatch(urn, obj) {
+			if err := takeOverCreationFields(ctx, client, before, manager); err != nil {
+				return nil, fmt.Errorf("taking over %s %s's fields: %w", obj.GetKind(), obj.GetName(), err)
+			}
 		}
 		data, err := yaml.Marshal(obj.Object)
 		if err != nil {

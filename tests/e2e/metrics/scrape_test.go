@@ -51,12 +51,13 @@ const (
 var podMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}
 
 // serverWithoutPorts is a vLLM pod template that declares no port: the render declares the
-// serving port it scrapes and routes to (core/render serverpod.go serveOnDeclaredPort).
-func serverWithoutPorts() k8scorev1.PodTemplateSpecInput {
+// serving port it scrapes and routes to (core/render serverpod.go serveOnDeclaredPort). Its
+// annotations tell the suite how its simulated server behaves.
+func serverWithoutPorts(image string, annotations pulumi.StringMap) k8scorev1.PodTemplateSpecInput {
 	return &k8scorev1.PodTemplateSpecArgs{
-		Metadata: &k8smetav1.ObjectMetaArgs{Annotations: pulumi.StringMap{testcluster.ModelServerArgsAnnotation: pulumi.String(slowServer)}},
+		Metadata: &k8smetav1.ObjectMetaArgs{Annotations: annotations},
 		Spec: &k8scorev1.PodSpecArgs{Containers: k8scorev1.ContainerArray{&k8scorev1.ContainerArgs{
-			Name: pulumi.String("vllm"), Image: pulumi.String("vllm/vllm-openai:v0.33.0"),
+			Name: pulumi.String("vllm"), Image: pulumi.String(image),
 			Args:      pulumi.ToStringArray([]string{"--model", model, "--max-model-len", "8192"}),
 			Resources: &k8scorev1.ResourceRequirementsArgs{Limits: pulumi.StringMap{"nvidia.com/gpu": pulumi.String("1")}},
 		}}},
@@ -75,7 +76,7 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 		return &inferenceservice.Args{Namespace: namespace,
 			Monitoring: &api.Monitoring{PodMonitors: true, Dashboard: true, PrometheusAddress: harness.Cluster.PrometheusURL},
 			Roles: []inferenceservice.RoleArgs{{
-				Name: "server", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(1), Template: serverWithoutPorts(),
+				Name: "server", ComponentType: api.ComponentTypeWorker, Replicas: ptr.To(1), Template: serverWithoutPorts("vllm/vllm-openai:v0.33.0", pulumi.StringMap{testcluster.ModelServerArgsAnnotation: pulumi.String(slowServer)}),
 				Autoscaling: &api.Autoscaling{MinReplicas: ptr.To(1), MaxReplicas: 2, Metric: api.MetricRequestsWaiting, Target: 2, ScaleDownDelay: "30s"},
 			}, {
 				Name: "router", ComponentType: api.ComponentTypeRouter,
@@ -162,7 +163,7 @@ func TestLoadThroughTheRouterScalesTheRole(t *testing.T) {
 	t.Cleanup(gw.Close)
 	require.Eventually(t, func() bool { return complete(gw.URL, 2) == nil }, 90*time.Second, 500*time.Millisecond,
 		"a request through the gateway is served")
-	waitFor(t, "KEDA's ScaledObject is Ready", 2*time.Minute, func() error { return scaledObjectReady(api.ElasticLeaderWorkerSetName("chat", "server")) })
+	waitFor(t, "KEDA's ScaledObject is Ready", 2*time.Minute, func() error { return scaledObjectReady(namespace, api.ElasticLeaderWorkerSetName("chat", "server")) })
 
 	// Load: 8 clients, each sending a 20-token completion after the other, through the router.
 	// One runs on the server at a time, so about 7 wait: at 2 a replica, 1 elastic replica (the most).
@@ -283,7 +284,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, check func() erro
 
 var scaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
 
-func scaledObjectReady(name string) error {
+func scaledObjectReady(namespace, name string) error {
 	so, err := harness.Cluster.Dynamic.Resource(scaledObjects).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return err
