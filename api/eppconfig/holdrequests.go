@@ -23,19 +23,27 @@ func (s *Selection) HoldRequests(ttl time.Duration) error {
 	if !s.Release.HoldsRequestsAtZero() {
 		return fmt.Errorf("the Endpoint Picker of %s cannot hold a request while its pool has no endpoint", s.Release)
 	}
+	// The configuration's gates and TTL; a preset's flowControl is made where it has none, a
+	// user's is only read.
 	var gates *[]string
 	var requestTTL **metav1.Duration
 	switch {
 	case s.Router != nil:
-		if s.Router.FlowControl == nil {
+		if s.Router.FlowControl == nil && !s.custom {
 			s.Router.FlowControl = &RouterFlowControl{}
 		}
-		gates, requestTTL = &s.Router.FeatureGates, &s.Router.FlowControl.DefaultRequestTTL
+		gates, requestTTL = &s.Router.FeatureGates, new(*metav1.Duration)
+		if s.Router.FlowControl != nil {
+			requestTTL = &s.Router.FlowControl.DefaultRequestTTL
+		}
 	case s.GIE150 != nil:
-		if s.GIE150.FlowControl == nil {
+		if s.GIE150.FlowControl == nil && !s.custom {
 			s.GIE150.FlowControl = &GIE150FlowControl{}
 		}
-		gates, requestTTL = &s.GIE150.FeatureGates, &s.GIE150.FlowControl.DefaultRequestTTL
+		gates, requestTTL = &s.GIE150.FeatureGates, new(*metav1.Duration)
+		if s.GIE150.FlowControl != nil {
+			requestTTL = &s.GIE150.FlowControl.DefaultRequestTTL
+		}
 	default:
 		return fmt.Errorf("internal error: a %s selection without its configuration", s.Release)
 	}
