@@ -51,7 +51,7 @@ func ServicesProgram(services ...*api.InferenceService) pulumi.RunFunc {
 // with what a platform has in place for them (PreparePlatform), through the real kubernetes
 // provider: `pulumi up` returns (with await minimal once the minimal set runs; `pulumi up
 // --refresh` then reads the rest), the component's status says Running for every role (from the
-// real LWSs' status), a second `pulumi up` takes no step and three previews after it find no
+// real LWSs' status; ScaledToZero for a role at minReplicas 0, which no request has woken), a second `pulumi up` takes no step and three previews after it find no
 // change (the provider's Diff against the state its Create returned), and `pulumi destroy` leaves
 // nothing of the services behind.
 func AssertProgramRuns(t *testing.T, program pulumi.RunFunc, manifest string) {
@@ -73,7 +73,11 @@ func AssertProgramRuns(t *testing.T, program pulumi.RunFunc, manifest string) {
 		phases := s.Phases(svc.Name)
 		require.NotEmpty(t, phases, "%s has a status", svc.Name)
 		for role, phase := range phases {
-			assert.Equal(t, inferenceservice.PhaseRunning, phase, "%s role %s", svc.Name, role)
+			want := inferenceservice.PhaseRunning
+			if r := svc.Spec.RoleNamed(role); r != nil && r.ScalesToZero() { // idle until a request comes
+				want = inferenceservice.PhaseScaledToZero
+			}
+			assert.Equal(t, want, phase, "%s role %s", svc.Name, role)
 		}
 	}
 	assert.Empty(t, s.Up(), "a second deployment takes no step")
