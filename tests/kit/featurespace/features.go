@@ -48,7 +48,8 @@ var Dimensions = []Dimension{
 	{"dualPods", []string{"off", "on"}},
 	{"monitoring", []string{"off", "podMonitors", "podMonitors-dashboard"}},
 	// on: the last serving role 1 to 3 replicas on vLLM's waiting requests; zero: from none, on
-	// the router's default (the picker's requests); a prefill role follows either
+	// the router's default (the picker's requests), behind the default router where the router
+	// dimension has none; a prefill role follows either
 	{"autoscaling", []string{"off", "on", "zero"}},
 	{"rollout", []string{"default", "surge", "partition-order"}},
 	// the server's port: 8000 declared as http, 8000 undeclared, --port 8090 declared (whose
@@ -196,7 +197,9 @@ func servingRole(f Features, kind api.ComponentType) api.Role {
 		role.RolloutStrategy = &api.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(1)}
 	case "partition-order":
 		role.Replicas = ptr.To(2)
-		role.RolloutStrategy = &api.RolloutStrategy{Partition: ptr.To(1)}
+		if f.Value("autoscaling") != "zero" { // no base replica to hold back
+			role.RolloutStrategy = &api.RolloutStrategy{Partition: ptr.To(1)}
+		}
 	}
 	return role
 }
@@ -230,7 +233,7 @@ func model(f Features) *api.Model {
 // router is the router role of the features, nil for none.
 func router(f Features) *api.Role {
 	value := f.Value("router")
-	if value == "none" {
+	if value == "none" && f.Value("autoscaling") != "zero" { // a role at zero needs a router: the default one
 		return nil
 	}
 	r := &api.Role{Name: "router", ComponentType: api.ComponentTypeRouter}
