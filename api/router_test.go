@@ -82,7 +82,7 @@ func TestRouterRules(t *testing.T) {
 		{"a serving role has no router field", func(s *InferenceService) { s.Spec.Roles[0].FailureMode = FailOpen },
 			"spec.roles[0].failureMode: Forbidden: only a router role has failureMode"},
 		{"unknown strategy", func(s *InferenceService) { routerOf(s).Strategy = "round-robin" },
-			`spec.roles[2].strategy: Unsupported value: "round-robin": supported values: "kv-cache-utilization", "lora-affinity", "pd-disaggregation", "prefix-cache", "queue-size"`},
+			`spec.roles[2].strategy: Unsupported value: "round-robin": supported values: "kv-cache-utilization", "lora-affinity", "pd-disaggregation", "precise-prefix-cache", "prefix-cache", "queue-size"`},
 		{"a prefill/decode service routes with pd-disaggregation", func(s *InferenceService) { routerOf(s).Strategy = "queue-size" },
 			`spec.roles[2].strategy: Invalid value: "queue-size": a service with prefillers and decoders routes with pd-disaggregation`},
 		{"endpointPickerConfig that does not parse", func(s *InferenceService) { routerOf(s).EndpointPickerConfig = "plugins: [" },

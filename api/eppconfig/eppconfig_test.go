@@ -14,6 +14,9 @@ import (
 // the EPP's own loader with the plugins of the image that runs it, as at start-up.
 func TestEveryPresetLoadsInItsEPP(t *testing.T) {
 	for _, strategy := range append(Strategies(), StrategyDefault) {
+		if strategy == StrategyPrecisePrefixCache {
+			continue // llm-d-router's alone (TestPreciseStrategyIsLLMDRoutersAlone)
+		}
 		t.Run("strategy="+strategy, func(t *testing.T) {
 			cfg, image, err := Preset(strategy, false)
 			require.NoError(t, err)
@@ -45,7 +48,7 @@ func TestDisaggregatedServicesRouteWithPDProfiles(t *testing.T) {
 
 func TestUnknownStrategy(t *testing.T) {
 	_, _, err := Preset("round-robin", false)
-	assert.ErrorContains(t, err, `unknown strategy "round-robin": one of kv-cache-utilization, lora-affinity, pd-disaggregation, prefix-cache, queue-size`)
+	assert.ErrorContains(t, err, `unknown strategy "round-robin": one of kv-cache-utilization, lora-affinity, pd-disaggregation, precise-prefix-cache, prefix-cache, queue-size`)
 	assert.ErrorIs(t, err, ErrUnknownStrategy, "api refuses it as a value not supported")
 }
 

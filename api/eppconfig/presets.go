@@ -21,6 +21,9 @@ const (
 	StrategyQueueSize          = "queue-size"
 	StrategyLoRAAffinity       = "lora-affinity"
 	StrategyPDDisaggregation   = "pd-disaggregation"
+	// StrategyPrecisePrefixCache routes on the KV-cache events the servers publish (kvevents.go),
+	// with llm-d-router v0.10.0 only; on prefill/decode too.
+	StrategyPrecisePrefixCache = "precise-prefix-cache"
 )
 
 // weighted is one scorer of a single scheduling profile, with its weight.
@@ -44,7 +47,7 @@ var singleProfile = map[string][]weighted{
 
 // Strategies are the strategy names, sorted, for error messages.
 func Strategies() []string {
-	out := []string{StrategyPDDisaggregation}
+	out := []string{StrategyPDDisaggregation, StrategyPrecisePrefixCache}
 	for name := range singleProfile {
 		if name != StrategyDefault {
 			out = append(out, name)
@@ -138,6 +141,13 @@ func RouterPreset(strategy string, disaggregated bool) (*RouterConfig, error) {
 			{Type: PrefixBasedPDDecider, Name: PrefixBasedPDDecider, Parameters: json.RawMessage(`{"nonCachedTokens":16}`)},
 		}
 		cfg.SchedulingProfiles = []RouterSchedulingProfile{profile("prefill", PrefillFilter), profile("decode", DecodeFilter)}
+		if strategy == StrategyPrecisePrefixCache {
+			precisePreset(cfg, disaggregated)
+		}
+		return cfg, nil
+	}
+	if strategy == StrategyPrecisePrefixCache {
+		precisePreset(cfg, false)
 		return cfg, nil
 	}
 	plugins, profiles, err := singleProfilePreset(strategy)

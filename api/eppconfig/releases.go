@@ -194,6 +194,11 @@ func (r Release) Known() bool {
 // ConfigMap); lwepp has none.
 func (r Release) ReadsConfig() bool { return releases[r].configFile }
 
+// IndexesKVEvents reports whether the release's EPP has llm-d-router's precise-prefix-cache-producer,
+// which strategy precise-prefix-cache needs: llm-d-router v0.10.0 only (the GIE releases'
+// cmd/epp/runner/runner.go registers no such plugin; lwepp has none at all).
+func (r Release) IndexesKVEvents() bool { return r == ReleaseRouter }
+
 // PrefillDecode reports whether the release routes prefill/decode services.
 func (r Release) PrefillDecode() bool { return releases[r].prefillDecode }
 

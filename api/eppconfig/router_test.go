@@ -16,7 +16,7 @@ import (
 func TestRouterPresetsLoad(t *testing.T) {
 	for _, disaggregated := range []bool{false, true} {
 		for _, strategy := range append(Strategies(), StrategyDefault) {
-			if (strategy == StrategyPDDisaggregation) != disaggregated && strategy != StrategyDefault {
+			if (strategy == StrategyPDDisaggregation) != disaggregated && strategy != StrategyDefault && strategy != StrategyPrecisePrefixCache {
 				continue
 			}
 			sel, selErr := Select(strategy, "", disaggregated, "", "")

@@ -57,6 +57,11 @@ func Select(strategy, raw string, disaggregated bool, release Release, image str
 	if err := checkStrategy(strategy, disaggregated); err != nil {
 		return nil, &SelectError{Field: FieldStrategy, Err: err}
 	}
+	if strategy == StrategyPrecisePrefixCache && release != "" && release.Known() && !release.IndexesKVEvents() {
+		return nil, &SelectError{Field: FieldStrategy, Err: fmt.Errorf("the Endpoint Picker of %s has no %s (cmd/epp/runner/runner.go registers none; "+
+			"only llm-d-router's does): use endpointPicker.release %s, or strategy %s, which guesses from where requests were sent",
+			release, PrecisePrefixProducer, ReleaseRouter, StrategyPrefixCache)}
+	}
 	switch release {
 	case "", ReleaseRouter:
 		return selectRouter(strategy, raw, disaggregated, image)
@@ -95,6 +100,9 @@ func Select(strategy, raw string, disaggregated bool, release Release, image str
 	}
 	return sel, nil
 }
+
+// Custom reports whether the configuration is the user's (endpointPickerConfig), not a preset.
+func (s *Selection) Custom() bool { return s.custom }
 
 // Check loads the selection's configuration with its flavor's plugins. A preset that does not
 // load means the image is of the wrong flavor (a prefill/decode service on the reference EPP).
@@ -137,9 +145,9 @@ func checkStrategy(strategy string, disaggregated bool) error {
 		return nil
 	case !knownStrategy(strategy):
 		return unknownStrategy(strategy)
-	case disaggregated && strategy != StrategyPDDisaggregation:
+	case disaggregated && strategy != StrategyPDDisaggregation && strategy != StrategyPrecisePrefixCache:
 		return fmt.Errorf("a service with prefillers and decoders routes with %s (a prefill pod, then a decode pod); "+
-			"remove the strategy or set it to %s", StrategyPDDisaggregation, StrategyPDDisaggregation)
+			"remove the strategy or set it to %s (or %s, the same on the servers' KV-cache events)", StrategyPDDisaggregation, StrategyPDDisaggregation, StrategyPrecisePrefixCache)
 	case !disaggregated && strategy == StrategyPDDisaggregation:
 		return fmt.Errorf("%s needs prefiller and decoder roles; this service's are workers", StrategyPDDisaggregation)
 	}
@@ -148,7 +156,7 @@ func checkStrategy(strategy string, disaggregated bool) error {
 
 func knownStrategy(strategy string) bool {
 	_, single := singleProfile[strategy]
-	return single || strategy == StrategyPDDisaggregation
+	return single || strategy == StrategyPDDisaggregation || strategy == StrategyPrecisePrefixCache
 }
 
 // needsLLMD reports whether the configuration names a plugin the reference EPP does not have.

@@ -73,7 +73,7 @@ func TestMessagesAreInTheUsersWords(t *testing.T) {
 		{"a container port a string", edit(t, story1, "containerPort: 8000", `containerPort: http`), 20,
 			[]string{server + `.ports[0].containerPort: must be an integer, not string`}},
 		{"an unknown strategy", edit(t, router, "strategy: prefix-cache", "strategy: fastest"), 42,
-			[]string{`spec.roles[1].strategy: Unsupported value: "fastest": supported values: "kv-cache-utilization", "lora-affinity", "pd-disaggregation", "prefix-cache", "queue-size"`}},
+			[]string{`spec.roles[1].strategy: Unsupported value: "fastest": supported values: "kv-cache-utilization", "lora-affinity", "pd-disaggregation", "precise-prefix-cache", "prefix-cache", "queue-size"`}},
 		{"an unknown release", edit(t, router, "strategy: prefix-cache", "strategy: prefix-cache\n      endpointPicker: {release: v9}"), 43,
 			[]string{`spec.roles[1].endpointPicker.release: Unsupported value: "v9": supported values: `}},
 		{"--port not a number", edit(t, story1, `"Qwen/Qwen3-8B"`, `"Qwen/Qwen3-8B"`+"\n                - --port=abc"), 16,
