@@ -68,6 +68,9 @@ type Routing struct {
 	// PoolRanks are the ranks each pod of every serving role runs (1 without parallelism): the
 	// pool targets PoolPort and the PoolRanks-1 ports after it.
 	PoolRanks int32
+	// KVEvents is what the servers publish and the picker indexes (strategy precise-prefix-cache);
+	// nil otherwise.
+	KVEvents *eppconfig.KVEvents
 }
 
 // validateRouterRole checks a router role, and resolves its Endpoint Picker selection and route
@@ -106,6 +109,9 @@ func validateRouterRole(spec *InferenceServiceSpec, role *Role, serviceName stri
 		}
 		if role.Standalone() && len(RouterServiceName(serviceName)) > len(longest) {
 			longest = RouterServiceName(serviceName)
+		}
+		if role.Strategy == eppconfig.StrategyPrecisePrefixCache && len(TokenizerName(serviceName)) > len(longest) {
+			longest = TokenizerName(serviceName)
 		}
 		if len(longest) > validation.DNS1035LabelMaxLength {
 			errs = append(errs, field.Invalid(rolePath, role.Name, fmt.Sprintf(
@@ -303,15 +309,8 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 	var errs field.ErrorList
 	poolPort, poolPortRole := int32(0), -1
 	poolRanks, poolRanksRole := int32(0), -1
-	for i := range spec.Roles {
-		role := &spec.Roles[i]
-		if !role.ComponentType.Serving() || role.Template == nil || len(role.Template.Spec.Containers) == 0 {
-			continue
-		}
-		tplPath := rolesPath.Index(i).Child("template")
-		serverIndex := ServingContainerIndex(&role.Template.Spec)
-		serverPath := tplPath.Child("spec", "containers").Index(serverIndex)
-		server := &role.Template.Spec.Containers[serverIndex]
+	for _, s := range servingServers(spec, rolesPath) {
+		i, role, server, serverPath := s.index, s.role, s.server, s.path
 		port, resolvedPort := resolved.ServingPorts[role.Name]
 		ranks := role.LocalRanks()
 		if ranks > 1 && spec.Router().PoolAPIVersion == PoolV1Alpha2 {
@@ -346,6 +345,30 @@ func validateRoutedServers(spec *InferenceServiceSpec, rolesPath *field.Path, re
 		}
 	}
 	return errs
+}
+
+// servingServer is a serving role with a template: its index, its model server and the server's
+// path.
+type servingServer struct {
+	index  int
+	role   *Role
+	server *corev1.Container
+	path   *field.Path
+}
+
+// servingServers are the serving roles that have a template, with their model servers.
+func servingServers(spec *InferenceServiceSpec, rolesPath *field.Path) []servingServer {
+	var out []servingServer
+	for i := range spec.Roles {
+		role := &spec.Roles[i]
+		if !role.ComponentType.Serving() || role.Template == nil || len(role.Template.Spec.Containers) == 0 {
+			continue
+		}
+		serverIndex := ServingContainerIndex(&role.Template.Spec)
+		out = append(out, servingServer{index: i, role: role, server: &role.Template.Spec.Containers[serverIndex],
+			path: rolesPath.Index(i).Child("template", "spec", "containers").Index(serverIndex)})
+	}
+	return out
 }
 
 // validateRoutedDecoder checks that llm-d's routing sidecar can take a decode leader's serving

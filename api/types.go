@@ -269,6 +269,9 @@ type Role struct {
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
+	// precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache
+	// events every server publishes: the servers get the events flags and ports, a tokenizer
+	// Deployment serves the model's tokens, and the picker indexes which pod holds which block.
 	Strategy string `json:"strategy,omitempty" pulumi:"strategy,optional" roles:"router"`
 	// RouterMode is where requests enter: standalone (the Endpoint Picker's pod runs an Envoy
 	// proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the
@@ -619,6 +622,10 @@ type EndpointPicker struct {
 	// Proxy sets the Envoy proxy beside each Endpoint Picker of a standalone router (routerMode
 	// standalone), the router's entrance.
 	Proxy *RouterProxy `json:"proxy,omitempty" pulumi:"proxy,optional"`
+	// Tokenizer sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only
+	// `vllm launch render` servers of the model's tokenizer, which the picker's token producer
+	// calls to tokenize each prompt into the servers' own tokens.
+	Tokenizer *RouterTokenizer `json:"tokenizer,omitempty" pulumi:"tokenizer,optional"`
 	// CRDGroups are the API groups in which the cluster has the InferenceObjective and
 	// InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's
 	// and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's),
@@ -638,6 +645,20 @@ type RouterProxy struct {
 	Image string `json:"image,omitempty" pulumi:"image,optional"`
 	// Resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's,
 	// 4 CPU and 8Gi requested, 16Gi memory limit).
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
+}
+
+// RouterTokenizer sets the tokenizer Deployment of strategy precise-prefix-cache.
+type RouterTokenizer struct {
+	// Image replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU
+	// image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose
+	// `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+	Image string `json:"image,omitempty" pulumi:"image,optional"`
+	// Replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls
+	// them for each request, before it picks an endpoint.
+	Replicas *int `json:"replicas,omitempty" pulumi:"replicas,optional" default:"3"`
+	// Resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi
+	// limits, as llm-d's render pods of the guide's deployments are sized).
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
 }
 

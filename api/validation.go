@@ -174,6 +174,9 @@ func validateSpec(spec *InferenceServiceSpec, serviceName string, withTemplates 
 	errs = append(errs, validateModels(spec, serviceName, fldPath, resolved)...)
 	errs = append(errs, validateAdapterServers(spec, fldPath, resolved)...)
 	if withTemplates {
+		errs = append(errs, validateKVEvents(spec, serviceName, rolesPath, resolved)...)
+	}
+	if withTemplates {
 		for i := range spec.Roles {
 			if role := &spec.Roles[i]; role.ComponentType.Serving() {
 				errs = append(errs, validateModelServer(spec, role, rolesPath.Index(i).Child("template"), resolved)...)

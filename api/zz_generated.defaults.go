@@ -63,4 +63,6 @@ const (
 	DefaultRolloutStrategyMaxSurge = 0
 	// DefaultRolloutStrategyMaxUnavailable is RolloutStrategy.MaxUnavailable's default.
 	DefaultRolloutStrategyMaxUnavailable = "25%"
+	// DefaultRouterTokenizerReplicas is RouterTokenizer.Replicas's default.
+	DefaultRouterTokenizerReplicas = 3
 )

@@ -112,6 +112,13 @@ var (
 	FlagMaxLoras                   = Flag{Name: "--max-loras"}
 	FlagMaxLoraRank                = Flag{Name: "--max-lora-rank"}
 	FlagEnableSleepMode            = Flag{Name: "--enable-sleep-mode"}
+	// The KV-cache events a server publishes (vllm/config/kv_events.py KVEventsConfig) and the
+	// tokens of its KV blocks (vllm/config/cache.py CacheConfig.block_size).
+	FlagKVEventsConfig = Flag{Name: "--kv-events-config"}
+	FlagBlockSize      = Flag{Name: "--block-size"}
+	// FlagNoPrefixCaching turns prefix caching off (CacheConfig.enable_prefix_caching, a switch
+	// with its negation): a server without it hashes no block, and publishes no block stored.
+	FlagNoPrefixCaching = Flag{Name: "--no-enable-prefix-caching"}
 )
 
 // FlagConfig names a YAML file of flags, which vLLM reads as if given on the command line
@@ -143,6 +150,7 @@ const (
 	ByModelAdapters    = "model.adapters"   // LoRA adapters, loaded at run time
 	ByModelFlexibility = "modelFlexibility" // dual pods: FMA puts servers to sleep
 	ByDecodeRouting    = "router"           // a routed decode leader's server moves behind the routing sidecar
+	ByPreciseRouting   = "strategy"         // a router's strategy precise-prefix-cache: the servers publish KV-cache events
 )
 
 // LaunchFlag is a row of LaunchFlags: a flag, what the render does with it, and the feature that
@@ -188,6 +196,11 @@ var LaunchFlags = []LaunchFlag{
 	{FlagMaxLoraRank, Defaulted, ByModelAdapters}, // validation refuses another value than spec.model.maxLoraRank
 	{FlagEnableSleepMode, Defaulted, ByModelFlexibility},
 	{FlagPort, Rewritten, ByDecodeRouting}, // the routing sidecar takes the pool's port
+	// Precise prefix-cache routing: each server (each rank) publishes its KV-cache events where
+	// the picker dials, under the topic its index looks up; the picker hashes blocks of the
+	// servers' size (validation refuses a size that disagrees with the picker's or another role's).
+	{FlagKVEventsConfig, Owned, ByPreciseRouting},
+	{FlagBlockSize, Defaulted, ByPreciseRouting},
 }
 
 // LaunchFlagsOf are the flags of LaunchFlags a feature sets with a use.

@@ -59,6 +59,9 @@ type RoleArgs struct {
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
+	// precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache
+	// events every server publishes: the servers get the events flags and ports, a tokenizer
+	// Deployment serves the model's tokens, and the picker indexes which pod holds which block.
 	Strategy string
 	// RouterMode is where requests enter: standalone (the Endpoint Picker's pod runs an Envoy
 	// proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the

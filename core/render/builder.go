@@ -147,6 +147,15 @@ func Plan(svc *api.InferenceService, resolved *api.Resolved) ([]Ref, error) {
 	// The models' claims and downloads next: the servers are created after their model is in place.
 	models, serversAfter := modelRefs(svc, resolved.Models)
 	refs = append(refs, models...)
+	// The picker's tokenizer (strategy precise-prefix-cache), once its model's files are in place.
+	if router := spec.Router(); router != nil && router.RunsTokenizer() {
+		owner, role := tokenizerOwner(spec)
+		var after []string
+		if spec.ModelOf(role) != nil {
+			after = serversAfter[owner]
+		}
+		refs = append(refs, tokenizerRefs(svc, after)...)
+	}
 	// The decode leaders' sidecar reads the pool with the permissions it is given first.
 	sidecar := disaggSidecarRefs(svc)
 	refs = append(refs, sidecar...)
@@ -261,7 +270,7 @@ func Build(svc *api.InferenceService) (*Tree, field.ErrorList) {
 }
 
 func build(svc *api.InferenceService, resolved *api.Resolved) (*Tree, error) {
-	routing, err := newRouting(svc, resolved.Routing)
+	routing, err := newRouting(svc, resolved)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,12 @@ func rankPortName(i int32) string { return "http-rank-" + strconv.Itoa(int(i)) }
 // pod stops (the shell is the container's PID 1, which ignores signals it has no trap for). Every
 // word of the server's command line is shell-quoted, as the Ray launch's.
 func DataParallelScript(server *corev1.Container, role *api.Role, port int32) string {
+	return dataParallelScript(server, role, port, nil)
+}
+
+// dataParallelScript is DataParallelScript, whose ranks also publish their KV-cache events when
+// events is given (strategy precise-prefix-cache).
+func dataParallelScript(server *corev1.Container, role *api.Role, port int32, events *rankEvents) string {
 	p := role.Parallelism
 	ranks := role.LocalRanks()
 	serve := server.Command
@@ -54,13 +60,18 @@ func DataParallelScript(server *corev1.Container, role *api.Role, port int32) st
 		words = append(words, vllm.FlagEnableExpertParallel.Name)
 	}
 	command := shellescape.QuoteCommand(words)
-	lines := []string{
-		fmt.Sprintf("start=$(( ${%s:-0} * %d ))", lwsv1.LwsWorkerIndex, ranks),
-		`trap 'stopping=1; kill -TERM $ranks 2>/dev/null' TERM INT`,
+	lines := []string{fmt.Sprintf("start=$(( ${%s:-0} * %d ))", lwsv1.LwsWorkerIndex, ranks)}
+	if events != nil {
+		lines = append(lines, events.baseLine())
 	}
+	lines = append(lines, `trap 'stopping=1; kill -TERM $ranks 2>/dev/null' TERM INT`)
 	for i, rankPort := range api.RankPorts(port, ranks) {
+		rankCommand := command
+		if events != nil {
+			rankCommand += " " + events.words(int32(i))
+		}
 		lines = append(lines, fmt.Sprintf(`CUDA_VISIBLE_DEVICES=%s %s %s "$%s" %s $((start + %d)) %s %d & ranks="$ranks $!"`,
-			rankDevices(int32(i), p.RankGPUs()), command, vllm.FlagDataParallelAddress.Name, lwsv1.LwsLeaderAddress,
+			rankDevices(int32(i), p.RankGPUs()), rankCommand, vllm.FlagDataParallelAddress.Name, lwsv1.LwsLeaderAddress,
 			vllm.FlagDataParallelRank.Name, i, vllm.FlagPort.Name, rankPort))
 	}
 	return strings.Join(append(lines, rankWatch...), "\n")
@@ -103,13 +114,13 @@ func rankDevices(i int32, perRank int) string {
 
 // dataParallelTemplate turns the role's template into every pod's of a data parallel replica:
 // the ranks' launch, and a port declared for each rank after the first.
-func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role) error {
+func dataParallelTemplate(tpl *corev1.PodTemplateSpec, role *api.Role, events *rankEvents) error {
 	server := &tpl.Spec.Containers[api.ServingContainerIndex(&tpl.Spec)]
 	port, err := api.ServingPort(server)
 	if err != nil {
 		return err // validation refused it first
 	}
-	script := DataParallelScript(server, role, port)
+	script := dataParallelScript(server, role, port, events)
 	server.ReadinessProbe = RankReadinessProbe(server, port, role.LocalRanks())
 	if !slices.ContainsFunc(server.Env, func(v corev1.EnvVar) bool { return v.Name == api.PodIPVariable }) { // else it is the pod's address: validation
 		server.Env = append(server.Env, corev1.EnvVar{Name: api.PodIPVariable,

@@ -30,6 +30,7 @@ var launchFlagServices = map[string]struct{ file, role string }{
 	vllm.ByModelAdapters:    {"llama-lora-adapters.yaml", "server"},
 	vllm.ByModelFlexibility: {"granite-sleep-wake.yaml", "server"},
 	vllm.ByDecodeRouting:    {"qwen-pd-router.yaml", "decode"},
+	vllm.ByPreciseRouting:   {"qwen-precise-prefix-cache.yaml", "server"},
 }
 
 // TestTheRenderSetsOnlyTheTablesFlags: every flag of a vLLM command line the render makes, in

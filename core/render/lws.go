@@ -52,6 +52,10 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	if pool := spec.NodePoolNamed(role.NodePool); pool != nil {
 		placeOnPool(serviceName, pool, &base.Spec)
 	}
+	var events *rankEvents
+	if routing != nil && routing.KVEvents != nil {
+		events = &rankEvents{kv: routing.KVEvents, poolPort: routing.PoolPort}
+	}
 	if role.DataParallel() {
 		// Every pod runs ranks and serves: no Ray, the same template for the leader and workers.
 		if routedDecoder {
@@ -60,7 +64,10 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 		if routing != nil {
 			markServing(base, spec)
 		}
-		if err := dataParallelTemplate(base, role); err != nil {
+		if events != nil {
+			publishKVEvents(base, role, events.kv, events.poolPort)
+		}
+		if err := dataParallelTemplate(base, role, events); err != nil {
 			return roleTemplates{}, err
 		}
 		revision, err := templateRevision(base)
@@ -72,6 +79,9 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	if !role.MultiNode() {
 		if routedDecoder {
 			addRoutingSidecar(base, routing)
+		}
+		if events != nil {
+			publishKVEvents(base, role, events.kv, events.poolPort)
 		}
 		switch {
 		case role.DualPods():
@@ -91,6 +101,9 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 	}
 	if routing != nil {
 		markServing(leader, spec) // the leader runs the server; the workers only join its Ray cluster
+	}
+	if events != nil {
+		publishKVEvents(leader, role, events.kv, events.poolPort) // before the Ray launcher wraps the server's command line
 	}
 	rayLeaderTemplate(leader)
 	rayWorkerTemplate(worker)

@@ -162,18 +162,20 @@ type routing struct {
 	api.Routing
 	// configText is the Endpoint Picker's configuration file.
 	configText string
+	// models are the service's models, by owner (the tokenizer serves the pool's).
+	models map[string]*api.ResolvedModel
 }
 
-func newRouting(svc *api.InferenceService, resolved *api.Routing) (*routing, error) {
+func newRouting(svc *api.InferenceService, resolved *api.Resolved) (*routing, error) {
 	router := svc.Spec.Router()
-	if router == nil || resolved == nil {
+	if router == nil || resolved.Routing == nil {
 		return nil, nil
 	}
-	text, err := resolved.Selection.Text()
+	text, err := resolved.Routing.Selection.Text()
 	if err != nil {
 		return nil, fmt.Errorf("the Endpoint Picker's configuration: %w", err)
 	}
-	return &routing{svc: svc, router: router, Routing: *resolved, configText: text}, nil
+	return &routing{svc: svc, router: router, Routing: *resolved.Routing, configText: text, models: resolved.Models}, nil
 }
 
 func (r *routing) object(ref Ref) (runtime.Object, error) {
@@ -213,6 +215,10 @@ func (r *routing) object(ref Ref) (runtime.Object, error) {
 		return &rbacv1.Role{TypeMeta: typeMeta(KindRole), ObjectMeta: r.meta(ref), Rules: r.sidecarRules()}, nil
 	case suffixSidecarRoleBinding:
 		return r.sidecarRoleBinding(ref), nil
+	case suffixTokenizerDeployment:
+		return r.tokenizerDeployment(ref), nil
+	case suffixTokenizerService:
+		return r.tokenizerService(ref), nil
 	}
 	return nil, fmt.Errorf("no router object has the suffix %q", ref.Suffix)
 }

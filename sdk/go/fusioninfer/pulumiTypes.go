@@ -996,6 +996,8 @@ type EndpointPicker struct {
 	Replicas *int `pulumi:"replicas"`
 	// The resources of the Endpoint Picker container.
 	Resources *corev1.ResourceRequirements `pulumi:"resources"`
+	// Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+	Tokenizer *RouterTokenizer `pulumi:"tokenizer"`
 }
 
 // EndpointPickerInput is an input type that accepts EndpointPickerArgs and EndpointPickerOutput values.
@@ -1022,6 +1024,8 @@ type EndpointPickerArgs struct {
 	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
 	// The resources of the Endpoint Picker container.
 	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
+	// Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+	Tokenizer RouterTokenizerPtrInput `pulumi:"tokenizer"`
 }
 
 func (EndpointPickerArgs) ElementType() reflect.Type {
@@ -1131,6 +1135,11 @@ func (o EndpointPickerOutput) Resources() corev1.ResourceRequirementsPtrOutput {
 	return o.ApplyT(func(v EndpointPicker) *corev1.ResourceRequirements { return v.Resources }).(corev1.ResourceRequirementsPtrOutput)
 }
 
+// Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+func (o EndpointPickerOutput) Tokenizer() RouterTokenizerPtrOutput {
+	return o.ApplyT(func(v EndpointPicker) *RouterTokenizer { return v.Tokenizer }).(RouterTokenizerPtrOutput)
+}
+
 type EndpointPickerPtrOutput struct{ *pulumi.OutputState }
 
 func (EndpointPickerPtrOutput) ElementType() reflect.Type {
@@ -1213,6 +1222,16 @@ func (o EndpointPickerPtrOutput) Resources() corev1.ResourceRequirementsPtrOutpu
 		}
 		return v.Resources
 	}).(corev1.ResourceRequirementsPtrOutput)
+}
+
+// Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+func (o EndpointPickerPtrOutput) Tokenizer() RouterTokenizerPtrOutput {
+	return o.ApplyT(func(v *EndpointPicker) *RouterTokenizer {
+		if v == nil {
+			return nil
+		}
+		return v.Tokenizer
+	}).(RouterTokenizerPtrOutput)
 }
 
 type GangPolicy struct {
@@ -3765,7 +3784,7 @@ type Role struct {
 	ShadowService *bool `pulumi:"shadowService"`
 	// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy *StartupPolicy `pulumi:"startupPolicy"`
-	// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+	// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
 	Strategy *string `pulumi:"strategy"`
 	// The pod template of every pod of the role.
 	Template *corev1.PodTemplateSpec `pulumi:"template"`
@@ -3827,7 +3846,7 @@ type RoleArgs struct {
 	ShadowService pulumi.BoolPtrInput `pulumi:"shadowService"`
 	// When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
 	StartupPolicy StartupPolicyPtrInput `pulumi:"startupPolicy"`
-	// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+	// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
 	Strategy pulumi.StringPtrInput `pulumi:"strategy"`
 	// The pod template of every pod of the role.
 	Template corev1.PodTemplateSpecPtrInput `pulumi:"template"`
@@ -3991,7 +4010,7 @@ func (o RoleOutput) StartupPolicy() StartupPolicyPtrOutput {
 	return o.ApplyT(func(v Role) *StartupPolicy { return v.StartupPolicy }).(StartupPolicyPtrOutput)
 }
 
-// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+// The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
 func (o RoleOutput) Strategy() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Role) *string { return v.Strategy }).(pulumi.StringPtrOutput)
 }
@@ -4436,6 +4455,181 @@ func (o RouterProxyPtrOutput) Image() pulumi.StringPtrOutput {
 // The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
 func (o RouterProxyPtrOutput) Resources() corev1.ResourceRequirementsPtrOutput {
 	return o.ApplyT(func(v *RouterProxy) *corev1.ResourceRequirements {
+		if v == nil {
+			return nil
+		}
+		return v.Resources
+	}).(corev1.ResourceRequirementsPtrOutput)
+}
+
+type RouterTokenizer struct {
+	// Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+	Image *string `pulumi:"image"`
+	// The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+	Replicas *int `pulumi:"replicas"`
+	// The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
+	Resources *corev1.ResourceRequirements `pulumi:"resources"`
+}
+
+// RouterTokenizerInput is an input type that accepts RouterTokenizerArgs and RouterTokenizerOutput values.
+// You can construct a concrete instance of `RouterTokenizerInput` via:
+//
+//	RouterTokenizerArgs{...}
+type RouterTokenizerInput interface {
+	pulumi.Input
+
+	ToRouterTokenizerOutput() RouterTokenizerOutput
+	ToRouterTokenizerOutputWithContext(context.Context) RouterTokenizerOutput
+}
+
+type RouterTokenizerArgs struct {
+	// Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+	Image pulumi.StringPtrInput `pulumi:"image"`
+	// The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+	Replicas pulumi.IntPtrInput `pulumi:"replicas"`
+	// The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
+	Resources corev1.ResourceRequirementsPtrInput `pulumi:"resources"`
+}
+
+func (RouterTokenizerArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*RouterTokenizer)(nil)).Elem()
+}
+
+func (i RouterTokenizerArgs) ToRouterTokenizerOutput() RouterTokenizerOutput {
+	return i.ToRouterTokenizerOutputWithContext(context.Background())
+}
+
+func (i RouterTokenizerArgs) ToRouterTokenizerOutputWithContext(ctx context.Context) RouterTokenizerOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RouterTokenizerOutput)
+}
+
+func (i RouterTokenizerArgs) ToRouterTokenizerPtrOutput() RouterTokenizerPtrOutput {
+	return i.ToRouterTokenizerPtrOutputWithContext(context.Background())
+}
+
+func (i RouterTokenizerArgs) ToRouterTokenizerPtrOutputWithContext(ctx context.Context) RouterTokenizerPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RouterTokenizerOutput).ToRouterTokenizerPtrOutputWithContext(ctx)
+}
+
+// RouterTokenizerPtrInput is an input type that accepts RouterTokenizerArgs, RouterTokenizerPtr and RouterTokenizerPtrOutput values.
+// You can construct a concrete instance of `RouterTokenizerPtrInput` via:
+//
+//	        RouterTokenizerArgs{...}
+//
+//	or:
+//
+//	        nil
+type RouterTokenizerPtrInput interface {
+	pulumi.Input
+
+	ToRouterTokenizerPtrOutput() RouterTokenizerPtrOutput
+	ToRouterTokenizerPtrOutputWithContext(context.Context) RouterTokenizerPtrOutput
+}
+
+type routerTokenizerPtrType RouterTokenizerArgs
+
+func RouterTokenizerPtr(v *RouterTokenizerArgs) RouterTokenizerPtrInput {
+	return (*routerTokenizerPtrType)(v)
+}
+
+func (*routerTokenizerPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**RouterTokenizer)(nil)).Elem()
+}
+
+func (i *routerTokenizerPtrType) ToRouterTokenizerPtrOutput() RouterTokenizerPtrOutput {
+	return i.ToRouterTokenizerPtrOutputWithContext(context.Background())
+}
+
+func (i *routerTokenizerPtrType) ToRouterTokenizerPtrOutputWithContext(ctx context.Context) RouterTokenizerPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(RouterTokenizerPtrOutput)
+}
+
+type RouterTokenizerOutput struct{ *pulumi.OutputState }
+
+func (RouterTokenizerOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RouterTokenizer)(nil)).Elem()
+}
+
+func (o RouterTokenizerOutput) ToRouterTokenizerOutput() RouterTokenizerOutput {
+	return o
+}
+
+func (o RouterTokenizerOutput) ToRouterTokenizerOutputWithContext(ctx context.Context) RouterTokenizerOutput {
+	return o
+}
+
+func (o RouterTokenizerOutput) ToRouterTokenizerPtrOutput() RouterTokenizerPtrOutput {
+	return o.ToRouterTokenizerPtrOutputWithContext(context.Background())
+}
+
+func (o RouterTokenizerOutput) ToRouterTokenizerPtrOutputWithContext(ctx context.Context) RouterTokenizerPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v RouterTokenizer) *RouterTokenizer {
+		return &v
+	}).(RouterTokenizerPtrOutput)
+}
+
+// Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+func (o RouterTokenizerOutput) Image() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v RouterTokenizer) *string { return v.Image }).(pulumi.StringPtrOutput)
+}
+
+// The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+func (o RouterTokenizerOutput) Replicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v RouterTokenizer) *int { return v.Replicas }).(pulumi.IntPtrOutput)
+}
+
+// The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
+func (o RouterTokenizerOutput) Resources() corev1.ResourceRequirementsPtrOutput {
+	return o.ApplyT(func(v RouterTokenizer) *corev1.ResourceRequirements { return v.Resources }).(corev1.ResourceRequirementsPtrOutput)
+}
+
+type RouterTokenizerPtrOutput struct{ *pulumi.OutputState }
+
+func (RouterTokenizerPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RouterTokenizer)(nil)).Elem()
+}
+
+func (o RouterTokenizerPtrOutput) ToRouterTokenizerPtrOutput() RouterTokenizerPtrOutput {
+	return o
+}
+
+func (o RouterTokenizerPtrOutput) ToRouterTokenizerPtrOutputWithContext(ctx context.Context) RouterTokenizerPtrOutput {
+	return o
+}
+
+func (o RouterTokenizerPtrOutput) Elem() RouterTokenizerOutput {
+	return o.ApplyT(func(v *RouterTokenizer) RouterTokenizer {
+		if v != nil {
+			return *v
+		}
+		var ret RouterTokenizer
+		return ret
+	}).(RouterTokenizerOutput)
+}
+
+// Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+func (o RouterTokenizerPtrOutput) Image() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RouterTokenizer) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Image
+	}).(pulumi.StringPtrOutput)
+}
+
+// The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+func (o RouterTokenizerPtrOutput) Replicas() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *RouterTokenizer) *int {
+		if v == nil {
+			return nil
+		}
+		return v.Replicas
+	}).(pulumi.IntPtrOutput)
+}
+
+// The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
+func (o RouterTokenizerPtrOutput) Resources() corev1.ResourceRequirementsPtrOutput {
+	return o.ApplyT(func(v *RouterTokenizer) *corev1.ResourceRequirements {
 		if v == nil {
 			return nil
 		}
@@ -4976,6 +5170,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*RolloutStrategyPtrInput)(nil)).Elem(), RolloutStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RouterProxyInput)(nil)).Elem(), RouterProxyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*RouterProxyPtrInput)(nil)).Elem(), RouterProxyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RouterTokenizerInput)(nil)).Elem(), RouterTokenizerArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*RouterTokenizerPtrInput)(nil)).Elem(), RouterTokenizerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingStrategyPtrInput)(nil)).Elem(), SchedulingStrategyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TaintInput)(nil)).Elem(), TaintArgs{})
@@ -5032,6 +5228,8 @@ func init() {
 	pulumi.RegisterOutputType(RolloutStrategyPtrOutput{})
 	pulumi.RegisterOutputType(RouterProxyOutput{})
 	pulumi.RegisterOutputType(RouterProxyPtrOutput{})
+	pulumi.RegisterOutputType(RouterTokenizerOutput{})
+	pulumi.RegisterOutputType(RouterTokenizerPtrOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyOutput{})
 	pulumi.RegisterOutputType(SchedulingStrategyPtrOutput{})
 	pulumi.RegisterOutputType(TaintOutput{})

@@ -127,6 +127,10 @@ export interface EndpointPickerArgs {
      * The resources of the Endpoint Picker container.
      */
     resources?: pulumi.Input<pulumiKubernetes.types.input.core.v1.ResourceRequirements | undefined>;
+    /**
+     * Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+     */
+    tokenizer?: pulumi.Input<inputs.RouterTokenizerArgs | undefined>;
 }
 
 export interface GangPolicyArgs {
@@ -477,7 +481,7 @@ export interface RoleArgs {
      */
     startupPolicy?: pulumi.Input<enums.StartupPolicy | undefined>;
     /**
-     * The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+     * The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
      */
     strategy?: pulumi.Input<string | undefined>;
     /**
@@ -512,6 +516,21 @@ export interface RouterProxyArgs {
     image?: pulumi.Input<string | undefined>;
     /**
      * The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+     */
+    resources?: pulumi.Input<pulumiKubernetes.types.input.core.v1.ResourceRequirements | undefined>;
+}
+
+export interface RouterTokenizerArgs {
+    /**
+     * Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+     */
+    image?: pulumi.Input<string | undefined>;
+    /**
+     * The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+     */
+    replicas?: pulumi.Input<number | undefined>;
+    /**
+     * The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
      */
     resources?: pulumi.Input<pulumiKubernetes.types.input.core.v1.ResourceRequirements | undefined>;
 }

@@ -65,6 +65,8 @@ __all__ = [
     'RolloutStrategyArgsDict',
     'RouterProxyArgs',
     'RouterProxyArgsDict',
+    'RouterTokenizerArgs',
+    'RouterTokenizerArgsDict',
     'SchedulingStrategyArgs',
     'SchedulingStrategyArgsDict',
     'TaintArgs',
@@ -525,6 +527,10 @@ class EndpointPickerArgsDict(TypedDict):
     """
     The resources of the Endpoint Picker container.
     """
+    tokenizer: NotRequired[pulumi.Input[Optional['RouterTokenizerArgsDict']]]
+    """
+    Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+    """
 
 @pulumi.input_type
 class EndpointPickerArgs:
@@ -534,7 +540,8 @@ class EndpointPickerArgs:
                  proxy: pulumi.Input[Optional['RouterProxyArgs']] = None,
                  release: pulumi.Input[Optional['EndpointPickerRelease']] = None,
                  replicas: pulumi.Input[Optional[_builtins.int]] = None,
-                 resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
+                 resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None,
+                 tokenizer: pulumi.Input[Optional['RouterTokenizerArgs']] = None):
         """
         :param pulumi.Input['InferenceCRDGroups'] crd_groups: The API groups in which the cluster has the InferenceObjective and InferenceModelRewrite CRDs: both (default: the Platform installs the Inference Extension's and llm-d-router's, as llm-d's install leaves a cluster that had the Inference Extension's), inference.networking.x-k8s.io (the Inference Extension's only) or llm-d.ai (llm-d-router's only). An adapter split's InferenceModelRewrite is rendered in the group the release's Endpoint Picker watches on such a cluster, so by default in the release's own: llm-d-router-v0.10.0 prefers llm-d.ai, gie-v1.5.0 knows only inference.networking.x-k8s.io.
         :param pulumi.Input[_builtins.str] image: Replaces the release's image: a mirror or a patched build of the same one.
@@ -542,6 +549,7 @@ class EndpointPickerArgs:
         :param pulumi.Input['EndpointPickerRelease'] release: The Endpoint Picker generation the router targets: llm-d-router-v0.10.0 (default: llm-d-router's endpoint picker, and its disaggregation sidecar on decode servers, configuration llm-d.ai/v1alpha1), gie-v1.5.0 (GIE v1.5.0's reference EPP, its last; no prefill/decode), gie-v1.2.0 (GIE v1.2.0's reference EPP, or llm-d's inference scheduler v0.4.0 with its routing sidecar v0.4.0 for prefill/decode; the only one that reads a v1alpha2 pool) or gie-lwepp-v1.6.0 (GIE's lightweight round-robin EPP for conformance tests: no strategy, no configuration). The configuration is checked by that release's loader rules.
         :param pulumi.Input[_builtins.int] replicas: The replicas of the Endpoint Picker (default 1). Behind a Gateway, more than one elect a leader and only it serves (gie-lwepp-v1.6.0 has no leader election: every replica serves); a standalone router's replicas all serve, each with its own proxy, and roll one at a time.
         :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: The resources of the Endpoint Picker container.
+        :param pulumi.Input['RouterTokenizerArgs'] tokenizer: Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
         """
         if crd_groups is not None:
             pulumi.set(__self__, "crd_groups", crd_groups)
@@ -555,6 +563,8 @@ class EndpointPickerArgs:
             pulumi.set(__self__, "replicas", replicas)
         if resources is not None:
             pulumi.set(__self__, "resources", resources)
+        if tokenizer is not None:
+            pulumi.set(__self__, "tokenizer", tokenizer)
 
     @_builtins.property
     @pulumi.getter(name="crdGroups")
@@ -627,6 +637,18 @@ class EndpointPickerArgs:
     @resources.setter
     def resources(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]):
         pulumi.set(self, "resources", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def tokenizer(self) -> pulumi.Input[Optional['RouterTokenizerArgs']]:
+        """
+        Sets the render (tokenizer) Deployment of strategy precise-prefix-cache: CPU-only `vllm launch render` servers of the model's tokenizer, which the picker's token producer calls to tokenize each prompt into the servers' own tokens.
+        """
+        return pulumi.get(self, "tokenizer")
+
+    @tokenizer.setter
+    def tokenizer(self, value: pulumi.Input[Optional['RouterTokenizerArgs']]):
+        pulumi.set(self, "tokenizer", value)
 
 
 class GangPolicyArgsDict(TypedDict):
@@ -1929,7 +1951,7 @@ class RoleArgsDict(TypedDict):
     """
     strategy: NotRequired[pulumi.Input[Optional[_builtins.str]]]
     """
-    The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+    The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
     """
     template: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.PodTemplateSpecArgsDict']]]
     """
@@ -1989,7 +2011,7 @@ class RoleArgs:
         :param pulumi.Input['RouterMode'] router_mode: Where requests enter: standalone (the Endpoint Picker's pod runs an Envoy proxy and a Service clients call, no Gateway needed) or gateway (an HTTPRoute attaches the service's InferencePool to a Gateway). Unset, gateway when httproute is given, standalone when it is not, as llm-d's router charts do.
         :param pulumi.Input[_builtins.bool] shadow_service: Adds a headless Service selecting the pool's pods, for gateways that route to Services but not to InferencePools (the Inference Extension implementer's guide, option 1).
         :param pulumi.Input['StartupPolicy'] startup_policy: When LWS creates a replica's workers: LeaderCreated (default, with the leader) or LeaderReady (once the leader pod is ready).
-        :param pulumi.Input[_builtins.str] strategy: The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+        :param pulumi.Input[_builtins.str] strategy: The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
         :param pulumi.Input['pulumi_kubernetes.core.v1.PodTemplateSpecArgs'] template: The pod template of every pod of the role.
         :param pulumi.Input[_builtins.int] termination_grace_period_seconds: How long a model server's pods get to finish the requests they are generating when they stop (a rollout, a scale-down): long generations need more than Kubernetes' 30 s. Unset, the template's own value holds.
         """
@@ -2296,7 +2318,7 @@ class RoleArgs:
     @pulumi.getter
     def strategy(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service).
+        The routing strategy, a preset of the Endpoint Picker's configuration: prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset, the upstream default mix (pd-disaggregation for a prefill/decode service). precise-prefix-cache (llm-d-router-v0.10.0 only; prefill/decode too) routes on the KV-cache events every server publishes: the servers get the events flags and ports, a tokenizer Deployment serves the model's tokens, and the picker indexes which pod holds which block.
         """
         return pulumi.get(self, "strategy")
 
@@ -2439,6 +2461,75 @@ class RouterProxyArgs:
     def resources(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]:
         """
         The resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's, 4 CPU and 8Gi requested, 16Gi memory limit).
+        """
+        return pulumi.get(self, "resources")
+
+    @resources.setter
+    def resources(self, value: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]):
+        pulumi.set(self, "resources", value)
+
+
+class RouterTokenizerArgsDict(TypedDict):
+    image: NotRequired[pulumi.Input[Optional[_builtins.str]]]
+    """
+    Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+    """
+    replicas: NotRequired[pulumi.Input[Optional[_builtins.int]]]
+    """
+    The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+    """
+    resources: NotRequired[pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgsDict']]]
+    """
+    The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
+    """
+
+@pulumi.input_type
+class RouterTokenizerArgs:
+    def __init__(__self__, *,
+                 image: pulumi.Input[Optional[_builtins.str]] = None,
+                 replicas: pulumi.Input[Optional[_builtins.int]] = None,
+                 resources: pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']] = None):
+        """
+        :param pulumi.Input[_builtins.str] image: Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+        :param pulumi.Input[_builtins.int] replicas: The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+        :param pulumi.Input['pulumi_kubernetes.core.v1.ResourceRequirementsArgs'] resources: The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
+        """
+        if image is not None:
+            pulumi.set(__self__, "image", image)
+        if replicas is not None:
+            pulumi.set(__self__, "replicas", replicas)
+        if resources is not None:
+            pulumi.set(__self__, "resources", resources)
+
+    @_builtins.property
+    @pulumi.getter
+    def image(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Replaces the tokenizer's image (docker.io/vllm/vllm-openai-cpu:v0.23.0, vLLM's CPU image, which KServe runs beside llm-d-router v0.10.0 for its render pods): any image whose `vllm launch render` serves /v1/completions/render and /v1/chat/completions/render.
+        """
+        return pulumi.get(self, "image")
+
+    @image.setter
+    def image(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "image", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def replicas(self) -> pulumi.Input[Optional[_builtins.int]]:
+        """
+        The replicas of the tokenizer (default 3, llm-d's dedicated render pool): every picker calls them for each request, before it picks an endpoint.
+        """
+        return pulumi.get(self, "replicas")
+
+    @replicas.setter
+    def replicas(self, value: pulumi.Input[Optional[_builtins.int]]):
+        pulumi.set(self, "replicas", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def resources(self) -> pulumi.Input[Optional['pulumi_kubernetes.core.v1.ResourceRequirementsArgs']]:
+        """
+        The resources of the tokenizer container (default 1 CPU and 4Gi requested, 4 CPU and 12Gi limits, as llm-d's render pods of the guide's deployments are sized).
         """
         return pulumi.get(self, "resources")
 
