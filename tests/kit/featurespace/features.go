@@ -39,7 +39,8 @@ var Dimensions = []Dimension{
 	// where the weights come from: the server's --model, the Hub into a cache, a claim, S3 streamed
 	{"model", []string{"args", "hf-cache", "pvc", "s3-streamer"}},
 	// the router and its Endpoint Picker release and strategy
-	{"router", []string{"none", "llm-d-router", "llm-d-router-prefix-cache", "llm-d-router-lora-affinity", "gie-v1.5.0", "gie-v1.2.0", "lwepp"}},
+	{"router", []string{"none", "llm-d-router", "llm-d-router-prefix-cache", "llm-d-router-lora-affinity", "llm-d-router-precise-prefix-cache",
+		"gie-v1.5.0", "gie-v1.2.0", "lwepp"}},
 	// where the router's requests enter: an HTTPRoute to a Gateway, or the picker's own proxy
 	// (routerMode left to default from the absent httproute); with one Endpoint Picker or two
 	{"routerMode", []string{"gateway", "standalone", "gateway-2-pickers", "standalone-2-pickers"}},

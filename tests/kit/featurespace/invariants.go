@@ -59,6 +59,8 @@ var Invariants = []Invariant{
 	{"doors/a-held-request-outlives-every-timeout", aHeldRequestOutlivesEveryTimeout},
 	{"autoscaling/a-role-at-zero-wakes-on-a-running-pod", aRoleAtZeroWakesOnARunningPod},
 	{"gang/a-gang-needs-no-elastic-pod", aGangNeedsNoElasticPod},
+	{"kvevents/every-endpoint-publishes-where-the-picker-dials", everyEndpointPublishesWhereThePickerDials},
+	{"kvevents/servers-hash-blocks-as-the-picker", serversHashBlocksAsThePicker},
 }
 
 // A pod that runs the router's proxy is a door of the router's Service, in the Service only
