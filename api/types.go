@@ -264,6 +264,11 @@ type Role struct {
 	// ComponentType is what the role does: worker, prefiller, decoder or router.
 	ComponentType ComponentType `json:"componentType" pulumi:"componentType" roles:"any"`
 
+	// KVCacheOffload keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix
+	// caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in
+	// a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+	KVCacheOffload *KVCacheOffload `json:"kvCacheOffload,omitempty" pulumi:"kvCacheOffload,optional" roles:"serving"`
+
 	// Router fields (componentType: router).
 
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
@@ -646,6 +651,14 @@ type RouterProxy struct {
 	// Resources of the proxy container (default: llm-d-router v0.10.0's standalone chart's,
 	// 4 CPU and 8Gi requested, 16Gi memory limit).
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty" pulumi:"resources,optional"`
+}
+
+// KVCacheOffload sets a serving role's KV cache offloading to CPU memory.
+type KVCacheOffload struct {
+	// CPUMemory is the CPU memory each server (each data parallel rank) keeps KV blocks in, a
+	// quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be
+	// at least this, times its ranks.
+	CPUMemory string `json:"cpuMemory" pulumi:"cpuMemory"`
 }
 
 // RouterTokenizer sets the tokenizer Deployment of strategy precise-prefix-cache.

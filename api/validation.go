@@ -259,6 +259,7 @@ func validateServingRole(spec *InferenceServiceSpec, role *Role, serviceName str
 	errs = append(errs, validateAutoscaling(spec, role, rolePath)...)
 	errs = append(errs, validateParallelismShape(spec, role, rolePath)...)
 	if withTemplates {
+		errs = append(errs, validateKVCacheOffload(role, rolePath)...)
 		errs = append(errs, validateTemplate(spec, role, rolePath.Child("template"), resolved)...)
 		if role.DataParallel() && role.Template != nil && len(role.Template.Spec.Containers) > 0 {
 			errs = append(errs, validateParallelismServer(role, &role.Template.Spec, rolePath.Child("template", "spec"),

@@ -13,7 +13,7 @@ import (
 
 // FlagKVTransferConfig configures vLLM's KV connector, which moves a prompt's KV cache from a
 // prefill server to a decode server (vllm/config/kv_transfer.py, KVTransferConfig).
-var FlagKVTransferConfig = vllm.Flag{Name: "--kv-transfer-config"}
+var FlagKVTransferConfig = vllm.FlagKVTransferConfig
 
 // Warnings are what a valid service renders but its user should be told, each at its field: what
 // the project cannot tell works, as a user may know better (render's Tree.Warnings prints them).

@@ -119,6 +119,12 @@ var (
 	// FlagNoPrefixCaching turns prefix caching off (CacheConfig.enable_prefix_caching, a switch
 	// with its negation): a server without it hashes no block, and publishes no block stored.
 	FlagNoPrefixCaching = Flag{Name: "--no-enable-prefix-caching"}
+	// The KV connector (vllm/config/kv_transfer.py KVTransferConfig), and the flags that make
+	// vLLM set it to its CPU offloading connector, replacing the connector given
+	// (vllm/config/vllm.py VllmConfig._post_init_kv_transfer_config).
+	FlagKVTransferConfig    = Flag{Name: "--kv-transfer-config"}
+	FlagKVOffloadingSize    = Flag{Name: "--kv-offloading-size"}
+	FlagKVOffloadingBackend = Flag{Name: "--kv-offloading-backend"}
 )
 
 // FlagConfig names a YAML file of flags, which vLLM reads as if given on the command line
@@ -151,6 +157,7 @@ const (
 	ByModelFlexibility = "modelFlexibility" // dual pods: FMA puts servers to sleep
 	ByDecodeRouting    = "router"           // a routed decode leader's server moves behind the routing sidecar
 	ByPreciseRouting   = "strategy"         // a router's strategy precise-prefix-cache: the servers publish KV-cache events
+	ByKVCacheOffload   = "kvCacheOffload"   // a role's KV cache offloaded to CPU memory
 )
 
 // LaunchFlag is a row of LaunchFlags: a flag, what the render does with it, and the feature that
@@ -201,6 +208,11 @@ var LaunchFlags = []LaunchFlag{
 	// servers' size (validation refuses a size that disagrees with the picker's or another role's).
 	{FlagKVEventsConfig, Owned, ByPreciseRouting},
 	{FlagBlockSize, Defaulted, ByPreciseRouting},
+	// KV cache offloading: the connector given, if any, beside vLLM's OffloadingConnector in a
+	// MultiConnector (kvcacheoffload.go); vLLM's own offloading flags would replace the given one.
+	{FlagKVTransferConfig, Rewritten, ByKVCacheOffload},
+	{FlagKVOffloadingSize, Owned, ByKVCacheOffload},
+	{FlagKVOffloadingBackend, Owned, ByKVCacheOffload},
 }
 
 // LaunchFlagsOf are the flags of LaunchFlags a feature sets with a use.

@@ -56,6 +56,10 @@ type RoleArgs struct {
 	Name string
 	// ComponentType is what the role does: worker, prefiller, decoder or router.
 	ComponentType api.ComponentType
+	// KVCacheOffload keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix
+	// caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in
+	// a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+	KVCacheOffload *api.KVCacheOffload
 	// Strategy is the routing strategy, a preset of the Endpoint Picker's configuration:
 	// prefix-cache, kv-cache-utilization, queue-size, lora-affinity or pd-disaggregation; unset,
 	// the upstream default mix (pd-disaggregation for a prefill/decode service).
@@ -153,6 +157,7 @@ func (r *RoleArgs) role() api.Role {
 	return api.Role{
 		Name:                          r.Name,
 		ComponentType:                 r.ComponentType,
+		KVCacheOffload:                r.KVCacheOffload,
 		Strategy:                      r.Strategy,
 		RouterMode:                    r.RouterMode,
 		HTTPRoute:                     r.HTTPRoute,
@@ -201,6 +206,7 @@ func roleArgs(r *api.Role) RoleArgs {
 	return RoleArgs{
 		Name:                          r.Name,
 		ComponentType:                 r.ComponentType,
+		KVCacheOffload:                r.KVCacheOffload,
 		Strategy:                      r.Strategy,
 		RouterMode:                    r.RouterMode,
 		HTTPRoute:                     r.HTTPRoute,

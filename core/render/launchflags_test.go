@@ -31,6 +31,7 @@ var launchFlagServices = map[string]struct{ file, role string }{
 	vllm.ByModelFlexibility: {"granite-sleep-wake.yaml", "server"},
 	vllm.ByDecodeRouting:    {"qwen-pd-router.yaml", "decode"},
 	vllm.ByPreciseRouting:   {"qwen-precise-prefix-cache.yaml", "server"},
+	vllm.ByKVCacheOffload:   {"qwen-precise-prefix-cache.yaml", "server"},
 }
 
 // TestTheRenderSetsOnlyTheTablesFlags: every flag of a vLLM command line the render makes, in
@@ -113,6 +114,13 @@ func TestTheTablesOtherFlagsAreReadInEverySpelling(t *testing.T) {
 			switch {
 			case isSwitch(lines[0], row.Flag):
 				value = ""
+			case row.Flag == vllm.FlagKVTransferConfig: // a user's connector stays, beside the offload's
+				value = `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
+				config, err := api.OffloadedTransferConfig(value, svc.Spec.Roles[i].OffloadBytes())
+				require.NoError(t, err)
+				for j := range rendered {
+					rendered[j] = config
+				}
 			case row.Flag == vllm.FlagPort: // a user's --port is the port the server serves on; the render moves it
 				port, err := api.ServingPort(&svc.Spec.Roles[i].Template.Spec.Containers[api.ServingContainerIndex(&svc.Spec.Roles[i].Template.Spec)])
 				require.NoError(t, err)

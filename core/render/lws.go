@@ -35,6 +35,9 @@ func buildRoleTemplates(serviceName string, spec *api.InferenceServiceSpec, role
 		vllmPort = api.DecodeVLLMPort // the routing sidecar takes the serving port (addRoutingSidecar)
 	}
 	useModel(serviceName, spec, role, resolved, vllmPort, base)
+	if err := offloadKVCache(base, role); err != nil {
+		return roleTemplates{}, err
+	}
 	serveOnDeclaredPort(&base.Spec, servingPort)
 	defaultServerProbes(&base.Spec.Containers[api.ServingContainerIndex(&base.Spec)], servingPort, spec.RoleAwaitTimeout(role))
 	if routing != nil {

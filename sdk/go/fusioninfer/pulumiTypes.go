@@ -1390,6 +1390,143 @@ func (o GangPolicyPtrOutput) Mode() GangModePtrOutput {
 	}).(GangModePtrOutput)
 }
 
+type KVCacheOffload struct {
+	// The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+	CpuMemory string `pulumi:"cpuMemory"`
+}
+
+// KVCacheOffloadInput is an input type that accepts KVCacheOffloadArgs and KVCacheOffloadOutput values.
+// You can construct a concrete instance of `KVCacheOffloadInput` via:
+//
+//	KVCacheOffloadArgs{...}
+type KVCacheOffloadInput interface {
+	pulumi.Input
+
+	ToKVCacheOffloadOutput() KVCacheOffloadOutput
+	ToKVCacheOffloadOutputWithContext(context.Context) KVCacheOffloadOutput
+}
+
+type KVCacheOffloadArgs struct {
+	// The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+	CpuMemory pulumi.StringInput `pulumi:"cpuMemory"`
+}
+
+func (KVCacheOffloadArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*KVCacheOffload)(nil)).Elem()
+}
+
+func (i KVCacheOffloadArgs) ToKVCacheOffloadOutput() KVCacheOffloadOutput {
+	return i.ToKVCacheOffloadOutputWithContext(context.Background())
+}
+
+func (i KVCacheOffloadArgs) ToKVCacheOffloadOutputWithContext(ctx context.Context) KVCacheOffloadOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(KVCacheOffloadOutput)
+}
+
+func (i KVCacheOffloadArgs) ToKVCacheOffloadPtrOutput() KVCacheOffloadPtrOutput {
+	return i.ToKVCacheOffloadPtrOutputWithContext(context.Background())
+}
+
+func (i KVCacheOffloadArgs) ToKVCacheOffloadPtrOutputWithContext(ctx context.Context) KVCacheOffloadPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(KVCacheOffloadOutput).ToKVCacheOffloadPtrOutputWithContext(ctx)
+}
+
+// KVCacheOffloadPtrInput is an input type that accepts KVCacheOffloadArgs, KVCacheOffloadPtr and KVCacheOffloadPtrOutput values.
+// You can construct a concrete instance of `KVCacheOffloadPtrInput` via:
+//
+//	        KVCacheOffloadArgs{...}
+//
+//	or:
+//
+//	        nil
+type KVCacheOffloadPtrInput interface {
+	pulumi.Input
+
+	ToKVCacheOffloadPtrOutput() KVCacheOffloadPtrOutput
+	ToKVCacheOffloadPtrOutputWithContext(context.Context) KVCacheOffloadPtrOutput
+}
+
+type kvcacheOffloadPtrType KVCacheOffloadArgs
+
+func KVCacheOffloadPtr(v *KVCacheOffloadArgs) KVCacheOffloadPtrInput {
+	return (*kvcacheOffloadPtrType)(v)
+}
+
+func (*kvcacheOffloadPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**KVCacheOffload)(nil)).Elem()
+}
+
+func (i *kvcacheOffloadPtrType) ToKVCacheOffloadPtrOutput() KVCacheOffloadPtrOutput {
+	return i.ToKVCacheOffloadPtrOutputWithContext(context.Background())
+}
+
+func (i *kvcacheOffloadPtrType) ToKVCacheOffloadPtrOutputWithContext(ctx context.Context) KVCacheOffloadPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(KVCacheOffloadPtrOutput)
+}
+
+type KVCacheOffloadOutput struct{ *pulumi.OutputState }
+
+func (KVCacheOffloadOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*KVCacheOffload)(nil)).Elem()
+}
+
+func (o KVCacheOffloadOutput) ToKVCacheOffloadOutput() KVCacheOffloadOutput {
+	return o
+}
+
+func (o KVCacheOffloadOutput) ToKVCacheOffloadOutputWithContext(ctx context.Context) KVCacheOffloadOutput {
+	return o
+}
+
+func (o KVCacheOffloadOutput) ToKVCacheOffloadPtrOutput() KVCacheOffloadPtrOutput {
+	return o.ToKVCacheOffloadPtrOutputWithContext(context.Background())
+}
+
+func (o KVCacheOffloadOutput) ToKVCacheOffloadPtrOutputWithContext(ctx context.Context) KVCacheOffloadPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v KVCacheOffload) *KVCacheOffload {
+		return &v
+	}).(KVCacheOffloadPtrOutput)
+}
+
+// The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+func (o KVCacheOffloadOutput) CpuMemory() pulumi.StringOutput {
+	return o.ApplyT(func(v KVCacheOffload) string { return v.CpuMemory }).(pulumi.StringOutput)
+}
+
+type KVCacheOffloadPtrOutput struct{ *pulumi.OutputState }
+
+func (KVCacheOffloadPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**KVCacheOffload)(nil)).Elem()
+}
+
+func (o KVCacheOffloadPtrOutput) ToKVCacheOffloadPtrOutput() KVCacheOffloadPtrOutput {
+	return o
+}
+
+func (o KVCacheOffloadPtrOutput) ToKVCacheOffloadPtrOutputWithContext(ctx context.Context) KVCacheOffloadPtrOutput {
+	return o
+}
+
+func (o KVCacheOffloadPtrOutput) Elem() KVCacheOffloadOutput {
+	return o.ApplyT(func(v *KVCacheOffload) KVCacheOffload {
+		if v != nil {
+			return *v
+		}
+		var ret KVCacheOffload
+		return ret
+	}).(KVCacheOffloadOutput)
+}
+
+// The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+func (o KVCacheOffloadPtrOutput) CpuMemory() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *KVCacheOffload) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.CpuMemory
+	}).(pulumi.StringPtrOutput)
+}
+
 type LoRAAdapter struct {
 	// The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
 	Name string `pulumi:"name"`
@@ -3756,6 +3893,8 @@ type Role struct {
 	FailureMode *FailureMode `pulumi:"failureMode"`
 	// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute map[string]interface{} `pulumi:"httproute"`
+	// Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+	KvCacheOffload *KVCacheOffload `pulumi:"kvCacheOffload"`
 	// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 	Model *Model `pulumi:"model"`
 	// Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
@@ -3818,6 +3957,8 @@ type RoleArgs struct {
 	FailureMode FailureModePtrInput `pulumi:"failureMode"`
 	// The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 	Httproute pulumi.MapInput `pulumi:"httproute"`
+	// Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+	KvCacheOffload KVCacheOffloadPtrInput `pulumi:"kvCacheOffload"`
 	// Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
 	Model ModelPtrInput `pulumi:"model"`
 	// Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
@@ -3938,6 +4079,11 @@ func (o RoleOutput) FailureMode() FailureModePtrOutput {
 // The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
 func (o RoleOutput) Httproute() pulumi.MapOutput {
 	return o.ApplyT(func(v Role) map[string]interface{} { return v.Httproute }).(pulumi.MapOutput)
+}
+
+// Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+func (o RoleOutput) KvCacheOffload() KVCacheOffloadPtrOutput {
+	return o.ApplyT(func(v Role) *KVCacheOffload { return v.KvCacheOffload }).(KVCacheOffloadPtrOutput)
 }
 
 // Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
@@ -5138,6 +5284,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*EndpointPickerPtrInput)(nil)).Elem(), EndpointPickerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyInput)(nil)).Elem(), GangPolicyArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*GangPolicyPtrInput)(nil)).Elem(), GangPolicyArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*KVCacheOffloadInput)(nil)).Elem(), KVCacheOffloadArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*KVCacheOffloadPtrInput)(nil)).Elem(), KVCacheOffloadArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*LoRAAdapterInput)(nil)).Elem(), LoRAAdapterArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*LoRAAdapterArrayInput)(nil)).Elem(), LoRAAdapterArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ModelInput)(nil)).Elem(), ModelArgs{})
@@ -5194,6 +5342,8 @@ func init() {
 	pulumi.RegisterOutputType(EndpointPickerPtrOutput{})
 	pulumi.RegisterOutputType(GangPolicyOutput{})
 	pulumi.RegisterOutputType(GangPolicyPtrOutput{})
+	pulumi.RegisterOutputType(KVCacheOffloadOutput{})
+	pulumi.RegisterOutputType(KVCacheOffloadPtrOutput{})
 	pulumi.RegisterOutputType(LoRAAdapterOutput{})
 	pulumi.RegisterOutputType(LoRAAdapterArrayOutput{})
 	pulumi.RegisterOutputType(ModelOutput{})

@@ -144,6 +144,13 @@ export interface GangPolicyArgs {
     mode?: pulumi.Input<enums.GangMode | undefined>;
 }
 
+export interface KVCacheOffloadArgs {
+    /**
+     * The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+     */
+    cpuMemory: pulumi.Input<string>;
+}
+
 export interface LoRAAdapterArgs {
     /**
      * The adapter's public name, what requests ask for: a DNS label (lowercase letters, digits and '-'), unique among the model's adapters and splits; behind a router, no other model's name, adapter or split (every serving role is in its one pool), unless that is the same adapter (name and source) of the same base model.
@@ -424,6 +431,10 @@ export interface RoleArgs {
      * The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
      */
     httproute?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+     */
+    kvCacheOffload?: pulumi.Input<inputs.KVCacheOffloadArgs | undefined>;
     /**
      * Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
      */

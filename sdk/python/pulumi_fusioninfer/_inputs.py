@@ -33,6 +33,8 @@ __all__ = [
     'EndpointPickerArgsDict',
     'GangPolicyArgs',
     'GangPolicyArgsDict',
+    'KVCacheOffloadArgs',
+    'KVCacheOffloadArgsDict',
     'LoRAAdapterArgs',
     'LoRAAdapterArgsDict',
     'ModelArgs',
@@ -698,6 +700,34 @@ class GangPolicyArgs:
     @mode.setter
     def mode(self, value: pulumi.Input[Optional['GangMode']]):
         pulumi.set(self, "mode", value)
+
+
+class KVCacheOffloadArgsDict(TypedDict):
+    cpu_memory: pulumi.Input[_builtins.str]
+    """
+    The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+    """
+
+@pulumi.input_type
+class KVCacheOffloadArgs:
+    def __init__(__self__, *,
+                 cpu_memory: pulumi.Input[_builtins.str]):
+        """
+        :param pulumi.Input[_builtins.str] cpu_memory: The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+        """
+        pulumi.set(__self__, "cpu_memory", cpu_memory)
+
+    @_builtins.property
+    @pulumi.getter(name="cpuMemory")
+    def cpu_memory(self) -> pulumi.Input[_builtins.str]:
+        """
+        The CPU memory each server (each data parallel rank) keeps KV blocks in, a quantity ("64Gi"); vLLM's cpu_bytes_to_use. The server container's memory request must be at least this, times its ranks.
+        """
+        return pulumi.get(self, "cpu_memory")
+
+    @cpu_memory.setter
+    def cpu_memory(self, value: pulumi.Input[_builtins.str]):
+        pulumi.set(self, "cpu_memory", value)
 
 
 class LoRAAdapterArgsDict(TypedDict):
@@ -1897,6 +1927,10 @@ class RoleArgsDict(TypedDict):
     """
     The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
     """
+    kv_cache_offload: NotRequired[pulumi.Input[Optional['KVCacheOffloadArgsDict']]]
+    """
+    Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+    """
     model: NotRequired[pulumi.Input[Optional['ModelArgsDict']]]
     """
     Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
@@ -1973,6 +2007,7 @@ class RoleArgs:
                  endpoint_picker_config: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_mode: pulumi.Input[Optional['FailureMode']] = None,
                  httproute: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 kv_cache_offload: pulumi.Input[Optional['KVCacheOffloadArgs']] = None,
                  model: pulumi.Input[Optional['ModelArgs']] = None,
                  model_flexibility: pulumi.Input[Optional['ModelFlexibilityArgs']] = None,
                  multinode: pulumi.Input[Optional['MultinodeArgs']] = None,
@@ -1998,6 +2033,7 @@ class RoleArgs:
         :param pulumi.Input[_builtins.str] endpoint_picker_config: A raw EndpointPickerConfig (YAML) that replaces the strategy's preset.
         :param pulumi.Input['FailureMode'] failure_mode: What the gateway does when the Endpoint Picker does not answer: FailClose (default: refuse the request) or FailOpen (send it to a pod of its choosing; gateway mode only: a standalone router's proxy has no destination but the one the picker names).
         :param pulumi.Input[Mapping[str, Any]] httproute: The spec of the service's Gateway API HTTPRoute (gateway mode): its parentRefs, hostnames and rules are kept, and every rule's backend is the service's InferencePool.
+        :param pulumi.Input['KVCacheOffloadArgs'] kv_cache_offload: Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
         :param pulumi.Input['ModelArgs'] model: Replaces spec.model for this role, whole: a role that serves another model (a draft model, a different size) gets its own cache and download.
         :param pulumi.Input['ModelFlexibilityArgs'] model_flexibility: Runs a worker role's servers through llm-d's dual pods (llm-d's dual-pod architecture): the LWS pods only hold the GPUs, and FMA's dual-pods controller runs vLLM beside them, putting idle servers to sleep and waking them in seconds.
         :param pulumi.Input['MultinodeArgs'] multinode: Spreads each replica across nodeCount pods (one leader, nodeCount-1 workers).
@@ -2029,6 +2065,8 @@ class RoleArgs:
             pulumi.set(__self__, "failure_mode", failure_mode)
         if httproute is not None:
             pulumi.set(__self__, "httproute", httproute)
+        if kv_cache_offload is not None:
+            pulumi.set(__self__, "kv_cache_offload", kv_cache_offload)
         if model is not None:
             pulumi.set(__self__, "model", model)
         if model_flexibility is not None:
@@ -2157,6 +2195,18 @@ class RoleArgs:
     @httproute.setter
     def httproute(self, value: pulumi.Input[Optional[Mapping[str, Any]]]):
         pulumi.set(self, "httproute", value)
+
+    @_builtins.property
+    @pulumi.getter(name="kvCacheOffload")
+    def kv_cache_offload(self) -> pulumi.Input[Optional['KVCacheOffloadArgs']]:
+        """
+        Keeps the KV blocks a server evicts from its GPUs in CPU memory, where prefix caching finds them again (vLLM's OffloadingConnector, beside the server's own KV connector in a MultiConnector). Its memory is the pod's: the server's memory request must hold it.
+        """
+        return pulumi.get(self, "kv_cache_offload")
+
+    @kv_cache_offload.setter
+    def kv_cache_offload(self, value: pulumi.Input[Optional['KVCacheOffloadArgs']]):
+        pulumi.set(self, "kv_cache_offload", value)
 
     @_builtins.property
     @pulumi.getter

@@ -58,6 +58,8 @@ var Dimensions = []Dimension{
 	{"port", []string{"8000-declared", "8000-undeclared", "8090-flag", "8091-flag"}},
 	// the template's own readiness probe on the server's port, or none
 	{"probe", []string{"given", "none"}},
+	// each server keeps 8Gi of KV blocks in CPU memory (its memory request 24Gi a rank), or none
+	{"offload", []string{"off", "on"}},
 }
 
 // Features is one value of each Dimension, by index.
@@ -186,6 +188,14 @@ func servingRole(f Features, kind api.ComponentType) api.Role {
 			PeriodSeconds: 5}
 	}
 	server.Resources.Limits = corev1.ResourceList{api.GPUResourceName: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}
+	if f.Value("offload") == "on" {
+		role.KVCacheOffload = &api.KVCacheOffload{CPUMemory: "8Gi"}
+		ranks := int64(1)
+		if role.Parallelism != nil {
+			ranks = int64(role.LocalRanks())
+		}
+		server.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(ranks*24<<30, resource.BinarySI)}
+	}
 	role.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{server}}}
 	if f.Value("dualPods") == "on" && kind == api.ComponentTypeWorker {
 		role.ModelFlexibility = &api.ModelFlexibility{Mode: api.DualPods}

@@ -61,6 +61,7 @@ var Invariants = []Invariant{
 	{"gang/a-gang-needs-no-elastic-pod", aGangNeedsNoElasticPod},
 	{"kvevents/every-endpoint-publishes-where-the-picker-dials", everyEndpointPublishesWhereThePickerDials},
 	{"kvevents/servers-hash-blocks-as-the-picker", serversHashBlocksAsThePicker},
+	{"memory/an-offload-fits-the-pods-memory", anOffloadFitsThePodsMemory},
 }
 
 // A pod that runs the router's proxy is a door of the router's Service, in the Service only

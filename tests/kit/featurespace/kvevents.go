@@ -130,42 +130,63 @@ type publisher struct {
 // last --block-size, else vLLM's 16 (vllm/config/cache.py).
 func publishers(pod *Pod) ([]publisher, error) {
 	var out []publisher
+	commands, err := vllmCommands(pod)
+	if err != nil {
+		return nil, err
+	}
+	for _, cmd := range commands {
+		c, words := cmd.container, cmd.words
+		raw, found := argv(words).value("--kv-events-config")
+		if !found {
+			continue
+		}
+		var config struct {
+			Enable   bool   `json:"enable_kv_cache_events"`
+			Endpoint string `json:"endpoint"`
+			Topic    string `json:"topic"`
+		}
+		if err := json.Unmarshal([]byte(raw), &config); err != nil {
+			return nil, fmt.Errorf("container %s: --kv-events-config %q: %w", c.Name, raw, err)
+		}
+		if !config.Enable {
+			continue
+		}
+		port := atoi32(config.Endpoint[strings.LastIndex(config.Endpoint, ":")+1:])
+		rank, _ := argv(words).value("--data-parallel-rank")
+		blockSize := "16"
+		if sizes := argv(words).values("--block-size"); len(sizes) > 0 {
+			blockSize = sizes[len(sizes)-1]
+		}
+		out = append(out, publisher{container: c.Name, binds: port + atoi32(rank), topic: config.Topic, blockSize: blockSize,
+			seed: envValue(c, api.PythonHashSeedVariable)})
+	}
+	return out, nil
+}
+
+// vllmCommand is the command line of a vLLM server a container runs.
+type vllmCommand struct {
+	container *corev1.Container
+	words     []string
+}
+
+// vllmCommands are the vLLM servers of a pod, as they are started: a container's own command line
+// after the kubelet's expansion, or each `vllm` command of its shell script as the shell expands it
+// (one a data parallel rank).
+func vllmCommands(pod *Pod) ([]vllmCommand, error) {
+	var out []vllmCommand
 	for _, c := range pod.containers() {
-		var lines [][]string
 		switch {
 		case isShellScript(c):
 			words := kubeletExpand(c, commandLine(c))
-			var err error
-			if lines, err = scriptCommands(words[len(words)-1], podVariables(pod, c)); err != nil {
-				return nil, fmt.Errorf("container %s: %w", c.Name, err)
+			lines, err := scriptCommands(words[len(words)-1], podVariables(pod, c))
+			if err != nil {
+				return nil, fmt.Errorf("%s: container %s: %w", pod.Desc, c.Name, err)
+			}
+			for _, line := range lines {
+				out = append(out, vllmCommand{c, line})
 			}
 		case runsVLLM(c):
-			lines = [][]string{kubeletExpand(c, commandLine(c))}
-		}
-		for _, words := range lines {
-			raw, found := argv(words).value("--kv-events-config")
-			if !found {
-				continue
-			}
-			var config struct {
-				Enable   bool   `json:"enable_kv_cache_events"`
-				Endpoint string `json:"endpoint"`
-				Topic    string `json:"topic"`
-			}
-			if err := json.Unmarshal([]byte(raw), &config); err != nil {
-				return nil, fmt.Errorf("container %s: --kv-events-config %q: %w", c.Name, raw, err)
-			}
-			if !config.Enable {
-				continue
-			}
-			port := atoi32(config.Endpoint[strings.LastIndex(config.Endpoint, ":")+1:])
-			rank, _ := argv(words).value("--data-parallel-rank")
-			blockSize := "16"
-			if sizes := argv(words).values("--block-size"); len(sizes) > 0 {
-				blockSize = sizes[len(sizes)-1]
-			}
-			out = append(out, publisher{container: c.Name, binds: port + atoi32(rank), topic: config.Topic, blockSize: blockSize,
-				seed: envValue(c, api.PythonHashSeedVariable)})
+			out = append(out, vllmCommand{c, kubeletExpand(c, commandLine(c))})
 		}
 	}
 	return out, nil
