@@ -67,11 +67,7 @@ func runRanks(t *testing.T, n int, script string, env ...string) []string {
 	return ranks
 }
 
-func rankOf(argv string) string {
-	_, after, _ := strings.Cut(argv, "[--data-parallel-rank]\n[")
-	rank, _, _ := strings.Cut(after, "]")
-	return rank
-}
+func rankOf(argv string) string { return argValue(argv, "--data-parallel-rank") }
 
 // TestDataParallelScriptStartsEveryLocalRank: each rank with its GPUs, its global rank and its
 // own port, given once (the server's own --port is rank 0's, the base of the others).

@@ -744,15 +744,7 @@ func eppConfigLoads(tree *render.Tree, _ []*Pod) []string {
 		return nil
 	}
 	release := router.EndpointPickerRelease()
-	var text string
-	found := false
-	for _, o := range tree.Objects {
-		if cm, ok := o.Object.(*corev1.ConfigMap); ok && cm.Name == api.EndpointPickerConfigName(tree.Service.Name) {
-			for _, v := range cm.Data {
-				text, found = v, true
-			}
-		}
-	}
+	text, found := pickerConfigText(tree)
 	if !found {
 		if release.ReadsConfig() {
 			return []string{fmt.Sprintf("the Endpoint Picker of %s reads a configuration, and the tree has none", release)}
@@ -778,6 +770,19 @@ func eppConfigLoads(tree *render.Tree, _ []*Pod) []string {
 		return []string{fmt.Sprintf("the %s Endpoint Picker's configuration does not load: %v\n%s", release, err, text)}
 	}
 	return nil
+}
+
+// pickerConfigText is the Endpoint Picker's configuration file, as its ConfigMap holds it; false
+// when the tree has no such ConfigMap.
+func pickerConfigText(tree *render.Tree) (string, bool) {
+	for _, cm := range Objects[*corev1.ConfigMap](tree) {
+		if cm.Name == api.EndpointPickerConfigName(tree.Service.Name) {
+			for _, v := range cm.Data {
+				return v, true
+			}
+		}
+	}
+	return "", false
 }
 
 // loadGIE150 loads a configuration with GIE v1.5.0's own loader (epploader.StartOracle), or, where

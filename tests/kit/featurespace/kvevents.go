@@ -43,12 +43,7 @@ type pickerIndex struct {
 // pkg/kvcache/kvblock/token_processor.go: 16 tokens a block, blockSize for an older
 // configuration); false when it has no producer.
 func readPickerIndex(tree *render.Tree) (*pickerIndex, bool, error) {
-	var text string
-	for _, cm := range Objects[*corev1.ConfigMap](tree) {
-		if cm.Name == api.EndpointPickerConfigName(tree.Service.Name) {
-			text = cm.Data["config.yaml"]
-		}
-	}
+	text, _ := pickerConfigText(tree)
 	var cfg struct {
 		Plugins []struct {
 			Type       string          `json:"type"`
@@ -196,15 +191,7 @@ func vllmCommands(pod *Pod) ([]vllmCommand, error) {
 // variables it can know here: POD_IP from the pod's address (third_party/forked/golang/expansion
 // of kubernetes: an unknown $(VAR) stays as it is, $$ is $).
 func kubeletExpand(c *corev1.Container, words []string) []string {
-	vars := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
-			vars[e.Name] = podIP
-		case e.ValueFrom == nil:
-			vars[e.Name] = e.Value
-		}
-	}
+	vars := containerVariables(c, map[string]string{})
 	out := make([]string, len(words))
 	for i, w := range words {
 		var b strings.Builder
@@ -237,6 +224,12 @@ func podVariables(pod *Pod, c *corev1.Container) map[string]string {
 	if w := pod.Labels[lwsv1.WorkerIndexLabelKey]; w != "" && w != "0" {
 		vars[lwsv1.LwsWorkerIndex] = w
 	}
+	return containerVariables(c, vars)
+}
+
+// containerVariables adds to vars the container's variables that can be known here: the literal
+// ones, and the pod's address from the downward API.
+func containerVariables(c *corev1.Container, vars map[string]string) map[string]string {
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
