@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 )
@@ -19,6 +21,7 @@ import (
 //	  - name: gpu-a                     # with count: gpu-a-0 .. gpu-a-3
 //	    count: 4
 //	    gpus: 8
+//	    memory: 1Ti                     # allocatable; without it memory is not counted
 //	    topology: {1: leaf-a, 2: spine-1}
 type NodesFile struct {
 	Tiers map[string]int `json:"tiers,omitempty"`
@@ -27,10 +30,11 @@ type NodesFile struct {
 
 // NodeGroup is one node, or count alike nodes.
 type NodeGroup struct {
-	Name     string         `json:"name"`
-	Count    *int           `json:"count,omitempty"`
-	GPUs     int64          `json:"gpus"`
-	Topology map[int]string `json:"topology,omitempty"`
+	Name     string             `json:"name"`
+	Count    *int               `json:"count,omitempty"`
+	GPUs     int64              `json:"gpus"`
+	Memory   *resource.Quantity `json:"memory,omitempty"`
+	Topology map[int]string     `json:"topology,omitempty"`
 }
 
 // ParseNodesFile decodes a nodes file strictly and checks it; its error is every problem, each
@@ -59,6 +63,12 @@ func ParseNodesFile(file string, data []byte) (Cluster, error) {
 			errs = append(errs, field.Invalid(p.Child("gpus"), g.GPUs, "must be 0 or more"))
 		}
 		node := Node{Name: g.Name, GPUs: g.GPUs, Topology: g.Topology}
+		if g.Memory != nil {
+			if g.Memory.Sign() <= 0 {
+				errs = append(errs, field.Invalid(p.Child("memory"), g.Memory.String(), "must be more than 0 (a node's allocatable memory, e.g. 512Gi)"))
+			}
+			node.Memory = ptr.To(g.Memory.Value())
+		}
 		if g.Count != nil {
 			if *g.Count < 1 || *g.Count > 100000 {
 				errs = append(errs, field.Invalid(p.Child("count"), *g.Count, "must be between 1 and 100000"))

@@ -2,14 +2,17 @@
 
 // Package planner predicts how much of a service a cluster of a given shape runs: which replicas
 // Volcano's gang rules let it place, for the PodGroup this project emits (docs/design/0003). It
-// counts GPUs only and follows the gang and hard network-topology rules; it is a prediction of
-// those rules, not of every scheduler plugin (CPU, memory, affinity and taints are not modelled).
+// counts GPUs, and memory on the nodes that say theirs, and follows the gang and hard
+// network-topology rules; it is a prediction of those rules, not of every scheduler plugin (CPU,
+// affinity and taints are not modelled).
 package planner
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 )
@@ -24,6 +27,10 @@ type Node struct {
 	// Count is how many alike nodes the entry stands for; 0 is one node, named Name.
 	Count int64 `json:"count,omitempty"`
 	GPUs  int64 `json:"gpus"`
+	// Memory is each node's allocatable memory in bytes; nil leaves memory uncounted there (pods
+	// fit on their GPUs alone). A pod's memory request holds its KV cache offload, which
+	// validation keeps within it (api/kvcacheoffload.go).
+	Memory *int64 `json:"memory,omitempty"`
 	// Topology maps a network tier (1 = the closest, as Volcano HyperNode tiers) to the domain
 	// the node sits in at that tier, e.g. {1: leaf-a, 2: spine-1}.
 	Topology map[int]string `json:"topology,omitempty"`
@@ -89,6 +96,9 @@ type Replica struct {
 	Index      int32
 	Pods       int32
 	GPUsPerPod int64
+	// MemoryPerPod is a pod's memory request in bytes (api.PodRequests), counted on the nodes
+	// that say their memory.
+	MemoryPerPod int64
 	// Minimal is true for a replica of the gang's minimal set (every replica in taskMember mode).
 	Minimal bool
 	// Elastic is true for a replica an autoscaler may add above the role's base (Index counts
@@ -132,6 +142,7 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 			continue
 		}
 		gpus := api.PodGPUs(&role.Template.Spec)
+		memory := api.PodRequests(&role.Template.Spec)[corev1.ResourceMemory]
 		for r := int32(0); r < role.ReplicaCount(); r++ {
 			inMinimalSet := spec.GangScheduled() && r < spec.GangMinimum(role)
 			if inMinimalSet {
@@ -139,10 +150,10 @@ func Predict(svc *api.InferenceService, cluster Cluster) (*Prediction, error) {
 			} else {
 				extra = append(extra, len(replicas))
 			}
-			replicas = append(replicas, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, Minimal: inMinimalSet})
+			replicas = append(replicas, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, MemoryPerPod: memory.Value(), Minimal: inMinimalSet})
 		}
 		for r := int32(0); r < role.ElasticReplicaLimit(); r++ { // after every base replica: Volcano places them as room appears
-			elastic = append(elastic, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, Elastic: true})
+			elastic = append(elastic, Replica{Role: role.Name, Index: r, Pods: role.NodeCount(), GPUsPerPod: gpus, MemoryPerPod: memory.Value(), Elastic: true})
 		}
 	}
 	for _, r := range elastic {
@@ -252,18 +263,43 @@ func domainsAt(cluster Cluster, nodes []int, tier int) [][]int {
 	return out
 }
 
-// freeGPUs are the GPUs left on the nodes of a set of entries. Pods go to the fullest node that
-// fits them, so an entry's nodes are taken in order: the first ones, which pods went to, each
-// with its own free GPUs (used), and the rest, untouched and alike, with all their GPUs. Its size
-// is the pods placed, not the nodes.
-type freeGPUs struct {
-	used map[int][]int64 // entry index -> free GPUs of its first nodes that took pods
+// room is what a node has left, or what a pod takes: GPUs, and memory in bytes.
+type room struct{ gpus, memory int64 }
+
+// pod is what one of the replica's pods takes.
+func (r Replica) pod() room { return room{r.GPUsPerPod, r.MemoryPerPod} }
+
+// whole is an untouched node's room.
+func (n Node) whole() room {
+	if n.Memory == nil {
+		return room{gpus: n.GPUs}
+	}
+	return room{n.GPUs, *n.Memory}
 }
 
-func (f freeGPUs) clone() freeGPUs {
-	out := freeGPUs{used: make(map[int][]int64, len(f.used))}
+// holds says whether what is left of one of the entry's nodes takes the pod: memory counts only
+// on a node that says its memory.
+func (n Node) holds(left, pod room) bool {
+	return left.gpus >= pod.gpus && (n.Memory == nil || left.memory >= pod.memory)
+}
+
+// changedBy says whether the pod takes anything the entry's nodes count.
+func (n Node) changedBy(pod room) bool {
+	return pod.gpus > 0 || n.Memory != nil && pod.memory > 0
+}
+
+// freeRoom is the room left on the nodes of a set of entries. Pods go to the fullest node that
+// fits them, so an entry's nodes are taken in order: the first ones, which pods went to, each
+// with its own room left (used), and the rest, untouched and alike, whole. Its size is the pods
+// placed, not the nodes.
+type freeRoom struct {
+	used map[int][]room // entry index -> room left on its first nodes that took pods
+}
+
+func (f freeRoom) clone() freeRoom {
+	out := freeRoom{used: make(map[int][]room, len(f.used))}
 	for e, free := range f.used {
-		out.used[e] = append([]int64(nil), free...)
+		out.used[e] = append([]room(nil), free...)
 	}
 	return out
 }
@@ -271,7 +307,7 @@ func (f freeGPUs) clone() freeGPUs {
 // place applies the gang rules on one set of nodes.
 func place(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, replicas []Replica, minimal, extra []int) ([]Replica, error) {
 	out := append([]Replica{}, replicas...)
-	free := freeGPUs{used: map[int][]int64{}}
+	free := freeRoom{used: map[int][]room{}}
 	roles := map[string]*api.Role{}
 	for i := range spec.Roles {
 		roles[spec.Roles[i].Name] = &spec.Roles[i]
@@ -323,7 +359,7 @@ func place(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, replica
 // for each pod the fullest node that still fits it, the first such node on a tie, as a
 // bin-packing scheduler would. It returns the nodes used, or nil when the replica does not fit;
 // free is updated only on success.
-func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, free *freeGPUs, r Replica, role *api.Role) ([]string, error) {
+func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, free *freeRoom, r Replica, role *api.Role) ([]string, error) {
 	candidates := [][]int{nodes}
 	if policy := spec.RoleTopologyPolicy(role); policy != nil && policy.TopologyMode() == api.NetworkTopologyHard {
 		tier, err := tierOf(policy, cluster)
@@ -335,24 +371,27 @@ func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, 
 	for _, domain := range candidates {
 		trial := free.clone()
 		var at []string
+		pod := r.pod()
 		for p := int32(0); p < r.Pods; p++ {
-			entry, j := fullestFitting(cluster, domain, trial, r.GPUsPerPod)
+			entry, j := fullestFitting(cluster, domain, trial, pod)
 			if entry < 0 {
 				at = nil
 				break
 			}
+			node := cluster.Nodes[entry]
 			used := trial.used[entry]
 			if j == int64(len(used)) {
-				if r.GPUsPerPod == 0 {
-					// A pod of no GPUs changes no node: its node stays untouched.
-					at = append(at, cluster.Nodes[entry].nodeName(j))
+				if !node.changedBy(pod) {
+					// A pod that takes nothing the node counts changes no node: it stays untouched.
+					at = append(at, node.nodeName(j))
 					continue
 				}
-				used = append(used, cluster.Nodes[entry].GPUs)
+				used = append(used, node.whole())
 			}
-			used[j] -= r.GPUsPerPod
+			used[j].gpus -= pod.gpus
+			used[j].memory -= pod.memory
 			trial.used[entry] = used
-			at = append(at, cluster.Nodes[entry].nodeName(j))
+			at = append(at, node.nodeName(j))
 		}
 		if at != nil || r.Pods == 0 {
 			*free = trial
@@ -362,14 +401,14 @@ func placeReplica(spec *api.InferenceServiceSpec, cluster Cluster, nodes []int, 
 	return nil, nil
 }
 
-// fullestFitting is the node with the fewest free GPUs that still holds gpus, the first in the
+// fullestFitting is the node with the fewest free GPUs that still holds the pod, the first in the
 // domain's order on a tie: its entry and its index among the entry's nodes; -1 when none fits.
 // Of an entry's untouched nodes only the first can be the one.
-func fullestFitting(cluster Cluster, domain []int, free freeGPUs, gpus int64) (int, int64) {
+func fullestFitting(cluster Cluster, domain []int, free freeRoom, pod room) (int, int64) {
 	bestEntry, bestIndex, bestFree := -1, int64(0), int64(0)
-	consider := func(entry int, j, left int64) {
-		if left >= gpus && (bestEntry < 0 || left < bestFree) {
-			bestEntry, bestIndex, bestFree = entry, j, left
+	consider := func(entry int, j int64, left room) {
+		if cluster.Nodes[entry].holds(left, pod) && (bestEntry < 0 || left.gpus < bestFree) {
+			bestEntry, bestIndex, bestFree = entry, j, left.gpus
 		}
 	}
 	for _, e := range domain {
@@ -378,7 +417,7 @@ func fullestFitting(cluster Cluster, domain []int, free freeGPUs, gpus int64) (i
 			consider(e, int64(j), left)
 		}
 		if n := int64(len(used)); n < cluster.Nodes[e].nodes() {
-			consider(e, n, cluster.Nodes[e].GPUs)
+			consider(e, n, cluster.Nodes[e].whole())
 		}
 	}
 	return bestEntry, bestIndex

@@ -214,10 +214,11 @@ func TestParseNodesFile(t *testing.T) {
 tiers: {leaf: 1}
 nodes:
   - {name: gpu-a, count: 3, gpus: 8, topology: {1: leaf-a}}
-  - {name: cpu-0, gpus: 0}
+  - {name: cpu-0, gpus: 0, memory: 64Gi}
 `))
 	require.NoError(t, err)
 	require.Len(t, cluster.Nodes, 2)
+	assert.Equal(t, ptr.To(int64(64)<<30), cluster.Nodes[1].Memory, "a node's memory in bytes")
 	_, err = ParseNodesFile("nodes.yaml", []byte("nodes:\n- {name: a, count: 3, gpus: 8}\n- {name: a-3, gpus: 8}\n- {name: a-01, gpus: 8}\n- {name: a-x, gpus: 8}"))
 	assert.NoError(t, err, "a-0 .. a-2 only")
 	assert.Equal(t, Node{Name: "gpu-a", Count: 3, GPUs: 8, Topology: map[int]string{1: "leaf-a"}}, cluster.Nodes[0], "gpu-a-0 .. gpu-a-2")
@@ -234,8 +235,10 @@ nodes:
 			`nodes.yaml:3: nodes[1].name: Duplicate value: "a-0": nodes[0] (count 3) names its nodes a-0 to a-2, and this one (count 2) names its nodes a-0 to a-1`},
 		"a node named as a later counted group names one": {"nodes:\n- {name: a-1, gpus: 8}\n- {name: a, count: 3, gpus: 8}",
 			`nodes.yaml:3: nodes[1].name: Duplicate value: "a-1": nodes[0] is named a-1 too, and this one (count 3) names its nodes a-0 to a-2`},
-		"bad count": {"nodes: [{name: a, count: 0, gpus: 8}]", "nodes.yaml:1: nodes[0].count: Invalid value: 0"},
-		"bad tier":  {"nodes: [{name: a, gpus: 8, topology: {0: x}}]", "tiers start at 1"},
+		"bad count":             {"nodes: [{name: a, count: 0, gpus: 8}]", "nodes.yaml:1: nodes[0].count: Invalid value: 0"},
+		"bad tier":              {"nodes: [{name: a, gpus: 8, topology: {0: x}}]", "tiers start at 1"},
+		"no memory":             {"nodes: [{name: a, gpus: 8, memory: 0}]", `nodes.yaml:1: nodes[0].memory: Invalid value: "0": must be more than 0 (a node's allocatable memory, e.g. 512Gi)`},
+		"memory not a quantity": {"nodes: [{name: a, gpus: 8, memory: lots}]", `nodes.yaml:1: nodes[0].memory: must be a quantity such as 16Gi, 500m or 2, not "lots"`},
 		// issue 55: a value of the wrong type or an unknown field hides no check of the rest
 		"decoding and checks, each at its line": {"nodes:\n- {name: a, gpus: -1}\n- {name: b, gpus: \"x\"}\n- {name: a, gpus: 8}\n- {name: c, gpu: 8}",
 			`nodes.yaml:2: nodes[0].gpus: Invalid value: -1: must be 0 or more; nodes.yaml:3: nodes[1].gpus: must be an integer, not string; ` +

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 )
 
@@ -26,15 +28,16 @@ func PredictShared(services []*api.InferenceService, cluster Cluster) ([]*Predic
 	return out, nil
 }
 
-// without is the cluster less the GPUs the scheduled replicas' pods take. An entry whose nodes
-// took pods is split: each such node an entry of its own with the GPUs left, the others in runs
-// that keep their names (Node.first). The entries grow with the pods placed, not the nodes.
+// without is the cluster less the GPUs and memory the scheduled replicas' pods take. An entry
+// whose nodes took pods is split: each such node an entry of its own with the room left, the
+// others in runs that keep their names (Node.first). The entries grow with the pods placed, not
+// the nodes.
 func (c Cluster) without(replicas []Replica) Cluster {
-	taken := map[string]int64{}
+	taken := map[string]room{}
 	for _, r := range replicas {
 		if r.Scheduled {
 			for _, node := range r.Nodes {
-				taken[node] += r.GPUsPerPod
+				taken[node] = room{taken[node].gpus + r.GPUsPerPod, taken[node].memory + r.MemoryPerPod}
 			}
 		}
 	}
@@ -44,8 +47,7 @@ func (c Cluster) without(replicas []Replica) Cluster {
 	out := Cluster{TierNames: c.TierNames}
 	for _, n := range c.Nodes {
 		if n.Count == 0 {
-			n.GPUs -= taken[n.Name]
-			out.Nodes = append(out.Nodes, n)
+			out.Nodes = append(out.Nodes, n.less(taken[n.Name]))
 			continue
 		}
 		// The nodes of the entry that took pods, in order; the runs between them stay entries.
@@ -70,13 +72,21 @@ func (c Cluster) without(replicas []Replica) Cluster {
 			if j < n.Count {
 				one := n
 				one.Name, one.Count, one.first = n.nodeName(j), 0, 0
-				one.GPUs -= taken[one.Name]
-				out.Nodes = append(out.Nodes, one)
+				out.Nodes = append(out.Nodes, one.less(taken[one.Name]))
 			}
 			next = j + 1
 		}
 	}
 	return out
+}
+
+// less is the node with what pods took from it taken away (memory where it counts).
+func (n Node) less(taken room) Node {
+	n.GPUs -= taken.gpus
+	if n.Memory != nil {
+		n.Memory = ptr.To(*n.Memory - taken.memory)
+	}
+	return n
 }
 
 // index is the place in the entry of the node named name (nodeName's inverse).
