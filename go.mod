@@ -22,6 +22,7 @@ require (
 	k8s.io/client-go v0.35.1
 	k8s.io/component-helpers v0.34.3
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570
+	mvdan.cc/sh/v3 v3.14.1
 	pgregory.net/rapid v1.2.0
 	sigs.k8s.io/gateway-api v1.5.1
 	sigs.k8s.io/gateway-api-inference-extension v1.2.0
@@ -43,7 +44,6 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
 
 require (
