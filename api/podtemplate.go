@@ -20,7 +20,7 @@ import (
 // The API server's rules for a role's pod template, checked at render so that a template it would
 // refuse is refused before anything is registered, at the role's field, rather than by the LWS
 // controller's StatefulSets after `pulumi up` has created the LWS (a CRD's schema does not run
-// them). They mirror Kubernetes v1.35.1 (the release tests/conformance runs, which holds each rule
+// them). They mirror Kubernetes v1.36.4 (the release tests/conformance runs, which holds each rule
 // to the real server's verdict), pkg/apis/core/validation/validation.go unless said otherwise;
 // k8s.io/kubernetes is not a library this module can import. The server validates after its
 // defaulting, so an empty enumeration or threshold (defaulted there) is accepted here.
@@ -276,7 +276,7 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, volumes sets.Set[string],
 }
 
 // validateContainerRestartPolicy is validateInitContainerRestartPolicy and
-// validateContainerRestartPolicy with the ContainerRestartRules gate (beta, on, in 1.35).
+// validateContainerRestartPolicy with the ContainerRestartRules gate (beta, on, since 1.35).
 func validateContainerRestartPolicy(c *corev1.Container, path *field.Path) field.ErrorList {
 	if c.RestartPolicy == nil || slices.Contains(supportedContainerRestartPolicies, *c.RestartPolicy) {
 		return nil

@@ -64,9 +64,10 @@ var buildTags = map[string]string{"prometheus": "remove_all_sd,enable_kubernetes
 // k8s.io/api and client-go, otherwise compiled again for each program, are compiled once a group
 // (issue 54). The first of a group leads, its versions as its upstream chose them; the others'
 // shared dependencies are raised to its (or, in a group of equals, to the highest any needs).
-// Each group is one minor of k8s.io; kubernetes, volcano and the provider pin theirs by replace.
+// Each group is one minor of k8s.io. kubernetes pins its staging modules by replace, at its group's
+// version; volcano and the provider pin theirs by replace too, each alone on its minor.
 var alignedModules = [][]string{
-	{"keda", "kwok", "lws", "gie-lwepp-v1.6.0"},
+	{"keda", "kwok", "lws", "gie-lwepp-v1.6.0", "kubernetes"},
 	{"lws-v0.8.0", "karpenter", "prometheus-operator"},
 }
 
@@ -77,7 +78,7 @@ var moduleSources = map[string][]string{"prometheus-operator": {"cmd/prometheus-
 // The versions the wrapper modules pin.
 const (
 	EtcdVersion       = "v3.6.5"
-	KubernetesVersion = "v1.35.1"
+	KubernetesVersion = "v1.36.4"
 	LWSVersion        = "v0.9.0"
 	VolcanoVersion    = "v1.14.1"
 	KwokVersion       = "v0.8.0"

@@ -68,6 +68,7 @@ func (b binary) modulesBuilt() (map[string]string, error) {
 			Module *struct {
 				Path, Version string
 				Main          bool
+				Replace       *struct{ Version string }
 			}
 		}
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
@@ -77,6 +78,9 @@ func (b binary) modulesBuilt() (map[string]string, error) {
 		}
 		if p.Module != nil && !p.Module.Main {
 			modules[p.Module.Path] = p.Module.Version
+			if p.Module.Replace != nil { // kubernetes pins its staging modules by replace
+				modules[p.Module.Path] = p.Module.Replace.Version
+			}
 		}
 	}
 }

@@ -97,7 +97,7 @@ require (
 	k8s.io/apiserver v0.36.4 // indirect
 	k8s.io/client-go v0.36.4 // indirect
 	k8s.io/component-base v0.36.4 // indirect
-	k8s.io/component-helpers v0.36.2 // indirect
+	k8s.io/component-helpers v0.36.4 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098 // indirect
 	k8s.io/streaming v0.36.4 // indirect
