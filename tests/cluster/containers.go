@@ -325,6 +325,14 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 		closeAll(listeners)
 		return nil, nil, err
 	}
+	if l.kvEvents != nil {
+		if err := l.kvEvents.start(); err != nil {
+			_ = logFile.Close()
+			closeAll(listeners)
+			return nil, nil, err
+		}
+		fmt.Fprintf(logFile, "# KV-cache events: from %s to port %d under %q\n", l.kvEvents.simulatorEndpoint(), l.kvEvents.port, l.kvEvents.topic)
+	}
 	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(l.args, " "))
 	cmd := exec.Command(binary, l.args...)
 	if l.listenAfter > 0 {
@@ -342,6 +350,7 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 	if err := <-started; err != nil {
 		_ = logFile.Close()
 		closeAll(listeners)
+		l.kvEvents.stop()
 		return nil, nil, err
 	}
 	p.cmd, p.Started = cmd, time.Now()
@@ -359,6 +368,7 @@ func (k *containers) startProcess(run *containerRun, binary string, im image, l 
 	go func() {
 		err := cmd.Wait()
 		closeAll(listeners)
+		l.kvEvents.stop()
 		_ = logFile.Close()
 		p.mu.Lock()
 		p.ended, p.Err = time.Now(), err

@@ -35,12 +35,15 @@ type image struct {
 
 // launch is one process of a container: its arguments and variables, the container ports it
 // serves, the data parallel rank it is (vLLM's --data-parallel-rank; noRank for none), and how
-// long after the container starts its program runs (ListenAfterAnnotation; 0: at once).
+// long after the container starts its program runs (ListenAfterAnnotation; 0: at once), and
+// what runs beside it.
 type launch struct {
 	args, env   []string
 	ports       []int32
 	rank        int
 	listenAfter time.Duration
+	// kvEvents publishes a simulated vLLM's KV-cache events where vLLM would (kvevents.go).
+	kvEvents *kvEventsPublisher
 }
 
 // noRank is the rank of a process that serves no data parallel rank.

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api/vllm"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/expansion"
 )
 
 // vLLM's launch translated to llm-d-inference-sim's: its command line, a data parallel pod's
@@ -73,9 +74,17 @@ func modelServerLaunches(run *containerRun) ([]launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	servers := []*corev1.Container{run.container}
-	if vllm.IsShellScript(run.container) {
-		if servers, err = run.scriptServers(env); err != nil {
+	// The kubelet expands $(VAR) in the command and args with the container's variables.
+	container := run.container.DeepCopy()
+	vars := map[string]string{}
+	for _, v := range env {
+		name, value, _ := strings.Cut(v, "=")
+		vars[name] = value
+	}
+	container.Command, container.Args = expansion.All(container.Command, vars), expansion.All(container.Args, vars)
+	servers := []*corev1.Container{container}
+	if vllm.IsShellScript(container) {
+		if servers, err = run.scriptServers(container, env); err != nil {
 			return nil, err
 		}
 	}
@@ -116,12 +125,12 @@ const ignoringStop = `trap '' TERM INT; exec "$@"`
 // parallel script ends its container when a rank ends (core/render DataParallelScript): the first
 // recorder to exit has the script TERM the others, perhaps before they have written; so the script
 // runs with TERM ignored, every recorder writes, and the script's non-zero end is expected then.
-func (run *containerRun) scriptServers(env []string) ([]*corev1.Container, error) {
+func (run *containerRun) scriptServers(container *corev1.Container, env []string) ([]*corev1.Container, error) {
 	bin, argv := run.scratch("script-bin"), run.scratch("script-servers")
 	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(recordingVLLM), 0o755); err != nil {
 		return nil, err
 	}
-	words := vllm.CommandLine(run.container)
+	words := vllm.CommandLine(container)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", ignoringStop, "sh"}, words...)...)
@@ -157,9 +166,11 @@ const llmdSimMaxRank = 7
 // and served names, its port (the container's, on a loopback port), its data parallel rank, the
 // flags the two share, and the sim's own from ModelServerArgsAnnotation; never the network: the
 // sim's own tokenizer (it otherwise asks huggingface.co whether the model exists,
-// pkg/tokenizer/tokenizer.go modelExists) and no KV-cache event publisher
-// (pkg/kv-cache/block_cache.go dials --zmq-endpoint unless it is empty). --data-parallel-size is
-// not passed on: each process is one rank.
+// pkg/tokenizer/tokenizer.go modelExists), and no KV-cache event publisher
+// (pkg/kv-cache/block_cache.go dials --zmq-endpoint unless it is empty) unless vLLM's command line
+// publishes events: then the sim's go to kvEventsPublisher, which publishes them as vLLM would
+// (kvevents.go), with the server's block size. --data-parallel-size is not passed on: each
+// process is one rank.
 func (run *containerRun) modelServerLaunch(c *corev1.Container) (launch, error) {
 	words := vllm.CommandLine(c)
 	model, ok := vllm.Model(c)
@@ -184,7 +195,27 @@ func (run *containerRun) modelServerLaunch(c *corev1.Container) (launch, error) 
 			return launch{}, fmt.Errorf("vLLM's --data-parallel-rank %q", v)
 		}
 	}
-	args := []string{"--model", model, "--port", strconv.Itoa(port), "--force-dummy-tokenizer", "--zmq-endpoint="}
+	zmqEndpoint := ""
+	if l.kvEvents, err = kvEventsOf(words, l.rank); err != nil {
+		return launch{}, err
+	}
+	if l.kvEvents != nil {
+		if l.kvEvents.to, err = run.listen(l.kvEvents.port); err != nil {
+			return launch{}, err
+		}
+		if l.kvEvents.from, err = freePort(); err != nil {
+			return launch{}, err
+		}
+		l.ports = append(l.ports, l.kvEvents.port)
+		zmqEndpoint = l.kvEvents.simulatorEndpoint()
+	}
+	args := []string{"--model", model, "--port", strconv.Itoa(port), "--force-dummy-tokenizer", "--zmq-endpoint=" + zmqEndpoint}
+	if l.kvEvents != nil {
+		args = append(args, "--enable-kvcache")
+		if v, found := vllm.FlagValue(words, vllm.FlagBlockSize.Name); found {
+			args = append(args, "--block-size", v)
+		}
+	}
 	if names := flagValues(words, "--served-model-name"); len(names) > 0 {
 		args = append(append(args, "--served-model-name"), names...)
 	}

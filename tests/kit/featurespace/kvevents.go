@@ -17,6 +17,7 @@ import (
 
 	"github.com/fusioninfer/pulumi-fusioninfer/api"
 	"github.com/fusioninfer/pulumi-fusioninfer/core/render"
+	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/expansion"
 )
 
 // Precise prefix-cache routing, read as its programs read it: the picker from its configuration
@@ -188,33 +189,9 @@ func vllmCommands(pod *Pod) ([]vllmCommand, error) {
 }
 
 // kubeletExpand expands $(VAR) in a container's command and args as the kubelet does, for the
-// variables it can know here: POD_IP from the pod's address (third_party/forked/golang/expansion
-// of kubernetes: an unknown $(VAR) stays as it is, $$ is $).
+// variables it can know here: POD_IP from the pod's address.
 func kubeletExpand(c *corev1.Container, words []string) []string {
-	vars := containerVariables(c, map[string]string{})
-	out := make([]string, len(words))
-	for i, w := range words {
-		var b strings.Builder
-		for j := 0; j < len(w); j++ {
-			switch {
-			case strings.HasPrefix(w[j:], "$$"):
-				b.WriteByte('$')
-				j++
-			case strings.HasPrefix(w[j:], "$("):
-				end := strings.IndexByte(w[j:], ')')
-				if v, ok := vars[w[j+2:j+max(end, 2)]]; end > 0 && ok {
-					b.WriteString(v)
-					j += end
-					continue
-				}
-				b.WriteByte(w[j])
-			default:
-				b.WriteByte(w[j])
-			}
-		}
-		out[i] = b.String()
-	}
-	return out
+	return expansion.All(words, containerVariables(c, map[string]string{}))
 }
 
 // podVariables are what a server's shell sees: its container's variables and LWS's (the worker
