@@ -37,8 +37,12 @@ const model = "Qwen/Qwen3-8B"
 // wait; prefill costs 20 ms plus 1 ms a prompt token not in the server's KV cache (the per-token
 // calculator, pkg/llm-d-inference-sim/latencies.go perTokenCalculator), each further token 10 ms.
 // So the time to first token grows with the queue and shrinks with prefix-cache hits.
-const simulatedGPU = "--latency-calculator=per-token --prefill-overhead=20ms --prefill-time-per-token=1ms " +
-	"--inter-token-latency=10ms --max-num-seqs=4 --enable-kvcache --kv-cache-size=4096 --block-size=16"
+const simulatedGPU = simulatedGPUOwnBlockSize + " --block-size=16"
+
+// simulatedGPUOwnBlockSize is simulatedGPU with the block size the server's vLLM command line
+// gives (a server that publishes KV-cache events for precise prefix-cache routing has its own).
+const simulatedGPUOwnBlockSize = "--latency-calculator=per-token --prefill-overhead=20ms --prefill-time-per-token=1ms " +
+	"--inter-token-latency=10ms --max-num-seqs=4 --enable-kvcache --kv-cache-size=4096"
 
 // server is a vLLM pod template of one GPU serving model on its "http" port 8000, with
 // simulatedGPU; annotations are added to the pod's.

@@ -52,6 +52,20 @@ func loraService(namespace string, router inferenceservice.RoleArgs) *inferences
 		{Name: "server", ComponentType: api.ComponentTypeWorker, Replicas: &replicas, Template: serverOf(nil)}, router}}
 }
 
+// prepareLoRA prepares what a LoRA service's pods need before it is deployed: the model's storage
+// class, as a platform has it (the platform reads the service's spec: the model, and a role to
+// serve it), and the adapters' files in the cache claim, as the download would have put them (the
+// download Job's pod is completed by kwok, which fetches nothing).
+func prepareLoRA(t *testing.T, namespace, name string, args *inferenceservice.Args) {
+	t.Helper()
+	harness.PreparePlatform(t, &api.InferenceService{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: api.InferenceServiceSpec{Model: args.Model, Roles: []api.Role{{Name: "server", ComponentType: api.ComponentTypeWorker,
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0"}}}}}}}})
+	for _, a := range args.Model.Adapters {
+		inCache(t, namespace, a)
+	}
+}
+
 // LoRA adapters end to end (docs/design/0027-lora-adapters.md, issue 36), on the sim's LoRA
 // support (llm-d-inference-sim v0.10.2: its adapters registered by the loader sidecar through
 // /v1/load_lora_adapter, pkg/llm-d-inference-sim/lora.go LoadLoraAdaptor; the adapters of its
@@ -68,16 +82,7 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 	const namespace = "routing-lora"
 	harness.AddNodes(t, testcluster.Nodes{Prefix: "lora", Count: 1, GPUs: 8})
 	args := loraService(namespace, roundRobinRouter())
-	// the model's storage class, as a platform has it (the platform reads the service's spec: the
-	// model, and a role to serve it)
-	harness.PreparePlatform(t, &api.InferenceService{ObjectMeta: metav1.ObjectMeta{Name: "lora", Namespace: namespace},
-		Spec: api.InferenceServiceSpec{Model: args.Model, Roles: []api.Role{{Name: "server", ComponentType: api.ComponentTypeWorker,
-			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.33.0"}}}}}}}})
-	// the download Job's pod is completed by kwok, which fetches nothing: the adapters' files go
-	// into the cache claim as the download would have put them
-	for _, a := range args.Model.Adapters {
-		inCache(t, namespace, a)
-	}
+	prepareLoRA(t, namespace, "lora", args)
 	r := deploy(t, "lora", args)
 	progress := measured(t)
 	servers := pods(t, namespace, "lora", "server")
