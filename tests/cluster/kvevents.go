@@ -27,7 +27,9 @@ import (
 // each of the simulator's batches under the configured topic, with the simulator's sequence number
 // and payload as they are (ZmqEventPublisher._publisher_thread sends topic, seq, payload).
 
-// kvEventsConfig is vLLM's --kv-events-config (vllm/config/kv_events.py KVEventsConfig).
+// kvEventsConfig is vLLM's --kv-events-config (vllm/config/kv_events.py KVEventsConfig), read as
+// vLLM reads it: kept apart from core/render's on purpose, so that a field the render misnames is
+// one this stand-in does not find either.
 type kvEventsConfig struct {
 	EnableKVCacheEvents bool   `json:"enable_kv_cache_events"`
 	Publisher           string `json:"publisher"`
