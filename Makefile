@@ -133,15 +133,15 @@ e2e-karpenter:
 ## cases through Pulumi's engine (in-process; the real pulumi-kubernetes provider for the examples
 ## and the ordered rollout, its stand-in, the wire, for the rest) onto a
 ## simulated cluster: a real control plane, the LWS controller, Volcano and kwok's GPU nodes
-## (tests/cluster), one cluster a package, two packages at a time (their clusters mostly wait on
-## controllers and servers: 27 min where one at a time took 49, issue 54), the longest two first
-## (routing 15 min, tests/e2e 11: go test starts them in the order named); requests through a router's real
+## (tests/cluster), one cluster a package, three packages at a time (their clusters mostly wait on
+## controllers and servers: 16 min where two at a time took 27 and one at a time 49, issue 54), the
+## longest two first (routing 14 min, tests/e2e 10: go test starts them in the order named); requests through a router's real
 ## Endpoint Picker to llm-d-inference-sim servers (tests/e2e/routing, which needs CAP_NET_ADMIN for
 ## its pods' network); a real Prometheus scraping the rendered PodMonitors and KEDA scaling from it
 ## (tests/e2e/metrics, the same network). What it proves: docs/e2e.md.
 e2e:
 	$(GO) vet -tags e2e ./tests/e2e/... ./examples/go/...
-	$(GO) test -tags e2e -count=1 -v -p 2 -timeout 60m ./tests/e2e/routing ./tests/e2e ./tests/e2e/... ./examples/go/...
+	$(GO) test -tags e2e -count=1 -v -p 3 -timeout 60m ./tests/e2e/routing ./tests/e2e ./tests/e2e/... ./examples/go/...
 
 ## build: the CLI in bin/, with its version stamped.
 build:
