@@ -109,8 +109,8 @@ test-packages: sdk-packages
 		cd $(PKG_OUT) && python -c 'import pulumi_fusioninfer as f; assert callable(f.InferenceService) and callable(f.Platform), "no InferenceService or Platform in the wheel"'
 
 ## conformance: every object we emit against a real kube-apiserver + etcd with the upstream CRDs
-## (60 minutes a package: on a fresh machine it first waits for kube-apiserver's build, 54 minutes
-## niced beside make test and check in a cold CI);
+## (60 minutes a package: on a fresh machine it first waits for kube-apiserver's build, 19 minutes
+## niced beside make test and check in a cold CI, 54 on a busy machine);
 ## every object of the Platform (tests/conformance/platform, a server of its own). One package at
 ## a time: two API servers rebuilding their OpenAPI for dozens of CRDs at once starved each other
 ## on 2 cores (a CRD deletion took over 30 s in CI).
