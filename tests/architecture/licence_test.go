@@ -3,17 +3,12 @@
 package architecture
 
 import (
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/fusioninfer/pulumi-fusioninfer/tests/kit/testcli"
 )
 
 // licenceHeader is the first line of every Go file we write (the project's licence, LICENSE).
@@ -28,37 +23,17 @@ const addHeaders = `for f in $(git ls-files '*.go' ':!sdk/'); do head -1 "$f" | 
 // TestEveryGoFileHasTheLicenceHeader: every Go file of the repository but the generated ones (the
 // SDK's, the zz_generated and _generated files) opens with the SPDX licence identifier.
 func TestEveryGoFileHasTheLicenceHeader(t *testing.T) {
-	root := testcli.Root()
 	var missing []string
 	checked := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == ".git" || rel == "sdk" || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if generated.Match(data) {
-			return nil
+	eachGoFile(t, func(rel string, data []byte) {
+		if strings.HasPrefix(rel, "sdk"+string(filepath.Separator)) || generated.Match(data) {
+			return
 		}
 		checked++
 		if first, _, _ := strings.Cut(string(data), "\n"); first != licenceHeader {
 			missing = append(missing, rel)
 		}
-		return nil
 	})
-	require.NoError(t, err)
 	assert.NotZero(t, checked)
 	assert.Empty(t, missing, "Go files without %q as their first line; at the repository root, run:\n%s", licenceHeader, addHeaders)
 }
