@@ -252,7 +252,11 @@ func hangRank(t *testing.T, r *routed, namespace string, ranks map[string]rank) 
 	_, ended := hung.process.Ended()
 	require.False(t, ended, "the hung rank's process lives: its container was not ended")
 
-	// New requests go to the other pod's ranks only, and are served.
+	// New requests go to the other pod's ranks only, and are served. They start a second after
+	// the pod is seen not Ready, the bound the picker is held to below: the test may see the pod
+	// not Ready before the picker's informer does (in a CI run the picker sent a request to the
+	// hung rank 2 ms before it took the pod out, and the request waited out its client's timeout).
+	time.Sleep(time.Until(unreadyAt.Add(time.Second)))
 	during := startLoad(r.gateway.URL, 8, 8, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("Request %d: anyone else?", i) })
 	time.Sleep(4 * time.Second)
 	duringRequests := during.end()
