@@ -7,7 +7,6 @@ package routing
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -156,8 +155,9 @@ type doorResult struct {
 }
 
 // throughTheDoors runs n clients, each sending requests one after another through a door of the
-// router's Service as kube-proxy would take it: a new connection goes to a Ready door (ready),
-// and a client keeps its connection (keepAlive(c)) until it breaks or the server asks it to
+// router's Service as kube-proxy would take it: a new connection goes to the next Ready door
+// (ready, in turn, as IPVS kube-proxy's default round-robin scheduler sends them; at random,
+// iptables mode's choice, a CI run once had no client left on the door a test killed), and a client keeps its connection (keepAlive(c)) until it breaks or the server asks it to
 // close, whatever the status of a response. The function returned stops them and gives every request's result.
 func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, timeout time.Duration,
 	send func(conn *http.Client, door string, c, i int) response) func() []doorResult {
@@ -166,6 +166,7 @@ func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, t
 		results []doorResult
 		running atomic.Bool
 		clients sync.WaitGroup
+		turn    atomic.Int64 // the next connection's door, round-robin
 	)
 	running.Store(true)
 	for c := range n {
@@ -181,7 +182,7 @@ func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, t
 						time.Sleep(20 * time.Millisecond)
 						continue
 					}
-					door = doors[rand.IntN(len(doors))]
+					door = doors[int(turn.Add(1)-1)%len(doors)]
 				}
 				start := time.Now()
 				resp := send(conn, door, c, i)
