@@ -156,9 +156,10 @@ type doorResult struct {
 
 // throughTheDoors runs n clients, each sending requests one after another through a door of the
 // router's Service as kube-proxy would take it: a new connection goes to the next Ready door
-// (ready, in turn, as IPVS kube-proxy's default round-robin scheduler sends them; at random,
-// iptables mode's choice, a CI run once had no client left on the door a test killed), and a client keeps its connection (keepAlive(c)) until it breaks or the server asks it to
-// close, whatever the status of a response. The function returned stops them and gives every request's result.
+// (ready), in turn, as IPVS kube-proxy's default round-robin scheduler sends them (at random, as
+// iptables mode does, a CI run once left no client on the door a test killed), and a client
+// keeps its connection (keepAlive(c)) until it breaks or the server asks it to close, whatever
+// the status of a response. The function returned stops them and gives every request's result.
 func throughTheDoors(ready func() []string, n int, keepAlive func(c int) bool, timeout time.Duration,
 	send func(conn *http.Client, door string, c, i int) response) func() []doorResult {
 	var (
