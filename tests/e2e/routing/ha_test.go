@@ -120,16 +120,28 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 
 		var refused, openRouted, picked, lostRequests, answered, resetAtLoss int
 		var firstFailure, lastFailure time.Time
+		lostStreamsOn := map[string]bool{}
+		for _, rec := range records {
+			if rec.Lost() {
+				lostStreamsOn[rec.Served] = true
+			}
+		}
 		for _, rec := range records {
 			if rec.Lost() {
 				lostRequests++
 			}
-			// The leader's loss aborts the streams it was passing back (the lost requests), and
-			// llm-d-inference-sim, whose streams those were, has twice closed a connection the
-			// gateway opened to it in that same instant, before answering (CI, 2026-11-28: a
-			// request failed open +28 ms after a SIGKILL, "Post ...: EOF"). A casualty of the
-			// loss, counted with it, and bounded below.
-			if rec.FailedOpen && !rec.Accepted && rec.Err != "" && !rec.Start.Before(lost) && rec.Start.Sub(lost) < 200*time.Millisecond {
+			// The leader's loss aborts the streams it was passing back (the lost requests). The
+			// sim serving such a stream then ends new requests' connections before a header:
+			// llm-d-inference-sim v0.10.2 keeps a stream's fasthttp RequestCtx in the goroutine
+			// that writes it (pkg/communication/http.go sendStream) and, when a write fails,
+			// writes an error into it (sendOrFail, chunkSendFailed, sendError: SetBody closes the
+			// ctx's body stream), when fasthttp has given that ctx to a new request already: the
+			// new request's stream is closed ("io: read/write on closed pipe" in the sim's log),
+			// its connection ended ("Post ...: EOF" here), and its own goroutine does the same in
+			// turn (three such in one CI run, 2026-11-30). vLLM has no such failure: a casualty of
+			// the stand-in, counted with the loss when it is on a server that lost a stream.
+			if rec.FailedOpen && !rec.Accepted && strings.HasSuffix(rec.Err, ": EOF") && lostStreamsOn[strings.SplitN(rec.Err, ": ", 2)[0]] &&
+				!rec.Start.Before(lost) && rec.Start.Sub(lost) < 200*time.Millisecond {
 				resetAtLoss++
 			}
 			switch {
@@ -168,7 +180,6 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 			assert.Zero(t, refused)
 			assert.Len(t, failed, answered+lostRequests+resetAtLoss, "every request but those lost with the leader or answered by an EPP was served\n%s",
 				unserved(records, lost))
-			assert.LessOrEqual(t, resetAtLoss, 2, "at most two connections reset by a model server in the instant of the loss\n%s", unserved(records, lost))
 		}
 		if l.how == "deleted" {
 			assert.Zero(t, lostRequests, "a deleted leader finishes the requests it decided")
