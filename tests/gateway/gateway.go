@@ -83,6 +83,9 @@ type Record struct {
 	// model server's own name for itself (llm-d-inference-sim's x-inference-pod header).
 	Picked      []string
 	Served, Pod string
+	// SentTo is the endpoint the request was last sent to: Served when one answered, else the
+	// one whose connection failed (Err says how).
+	SentTo string
 	// Model is the model the request named as it reached the model server: its body's "model"
 	// after the EPP's rewrite (an InferenceModelRewrite's target). The EPP puts the name the
 	// client asked for back into the response (GIE v1.5.0 pkg/epp/handlers/server.go
@@ -343,6 +346,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer ex.cancel()
 	}
 	resp, endpoint, err := g.send(ctx, r, headers, body, endpoints)
+	rec.SentTo = endpoint
 	if err != nil {
 		rec.Status, rec.Err = http.StatusServiceUnavailable, err.Error()
 		http.Error(w, "upstream connect error: "+err.Error(), rec.Status)
@@ -391,12 +395,15 @@ func (g *Gateway) decide(ctx context.Context, r *http.Request, id string, body [
 
 // send sends the request to the first endpoint that takes the connection (a refused or failed
 // connection moves on to the next one, as Envoy's retry on connect-failure does down the EPP's list).
+// The endpoint returned is the last one tried, the one that answered when err is nil.
 func (g *Gateway) send(ctx context.Context, r *http.Request, headers http.Header, body []byte, endpoints []string) (*http.Response, string, error) {
+	var tried string
 	var errs []error
 	for _, endpoint := range endpoints {
+		tried = endpoint
 		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+endpoint+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
-			return nil, "", err
+			return nil, tried, err
 		}
 		req.Header = headers.Clone()
 		req.ContentLength = int64(len(body))
@@ -410,7 +417,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, headers http.Header
 			break // the request may have reached it: not retried
 		}
 	}
-	return nil, "", errors.Join(errs...)
+	return nil, tried, errors.Join(errs...)
 }
 
 // respond passes the model server's response to the client, through the EPP when it decided.

@@ -70,6 +70,18 @@ func TestGatewayFollowsTheEndpointPickerProtocol(t *testing.T) {
 		},
 		wantStatus: 200, wantServed: 2,
 	}, {
+		name: "every endpoint refused: the record names the last one tried",
+		epp: func([]string) *fakeEPP {
+			first, last := refused(t), refused(t)
+			return &fakeEPP{header: first + "," + last, metadata: first + "," + last}
+		},
+		wantStatus: 503, wantServed: -1,
+		check: func(t *testing.T, rec Record, _ *upstreamRequest, _ http.Header) {
+			require.Len(t, rec.Picked, 2)
+			assert.Equal(t, rec.Picked[1], rec.SentTo, "the connection that failed last")
+			assert.Contains(t, rec.Err, rec.SentTo+": ")
+		},
+	}, {
 		name: "the fallback endpoint of the metadata comes last",
 		epp: func(u []string) *fakeEPP {
 			down := refused(t)
@@ -139,6 +151,7 @@ func TestGatewayFollowsTheEndpointPickerProtocol(t *testing.T) {
 			} else {
 				require.NotNil(t, got, "upstream %d got the request", tc.wantServed)
 				assert.Equal(t, upstreams[tc.wantServed], records[0].Served)
+				assert.Equal(t, records[0].Served, records[0].SentTo, "the endpoint sent to is the one that answered")
 				assert.Equal(t, "pod-"+strconv.Itoa(tc.wantServed), records[0].Pod)
 				assert.Equal(t, `{"served":"`+upstreams[tc.wantServed]+`"}`, string(body), "the response body passes back")
 			}

@@ -140,7 +140,7 @@ func TestEndpointPickerSurvivesLosingTheLeader(t *testing.T) {
 			// its connection ended ("Post ...: EOF" here), and its own goroutine does the same in
 			// turn (three such in one CI run, 2026-11-30). vLLM has no such failure: a casualty of
 			// the stand-in, counted with the loss when it is on a server that lost a stream.
-			if rec.FailedOpen && !rec.Accepted && strings.HasSuffix(rec.Err, ": EOF") && lostStreamsOn[strings.SplitN(rec.Err, ": ", 2)[0]] &&
+			if rec.FailedOpen && !rec.Accepted && strings.HasSuffix(rec.Err, ": EOF") && lostStreamsOn[rec.SentTo] &&
 				!rec.Start.Before(lost) && rec.Start.Sub(lost) < 200*time.Millisecond {
 				resetAtLoss++
 			}
