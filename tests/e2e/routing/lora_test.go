@@ -112,12 +112,17 @@ func TestLoRAAdaptersRoutedSplitAndAddedWithoutRestarts(t *testing.T) {
 	progress("lora-affinity: %s", affinity)
 	assert.Empty(t, roundRobin.failures)
 	assert.Empty(t, affinity.failures)
-	// measured in 7 runs: 68% to 90% against 29% to 35% (latency p50 about 500 ms against 800 ms,
-	// p90 1.07 s against 1.7 s). Now and then an adapter is left without a pod of its own and its
-	// requests spread as round-robin's do (sql [9 7 7 7] beside math [17 13]: the sim's
-	// whole-second stamps above), so the bars are half, and 15 points over round-robin's third
-	assert.GreaterOrEqual(t, affinity.concentration(), 0.5, "with lora-affinity an adapter's requests stay on its pods")
-	assert.Greater(t, affinity.concentration(), roundRobin.concentration()+0.15, "more than round-robin")
+	// Measured: 68% to 90% of the requests on their adapter's busiest pod in 7 runs, then 50% to
+	// 88% in 8 CI runs (2026-11-30), against round-robin's 28% to 38% (latency p50 about 500 ms
+	// against 800 ms). The sim hides an adapter now and then (its whole-second stamps,
+	// sendAdapterLoad) and the picker then spreads its requests as round-robin would (chat
+	// [10 7 7 6] beside code [28 1 1] in the 50% run): how many it hides is chance, so the whole
+	// is held to order only. An adapter the picker sees stays on its pod: in those 8 runs the
+	// best kept 27 to 30 of its 30 requests on one pod, round-robin's best at most 13; 20 of 30
+	// on one pod of 4 by chance is below 2e-6 an adapter (binomial).
+	assert.Greater(t, affinity.concentration(), roundRobin.concentration(), "with lora-affinity more of an adapter's requests stay on one pod than with round-robin")
+	adapter, kept := affinity.bestKept()
+	assert.GreaterOrEqual(t, kept, 2.0/3, "with lora-affinity an adapter's requests stay on its pod: %s kept %.0f%% on one", adapter, 100*kept)
 
 	// The split: 1,000 requests for "support", each sent to its server as support-v1 or support-v2
 	// (the gateway records the body the EPP rewrote).
@@ -403,6 +408,23 @@ func (l adapterLoad) concentration() float64 {
 		return 0
 	}
 	return float64(top) / float64(total)
+}
+
+// bestKept is the adapter whose busiest pod served the largest share of its requests, and that share.
+func (l adapterLoad) bestKept() (string, float64) {
+	var best string
+	var kept float64
+	for adapter, pods := range l.served {
+		busiest, total := 0, 0
+		for _, n := range pods {
+			busiest = max(busiest, n)
+			total += n
+		}
+		if share := float64(busiest) / float64(total); share > kept {
+			best, kept = adapter, share
+		}
+	}
+	return best, kept
 }
 
 func (l adapterLoad) String() string {
