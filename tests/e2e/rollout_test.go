@@ -20,10 +20,37 @@ import (
 	"github.com/fusioninfer/pulumi-fusioninfer/tests/e2e/harness"
 )
 
+// A prefill/decode service rolls on the real controllers in the default order: the gang's minimal
+// set (one of each) together, then the other decoders, then the other prefillers.
+func TestPrefillDecodeRollsDecodersFirstOnTheCluster(t *testing.T) {
+	harness.AddGPUNodes(t, "pd", 4)
+	namespace := "pd-rollout"
+	harness.EnsureNamespace(t, namespace)
+	image := "vllm/vllm-openai:v0.33.0"
+	kv := `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
+	s := harness.NewStack(t, harness.ComponentProgram("pd", func() *inferenceservice.Args {
+		role := func(name, componentType string) inferenceservice.RoleArgs {
+			return inferenceservice.RoleArgs{Name: name, ComponentType: api.ComponentType(componentType), Replicas: ptr.To(2),
+				Template: harness.Server(image, 3*time.Second, "--model", "Qwen/Qwen3-32B", "--kv-transfer-config", kv)}
+		}
+		return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{role("prefill", "prefiller"), role("decode", "decoder")}}
+	}))
+	s.Up()
+	before := harness.Revisions(t, namespace)
+	watch := harness.WatchLeaderWorkerSets(t, namespace)
+	image = "vllm/vllm-openai:v0.33.1"
+	s.Up()
+	done := harness.Rollouts(watch.End(), before)
+	harness.AssertOrdered(t, done, []string{"pd-decode-0", "pd-prefill-0"}, []string{"pd-decode-1"}, []string{"pd-prefill-1"})
+	s.Destroy()
+}
+
 // A template change to a 6-replica role with maxUnavailable 2, on the real LWS controller: three
 // batches in order, never more than 2 replicas unavailable; with a partition, the replicas below
 // it keep their template; a second `pulumi up` changes nothing. The same through the real
-// pulumi-kubernetes provider as the engine's plugin, not the wire.
+// pulumi-kubernetes provider as the engine's plugin, not the wire: that case last, and this
+// test last in its file, so that a new machine's tests through the wire run before they wait
+// for the provider's build (withprovider_examples_test.go).
 func TestRolloutOnTheCluster(t *testing.T) {
 	harness.AddGPUNodes(t, "rollout", 6)
 	sixInPairs := [][]string{{"chat-chat-0", "chat-chat-1"}, {"chat-chat-2", "chat-chat-3"}, {"chat-chat-4", "chat-chat-5"}}
@@ -77,29 +104,4 @@ func TestRolloutOnTheCluster(t *testing.T) {
 			s.Destroy()
 		})
 	}
-}
-
-// A prefill/decode service rolls on the real controllers in the default order: the gang's minimal
-// set (one of each) together, then the other decoders, then the other prefillers.
-func TestPrefillDecodeRollsDecodersFirstOnTheCluster(t *testing.T) {
-	harness.AddGPUNodes(t, "pd", 4)
-	namespace := "pd-rollout"
-	harness.EnsureNamespace(t, namespace)
-	image := "vllm/vllm-openai:v0.33.0"
-	kv := `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
-	s := harness.NewStack(t, harness.ComponentProgram("pd", func() *inferenceservice.Args {
-		role := func(name, componentType string) inferenceservice.RoleArgs {
-			return inferenceservice.RoleArgs{Name: name, ComponentType: api.ComponentType(componentType), Replicas: ptr.To(2),
-				Template: harness.Server(image, 3*time.Second, "--model", "Qwen/Qwen3-32B", "--kv-transfer-config", kv)}
-		}
-		return &inferenceservice.Args{Namespace: namespace, Roles: []inferenceservice.RoleArgs{role("prefill", "prefiller"), role("decode", "decoder")}}
-	}))
-	s.Up()
-	before := harness.Revisions(t, namespace)
-	watch := harness.WatchLeaderWorkerSets(t, namespace)
-	image = "vllm/vllm-openai:v0.33.1"
-	s.Up()
-	done := harness.Rollouts(watch.End(), before)
-	harness.AssertOrdered(t, done, []string{"pd-decode-0", "pd-prefill-0"}, []string{"pd-decode-1"}, []string{"pd-prefill-1"})
-	s.Destroy()
 }

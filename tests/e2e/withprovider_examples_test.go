@@ -17,6 +17,8 @@ import (
 
 // Every example manifest, each service's component built from it as program/ does, runs on the
 // cluster (harness.AssertProgramRuns). The Go example programs run in their own packages.
+// Through the real kubernetes provider: its file sorts after the tests through the wire (go test
+// runs files in name order), which run while a new machine still builds the provider.
 func TestExamplesDeployRunAndLeaveNothing(t *testing.T) {
 	harness.AddNodesWithTopology(t, "examples", 40, 8)
 	files, err := filepath.Glob(filepath.Join(testcluster.RepositoryRoot(), "examples", "manifests", "*.yaml"))

@@ -90,7 +90,8 @@ func lastCreations(t testing.TB, namespace string) (lws, pod, scheduled, ready t
 // (3.8x: docs/design/0040-every-replica-loads-before-any-wait.md). The state is saved once, at
 // the end, so that the local backend's saves after each step (a few seconds at 32 replicas,
 // measured with them by BenchmarkFirstDeploy) do not make a loaded CI machine's figure flaky.
-// The figures go to the log (and docs/performance.md).
+// The figures go to the log (and docs/performance.md). Through the real provider, so in a file
+// that sorts after the tests through the wire, as withprovider_examples_test.go.
 func TestFirstDeployLoadsEveryReplicaAtOnce(t *testing.T) {
 	t.Setenv("PULUMI_SKIP_CHECKPOINTS", "true")
 	harness.AddGPUNodes(t, "first", 32)
