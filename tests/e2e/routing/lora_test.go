@@ -397,12 +397,9 @@ func sendAdapterLoad(t testing.TB, url string, workers, perWorker int) adapterLo
 func (l adapterLoad) concentration() float64 {
 	var top, total int
 	for _, pods := range l.served {
-		busiest := 0
-		for _, n := range pods {
-			busiest = max(busiest, n)
-			total += n
-		}
+		busiest, served := busiestPod(pods)
 		top += busiest
+		total += served
 	}
 	if total == 0 {
 		return 0
@@ -415,16 +412,21 @@ func (l adapterLoad) bestKept() (string, float64) {
 	var best string
 	var kept float64
 	for adapter, pods := range l.served {
-		busiest, total := 0, 0
-		for _, n := range pods {
-			busiest = max(busiest, n)
-			total += n
-		}
-		if share := float64(busiest) / float64(total); share > kept {
+		busiest, served := busiestPod(pods)
+		if share := float64(busiest) / float64(served); share > kept {
 			best, kept = adapter, share
 		}
 	}
 	return best, kept
+}
+
+// busiestPod is how many requests an adapter's busiest pod served, and how many its pods did.
+func busiestPod(pods map[string]int) (busiest, served int) {
+	for _, n := range pods {
+		busiest = max(busiest, n)
+		served += n
+	}
+	return busiest, served
 }
 
 func (l adapterLoad) String() string {
